@@ -1,0 +1,179 @@
+//! The library's one error type.
+
+use std::borrow::Cow;
+use std::error::Error as StdError;
+use std::fmt;
+
+/// What went wrong, as a category a caller can match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The event's payload could not be serialised to JSON. Nothing was written.
+    Serialize,
+    /// The message (payload and attributes) is larger than the configured limit. Nothing was written.
+    TooLarge,
+    /// A text field or the payload holds characters that SQS or PostgreSQL's `jsonb` would reject.
+    /// Nothing was written.
+    InvalidText,
+    /// The event's aggregate id is empty. Nothing was written.
+    EmptyAggregateId,
+    /// PostgreSQL returned an error or the connection failed.
+    Database,
+    /// No connection could be taken from the pool.
+    Pool,
+    /// The schema migrations failed.
+    Migration,
+    /// A setting is invalid (reported by a builder's `build()`).
+    Config,
+    /// The publisher failed as a whole.
+    Publish,
+    /// An operation did not finish within its time limit.
+    Timeout,
+}
+
+impl ErrorKind {
+    /// Whether an operation that failed with this kind may succeed when tried again unchanged.
+    ///
+    /// This is the one place the library decides it: invalid input and invalid configuration are
+    /// final; the database, the pool, the publisher and time-outs are worth another try.
+    pub fn is_retryable(self) -> bool {
+        match self {
+            ErrorKind::Serialize
+            | ErrorKind::TooLarge
+            | ErrorKind::InvalidText
+            | ErrorKind::EmptyAggregateId
+            | ErrorKind::Migration
+            | ErrorKind::Config => false,
+            ErrorKind::Database | ErrorKind::Pool | ErrorKind::Publish | ErrorKind::Timeout => true,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Serialize => "payload does not serialise",
+            ErrorKind::TooLarge => "message too large",
+            ErrorKind::InvalidText => "invalid text",
+            ErrorKind::EmptyAggregateId => "empty aggregate id",
+            ErrorKind::Database => "database error",
+            ErrorKind::Pool => "connection pool error",
+            ErrorKind::Migration => "migration failed",
+            ErrorKind::Config => "invalid configuration",
+            ErrorKind::Publish => "publisher failed",
+            ErrorKind::Timeout => "timed out",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error of every fallible operation in this crate: a [`kind`](Error::kind), a message, and the
+/// underlying error as [`source`](StdError::source) where there is one.
+pub struct Error {
+    kind: ErrorKind,
+    message: Cow<'static, str>,
+    source: Option<Box<dyn StdError + Send + Sync>>,
+}
+
+impl Error {
+    /// An error of `kind` with a message.
+    pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Attaches the underlying error.
+    pub fn with_source(mut self, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// The category of the error.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// Whether trying again unchanged may succeed (see [`ErrorKind::is_retryable`]).
+    pub fn is_retryable(&self) -> bool {
+        self.kind.is_retryable()
+    }
+
+    pub(crate) fn config(message: impl Into<Cow<'static, str>>) -> Self {
+        Error::new(ErrorKind::Config, message)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Error");
+        d.field("kind", &self.kind).field("message", &self.message);
+        if let Some(source) = &self.source {
+            d.field("source", source);
+        }
+        d.finish()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)?;
+        if let Some(source) = &self.source {
+            write!(f, ": {source}")?;
+        }
+        Ok(())
+    }
+}
+
+impl StdError for Error {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source
+            .as_deref()
+            .map(|s| s as &(dyn StdError + 'static))
+    }
+}
+
+impl From<tokio_postgres::Error> for Error {
+    fn from(e: tokio_postgres::Error) -> Self {
+        let message = match e.code() {
+            Some(code) => format!("SQLSTATE {}", code.code()),
+            None => "connection or protocol failure".to_string(),
+        };
+        Error::new(ErrorKind::Database, message).with_source(e)
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for Error {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        Error::new(ErrorKind::Pool, "could not get a connection from the pool").with_source(e)
+    }
+}
+
+/// A `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_errors_are_final_and_infrastructure_errors_retryable() {
+        assert!(!ErrorKind::TooLarge.is_retryable());
+        assert!(!ErrorKind::Config.is_retryable());
+        assert!(ErrorKind::Database.is_retryable());
+        assert!(ErrorKind::Timeout.is_retryable());
+    }
+
+    #[test]
+    fn display_includes_kind_message_and_source() {
+        let io = std::io::Error::other("boom");
+        let e = Error::new(ErrorKind::Publish, "batch failed").with_source(io);
+        assert_eq!(e.to_string(), "publisher failed: batch failed: boom");
+        assert!(e.source().is_some());
+    }
+}

@@ -1,0 +1,29 @@
+//! Transactional outbox for PostgreSQL.
+//!
+//! Placeholder crate docs; replaced once the README example lands.
+
+mod backoff;
+mod emit;
+mod error;
+mod event;
+pub mod message;
+mod migrate;
+mod publisher;
+mod relay;
+mod retention;
+pub mod trace;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use backoff::{Backoff, Disposition, InfraBackoff, RetryPolicy};
+pub use emit::{Emitter, emit, emit_all};
+pub use error::{Error, ErrorKind, Result};
+pub use event::OutboxEvent;
+pub use migrate::{MigrationReport, SCHEMA_HISTORY_TABLE, migrate};
+pub use outbox_macros::OutboxEvent;
+pub use outbox_queries::client::GenericClient;
+pub use publisher::{ClaimedEvent, PublishOutcome, Publisher};
+pub use relay::{BatchReport, MAX_BATCH_SIZE, Relay, RelayBuilder, RelayConfig};
+pub use retention::{CLEANUP_BATCH_SIZE, cleanup};
+pub use tokio_util::sync::CancellationToken;

@@ -1,0 +1,66 @@
+//! The outbox schema, applied by the library itself.
+
+use outbox_queries::queries::migrate;
+
+use crate::error::{Error, ErrorKind};
+
+/// The advisory lock key that serialises concurrent migrations ("outbox" in ASCII).
+const SCHEMA_LOCK_KEY: i64 = 0x6f75_7462_6f78;
+
+mod embedded {
+    refinery::embed_migrations!("../migrations");
+}
+
+/// The table in which applied schema versions are recorded (kept apart from an application's own
+/// refinery history table).
+pub const SCHEMA_HISTORY_TABLE: &str = "outbox_schema_history";
+
+/// What [`migrate`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationReport {
+    /// The migrations applied by this call, as `V{version}__{name}`; empty when the schema was
+    /// already up to date.
+    pub applied: Vec<String>,
+}
+
+/// Applies the outbox schema (`outbox_events`, its indexes, the `outbox_dead_letters` view, the
+/// NOTIFY trigger and the consumer inbox table) to the database `client` is connected to.
+///
+/// Idempotent: versions already applied (recorded in [`SCHEMA_HISTORY_TABLE`]) are skipped, so a
+/// second call changes nothing. Each migration runs in its own transaction.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let (mut client, connection) =
+///     tokio_postgres::connect("host=127.0.0.1 user=postgres", tokio_postgres::NoTls).await?;
+/// tokio::spawn(connection);
+/// let report = outbox_core::migrate(&mut client).await?;
+/// println!("applied {:?}", report.applied);
+/// # Ok(()) }
+/// ```
+pub async fn migrate(client: &mut tokio_postgres::Client) -> Result<MigrationReport, Error> {
+    // Several relays may start at once: one migrates, the others wait and then find nothing to do.
+    migrate::lock_schema().bind(client, &SCHEMA_LOCK_KEY).one().await?;
+    let result = run_migrations(client).await;
+    let unlocked = migrate::unlock_schema().bind(client, &SCHEMA_LOCK_KEY).one().await;
+    let report = result?;
+    unlocked?;
+    Ok(report)
+}
+
+async fn run_migrations(client: &mut tokio_postgres::Client) -> Result<MigrationReport, Error> {
+    let mut runner = embedded::migrations::runner();
+    runner.set_migration_table_name(SCHEMA_HISTORY_TABLE);
+    let report = runner
+        .set_abort_divergent(true)
+        .run_async(client)
+        .await
+        .map_err(|e| Error::new(ErrorKind::Migration, "could not apply the outbox schema").with_source(e))?;
+    Ok(MigrationReport {
+        applied: report
+            .applied_migrations()
+            .iter()
+            .map(|m| format!("V{}__{}", m.version(), m.name()))
+            .collect(),
+    })
+}

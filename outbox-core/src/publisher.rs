@@ -1,0 +1,59 @@
+//! The seam between the relay and a broker.
+
+use std::future::Future;
+
+/// An event the relay has claimed and hands to a [`Publisher`]: the row of `outbox_events` as the
+/// generated claim query returns it.
+pub use outbox_queries::queries::relay::ClaimedEvent;
+
+/// What became of one event handed to [`Publisher::publish`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PublishOutcome {
+    /// The broker accepted the event. The relay marks it processed.
+    Published,
+    /// The event failed and may succeed later (throttling, a server error, a time-out). The relay
+    /// counts an attempt and retries it after a backoff; after the maximum attempts it is
+    /// dead-lettered.
+    Retry(String),
+    /// The broker can never accept this event (invalid content, too large, no route). The relay
+    /// dead-letters it at once with this reason.
+    Permanent(String),
+}
+
+impl PublishOutcome {
+    /// The error text of a failed outcome.
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            PublishOutcome::Published => None,
+            PublishOutcome::Retry(e) | PublishOutcome::Permanent(e) => Some(e),
+        }
+    }
+}
+
+/// A broker the relay publishes to: the extension point that the SQS publisher, test fixtures and
+/// other brokers implement.
+///
+/// The relay calls [`publish`](Publisher::publish) with events in `seq` order. When the relay keeps
+/// per-aggregate order (the default), one call never holds two events of the same aggregate, so an
+/// implementation may send the events of one call concurrently and in any order.
+pub trait Publisher: Send + Sync + 'static {
+    /// The error of a call that failed as a whole.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Publishes `events` and returns one outcome per event, in the same order.
+    ///
+    /// Return `Err` only when the call failed as a whole and nothing is known to have been accepted
+    /// (broker unreachable, every request failed): the relay then releases the events without
+    /// counting an attempt and backs off. A missing outcome is treated as
+    /// [`PublishOutcome::Retry`].
+    fn publish(
+        &self,
+        events: &[ClaimedEvent],
+    ) -> impl Future<Output = Result<Vec<PublishOutcome>, Self::Error>> + Send;
+
+    /// Checks at start-up that the broker is reachable and configured (queues exist, credentials
+    /// work). The relay refuses to start when it fails. The default checks nothing.
+    fn check(&self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        async { Ok(()) }
+    }
+}

@@ -1,0 +1,229 @@
+//! The relay's settings: plain data with defaults, environment loading, and a validating builder.
+
+use std::time::Duration;
+
+use crate::backoff::{Backoff, RetryPolicy};
+use crate::error::Error;
+
+/// The largest batch a relay claims at once.
+pub const MAX_BATCH_SIZE: usize = 10_000;
+
+/// The relay's settings. Every field has a default (see [`RelayConfig::default`]); load overrides
+/// from the environment with [`RelayConfig::from_env`], check them with [`RelayConfig::validate`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelayConfig {
+    /// Events claimed per transaction (default 100, at most [`MAX_BATCH_SIZE`]).
+    /// Env: `OUTBOX_BATCH_SIZE`.
+    pub batch_size: usize,
+    /// Attempts before an event is dead-lettered (default 10). Env: `OUTBOX_MAX_ATTEMPTS`.
+    pub max_attempts: u32,
+    /// First retry delay (default 1 s). Env: `OUTBOX_BACKOFF_BASE_MS`.
+    pub backoff_base: Duration,
+    /// Largest retry delay (default 5 min). Env: `OUTBOX_BACKOFF_CAP_MS`.
+    pub backoff_cap: Duration,
+    /// Fraction of a retry delay removed at random, 0.0–1.0 (default 0.2). Env: `OUTBOX_BACKOFF_JITTER`.
+    pub backoff_jitter: f64,
+    /// Fallback poll when no notification arrives (default 2 s). Env: `OUTBOX_POLL_INTERVAL_MS`.
+    pub poll_interval: Duration,
+    /// Longest time a batch may spend publishing; the claim transaction is never held open longer
+    /// (default 30 s). Env: `OUTBOX_PUBLISH_TIMEOUT_MS`.
+    pub publish_timeout: Duration,
+    /// How long shutdown waits for batches in flight before releasing them (default 30 s).
+    /// Env: `OUTBOX_SHUTDOWN_GRACE_MS`.
+    pub shutdown_grace: Duration,
+    /// Batches processed concurrently by one relay, each in its own transaction (default 4).
+    /// Env: `OUTBOX_CONCURRENCY`.
+    pub concurrency: usize,
+    /// Keep per-aggregate order (default true): an event is never published while an earlier event
+    /// of its aggregate is unpublished. Env: `OUTBOX_PER_AGGREGATE_ORDER` (`true`/`false`).
+    pub per_aggregate_order: bool,
+    /// Delete processed rows older than this, periodically (default off). Env:
+    /// `OUTBOX_RETENTION_SECS`.
+    pub retention: Option<Duration>,
+}
+
+impl Default for RelayConfig {
+    fn default() -> Self {
+        RelayConfig {
+            batch_size: 100,
+            max_attempts: 10,
+            backoff_base: Duration::from_secs(1),
+            backoff_cap: Duration::from_secs(300),
+            backoff_jitter: 0.2,
+            poll_interval: Duration::from_secs(2),
+            publish_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(30),
+            concurrency: 4,
+            per_aggregate_order: true,
+            retention: None,
+        }
+    }
+}
+
+impl RelayConfig {
+    /// The defaults, overridden by the `OUTBOX_*` environment variables named on each field.
+    pub fn from_env() -> Result<Self, Error> {
+        Self::from_lookup(|key| std::env::var(key).ok())
+    }
+
+    /// Like [`from_env`](Self::from_env), reading variables through `lookup`.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let mut c = RelayConfig::default();
+        let parse = |key: &str| -> Result<Option<u64>, Error> {
+            lookup(key)
+                .map(|v| {
+                    v.trim()
+                        .parse::<u64>()
+                        .map_err(|_| Error::config(format!("{key} must be a whole number, got `{v}`")))
+                })
+                .transpose()
+        };
+        let ms = |key: &str| parse(key).map(|v| v.map(Duration::from_millis));
+        if let Some(v) = parse("OUTBOX_BATCH_SIZE")? {
+            c.batch_size = usize::try_from(v).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = parse("OUTBOX_MAX_ATTEMPTS")? {
+            c.max_attempts = u32::try_from(v).unwrap_or(u32::MAX);
+        }
+        if let Some(v) = ms("OUTBOX_BACKOFF_BASE_MS")? {
+            c.backoff_base = v;
+        }
+        if let Some(v) = ms("OUTBOX_BACKOFF_CAP_MS")? {
+            c.backoff_cap = v;
+        }
+        if let Some(v) = lookup("OUTBOX_BACKOFF_JITTER") {
+            c.backoff_jitter = v.trim().parse().map_err(|_| {
+                Error::config(format!("OUTBOX_BACKOFF_JITTER must be a number, got `{v}`"))
+            })?;
+        }
+        if let Some(v) = ms("OUTBOX_POLL_INTERVAL_MS")? {
+            c.poll_interval = v;
+        }
+        if let Some(v) = ms("OUTBOX_PUBLISH_TIMEOUT_MS")? {
+            c.publish_timeout = v;
+        }
+        if let Some(v) = ms("OUTBOX_SHUTDOWN_GRACE_MS")? {
+            c.shutdown_grace = v;
+        }
+        if let Some(v) = parse("OUTBOX_CONCURRENCY")? {
+            c.concurrency = usize::try_from(v).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = lookup("OUTBOX_PER_AGGREGATE_ORDER") {
+            c.per_aggregate_order = match v.trim() {
+                "true" | "1" | "yes" => true,
+                "false" | "0" | "no" => false,
+                _ => {
+                    return Err(Error::config(format!(
+                        "OUTBOX_PER_AGGREGATE_ORDER must be true or false, got `{v}`"
+                    )));
+                }
+            };
+        }
+        if let Some(v) = parse("OUTBOX_RETENTION_SECS")? {
+            c.retention = Some(Duration::from_secs(v));
+        }
+        Ok(c)
+    }
+
+    /// Checks every setting; the error names the one that is wrong.
+    pub fn validate(&self) -> Result<(), Error> {
+        let fail = |m: String| Err(Error::config(m));
+        if self.batch_size == 0 || self.batch_size > MAX_BATCH_SIZE {
+            return fail(format!(
+                "batch_size must be within 1..={MAX_BATCH_SIZE}, got {}",
+                self.batch_size
+            ));
+        }
+        if self.max_attempts == 0 {
+            return fail("max_attempts must be at least 1".into());
+        }
+        if self.backoff_base.is_zero() || self.backoff_cap < self.backoff_base {
+            return fail(format!(
+                "backoff needs 0 < base <= cap, got base {:?} and cap {:?}",
+                self.backoff_base, self.backoff_cap
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.backoff_jitter) {
+            return fail(format!(
+                "backoff_jitter must be within 0.0..=1.0, got {}",
+                self.backoff_jitter
+            ));
+        }
+        if self.poll_interval.is_zero() {
+            return fail("poll_interval must be above zero".into());
+        }
+        if self.publish_timeout.is_zero() {
+            return fail("publish_timeout must be above zero".into());
+        }
+        if self.concurrency == 0 || self.concurrency > 256 {
+            return fail(format!(
+                "concurrency must be within 1..=256, got {}",
+                self.concurrency
+            ));
+        }
+        if self.retention.is_some_and(|r| r.is_zero()) {
+            return fail("retention must be above zero when set".into());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: self.max_attempts,
+            backoff: Backoff::new(self.backoff_base, self.backoff_cap, self.backoff_jitter),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        RelayConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn env_overrides_defaults() {
+        let env = [
+            ("OUTBOX_BATCH_SIZE", "250"),
+            ("OUTBOX_POLL_INTERVAL_MS", "1500"),
+            ("OUTBOX_PER_AGGREGATE_ORDER", "false"),
+            ("OUTBOX_RETENTION_SECS", "604800"),
+        ];
+        let c = RelayConfig::from_lookup(|k| {
+            env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        })
+        .unwrap();
+        assert_eq!(c.batch_size, 250);
+        assert_eq!(c.poll_interval, Duration::from_millis(1500));
+        assert!(!c.per_aggregate_order);
+        assert_eq!(c.retention, Some(Duration::from_secs(604_800)));
+        assert_eq!(c.max_attempts, 10);
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let e = RelayConfig::from_lookup(|k| (k == "OUTBOX_BATCH_SIZE").then(|| "lots".into()))
+            .unwrap_err();
+        assert!(e.to_string().contains("OUTBOX_BATCH_SIZE"), "{e}");
+        for (c, field) in [
+            (RelayConfig { batch_size: 0, ..Default::default() }, "batch_size"),
+            (RelayConfig { batch_size: MAX_BATCH_SIZE + 1, ..Default::default() }, "batch_size"),
+            (RelayConfig { max_attempts: 0, ..Default::default() }, "max_attempts"),
+            (
+                RelayConfig {
+                    backoff_cap: Duration::from_millis(1),
+                    ..Default::default()
+                },
+                "backoff",
+            ),
+            (RelayConfig { concurrency: 0, ..Default::default() }, "concurrency"),
+            (RelayConfig { poll_interval: Duration::ZERO, ..Default::default() }, "poll_interval"),
+        ] {
+            let e = c.validate().unwrap_err();
+            assert!(e.to_string().contains(field), "{e} should name {field}");
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! LISTEN/NOTIFY wake-ups on a dedicated connection, reconnecting when it drops.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use outbox_queries::queries::listen as sql;
+use tokio::sync::watch;
+use tokio_postgres::AsyncMessage;
+use tokio_util::sync::CancellationToken;
+
+use crate::backoff::InfraBackoff;
+use crate::error::Error;
+
+/// Bumps the wake-up generation: every idle worker claims again.
+fn wake(tx: &watch::Sender<u64>) {
+    tx.send_modify(|generation| *generation = generation.wrapping_add(1));
+}
+
+/// Listens until `token` is cancelled. After every (re)connection it wakes the workers once, so
+/// events committed while the connection was down are claimed without waiting for the poll.
+pub(crate) async fn run(
+    config: tokio_postgres::Config,
+    wakeups: watch::Sender<u64>,
+    token: CancellationToken,
+) {
+    let mut backoff = InfraBackoff::new(Duration::from_millis(100), Duration::from_secs(30));
+    loop {
+        match listen(&config, &wakeups, &token, &mut backoff).await {
+            Ok(()) => return,
+            Err(e) => {
+                let delay = backoff.failed();
+                tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64,
+                    "LISTEN connection lost; falling back to polling until it is back");
+                wake(&wakeups);
+                tokio::select! {
+                    _ = token.cancelled() => return,
+                    _ = tokio::time::sleep(delay) => {}
+                }
+            }
+        }
+    }
+}
+
+/// One connection's life: connect, LISTEN, forward notifications. `Ok` only when cancelled.
+async fn listen(
+    config: &tokio_postgres::Config,
+    wakeups: &watch::Sender<u64>,
+    token: &CancellationToken,
+    backoff: &mut InfraBackoff,
+) -> Result<(), Error> {
+    let (client, mut connection) = tokio::select! {
+        _ = token.cancelled() => return Ok(()),
+        c = config.connect(tokio_postgres::NoTls) => c?,
+    };
+    // A plain `tokio::spawn(connection)` would drop notifications: drive it here and read them.
+    let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+    let statement = sql::listen_outbox_events();
+    let listening = statement.bind(&client);
+    tokio::pin!(listening);
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => return Ok(()),
+            done = &mut listening => { done?; break; }
+            message = messages.next() => on_message(message, wakeups)?,
+        }
+    }
+    tracing::debug!("listening for outbox notifications");
+    backoff.succeeded();
+    wake(wakeups);
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => return Ok(()),
+            message = messages.next() => on_message(message, wakeups)?,
+        }
+    }
+}
+
+fn on_message(
+    message: Option<Result<AsyncMessage, tokio_postgres::Error>>,
+    wakeups: &watch::Sender<u64>,
+) -> Result<(), Error> {
+    match message {
+        Some(Ok(AsyncMessage::Notification(_))) => {
+            wake(wakeups);
+            Ok(())
+        }
+        Some(Ok(_)) => Ok(()),
+        Some(Err(e)) => Err(e.into()),
+        None => Err(Error::new(
+            crate::error::ErrorKind::Database,
+            "the LISTEN connection closed",
+        )),
+    }
+}

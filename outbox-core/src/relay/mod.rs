@@ -1,0 +1,286 @@
+//! The relay: claims committed events, publishes them, marks them processed.
+
+mod batch;
+mod config;
+mod listener;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+pub use batch::BatchReport;
+pub use config::{MAX_BATCH_SIZE, RelayConfig};
+
+use crate::backoff::{InfraBackoff, RetryPolicy};
+use crate::error::{Error, ErrorKind};
+use crate::publisher::Publisher;
+use crate::retention;
+
+/// Infrastructure failures are retried with a delay doubling from this…
+const INFRA_BACKOFF_BASE: Duration = Duration::from_millis(100);
+/// …up to this.
+const INFRA_BACKOFF_CAP: Duration = Duration::from_secs(30);
+/// How often the relay runs retention, when configured.
+const RETENTION_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Publishes committed outbox events through a [`Publisher`].
+///
+/// Built with [`Relay::builder`]. [`run`](Relay::run) processes batches on
+/// [`concurrency`](RelayConfig::concurrency) workers until cancelled; each batch is claimed with
+/// `FOR UPDATE SKIP LOCKED`, published, and acknowledged in the same transaction, so several relays
+/// (tasks or processes) can share one table. Delivery is at-least-once: a crash between publish and
+/// commit publishes the batch again.
+pub struct Relay<P> {
+    inner: Arc<Inner<P>>,
+}
+
+impl<P> Clone for Relay<P> {
+    fn clone(&self) -> Self {
+        Relay {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+struct Inner<P> {
+    pool: deadpool_postgres::Pool,
+    publisher: P,
+    config: RelayConfig,
+    policy: RetryPolicy,
+    listen: Option<tokio_postgres::Config>,
+}
+
+/// Builds a [`Relay`]: takes and returns `self`, validates in [`build`](RelayBuilder::build).
+pub struct RelayBuilder<P> {
+    pool: deadpool_postgres::Pool,
+    publisher: P,
+    config: RelayConfig,
+    listen: Option<tokio_postgres::Config>,
+}
+
+impl<P: Publisher> RelayBuilder<P> {
+    /// Replaces every setting at once (e.g. with [`RelayConfig::from_env`]).
+    pub fn config(mut self, config: RelayConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Events claimed per transaction (default 100).
+    pub fn batch_size(mut self, n: usize) -> Self {
+        self.config.batch_size = n;
+        self
+    }
+
+    /// Attempts before an event is dead-lettered (default 10).
+    pub fn max_attempts(mut self, n: u32) -> Self {
+        self.config.max_attempts = n;
+        self
+    }
+
+    /// Retry delays: from `base`, doubling, up to `cap` (defaults 1 s and 5 min).
+    pub fn backoff(mut self, base: Duration, cap: Duration) -> Self {
+        self.config.backoff_base = base;
+        self.config.backoff_cap = cap;
+        self
+    }
+
+    /// Fallback poll interval (default 2 s).
+    pub fn poll_interval(mut self, d: Duration) -> Self {
+        self.config.poll_interval = d;
+        self
+    }
+
+    /// Longest time one batch may spend publishing (default 30 s).
+    pub fn publish_timeout(mut self, d: Duration) -> Self {
+        self.config.publish_timeout = d;
+        self
+    }
+
+    /// How long shutdown waits for batches in flight (default 30 s).
+    pub fn shutdown_grace(mut self, d: Duration) -> Self {
+        self.config.shutdown_grace = d;
+        self
+    }
+
+    /// Batches processed concurrently (default 4).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.config.concurrency = n;
+        self
+    }
+
+    /// Keep per-aggregate order (default `true`). Turning it off lets events of one aggregate be
+    /// published out of order (after a retry, or by concurrent batches) in exchange for fewer
+    /// round trips when a few aggregates carry most events.
+    pub fn per_aggregate_order(mut self, on: bool) -> Self {
+        self.config.per_aggregate_order = on;
+        self
+    }
+
+    /// Periodically delete processed rows older than `older_than` (default: never).
+    pub fn retention(mut self, older_than: Option<Duration>) -> Self {
+        self.config.retention = older_than;
+        self
+    }
+
+    /// Wake up on `NOTIFY` through a dedicated connection made from `config` (the same database as
+    /// the pool). Without it the relay only polls.
+    pub fn listen(mut self, config: tokio_postgres::Config) -> Self {
+        self.listen = Some(config);
+        self
+    }
+
+    /// Checks the settings and builds the relay.
+    pub fn build(self) -> Result<Relay<P>, Error> {
+        self.config.validate()?;
+        Ok(Relay {
+            inner: Arc::new(Inner {
+                policy: self.config.retry_policy(),
+                pool: self.pool,
+                publisher: self.publisher,
+                config: self.config,
+                listen: self.listen,
+            }),
+        })
+    }
+}
+
+impl<P: Publisher> Relay<P> {
+    /// Starts building a relay over `pool` (connections to the database holding `outbox_events`)
+    /// publishing through `publisher`.
+    pub fn builder(pool: deadpool_postgres::Pool, publisher: P) -> RelayBuilder<P> {
+        RelayBuilder {
+            pool,
+            publisher,
+            config: RelayConfig::default(),
+            listen: None,
+        }
+    }
+
+    /// The relay's settings.
+    pub fn config(&self) -> &RelayConfig {
+        &self.inner.config
+    }
+
+    /// The publisher.
+    pub fn publisher(&self) -> &P {
+        &self.inner.publisher
+    }
+
+    /// Claims, publishes and acknowledges one batch.
+    ///
+    /// `Err` when the database failed (nothing recorded, claims released) or the publisher failed
+    /// as a whole (what was published before is recorded; the rest released without an attempt).
+    pub async fn run_once(&self) -> Result<BatchReport, Error> {
+        let i = &self.inner;
+        batch::run_batch(
+            &i.pool,
+            &i.publisher,
+            i.config.batch_size,
+            i.config.per_aggregate_order,
+            i.config.publish_timeout,
+            &i.policy,
+        )
+        .await
+    }
+
+    /// Runs the relay until `shutdown` is cancelled, then stops claiming, lets batches in flight
+    /// finish within the [grace period](RelayConfig::shutdown_grace) (after it, their claims are
+    /// released by rolling back) and returns.
+    ///
+    /// Fails at once if the publisher's start-up [check](Publisher::check) fails. After that it
+    /// never returns an error: database and broker failures are logged and retried with a delay
+    /// doubling up to 30 s.
+    pub async fn run(&self, shutdown: CancellationToken) -> Result<(), Error> {
+        self.inner.publisher.check().await.map_err(|e| {
+            Error::new(ErrorKind::Publish, "the publisher's start-up check failed").with_source(e)
+        })?;
+        let (wake_tx, wake_rx) = watch::channel(0u64);
+        let mut tasks = JoinSet::new();
+        if let Some(config) = &self.inner.listen {
+            tasks.spawn(listener::run(config.clone(), wake_tx.clone(), shutdown.clone()));
+        }
+        for _ in 0..self.inner.config.concurrency {
+            tasks.spawn(self.clone().worker(wake_rx.clone(), shutdown.clone()));
+        }
+        if let Some(older_than) = self.inner.config.retention {
+            tasks.spawn(self.clone().retention(older_than, shutdown.clone()));
+        }
+        tracing::info!(
+            concurrency = self.inner.config.concurrency,
+            batch_size = self.inner.config.batch_size,
+            per_aggregate_order = self.inner.config.per_aggregate_order,
+            listen = self.inner.listen.is_some(),
+            "relay started"
+        );
+        shutdown.cancelled().await;
+        let grace = self.inner.config.shutdown_grace;
+        let drained = tokio::time::timeout(grace, async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                grace_ms = grace.as_millis() as u64,
+                "batches still in flight after the grace period; releasing their claims"
+            );
+            tasks.abort_all();
+            while tasks.join_next().await.is_some() {}
+        }
+        drop(wake_tx);
+        tracing::info!("relay stopped");
+        Ok(())
+    }
+
+    /// One worker: claim batches back to back while there is work; when idle, sleep until a
+    /// notification or the poll tick.
+    async fn worker(self, mut wakeups: watch::Receiver<u64>, shutdown: CancellationToken) {
+        let mut infra = InfraBackoff::new(INFRA_BACKOFF_BASE, INFRA_BACKOFF_CAP);
+        while !shutdown.is_cancelled() {
+            // Notifications from now on wake this worker, even those arriving during the claim.
+            wakeups.borrow_and_update();
+            let delay = match self.run_once().await {
+                Ok(report) => {
+                    infra.succeeded();
+                    if report.claimed > 0 {
+                        continue;
+                    }
+                    self.inner.config.poll_interval
+                }
+                Err(e) => {
+                    let delay = infra.failed();
+                    tracing::warn!(
+                        error = %e, consecutive_failures = infra.failures(),
+                        retry_in_ms = delay.as_millis() as u64, "relay batch failed"
+                    );
+                    delay
+                }
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = wakeups.changed(), if infra.failures() == 0 => {}
+                _ = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+
+    /// Deletes old processed rows every minute.
+    async fn retention(self, older_than: Duration, shutdown: CancellationToken) {
+        loop {
+            match self.inner.pool.get().await {
+                Ok(client) => match retention::cleanup(&**client, older_than).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(deleted = n, "retention deleted processed events"),
+                    Err(e) => tracing::warn!(error = %e, "retention failed"),
+                },
+                Err(e) => tracing::warn!(error = %e, "retention could not get a connection"),
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(RETENTION_INTERVAL) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! W3C trace context carried through the outbox: `emit` stores the caller's `traceparent` in the
+//! event's metadata and publishers send it as a message attribute, so a trace continues from the
+//! transaction that wrote the event to the consumer that reads it.
+//!
+//! Without a tracing SDK in the loop, a caller sets the trace context for a scope with
+//! [`with_traceparent`] (e.g. in a request middleware, from the incoming `traceparent` header).
+
+use std::future::Future;
+
+use crate::message::METADATA_TRACEPARENT;
+
+tokio::task_local! {
+    static TRACEPARENT: String;
+}
+
+/// Runs `future` with `traceparent` as the current W3C trace context: every event emitted inside it
+/// carries it. An invalid value (not `version-traceid-spanid-flags` in lowercase hex) is ignored.
+pub async fn with_traceparent<F: Future>(traceparent: impl Into<String>, future: F) -> F::Output {
+    TRACEPARENT.scope(traceparent.into(), future).await
+}
+
+/// The current valid W3C `traceparent`, if the caller set one with [`with_traceparent`].
+pub fn current_traceparent() -> Option<String> {
+    TRACEPARENT
+        .try_with(|tp| is_valid_traceparent(tp).then(|| tp.clone()))
+        .ok()
+        .flatten()
+}
+
+/// The metadata `emit` stores with an event: the trace context when there is one.
+pub(crate) fn current_metadata() -> serde_json::Value {
+    let mut metadata = serde_json::Map::new();
+    if let Some(tp) = current_traceparent() {
+        metadata.insert(METADATA_TRACEPARENT.to_string(), tp.into());
+    }
+    serde_json::Value::Object(metadata)
+}
+
+/// `00-<32 hex trace id>-<16 hex span id>-<2 hex flags>`, lowercase, ids not all zero.
+fn is_valid_traceparent(tp: &str) -> bool {
+    let parts: Vec<&str> = tp.split('-').collect();
+    let hex = |s: &str, len: usize| {
+        s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    parts.len() == 4
+        && hex(parts[0], 2)
+        && parts[0] != "ff"
+        && hex(parts[1], 32)
+        && parts[1].bytes().any(|b| b != b'0')
+        && hex(parts[2], 16)
+        && parts[2].bytes().any(|b| b != b'0')
+        && hex(parts[3], 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TP: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+    #[test]
+    fn validates_the_w3c_format() {
+        assert!(is_valid_traceparent(TP));
+        assert!(!is_valid_traceparent("00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01"));
+        assert!(!is_valid_traceparent("00-00000000000000000000000000000000-b7ad6b7169203331-01"));
+        assert!(!is_valid_traceparent("garbage"));
+    }
+
+    #[tokio::test]
+    async fn metadata_carries_the_scoped_trace_context() {
+        assert_eq!(current_metadata(), serde_json::json!({}));
+        let inside = with_traceparent(TP, async { current_metadata() }).await;
+        assert_eq!(inside, serde_json::json!({ "traceparent": TP }));
+        let invalid = with_traceparent("nope", async { current_metadata() }).await;
+        assert_eq!(invalid, serde_json::json!({}));
+    }
+}

@@ -1,0 +1,494 @@
+// This file was generated with `cornucopia`. Do not modify.
+
+#[derive(Debug)]
+pub struct FetchOutboxFollowersParams<
+    T1: crate::StringSql,
+    T2: crate::ArraySql<Item = T1>,
+    T3: crate::StringSql,
+    T4: crate::ArraySql<Item = T3>,
+    T5: crate::ArraySql<Item = i64>,
+> {
+    pub aggregate_types: T2,
+    pub aggregate_ids: T4,
+    pub head_seqs: T5,
+    pub limit: i64,
+}
+#[derive(Debug)]
+pub struct RecordOutboxFailuresParams<
+    T1: crate::ArraySql<Item = uuid::Uuid>,
+    T2: crate::StringSql,
+    T3: crate::ArraySql<Item = T2>,
+    T4: crate::ArraySql<Item = f64>,
+    T5: crate::ArraySql<Item = bool>,
+> {
+    pub ids: T1,
+    pub errors: T3,
+    pub delay_secs: T4,
+    pub dead: T5,
+}
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ClaimedEvent {
+    pub id: uuid::Uuid,
+    pub seq: i64,
+    pub aggregate_type: String,
+    pub aggregate_id: String,
+    pub event_type: String,
+    pub payload: serde_json::Value,
+    pub metadata: serde_json::Value,
+    pub attempts: i32,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+pub struct ClaimedEventBorrowed<'a> {
+    pub id: uuid::Uuid,
+    pub seq: i64,
+    pub aggregate_type: &'a str,
+    pub aggregate_id: &'a str,
+    pub event_type: &'a str,
+    pub payload: postgres_types::Json<&'a serde_json::value::RawValue>,
+    pub metadata: postgres_types::Json<&'a serde_json::value::RawValue>,
+    pub attempts: i32,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+impl<'a> From<ClaimedEventBorrowed<'a>> for ClaimedEvent {
+    fn from(
+        ClaimedEventBorrowed {
+            id,
+            seq,
+            aggregate_type,
+            aggregate_id,
+            event_type,
+            payload,
+            metadata,
+            attempts,
+            created_at,
+        }: ClaimedEventBorrowed<'a>,
+    ) -> Self {
+        Self {
+            id,
+            seq,
+            aggregate_type: aggregate_type.into(),
+            aggregate_id: aggregate_id.into(),
+            event_type: event_type.into(),
+            payload: serde_json::from_str(payload.0.get()).unwrap(),
+            metadata: serde_json::from_str(metadata.0.get()).unwrap(),
+            attempts,
+            created_at,
+        }
+    }
+}
+use crate::client::async_::GenericClient;
+use futures::{self, StreamExt, TryStreamExt};
+pub struct ClaimedEventQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
+    client: &'c C,
+    params: [&'a (dyn postgres_types::ToSql + Sync); N],
+    query: &'static str,
+    cached: Option<&'s tokio_postgres::Statement>,
+    extractor: fn(&tokio_postgres::Row) -> Result<ClaimedEventBorrowed, tokio_postgres::Error>,
+    mapper: fn(ClaimedEventBorrowed) -> T,
+}
+impl<'c, 'a, 's, C, T: 'c, const N: usize> ClaimedEventQuery<'c, 'a, 's, C, T, N>
+where
+    C: GenericClient,
+{
+    pub fn map<R>(
+        self,
+        mapper: fn(ClaimedEventBorrowed) -> R,
+    ) -> ClaimedEventQuery<'c, 'a, 's, C, R, N> {
+        ClaimedEventQuery {
+            client: self.client,
+            params: self.params,
+            query: self.query,
+            cached: self.cached,
+            extractor: self.extractor,
+            mapper,
+        }
+    }
+    pub async fn one(self) -> Result<T, tokio_postgres::Error> {
+        let row =
+            crate::client::async_::one(self.client, self.query, &self.params, self.cached).await?;
+        Ok((self.mapper)((self.extractor)(&row)?))
+    }
+    pub async fn all(self) -> Result<Vec<T>, tokio_postgres::Error> {
+        self.iter().await?.try_collect().await
+    }
+    pub async fn opt(self) -> Result<Option<T>, tokio_postgres::Error> {
+        let opt_row =
+            crate::client::async_::opt(self.client, self.query, &self.params, self.cached).await?;
+        Ok(opt_row
+            .map(|row| {
+                let extracted = (self.extractor)(&row)?;
+                Ok((self.mapper)(extracted))
+            })
+            .transpose()?)
+    }
+    pub async fn iter(
+        self,
+    ) -> Result<
+        impl futures::Stream<Item = Result<T, tokio_postgres::Error>> + 'c,
+        tokio_postgres::Error,
+    > {
+        let stream = crate::client::async_::raw(
+            self.client,
+            self.query,
+            crate::slice_iter(&self.params),
+            self.cached,
+        )
+        .await?;
+        let mapped = stream
+            .map(move |res| {
+                res.and_then(|row| {
+                    let extracted = (self.extractor)(&row)?;
+                    Ok((self.mapper)(extracted))
+                })
+            })
+            .into_stream();
+        Ok(mapped)
+    }
+}
+pub struct UuidUuidQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
+    client: &'c C,
+    params: [&'a (dyn postgres_types::ToSql + Sync); N],
+    query: &'static str,
+    cached: Option<&'s tokio_postgres::Statement>,
+    extractor: fn(&tokio_postgres::Row) -> Result<uuid::Uuid, tokio_postgres::Error>,
+    mapper: fn(uuid::Uuid) -> T,
+}
+impl<'c, 'a, 's, C, T: 'c, const N: usize> UuidUuidQuery<'c, 'a, 's, C, T, N>
+where
+    C: GenericClient,
+{
+    pub fn map<R>(self, mapper: fn(uuid::Uuid) -> R) -> UuidUuidQuery<'c, 'a, 's, C, R, N> {
+        UuidUuidQuery {
+            client: self.client,
+            params: self.params,
+            query: self.query,
+            cached: self.cached,
+            extractor: self.extractor,
+            mapper,
+        }
+    }
+    pub async fn one(self) -> Result<T, tokio_postgres::Error> {
+        let row =
+            crate::client::async_::one(self.client, self.query, &self.params, self.cached).await?;
+        Ok((self.mapper)((self.extractor)(&row)?))
+    }
+    pub async fn all(self) -> Result<Vec<T>, tokio_postgres::Error> {
+        self.iter().await?.try_collect().await
+    }
+    pub async fn opt(self) -> Result<Option<T>, tokio_postgres::Error> {
+        let opt_row =
+            crate::client::async_::opt(self.client, self.query, &self.params, self.cached).await?;
+        Ok(opt_row
+            .map(|row| {
+                let extracted = (self.extractor)(&row)?;
+                Ok((self.mapper)(extracted))
+            })
+            .transpose()?)
+    }
+    pub async fn iter(
+        self,
+    ) -> Result<
+        impl futures::Stream<Item = Result<T, tokio_postgres::Error>> + 'c,
+        tokio_postgres::Error,
+    > {
+        let stream = crate::client::async_::raw(
+            self.client,
+            self.query,
+            crate::slice_iter(&self.params),
+            self.cached,
+        )
+        .await?;
+        let mapped = stream
+            .map(move |res| {
+                res.and_then(|row| {
+                    let extracted = (self.extractor)(&row)?;
+                    Ok((self.mapper)(extracted))
+                })
+            })
+            .into_stream();
+        Ok(mapped)
+    }
+}
+pub struct FetchOutboxBatchStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn fetch_outbox_batch() -> FetchOutboxBatchStmt {
+    FetchOutboxBatchStmt(
+        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL AND (retry_after IS NULL OR retry_after <= now()) ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
+        None,
+    )
+}
+impl FetchOutboxBatchStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+        batch_size: &'a i64,
+    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 1> {
+        ClaimedEventQuery {
+            client,
+            params: [batch_size],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor:
+                |row: &tokio_postgres::Row| -> Result<ClaimedEventBorrowed, tokio_postgres::Error> {
+                    Ok(ClaimedEventBorrowed {
+                        id: row.try_get(0)?,
+                        seq: row.try_get(1)?,
+                        aggregate_type: row.try_get(2)?,
+                        aggregate_id: row.try_get(3)?,
+                        event_type: row.try_get(4)?,
+                        payload: row.try_get(5)?,
+                        metadata: row.try_get(6)?,
+                        attempts: row.try_get(7)?,
+                        created_at: row.try_get(8)?,
+                    })
+                },
+            mapper: |it| ClaimedEvent::from(it),
+        }
+    }
+}
+pub struct FetchOutboxHeadsStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn fetch_outbox_heads() -> FetchOutboxHeadsStmt {
+    FetchOutboxHeadsStmt(
+        "SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts, e.created_at FROM outbox_events e WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.seq < e.seq) ORDER BY e.seq LIMIT $1 FOR UPDATE OF e SKIP LOCKED",
+        None,
+    )
+}
+impl FetchOutboxHeadsStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+        batch_size: &'a i64,
+    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 1> {
+        ClaimedEventQuery {
+            client,
+            params: [batch_size],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor:
+                |row: &tokio_postgres::Row| -> Result<ClaimedEventBorrowed, tokio_postgres::Error> {
+                    Ok(ClaimedEventBorrowed {
+                        id: row.try_get(0)?,
+                        seq: row.try_get(1)?,
+                        aggregate_type: row.try_get(2)?,
+                        aggregate_id: row.try_get(3)?,
+                        event_type: row.try_get(4)?,
+                        payload: row.try_get(5)?,
+                        metadata: row.try_get(6)?,
+                        attempts: row.try_get(7)?,
+                        created_at: row.try_get(8)?,
+                    })
+                },
+            mapper: |it| ClaimedEvent::from(it),
+        }
+    }
+}
+pub struct FetchOutboxFollowersStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn fetch_outbox_followers() -> FetchOutboxFollowersStmt {
+    FetchOutboxFollowersStmt(
+        "SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts, e.created_at FROM outbox_events e JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS h(aggregate_type, aggregate_id, seq) ON e.aggregate_type = h.aggregate_type AND e.aggregate_id = h.aggregate_id AND e.seq > h.seq WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.seq > h.seq AND b.seq < e.seq AND (b.dead_lettered_at IS NOT NULL OR b.retry_after > now())) ORDER BY e.seq LIMIT $4 FOR UPDATE OF e",
+        None,
+    )
+}
+impl FetchOutboxFollowersStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<
+        'c,
+        'a,
+        's,
+        C: GenericClient,
+        T1: crate::StringSql,
+        T2: crate::ArraySql<Item = T1>,
+        T3: crate::StringSql,
+        T4: crate::ArraySql<Item = T3>,
+        T5: crate::ArraySql<Item = i64>,
+    >(
+        &'s self,
+        client: &'c C,
+        aggregate_types: &'a T2,
+        aggregate_ids: &'a T4,
+        head_seqs: &'a T5,
+        limit: &'a i64,
+    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 4> {
+        ClaimedEventQuery {
+            client,
+            params: [aggregate_types, aggregate_ids, head_seqs, limit],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor:
+                |row: &tokio_postgres::Row| -> Result<ClaimedEventBorrowed, tokio_postgres::Error> {
+                    Ok(ClaimedEventBorrowed {
+                        id: row.try_get(0)?,
+                        seq: row.try_get(1)?,
+                        aggregate_type: row.try_get(2)?,
+                        aggregate_id: row.try_get(3)?,
+                        event_type: row.try_get(4)?,
+                        payload: row.try_get(5)?,
+                        metadata: row.try_get(6)?,
+                        attempts: row.try_get(7)?,
+                        created_at: row.try_get(8)?,
+                    })
+                },
+            mapper: |it| ClaimedEvent::from(it),
+        }
+    }
+}
+impl<
+    'c,
+    'a,
+    's,
+    C: GenericClient,
+    T1: crate::StringSql,
+    T2: crate::ArraySql<Item = T1>,
+    T3: crate::StringSql,
+    T4: crate::ArraySql<Item = T3>,
+    T5: crate::ArraySql<Item = i64>,
+>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        FetchOutboxFollowersParams<T1, T2, T3, T4, T5>,
+        ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 4>,
+        C,
+    > for FetchOutboxFollowersStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a FetchOutboxFollowersParams<T1, T2, T3, T4, T5>,
+    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 4> {
+        self.bind(
+            client,
+            &params.aggregate_types,
+            &params.aggregate_ids,
+            &params.head_seqs,
+            &params.limit,
+        )
+    }
+}
+pub struct MarkOutboxProcessedStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn mark_outbox_processed() -> MarkOutboxProcessedStmt {
+    MarkOutboxProcessedStmt(
+        "UPDATE outbox_events SET processed_at = now(), retry_after = NULL WHERE id = ANY($1) AND processed_at IS NULL RETURNING id",
+        None,
+    )
+}
+impl MarkOutboxProcessedStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>(
+        &'s self,
+        client: &'c C,
+        ids: &'a T1,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 1> {
+        UuidUuidQuery {
+            client,
+            params: [ids],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
+pub struct RecordOutboxFailuresStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn record_outbox_failures() -> RecordOutboxFailuresStmt {
+    RecordOutboxFailuresStmt(
+        "UPDATE outbox_events e SET attempts = e.attempts + 1, last_error = f.error, retry_after = CASE WHEN f.dead THEN NULL ELSE now() + make_interval(secs => f.delay_secs) END, dead_lettered_at = CASE WHEN f.dead THEN now() ELSE NULL END FROM unnest($1::uuid[], $2::text[], $3::float8[], $4::bool[]) AS f(id, error, delay_secs, dead) WHERE e.id = f.id AND e.processed_at IS NULL RETURNING e.id",
+        None,
+    )
+}
+impl RecordOutboxFailuresStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<
+        'c,
+        'a,
+        's,
+        C: GenericClient,
+        T1: crate::ArraySql<Item = uuid::Uuid>,
+        T2: crate::StringSql,
+        T3: crate::ArraySql<Item = T2>,
+        T4: crate::ArraySql<Item = f64>,
+        T5: crate::ArraySql<Item = bool>,
+    >(
+        &'s self,
+        client: &'c C,
+        ids: &'a T1,
+        errors: &'a T3,
+        delay_secs: &'a T4,
+        dead: &'a T5,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 4> {
+        UuidUuidQuery {
+            client,
+            params: [ids, errors, delay_secs, dead],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
+impl<
+    'c,
+    'a,
+    's,
+    C: GenericClient,
+    T1: crate::ArraySql<Item = uuid::Uuid>,
+    T2: crate::StringSql,
+    T3: crate::ArraySql<Item = T2>,
+    T4: crate::ArraySql<Item = f64>,
+    T5: crate::ArraySql<Item = bool>,
+>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        RecordOutboxFailuresParams<T1, T2, T3, T4, T5>,
+        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 4>,
+        C,
+    > for RecordOutboxFailuresStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a RecordOutboxFailuresParams<T1, T2, T3, T4, T5>,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 4> {
+        self.bind(
+            client,
+            &params.ids,
+            &params.errors,
+            &params.delay_secs,
+            &params.dead,
+        )
+    }
+}

@@ -1,0 +1,1 @@
+//! SQS publisher (in progress).

@@ -1,0 +1,80 @@
+-- Operator queries: state at a glance, dead letters, retention.
+
+--! outbox_pending_count
+SELECT count(*) AS pending
+  FROM outbox_events
+ WHERE processed_at IS NULL AND dead_lettered_at IS NULL;
+
+-- Every figure is its own small query over a partial index, so this stays cheap however many rows were
+-- ever processed.
+--! outbox_stats : (oldest_pending_age_secs?)
+SELECT
+    (SELECT count(*) FROM outbox_events
+      WHERE processed_at IS NULL AND dead_lettered_at IS NULL) AS pending,
+    (SELECT count(*) FROM outbox_events
+      WHERE processed_at IS NULL AND dead_lettered_at IS NULL
+        AND (retry_after IS NULL OR retry_after <= now())) AS due_now,
+    (SELECT count(*) FROM outbox_events
+      WHERE processed_at IS NULL AND dead_lettered_at IS NULL AND retry_after > now()) AS waiting_retry,
+    (SELECT count(*) FROM outbox_events
+      WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) AS dead_letters,
+    (SELECT extract(epoch FROM now() - created_at)::float8 FROM outbox_events
+      WHERE processed_at IS NULL AND dead_lettered_at IS NULL
+      ORDER BY seq LIMIT 1) AS oldest_pending_age_secs,
+    (SELECT count(*) FROM (SELECT DISTINCT aggregate_type, aggregate_id FROM outbox_events
+                            WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) d)
+        AS blocked_aggregates,
+    (SELECT count(*) FROM outbox_events
+      WHERE processed_at > now() - interval '1 hour') AS published_last_hour;
+
+--! list_dead_letters (event_type?, aggregate_type?, aggregate_id?) : (last_error?)
+SELECT id, seq, aggregate_type, aggregate_id, event_type, attempts, last_error, created_at,
+       dead_lettered_at
+  FROM outbox_dead_letters
+ WHERE (:event_type::text IS NULL OR event_type = :event_type)
+   AND (:aggregate_type::text IS NULL OR aggregate_type = :aggregate_type)
+   AND (:aggregate_id::text IS NULL OR aggregate_id = :aggregate_id)
+ ORDER BY seq
+ LIMIT :limit;
+
+-- Makes dead letters claimable again with attempts reset. `ids` NULL = no id filter; every NULL filter
+-- matches all dead letters (the caller decides whether that is allowed).
+--! retry_dead_letters (ids?, event_type?, aggregate_type?, aggregate_id?)
+UPDATE outbox_events
+   SET dead_lettered_at = NULL, attempts = 0, retry_after = NULL
+ WHERE dead_lettered_at IS NOT NULL
+   AND processed_at IS NULL
+   AND (:ids::uuid[] IS NULL OR id = ANY(:ids))
+   AND (:event_type::text IS NULL OR event_type = :event_type)
+   AND (:aggregate_type::text IS NULL OR aggregate_type = :aggregate_type)
+   AND (:aggregate_id::text IS NULL OR aggregate_id = :aggregate_id)
+RETURNING id;
+
+--! purge_dead_letters (ids?, event_type?, aggregate_type?, aggregate_id?)
+DELETE FROM outbox_events
+ WHERE dead_lettered_at IS NOT NULL
+   AND processed_at IS NULL
+   AND (:ids::uuid[] IS NULL OR id = ANY(:ids))
+   AND (:event_type::text IS NULL OR event_type = :event_type)
+   AND (:aggregate_type::text IS NULL OR aggregate_type = :aggregate_type)
+   AND (:aggregate_id::text IS NULL OR aggregate_id = :aggregate_id)
+RETURNING id;
+
+-- Retention: deletes at most `batch_size` processed rows older than the interval; call it until it
+-- returns fewer than `batch_size` rows (short statements, no long locks).
+--! delete_processed_before
+DELETE FROM outbox_events
+ WHERE id IN (SELECT id FROM outbox_events
+               WHERE processed_at < now() - make_interval(secs => :older_than_secs)
+               ORDER BY processed_at
+               LIMIT :batch_size
+                 FOR UPDATE SKIP LOCKED)
+RETURNING id;
+
+-- One event with everything the operator and the tests look at.
+--! get_outbox_event : (retry_after?, last_error?, processed_at?, dead_lettered_at?)
+SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, retry_after,
+       last_error, created_at, processed_at, dead_lettered_at,
+       retry_after IS NOT NULL AND retry_after > now() AS waiting_for_retry
+  FROM outbox_events
+ WHERE id = :id;

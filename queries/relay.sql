@@ -1,0 +1,83 @@
+-- The relay's hot path: claim, acknowledge, record failures.
+
+--: ClaimedEvent()
+
+-- Claim the oldest due events, skipping rows another relay holds. No per-aggregate order.
+--! fetch_outbox_batch : ClaimedEvent
+SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at
+  FROM outbox_events
+ WHERE processed_at IS NULL
+   AND dead_lettered_at IS NULL
+   AND (retry_after IS NULL OR retry_after <= now())
+ ORDER BY seq
+ LIMIT :batch_size
+   FOR UPDATE SKIP LOCKED;
+
+-- Claim the head of each aggregate: a due event with no earlier unpublished (pending, waiting for retry
+-- or dead) event of its aggregate. Holding the head's row lock reserves the whole aggregate: no other
+-- relay can claim a later event of it while the head is unpublished.
+--! fetch_outbox_heads : ClaimedEvent
+SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts,
+       e.created_at
+  FROM outbox_events e
+ WHERE e.processed_at IS NULL
+   AND e.dead_lettered_at IS NULL
+   AND (e.retry_after IS NULL OR e.retry_after <= now())
+   AND NOT EXISTS (
+           SELECT 1
+             FROM outbox_events b
+            WHERE b.aggregate_type = e.aggregate_type
+              AND b.aggregate_id = e.aggregate_id
+              AND b.processed_at IS NULL
+              AND b.seq < e.seq)
+ ORDER BY e.seq
+ LIMIT :batch_size
+   FOR UPDATE OF e SKIP LOCKED;
+
+-- The due events that follow claimed heads in their aggregates, up to the first one that is waiting for
+-- a retry or dead. The heads' locks already reserve these aggregates.
+--! fetch_outbox_followers : ClaimedEvent
+SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts,
+       e.created_at
+  FROM outbox_events e
+  JOIN unnest(:aggregate_types::text[], :aggregate_ids::text[], :head_seqs::bigint[])
+       AS h(aggregate_type, aggregate_id, seq)
+    ON e.aggregate_type = h.aggregate_type AND e.aggregate_id = h.aggregate_id AND e.seq > h.seq
+ WHERE e.processed_at IS NULL
+   AND e.dead_lettered_at IS NULL
+   AND (e.retry_after IS NULL OR e.retry_after <= now())
+   AND NOT EXISTS (
+           SELECT 1
+             FROM outbox_events b
+            WHERE b.aggregate_type = e.aggregate_type
+              AND b.aggregate_id = e.aggregate_id
+              AND b.processed_at IS NULL
+              AND b.seq > h.seq
+              AND b.seq < e.seq
+              AND (b.dead_lettered_at IS NOT NULL OR b.retry_after > now()))
+ ORDER BY e.seq
+ LIMIT :limit
+   FOR UPDATE OF e;
+
+-- Acknowledge every published event of a batch in one statement.
+--! mark_outbox_processed
+UPDATE outbox_events
+   SET processed_at = now(), retry_after = NULL
+ WHERE id = ANY(:ids)
+   AND processed_at IS NULL
+RETURNING id;
+
+-- Record every failure of a batch in one statement (the IncrementOutboxAttempts of the original design):
+-- attempts + 1, the error kept, and either a retry time computed from the database clock plus the
+-- backoff the relay chose, or dead-lettering.
+--! record_outbox_failures
+UPDATE outbox_events e
+   SET attempts = e.attempts + 1,
+       last_error = f.error,
+       retry_after = CASE WHEN f.dead THEN NULL ELSE now() + make_interval(secs => f.delay_secs) END,
+       dead_lettered_at = CASE WHEN f.dead THEN now() ELSE NULL END
+  FROM unnest(:ids::uuid[], :errors::text[], :delay_secs::float8[], :dead::bool[])
+       AS f(id, error, delay_secs, dead)
+ WHERE e.id = f.id
+   AND e.processed_at IS NULL
+RETURNING e.id;

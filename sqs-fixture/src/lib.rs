@@ -1,0 +1,472 @@
+//! **TEST FIXTURE — not for production.** An in-process server that speaks enough of the Amazon SQS
+//! protocol (AWS JSON 1.0, as `aws-sdk-sqs` sends it) for the outbox's tests and benchmarks, with
+//! fault injection.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use std::time::Duration;
+//! use outbox_sqs_fixture::{CallFault, EntryFault, SqsFixture};
+//!
+//! let fx = SqsFixture::start().await;
+//! let queue_url = fx.create_queue("orders");
+//! // Point an SQS client at `fx.endpoint_url()`, e.g. through `AWS_ENDPOINT_URL_SQS`.
+//!
+//! fx.set_latency(Duration::from_millis(50));              // every call waits 50 ms
+//! fx.fail_next_calls(2, CallFault::ServiceUnavailable);   // the next 2 calls get HTTP 503
+//! fx.fail_entries_where(                                  // entries whose body holds "poison"
+//!     |m| m.body.contains("poison"),                      // fail inside a 200 response
+//!     EntryFault::sender_fault("InvalidParameterValue", "poisoned"),
+//! );
+//! fx.refuse_connections_for(Duration::from_secs(1)).await; // listener closed, then reopened
+//!
+//! let sent = fx.messages(); // what the server accepted, in order
+//! # let _ = (queue_url, sent);
+//! # }
+//! ```
+//!
+//! # What it answers
+//!
+//! `POST /` with `x-amz-target: AmazonSQS.<Action>` and a JSON body, for the actions
+//! `SendMessageBatch`, `SendMessage`, `GetQueueUrl`, `GetQueueAttributes`, `CreateQueue` and
+//! `ListQueues`. Errors are JSON `{"__type": "com.amazonaws.sqs#<Code>", "message": "…"}` with the
+//! HTTP status SQS uses and the `x-amzn-query-error: <QueryCode>;Sender|Receiver` header from which
+//! `aws-sdk-sqs` takes the error code (so a missing queue arrives as the SDK's typed
+//! `QueueDoesNotExist` error).
+//!
+//! Like SQS it validates batches (1–10 entries, distinct ids, at most 1 MiB in total) and each entry
+//! (characters of the body and the attribute values, at most 10 attributes, non-empty attribute
+//! values, at most 1 MiB, `MessageGroupId` required on a FIFO queue) and reports invalid entries as
+//! `SenderFault` failures inside a 200 response. It does **not** store messages for receiving, does
+//! not deduplicate on FIFO queues and ignores delays: it records what it accepted
+//! ([`SqsFixture::messages`]) and nothing else.
+//!
+//! A queue is FIFO when its name ends in `.fifo`. Queue URLs look like
+//! `http://127.0.0.1:<port>/000000000000/<name>`; the server finds a queue by the last path segment
+//! of the URL it is sent.
+//!
+//! # Speed
+//!
+//! No latency is added unless asked for; responses are built in memory, connections are kept alive
+//! and `TCP_NODELAY` is set. Recording can be switched off for large benchmarks
+//! ([`SqsFixture::set_recording`]); [`SqsFixture::accepted`] still counts.
+
+mod protocol;
+mod server;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// The AWS account id in the fixture's queue URLs and ARNs.
+pub const ACCOUNT_ID: &str = "000000000000";
+
+/// A running fixture server. Stops when dropped (the listener and every open connection close).
+pub struct SqsFixture {
+    state: Arc<State>,
+    addr: SocketAddr,
+    ctrl: mpsc::UnboundedSender<server::Ctrl>,
+    task: JoinHandle<()>,
+}
+
+/// A message the fixture accepted, as the client sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentMessage {
+    /// The queue URL given in the request.
+    pub queue_url: String,
+    /// The queue's name (the URL's last path segment).
+    pub queue_name: String,
+    /// The id the fixture answered with.
+    pub message_id: String,
+    /// The message body.
+    pub body: String,
+    /// The message attributes: name → string value (a `Binary` attribute's base64 text).
+    pub attributes: BTreeMap<String, String>,
+    /// The message attributes' data types: name → `String`, `Number`, `Binary`, ….
+    pub attribute_types: BTreeMap<String, String>,
+    /// `MessageGroupId`, if sent.
+    pub group_id: Option<String>,
+    /// `MessageDeduplicationId`, if sent.
+    pub dedup_id: Option<String>,
+    /// The API call that carried it: `SendMessageBatch` or `SendMessage`.
+    pub action: &'static str,
+    /// For a batch entry, its `Id` in the request.
+    pub entry_id: Option<String>,
+}
+
+/// A failure of a whole call, injected with [`SqsFixture::fail_next_calls`] or
+/// [`SqsFixture::fail_calls_for`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallFault {
+    /// HTTP 500 `InternalError` (a server fault).
+    InternalError,
+    /// HTTP 503 `ServiceUnavailable` (a server fault).
+    ServiceUnavailable,
+    /// HTTP 400 `ThrottlingException` with the query error code `RequestThrottled`, as SQS throttles.
+    Throttling,
+    /// Any other error: HTTP `status` with error `code` (used both as `__type` and as the query
+    /// error code; `Sender` fault below 500, `Receiver` from 500).
+    Error {
+        /// The HTTP status.
+        status: u16,
+        /// The error code, e.g. `AccessDenied`.
+        code: String,
+        /// The error message.
+        message: String,
+    },
+}
+
+/// The failure of one entry inside a 200 `SendMessageBatch` response, injected with
+/// [`SqsFixture::fail_entries_where`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryFault {
+    /// `SenderFault` in the response: `true` when the entry itself is at fault.
+    pub sender_fault: bool,
+    /// `Code` in the response.
+    pub code: String,
+    /// `Message` in the response.
+    pub message: String,
+}
+
+impl EntryFault {
+    /// A failure blamed on the entry (`SenderFault: true`), e.g. `InvalidParameterValue`.
+    pub fn sender_fault(code: impl Into<String>, message: impl Into<String>) -> Self {
+        EntryFault {
+            sender_fault: true,
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A failure on the server's side (`SenderFault: false`, code `InternalError`).
+    pub fn server_error() -> Self {
+        EntryFault {
+            sender_fault: false,
+            code: "InternalError".into(),
+            message: "injected server-side failure".into(),
+        }
+    }
+}
+
+type EntryPredicate = Arc<dyn Fn(&SentMessage) -> bool + Send + Sync>;
+
+struct EntryRule {
+    matches: EntryPredicate,
+    fault: EntryFault,
+}
+
+#[derive(Default)]
+struct Faults {
+    next_calls: Option<(u64, CallFault)>,
+    until: Option<(Instant, CallFault)>,
+    entries: Vec<EntryRule>,
+}
+
+struct Queue {
+    url: String,
+    fifo: bool,
+    sequence: u64,
+}
+
+pub(crate) struct State {
+    endpoint: String,
+    calls: AtomicU64,
+    calls_by_action: Mutex<BTreeMap<String, u64>>,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    latency_nanos: AtomicU64,
+    faults: Mutex<Faults>,
+    queues: Mutex<HashMap<String, Queue>>,
+    recording: AtomicBool,
+    accepted: AtomicU64,
+    messages: Mutex<Vec<SentMessage>>,
+    next_message_id: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking predicate must not wedge the fixture.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl SqsFixture {
+    /// Starts the server on `127.0.0.1` with an ephemeral port.
+    ///
+    /// # Panics
+    ///
+    /// When no port can be bound, or outside a Tokio runtime.
+    pub async fn start() -> SqsFixture {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("SQS fixture: bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("SQS fixture: local address");
+        let state = Arc::new(State {
+            endpoint: format!("http://{addr}"),
+            calls: AtomicU64::new(0),
+            calls_by_action: Mutex::new(BTreeMap::new()),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: AtomicUsize::new(0),
+            latency_nanos: AtomicU64::new(0),
+            faults: Mutex::new(Faults::default()),
+            queues: Mutex::new(HashMap::new()),
+            recording: AtomicBool::new(true),
+            accepted: AtomicU64::new(0),
+            messages: Mutex::new(Vec::new()),
+            next_message_id: AtomicU64::new(1),
+        });
+        let (ctrl, ctrl_rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(server::run(listener, addr, state.clone(), ctrl_rx));
+        SqsFixture {
+            state,
+            addr,
+            ctrl,
+            task,
+        }
+    }
+
+    /// The endpoint to configure an SQS client with, e.g. `http://127.0.0.1:40123`.
+    pub fn endpoint_url(&self) -> String {
+        self.state.endpoint.clone()
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Creates a queue (FIFO when `name` ends in `.fifo`) and returns its URL. Creating an existing
+    /// queue returns the same URL.
+    pub fn create_queue(&self, name: &str) -> String {
+        self.state.create_queue(name)
+    }
+
+    /// The URL a queue named `name` has (or would have) on this server.
+    pub fn queue_url(&self, name: &str) -> String {
+        self.state.queue_url(name)
+    }
+
+    // ---- faults -------------------------------------------------------------------------------
+
+    /// Delays every call by `latency` before it is answered (zero, the default, adds nothing).
+    pub fn set_latency(&self, latency: Duration) {
+        let nanos = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
+        self.state.latency_nanos.store(nanos, Ordering::Relaxed);
+    }
+
+    /// Fails the next `n` calls (of any action) with `fault`. Replaces an earlier count.
+    pub fn fail_next_calls(&self, n: u64, fault: CallFault) {
+        lock(&self.state.faults).next_calls = (n > 0).then_some((n, fault));
+    }
+
+    /// Fails every call (of any action) with `fault` for `duration` from now.
+    pub fn fail_calls_for(&self, duration: Duration, fault: CallFault) {
+        lock(&self.state.faults).until = Some((Instant::now() + duration, fault));
+    }
+
+    /// Fails, inside a 200 `SendMessageBatch` response, every entry for which `matches` returns
+    /// true (a `SendMessage` call matching it fails as a whole with the same code). Rules add up;
+    /// the first matching rule wins. They stay until [`clear_faults`](Self::clear_faults).
+    pub fn fail_entries_where(
+        &self,
+        matches: impl Fn(&SentMessage) -> bool + Send + Sync + 'static,
+        fault: EntryFault,
+    ) {
+        lock(&self.state.faults).entries.push(EntryRule {
+            matches: Arc::new(matches),
+            fault,
+        });
+    }
+
+    /// Removes every injected call and entry fault (latency stays; see
+    /// [`set_latency`](Self::set_latency)).
+    pub fn clear_faults(&self) {
+        *lock(&self.state.faults) = Faults::default();
+    }
+
+    /// Closes the listener and every open connection: connection attempts are refused until
+    /// [`accept_connections`](Self::accept_connections). Returns once the listener is closed.
+    pub async fn refuse_connections(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.ctrl.send(server::Ctrl::Stop(tx)).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// Listens again, on the same port. Returns once the listener is open.
+    ///
+    /// # Panics
+    ///
+    /// When the port cannot be bound again (another process took it).
+    pub async fn accept_connections(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.ctrl.send(server::Ctrl::Resume(tx)).is_ok() {
+            if let Ok(Err(e)) = rx.await {
+                panic!("SQS fixture: cannot listen on {} again: {e}", self.addr);
+            }
+        }
+    }
+
+    /// [`refuse_connections`](Self::refuse_connections) now, and
+    /// [`accept_connections`](Self::accept_connections) again after `duration` (in the background).
+    pub async fn refuse_connections_for(&self, duration: Duration) {
+        self.refuse_connections().await;
+        let ctrl = self.ctrl.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(duration).await;
+            let (tx, _rx) = oneshot::channel();
+            let _ = ctrl.send(server::Ctrl::Resume(tx));
+        });
+    }
+
+    // ---- observations -------------------------------------------------------------------------
+
+    /// Every message accepted so far, in the order the server accepted them.
+    pub fn messages(&self) -> Vec<SentMessage> {
+        lock(&self.state.messages).clone()
+    }
+
+    /// Every message accepted so far, removing them from the record.
+    pub fn take_messages(&self) -> Vec<SentMessage> {
+        std::mem::take(&mut *lock(&self.state.messages))
+    }
+
+    /// Whether accepted messages are recorded (default true). Switch off for large benchmarks;
+    /// [`accepted`](Self::accepted) counts either way.
+    pub fn set_recording(&self, on: bool) {
+        self.state.recording.store(on, Ordering::Relaxed);
+    }
+
+    /// How many messages were accepted so far.
+    pub fn accepted(&self) -> u64 {
+        self.state.accepted.load(Ordering::Relaxed)
+    }
+
+    /// How many calls (HTTP requests) arrived so far, failed ones included.
+    pub fn calls(&self) -> u64 {
+        self.state.calls.load(Ordering::Relaxed)
+    }
+
+    /// How many calls of `action` (e.g. `"SendMessageBatch"`) arrived so far.
+    pub fn calls_to(&self, action: &str) -> u64 {
+        lock(&self.state.calls_by_action)
+            .get(action)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The largest number of calls that were being handled at the same moment.
+    pub fn max_concurrent_calls(&self) -> usize {
+        self.state.max_in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Resets the call counters, the concurrency high-water mark and the accepted count.
+    pub fn reset_counters(&self) {
+        self.state.calls.store(0, Ordering::Relaxed);
+        lock(&self.state.calls_by_action).clear();
+        self.state.max_in_flight.store(0, Ordering::Relaxed);
+        self.state.accepted.store(0, Ordering::Relaxed);
+    }
+}
+
+impl Drop for SqsFixture {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl State {
+    fn queue_url(&self, name: &str) -> String {
+        format!("{}/{ACCOUNT_ID}/{name}", self.endpoint)
+    }
+
+    fn create_queue(&self, name: &str) -> String {
+        let url = self.queue_url(name);
+        lock(&self.queues)
+            .entry(name.to_owned())
+            .or_insert_with(|| Queue {
+                url: url.clone(),
+                fifo: name.ends_with(".fifo"),
+                sequence: 0,
+            })
+            .url
+            .clone()
+    }
+
+    fn latency(&self) -> Duration {
+        Duration::from_nanos(self.latency_nanos.load(Ordering::Relaxed))
+    }
+
+    fn count_call(&self, action: &str) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        *lock(&self.calls_by_action)
+            .entry(action.to_owned())
+            .or_default() += 1;
+    }
+
+    /// The fault the current call gets, if any (consumes one of "the next N calls").
+    fn take_call_fault(&self) -> Option<CallFault> {
+        let mut faults = lock(&self.faults);
+        if let Some((left, fault)) = &mut faults.next_calls {
+            let fault = fault.clone();
+            *left -= 1;
+            if *left == 0 {
+                faults.next_calls = None;
+            }
+            return Some(fault);
+        }
+        match &faults.until {
+            Some((until, fault)) if Instant::now() < *until => Some(fault.clone()),
+            Some(_) => {
+                faults.until = None;
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn entry_fault(&self, message: &SentMessage) -> Option<EntryFault> {
+        let faults = lock(&self.faults);
+        faults
+            .entries
+            .iter()
+            .find(|rule| (rule.matches)(message))
+            .map(|rule| rule.fault.clone())
+    }
+
+    fn new_message_id(&self) -> String {
+        let n = self.next_message_id.fetch_add(1, Ordering::Relaxed);
+        format!(
+            "{:08x}-0000-4000-8000-{:012x}",
+            self.endpoint.len() as u32 ^ 0x5c5f_0000,
+            n
+        )
+    }
+
+    fn record(&self, messages: Vec<SentMessage>) {
+        self.accepted
+            .fetch_add(messages.len() as u64, Ordering::Relaxed);
+        if self.recording.load(Ordering::Relaxed) {
+            lock(&self.messages).extend(messages);
+        }
+    }
+}
+
+/// Counts a call as in flight while alive.
+pub(crate) struct InFlight<'a>(&'a State);
+
+impl<'a> InFlight<'a> {
+    pub(crate) fn enter(state: &'a State) -> Self {
+        let now = state.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        state.max_in_flight.fetch_max(now, Ordering::Relaxed);
+        InFlight(state)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}

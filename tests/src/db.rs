@@ -1,0 +1,127 @@
+//! Throwaway databases: each test gets its own, migrated, and dropped afterwards.
+
+use std::str::FromStr;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+
+/// The server's admin connection string.
+pub fn database_url() -> String {
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
+}
+
+const START_HINT: &str = "start PostgreSQL with `bash scripts/services.sh` (or \
+    `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`), or point \
+    DATABASE_URL at a server where the user may create databases";
+
+/// A fresh, uniquely named database with the outbox schema applied, dropped when this value is
+/// dropped.
+pub struct TestDb {
+    name: String,
+    config: tokio_postgres::Config,
+    pool: Pool,
+}
+
+/// Connects with `config`, driving the connection on a task.
+pub async fn connect(config: &tokio_postgres::Config) -> tokio_postgres::Client {
+    let (client, connection) = config
+        .connect(NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to PostgreSQL ({e}): {START_HINT}"));
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
+
+impl TestDb {
+    /// Creates the database and applies the outbox migrations.
+    pub async fn new() -> TestDb {
+        let db = TestDb::empty().await;
+        let mut client = connect(&db.config).await;
+        outbox_core::migrate(&mut client)
+            .await
+            .expect("outbox migrations apply to a fresh database");
+        db
+    }
+
+    /// Creates the database without applying any migration.
+    pub async fn empty() -> TestDb {
+        let admin_config = tokio_postgres::Config::from_str(&database_url())
+            .expect("DATABASE_URL is a valid connection string");
+        let admin = connect(&admin_config).await;
+        let name = format!("outbox_test_{}", uuid::Uuid::new_v4().simple());
+        // DDL cannot take bind parameters; the name is generated above, never user input.
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap_or_else(|e| panic!("cannot create a test database ({e}): {START_HINT}"));
+        let mut config = admin_config.clone();
+        config.dbname(&name);
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(16)
+            .build()
+            .expect("pool builds");
+        TestDb { name, config, pool }
+    }
+
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Connection settings for this database (e.g. for the relay's LISTEN connection).
+    pub fn config(&self) -> &tokio_postgres::Config {
+        &self.config
+    }
+
+    /// A connection string for this database (for child processes).
+    pub fn url(&self) -> String {
+        let base = database_url();
+        let (server, _) = base.rsplit_once('/').expect("DATABASE_URL names a database");
+        format!("{server}/{}", self.name)
+    }
+
+    /// A pool of connections to this database.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// A new connection to this database that is not from the pool.
+    pub async fn connect(&self) -> tokio_postgres::Client {
+        connect(&self.config).await
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        self.pool.close();
+        let name = std::mem::take(&mut self.name);
+        // Drop the database from a separate thread with its own runtime: `Drop` cannot await, and
+        // the test's runtime may be shutting down.
+        let handle = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let admin_config = tokio_postgres::Config::from_str(&database_url()).ok()?;
+                let (client, connection) = admin_config.connect(NoTls).await.ok()?;
+                tokio::spawn(connection);
+                client
+                    .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .await
+                    .ok()
+            })
+        });
+        let _ = handle.join();
+    }
+}

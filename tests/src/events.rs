@@ -1,0 +1,46 @@
+//! Event types for tests, implementing `OutboxEvent` by hand (the derive has its own tests).
+
+use outbox_core::OutboxEvent;
+use serde::Serialize;
+
+/// A test event about aggregate `order`/`order_id`.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestEvent {
+    /// The aggregate id.
+    pub order_id: String,
+    /// A sequence number within the aggregate (to check ordering).
+    pub n: u64,
+    /// Free text (for size and character tests).
+    pub note: String,
+}
+
+impl TestEvent {
+    /// Event `n` of aggregate `order_id`.
+    pub fn new(order_id: impl Into<String>, n: u64) -> Self {
+        TestEvent {
+            order_id: order_id.into(),
+            n,
+            note: String::new(),
+        }
+    }
+
+    /// With a note.
+    pub fn note(mut self, note: impl Into<String>) -> Self {
+        self.note = note.into();
+        self
+    }
+}
+
+impl OutboxEvent for TestEvent {
+    fn aggregate_type(&self) -> &'static str {
+        "order"
+    }
+
+    fn event_type(&self) -> &'static str {
+        "order.test"
+    }
+
+    fn aggregate_id(&self) -> impl std::fmt::Display + '_ {
+        &self.order_id
+    }
+}

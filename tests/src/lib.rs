@@ -1,0 +1,16 @@
+//! Test support for the outbox workspace: throwaway PostgreSQL databases with the outbox schema,
+//! in-process publishers that record or fail, and SQS queues on the local SQS server.
+//!
+//! Settings come from the environment with local defaults:
+//! `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`, the server tests create
+//! their databases on) and the standard AWS variables (see [`sqs`]).
+//! A test that cannot reach a service fails with a message saying how to start it.
+
+pub mod db;
+pub mod events;
+pub mod publishers;
+pub mod sqs;
+
+pub use db::TestDb;
+pub use events::TestEvent;
+pub use publishers::{FlakyPublisher, RecordingPublisher};

@@ -1,0 +1,1 @@
+//! SQS test support (in progress).
