@@ -24,6 +24,8 @@ pub use migrate::{MigrationReport, SCHEMA_HISTORY_TABLE, migrate};
 pub use outbox_macros::OutboxEvent;
 pub use outbox_queries::client::GenericClient;
 pub use publisher::{ClaimedEvent, PublishOutcome, Publisher};
-pub use relay::{BatchReport, MAX_BATCH_SIZE, Relay, RelayBuilder, RelayConfig};
+pub use relay::{
+    BatchReport, LISTENER_APPLICATION_NAME, MAX_BATCH_SIZE, Relay, RelayBuilder, RelayConfig,
+};
 pub use retention::{CLEANUP_BATCH_SIZE, cleanup};
 pub use tokio_util::sync::CancellationToken;

@@ -57,3 +57,19 @@ pub trait Publisher: Send + Sync + 'static {
         async { Ok(()) }
     }
 }
+
+/// A shared publisher (e.g. one SQS client behind several relays) publishes as the publisher itself.
+impl<P: Publisher> Publisher for std::sync::Arc<P> {
+    type Error = P::Error;
+
+    fn publish(
+        &self,
+        events: &[ClaimedEvent],
+    ) -> impl Future<Output = Result<Vec<PublishOutcome>, Self::Error>> + Send {
+        (**self).publish(events)
+    }
+
+    fn check(&self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        (**self).check()
+    }
+}

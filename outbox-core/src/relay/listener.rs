@@ -11,6 +11,10 @@ use tokio_util::sync::CancellationToken;
 use crate::backoff::InfraBackoff;
 use crate::error::Error;
 
+/// The `application_name` of the LISTEN connection (unless the given config sets one), so operators
+/// can tell it apart in `pg_stat_activity`.
+pub const LISTENER_APPLICATION_NAME: &str = "outbox-relay-listener";
+
 /// Bumps the wake-up generation: every idle worker claims again.
 fn wake(tx: &watch::Sender<u64>) {
     tx.send_modify(|generation| *generation = generation.wrapping_add(1));
@@ -19,10 +23,13 @@ fn wake(tx: &watch::Sender<u64>) {
 /// Listens until `token` is cancelled. After every (re)connection it wakes the workers once, so
 /// events committed while the connection was down are claimed without waiting for the poll.
 pub(crate) async fn run(
-    config: tokio_postgres::Config,
+    mut config: tokio_postgres::Config,
     wakeups: watch::Sender<u64>,
     token: CancellationToken,
 ) {
+    if config.get_application_name().is_none() {
+        config.application_name(LISTENER_APPLICATION_NAME);
+    }
     let mut backoff = InfraBackoff::new(Duration::from_millis(100), Duration::from_secs(30));
     loop {
         match listen(&config, &wakeups, &token, &mut backoff).await {

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use batch::BatchReport;
 pub use config::{MAX_BATCH_SIZE, RelayConfig};
+pub use listener::LISTENER_APPLICATION_NAME;
 
 use crate::backoff::{InfraBackoff, RetryPolicy};
 use crate::error::{Error, ErrorKind};
@@ -84,6 +85,12 @@ impl<P: Publisher> RelayBuilder<P> {
     pub fn backoff(mut self, base: Duration, cap: Duration) -> Self {
         self.config.backoff_base = base;
         self.config.backoff_cap = cap;
+        self
+    }
+
+    /// Fraction of each retry delay removed at random, 0.0–1.0 (default 0.2).
+    pub fn backoff_jitter(mut self, jitter: f64) -> Self {
+        self.config.backoff_jitter = jitter;
         self
     }
 

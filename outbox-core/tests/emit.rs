@@ -1,0 +1,148 @@
+//! Emit's checks: every invalid event is refused before anything is written, and the caller's
+//! transaction stays usable.
+
+use std::collections::BTreeMap;
+
+use outbox_core::{Emitter, ErrorKind, OutboxEvent, emit, emit_all};
+use outbox_queries::queries::admin;
+use outbox_tests::{TestDb, TestEvent};
+use serde::{Serialize, Serializer};
+
+/// An event whose payload cannot be serialised (a map with non-string keys fails in serde_json).
+#[derive(Serialize)]
+struct Unserialisable {
+    id: String,
+    #[serde(serialize_with = "fail")]
+    broken: (),
+}
+
+fn fail<S: Serializer>(_: &(), _: S) -> Result<S::Ok, S::Error> {
+    Err(serde::ser::Error::custom("this field refuses to serialise"))
+}
+
+impl OutboxEvent for Unserialisable {
+    fn aggregate_type(&self) -> &'static str {
+        "order"
+    }
+    fn event_type(&self) -> &'static str {
+        "order.broken"
+    }
+    fn aggregate_id(&self) -> impl std::fmt::Display + '_ {
+        &self.id
+    }
+}
+
+/// Map keys serde_json cannot write.
+#[derive(Serialize)]
+struct TupleKeys {
+    id: String,
+    map: BTreeMap<(u8, u8), u8>,
+}
+
+impl OutboxEvent for TupleKeys {
+    fn aggregate_type(&self) -> &'static str {
+        "order"
+    }
+    fn event_type(&self) -> &'static str {
+        "order.tuple_keys"
+    }
+    fn aggregate_id(&self) -> impl std::fmt::Display + '_ {
+        &self.id
+    }
+}
+
+async fn count(client: &impl outbox_core::GenericClient) -> i64 {
+    admin::outbox_pending_count().bind(client).one().await.unwrap()
+}
+
+#[tokio::test]
+async fn invalid_events_are_refused_before_insert_and_the_transaction_stays_usable() {
+    let db = TestDb::new().await;
+    let mut client = db.pool().get().await.unwrap();
+    let tx = client.transaction().await.unwrap();
+
+    let unserialisable = Unserialisable { id: "o-1".into(), broken: () };
+    let e = emit(&tx, &unserialisable).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Serialize, "{e}");
+    assert!(std::error::Error::source(&e).is_some(), "the serde error is the source");
+
+    let e = emit(&tx, &TupleKeys { id: "o-1".into(), map: [((1, 2), 3)].into() }).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Serialize);
+
+    let e = emit(&tx, &TestEvent::new("", 1)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::EmptyAggregateId);
+
+    let e = emit(&tx, &TestEvent::new("o-1", 1).note("nul \u{0} inside")).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidText);
+    assert!(e.to_string().contains("NUL"), "{e}");
+
+    let e = emit(&tx, &TestEvent::new("o-1", 1).note("not a character: \u{FFFF}")).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidText);
+
+    let e = emit(&tx, &TestEvent::new("bad\u{7}id", 1)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidText);
+    assert!(e.to_string().contains("aggregate_id"), "{e}");
+
+    let big = "x".repeat(1024 * 1024);
+    let e = emit(&tx, &TestEvent::new("o-1", 1).note(big)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TooLarge);
+    assert!(e.to_string().contains("1048576"), "{e}");
+
+    // A batch with one bad event writes none.
+    let batch = [TestEvent::new("o-1", 1), TestEvent::new("", 2)];
+    let e = emit_all(&tx, &batch).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::EmptyAggregateId);
+
+    // Nothing was written, and the transaction still works: the caller may go on and commit.
+    assert_eq!(count(&tx).await, 0);
+    let ok = emit(&tx, &TestEvent::new("o-1", 1).note("control chars are escaped in JSON: \u{1}")).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(count(&client).await, 1);
+    assert!(admin::get_outbox_event().bind(&client, &ok).opt().await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn the_size_limit_counts_attributes_and_can_be_lowered() {
+    let db = TestDb::new().await;
+    let client = db.pool().get().await.unwrap();
+    // Find the note length at which the message is exactly 1 MiB.
+    let overhead = {
+        let json = serde_json::to_string(&TestEvent::new("o-1", 1)).unwrap();
+        outbox_core::message::message_size(json.len(), "order.test", "order", "o-1", None)
+    };
+    let fits = 1024 * 1024 - overhead;
+    emit(&client, &TestEvent::new("o-1", 1).note("y".repeat(fits))).await.unwrap();
+    let e = emit(&client, &TestEvent::new("o-1", 1).note("y".repeat(fits + 1))).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TooLarge);
+
+    let small = Emitter::with_max_message_bytes(1000).unwrap();
+    let e = small.emit(&client, &TestEvent::new("o-1", 1).note("z".repeat(1000))).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TooLarge);
+    small.emit(&client, &TestEvent::new("o-1", 1).note("z".repeat(100))).await.unwrap();
+    assert_eq!(Emitter::with_max_message_bytes(2 * 1024 * 1024).unwrap_err().kind(), ErrorKind::Config);
+    assert_eq!(count(&client).await, 2);
+}
+
+#[tokio::test]
+async fn emit_works_on_plain_tokio_postgres_clients_and_transactions() {
+    let db = TestDb::new().await;
+    let mut client = db.connect().await;
+    emit(&client, &TestEvent::new("o-1", 1)).await.unwrap();
+    let tx = client.transaction().await.unwrap();
+    emit(&tx, &TestEvent::new("o-1", 2)).await.unwrap();
+    emit_all(&tx, &[TestEvent::new("o-1", 3)]).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(count(&client).await, 3);
+}
+
+#[tokio::test]
+async fn the_trace_context_is_stored_in_metadata() {
+    let db = TestDb::new().await;
+    let client = db.pool().get().await.unwrap();
+    let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let id = outbox_core::trace::with_traceparent(tp, emit(&client, &TestEvent::new("o-1", 1)))
+        .await
+        .unwrap();
+    let row = admin::get_outbox_event().bind(&client, &id).one().await.unwrap();
+    assert_eq!(row.metadata, serde_json::json!({ "traceparent": tp }));
+}

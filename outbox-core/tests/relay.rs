@@ -1,0 +1,398 @@
+//! The relay engine against a real PostgreSQL with in-process publishers.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use outbox_core::{CancellationToken, PublishOutcome, Relay, emit, emit_all};
+use outbox_queries::queries::admin;
+use outbox_tests::{FlakyPublisher, RecordingPublisher, TestDb, TestEvent};
+use uuid::Uuid;
+
+/// Polls `cond` until it holds or `timeout` passes; returns whether it held.
+async fn eventually(timeout: Duration, mut cond: impl AsyncFnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if cond().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cond().await
+}
+
+async fn row(db: &TestDb, id: Uuid) -> admin::GetOutboxEvent {
+    let client = db.pool().get().await.unwrap();
+    admin::get_outbox_event().bind(&client, &id).one().await.unwrap()
+}
+
+async fn pending(db: &TestDb) -> i64 {
+    let client = db.pool().get().await.unwrap();
+    admin::outbox_pending_count().bind(&client).one().await.unwrap()
+}
+
+#[tokio::test]
+async fn committed_event_is_published_exactly_once_and_rolled_back_never() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(RecordingPublisher::new());
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .listen(db.config().clone())
+        .poll_interval(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let stop = CancellationToken::new();
+    let running = tokio::spawn({
+        let (relay, stop) = (relay.clone(), stop.clone());
+        async move { relay.run(stop).await }
+    });
+
+    let mut client = db.pool().get().await.unwrap();
+    let tx = client.transaction().await.unwrap();
+    emit(&tx, &TestEvent::new("o-1", 1).note("rolled back")).await.unwrap();
+    tx.rollback().await.unwrap();
+    let tx = client.transaction().await.unwrap();
+    let committed = emit(&tx, &TestEvent::new("o-2", 1)).await.unwrap();
+    tx.commit().await.unwrap();
+
+    assert!(eventually(Duration::from_secs(5), async || publisher.ids().len() == 1).await);
+    // Give the relay time to (wrongly) publish again.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(publisher.ids(), vec![committed]);
+    assert!(row(&db, committed).await.processed_at.is_some());
+    assert_eq!(pending(&db).await, 0);
+    stop.cancel();
+    running.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn failed_events_are_retried_after_backoff_and_dead_lettered_when_permanent_or_exhausted() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(FlakyPublisher::new({
+        move |e| match e.payload["note"].as_str() {
+            Some("retry-once") if e.attempts == 0 => Some(PublishOutcome::Retry("throttled".into())),
+            Some("permanent") => Some(PublishOutcome::Permanent("invalid content".into())),
+            Some("always") => Some(PublishOutcome::Retry("server error".into())),
+            _ => None,
+        }
+    }));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .max_attempts(3)
+        .backoff(Duration::from_millis(400), Duration::from_secs(10))
+        .backoff_jitter(0.0)
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let ids = emit_all(
+        &client,
+        &[
+            TestEvent::new("ok", 1),
+            TestEvent::new("retry", 1).note("retry-once"),
+            TestEvent::new("perm", 1).note("permanent"),
+            TestEvent::new("always", 1).note("always"),
+        ],
+    )
+    .await
+    .unwrap();
+    let (ok, retry, perm, always) = (ids[0], ids[1], ids[2], ids[3]);
+
+    let report = relay.run_once().await.unwrap();
+    assert_eq!((report.claimed, report.published, report.retried, report.dead_lettered), (4, 1, 2, 1));
+    assert!(row(&db, ok).await.processed_at.is_some());
+    let r = row(&db, retry).await;
+    assert_eq!((r.attempts, r.last_error.as_deref()), (1, Some("throttled")));
+    assert!(r.processed_at.is_none() && r.dead_lettered_at.is_none());
+    let wait = r.retry_after.unwrap() - chrono::Utc::now();
+    assert!(wait.num_milliseconds() > 200, "retry_after = now() + base backoff: {wait:?}");
+    let p = row(&db, perm).await;
+    assert!(p.dead_lettered_at.is_some(), "a permanent failure is dead-lettered at once");
+    assert_eq!((p.attempts, p.last_error.as_deref()), (1, Some("invalid content")));
+
+    // Not before retry_after.
+    let report = relay.run_once().await.unwrap();
+    assert_eq!(report.claimed, 0, "{report:?}");
+
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    let report = relay.run_once().await.unwrap();
+    assert_eq!((report.claimed, report.published, report.retried), (2, 1, 1), "{report:?}");
+    assert!(row(&db, retry).await.processed_at.is_some());
+    let a = row(&db, always).await;
+    assert_eq!(a.attempts, 2);
+    let wait = a.retry_after.unwrap() - chrono::Utc::now();
+    assert!(wait.num_milliseconds() > 600, "the second retry waits twice the base: {wait:?}");
+
+    tokio::time::sleep(Duration::from_millis(850)).await;
+    let report = relay.run_once().await.unwrap();
+    assert_eq!(report.dead_lettered, 1, "{report:?}");
+    let a = row(&db, always).await;
+    assert_eq!(a.attempts, 3);
+    assert!(a.dead_lettered_at.is_some(), "dead after max attempts");
+    assert_eq!(a.last_error.as_deref(), Some("server error"));
+    let published: Vec<Uuid> = publisher.published().iter().map(|e| e.id).collect();
+    assert_eq!(published, vec![ok, retry]);
+}
+
+/// Four relays, 5 000 events over 50 aggregates written while they run, a publisher failing 10 % of
+/// calls as a whole and 3 % of events on their own: every event published exactly once, and per
+/// aggregate in `seq` order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_relays_keep_per_aggregate_order_under_failures() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(
+        FlakyPublisher::new(|e| {
+            (e.id.as_u128() % 33 == 0 && e.attempts == 0)
+                .then(|| PublishOutcome::Retry("injected".into()))
+        })
+        .failing_calls(0.10),
+    );
+    let stop = CancellationToken::new();
+    let mut relays = Vec::new();
+    for _ in 0..4 {
+        let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+            .listen(db.config().clone())
+            .batch_size(50)
+            .concurrency(2)
+            .max_attempts(1000)
+            .backoff(Duration::from_millis(5), Duration::from_millis(50))
+            .poll_interval(Duration::from_millis(50))
+            .build()
+            .unwrap();
+        let stop = stop.clone();
+        relays.push(tokio::spawn(async move { relay.run(stop).await }));
+    }
+
+    let mut ids = Vec::new();
+    let client = db.pool().get().await.unwrap();
+    for chunk in 0..50u64 {
+        let events: Vec<TestEvent> = (0..100u64)
+            .map(|i| {
+                let n = chunk * 100 + i;
+                TestEvent::new(format!("agg-{}", n % 50), n)
+            })
+            .collect();
+        ids.extend(emit_all(&client, &events).await.unwrap());
+    }
+    assert_eq!(ids.len(), 5000);
+
+    let drained = eventually(Duration::from_secs(60), async || pending(&db).await == 0).await;
+    stop.cancel();
+    for r in relays {
+        r.await.unwrap().unwrap();
+    }
+    assert!(drained, "the backlog drains: {} left", pending(&db).await);
+
+    let published = publisher.published();
+    let unique: HashSet<Uuid> = published.iter().map(|e| e.id).collect();
+    assert_eq!(unique.len(), published.len(), "no event published twice");
+    assert_eq!(unique, ids.iter().copied().collect::<HashSet<_>>(), "every event published");
+    let mut last: HashMap<String, i64> = HashMap::new();
+    for e in &published {
+        let prev = last.insert(e.aggregate_id.clone(), e.seq).unwrap_or(0);
+        assert!(prev < e.seq, "aggregate {} published seq {} after {}", e.aggregate_id, e.seq, prev);
+    }
+    let (calls, failed) = publisher.calls();
+    assert!(failed > 0 && calls > failed, "faults were injected: {failed} of {calls} calls");
+}
+
+#[tokio::test]
+async fn a_dead_event_blocks_its_aggregate_only() {
+    let db = TestDb::new().await;
+    let poisoned = Arc::new(AtomicBool::new(true));
+    let publisher = Arc::new(FlakyPublisher::new({
+        let poisoned = Arc::clone(&poisoned);
+        move |e| {
+            (e.payload["note"] == "poison" && poisoned.load(Ordering::SeqCst))
+                .then(|| PublishOutcome::Permanent("poison".into()))
+        }
+    }));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher)).build().unwrap();
+    let client = db.pool().get().await.unwrap();
+    let ids = emit_all(
+        &client,
+        &[
+            TestEvent::new("x", 1).note("poison"),
+            TestEvent::new("y", 1),
+            TestEvent::new("x", 2),
+            TestEvent::new("y", 2),
+            TestEvent::new("x", 3),
+        ],
+    )
+    .await
+    .unwrap();
+    while relay.run_once().await.unwrap().claimed > 0 {}
+    let published: Vec<Uuid> = publisher.published().iter().map(|e| e.id).collect();
+    assert_eq!(published, vec![ids[1], ids[3]], "y flows, x waits behind its dead letter");
+    assert!(row(&db, ids[0]).await.dead_lettered_at.is_some());
+
+    // The cause is fixed and the operator retries the dead letter: x drains in order.
+    poisoned.store(false, Ordering::SeqCst);
+    admin::retry_dead_letters()
+        .bind(&client, &Some(vec![ids[0]]), &None::<&str>, &None::<&str>, &None::<&str>)
+        .all()
+        .await
+        .unwrap();
+    while relay.run_once().await.unwrap().claimed > 0 {}
+    let published: Vec<Uuid> = publisher.published().iter().map(|e| e.id).collect();
+    assert_eq!(published, vec![ids[1], ids[3], ids[0], ids[2], ids[4]]);
+}
+
+#[tokio::test]
+async fn without_ordering_a_dead_event_blocks_nothing() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(FlakyPublisher::new(|e| {
+        (e.payload["note"] == "poison").then(|| PublishOutcome::Permanent("poison".into()))
+    }));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .per_aggregate_order(false)
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let ids = emit_all(&client, &[TestEvent::new("x", 1).note("poison"), TestEvent::new("x", 2)])
+        .await
+        .unwrap();
+    let report = relay.run_once().await.unwrap();
+    assert_eq!((report.published, report.dead_lettered), (1, 1));
+    assert_eq!(publisher.published()[0].id, ids[1]);
+}
+
+#[tokio::test]
+async fn notify_wakes_an_idle_relay_and_listening_resumes_after_the_connection_is_killed() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(RecordingPublisher::new());
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .listen(db.config().clone())
+        .poll_interval(Duration::from_secs(60))
+        .concurrency(1)
+        .build()
+        .unwrap();
+    let stop = CancellationToken::new();
+    let running = tokio::spawn({
+        let (relay, stop) = (relay.clone(), stop.clone());
+        async move { relay.run(stop).await }
+    });
+    // Let the relay go idle on its (long) poll.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let client = db.pool().get().await.unwrap();
+    let start = Instant::now();
+    emit(&client, &TestEvent::new("o-1", 1)).await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), async || publisher.ids().len() == 1).await,
+        "a notification wakes the relay long before its 60 s poll"
+    );
+    let woke_after = start.elapsed();
+
+    // Kill the LISTEN connection; the relay reconnects and listens again.
+    let admin = db.connect().await;
+    let killed = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE application_name = $1 AND datname = current_database()",
+            &[&outbox_core::LISTENER_APPLICATION_NAME],
+        )
+        .await
+        .unwrap();
+    assert_eq!(killed.len(), 1, "the relay's LISTEN connection was found and killed");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    emit(&client, &TestEvent::new("o-2", 1)).await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), async || publisher.ids().len() == 2).await,
+        "after reconnecting, notifications wake the relay again"
+    );
+    stop.cancel();
+    running.await.unwrap().unwrap();
+    eprintln!("woke {woke_after:?} after commit");
+}
+
+#[tokio::test]
+async fn shutdown_finishes_the_batch_in_flight_within_the_grace_period() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(RecordingPublisher::with_delay(Duration::from_millis(800)));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .concurrency(1)
+        .poll_interval(Duration::from_millis(50))
+        .shutdown_grace(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let events: Vec<TestEvent> = (0..5).map(|n| TestEvent::new(format!("o-{n}"), n)).collect();
+    let ids = emit_all(&client, &events).await.unwrap();
+    let stop = CancellationToken::new();
+    let running = tokio::spawn({
+        let (relay, stop) = (relay.clone(), stop.clone());
+        async move { relay.run(stop).await }
+    });
+    assert!(eventually(Duration::from_secs(5), async || publisher.calls() == 1).await);
+    stop.cancel();
+    running.await.unwrap().unwrap();
+    assert_eq!(publisher.ids(), ids, "the batch in flight was published");
+    assert_eq!(pending(&db).await, 0, "and marked before the relay returned");
+}
+
+#[tokio::test]
+async fn shutdown_past_the_grace_period_releases_the_batch_and_marks_nothing() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(RecordingPublisher::with_delay(Duration::from_secs(3)));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .concurrency(1)
+        .poll_interval(Duration::from_millis(50))
+        .shutdown_grace(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let events: Vec<TestEvent> = (0..5).map(|n| TestEvent::new(format!("o-{n}"), n)).collect();
+    let ids = emit_all(&client, &events).await.unwrap();
+    let stop = CancellationToken::new();
+    let running = tokio::spawn({
+        let (relay, stop) = (relay.clone(), stop.clone());
+        async move { relay.run(stop).await }
+    });
+    assert!(eventually(Duration::from_secs(5), async || publisher.calls() == 1).await);
+    let stopping = Instant::now();
+    stop.cancel();
+    running.await.unwrap().unwrap();
+    assert!(stopping.elapsed() < Duration::from_secs(2), "returned after the grace period");
+    assert!(publisher.ids().is_empty(), "the publish was cut short");
+    assert_eq!(pending(&db).await, 5, "nothing marked that was not published");
+
+    // The claims were released: a new relay publishes everything.
+    let fresh = Arc::new(RecordingPublisher::new());
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&fresh)).build().unwrap();
+    assert!(eventually(Duration::from_secs(5), async || {
+        relay.run_once().await.map(|r| r.published).unwrap_or(0) > 0
+    })
+    .await);
+    assert_eq!(fresh.ids(), ids);
+}
+
+#[tokio::test]
+async fn a_publish_call_over_the_timeout_releases_the_events_without_counting_an_attempt() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(RecordingPublisher::with_delay(Duration::from_secs(2)));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .publish_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let id = emit(&client, &TestEvent::new("o-1", 1)).await.unwrap();
+    let started = Instant::now();
+    let e = relay.run_once().await.unwrap_err();
+    assert_eq!(e.kind(), outbox_core::ErrorKind::Timeout);
+    assert!(started.elapsed() < Duration::from_secs(1), "the claim was not held past the timeout");
+    let r = row(&db, id).await;
+    assert_eq!((r.attempts, r.processed_at), (0, None));
+}
+
+#[test]
+fn builder_validates_settings() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let db = TestDb::new().await;
+        let e = Relay::builder(db.pool().clone(), RecordingPublisher::new())
+            .batch_size(0)
+            .build()
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), outbox_core::ErrorKind::Config);
+        assert!(e.to_string().contains("batch_size"));
+    });
+}
