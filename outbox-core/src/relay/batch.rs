@@ -1,13 +1,13 @@
 //! One batch: claim, publish, acknowledge — all inside one transaction.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use outbox_queries::queries::relay as sql;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use crate::backoff::{Disposition, RetryPolicy};
+use super::Inner;
+use crate::backoff::Disposition;
 use crate::error::{Error, ErrorKind};
 use crate::publisher::{ClaimedEvent, PublishOutcome, Publisher};
 
@@ -88,15 +88,24 @@ async fn claim(
 /// Returns `Err` when the database failed (the transaction rolls back: every claim is released and
 /// nothing is marked) or when the publisher failed as a whole (what was published before is still
 /// recorded and committed; the rest is released).
-pub(crate) async fn run_batch<P: Publisher>(
-    pool: &deadpool_postgres::Pool,
-    publisher: &P,
-    batch_size: usize,
-    ordered: bool,
-    publish_timeout: Duration,
-    policy: &RetryPolicy,
-) -> Result<BatchReport, Error> {
-    let mut client = pool.get().await?;
+pub(crate) async fn run_batch<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport, Error> {
+    let started = Instant::now();
+    let result = claim_publish_ack(inner).await;
+    if let Some(m) = &inner.metrics {
+        match &result {
+            Ok(report) if report.claimed > 0 => m.batch(started.elapsed().as_secs_f64()),
+            Ok(_) => {}
+            Err(_) => m.relay_error(),
+        }
+    }
+    result
+}
+
+async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport, Error> {
+    let (batch_size, ordered) = (inner.config.batch_size, inner.config.per_aggregate_order);
+    let (publisher, policy, metrics) = (&inner.publisher, &inner.policy, inner.metrics.as_ref());
+    let publish_timeout = inner.config.publish_timeout;
+    let mut client = inner.pool.get().await?;
     let tx = client.transaction().await?;
     let events = claim(&tx, batch_size, ordered).await?;
     let mut report = BatchReport {
@@ -148,6 +157,10 @@ pub(crate) async fn run_batch<P: Publisher>(
                                 "published"
                             );
                             published.push(event.id);
+                            if let Some(m) = metrics {
+                                let age = chrono::Utc::now() - event.created_at;
+                                m.published(&event.event_type, age.as_seconds_f64());
+                            }
                             continue;
                         }
                         PublishOutcome::Retry(e) => (e, false),
@@ -176,6 +189,9 @@ pub(crate) async fn run_batch<P: Publisher>(
                             (false, d.as_secs_f64())
                         }
                     };
+                    if let Some(m) = metrics {
+                        m.failed(&event.event_type, dead);
+                    }
                     if ordered {
                         blocked.push((event.aggregate_type.clone(), event.aggregate_id.clone()));
                     }

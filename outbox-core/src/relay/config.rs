@@ -40,6 +40,9 @@ pub struct RelayConfig {
     /// Delete processed rows older than this, periodically (default off). Env:
     /// `OUTBOX_RETENTION_SECS`.
     pub retention: Option<Duration>,
+    /// How often the metrics' gauges are refreshed when metrics are on (default 5 s).
+    /// Env: `OUTBOX_METRICS_INTERVAL_MS`.
+    pub metrics_interval: Duration,
 }
 
 impl Default for RelayConfig {
@@ -56,6 +59,7 @@ impl Default for RelayConfig {
             concurrency: 4,
             per_aggregate_order: true,
             retention: None,
+            metrics_interval: Duration::from_secs(5),
         }
     }
 }
@@ -119,6 +123,9 @@ impl RelayConfig {
                 }
             };
         }
+        if let Some(v) = ms("OUTBOX_METRICS_INTERVAL_MS")? {
+            c.metrics_interval = v;
+        }
         if let Some(v) = parse("OUTBOX_RETENTION_SECS")? {
             c.retention = Some(Duration::from_secs(v));
         }
@@ -160,6 +167,9 @@ impl RelayConfig {
                 "concurrency must be within 1..=256, got {}",
                 self.concurrency
             ));
+        }
+        if self.metrics_interval.is_zero() {
+            return fail("metrics_interval must be above zero".into());
         }
         if self.retention.is_some_and(|r| r.is_zero()) {
             return fail("retention must be above zero when set".into());

@@ -17,8 +17,9 @@ pub use listener::LISTENER_APPLICATION_NAME;
 
 use crate::backoff::{InfraBackoff, RetryPolicy};
 use crate::error::{Error, ErrorKind};
+use crate::metrics::RelayMetrics;
 use crate::publisher::Publisher;
-use crate::retention;
+use crate::{retention, stats};
 
 /// Infrastructure failures are retried with a delay doubling from this…
 const INFRA_BACKOFF_BASE: Duration = Duration::from_millis(100);
@@ -46,12 +47,13 @@ impl<P> Clone for Relay<P> {
     }
 }
 
-struct Inner<P> {
+pub(crate) struct Inner<P> {
     pool: deadpool_postgres::Pool,
     publisher: P,
     config: RelayConfig,
     policy: RetryPolicy,
     listen: Option<tokio_postgres::Config>,
+    metrics: Option<RelayMetrics>,
 }
 
 /// Builds a [`Relay`]: takes and returns `self`, validates in [`build`](RelayBuilder::build).
@@ -60,6 +62,7 @@ pub struct RelayBuilder<P> {
     publisher: P,
     config: RelayConfig,
     listen: Option<tokio_postgres::Config>,
+    metrics: Option<RelayMetrics>,
 }
 
 impl<P: Publisher> RelayBuilder<P> {
@@ -139,6 +142,13 @@ impl<P: Publisher> RelayBuilder<P> {
         self
     }
 
+    /// Records the relay's [metrics](RelayMetrics) (and refreshes its gauges every
+    /// [`metrics_interval`](RelayConfig::metrics_interval) while running).
+    pub fn metrics(mut self, metrics: RelayMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
     /// Checks the settings and builds the relay.
     pub fn build(self) -> Result<Relay<P>, Error> {
         self.config.validate()?;
@@ -149,6 +159,7 @@ impl<P: Publisher> RelayBuilder<P> {
                 publisher: self.publisher,
                 config: self.config,
                 listen: self.listen,
+                metrics: self.metrics,
             }),
         })
     }
@@ -163,6 +174,7 @@ impl<P: Publisher> Relay<P> {
             publisher,
             config: RelayConfig::default(),
             listen: None,
+            metrics: None,
         }
     }
 
@@ -181,16 +193,7 @@ impl<P: Publisher> Relay<P> {
     /// `Err` when the database failed (nothing recorded, claims released) or the publisher failed
     /// as a whole (what was published before is recorded; the rest released without an attempt).
     pub async fn run_once(&self) -> Result<BatchReport, Error> {
-        let i = &self.inner;
-        batch::run_batch(
-            &i.pool,
-            &i.publisher,
-            i.config.batch_size,
-            i.config.per_aggregate_order,
-            i.config.publish_timeout,
-            &i.policy,
-        )
-        .await
+        batch::run_batch(&self.inner).await
     }
 
     /// Runs the relay until `shutdown` is cancelled, then stops claiming, lets batches in flight
@@ -211,6 +214,9 @@ impl<P: Publisher> Relay<P> {
         }
         for _ in 0..self.inner.config.concurrency {
             tasks.spawn(self.clone().worker(wake_rx.clone(), shutdown.clone()));
+        }
+        if let Some(metrics) = &self.inner.metrics {
+            tasks.spawn(self.clone().refresh_gauges(metrics.clone(), shutdown.clone()));
         }
         if let Some(older_than) = self.inner.config.retention {
             tasks.spawn(self.clone().retention(older_than, shutdown.clone()));
@@ -269,6 +275,23 @@ impl<P: Publisher> Relay<P> {
                 _ = shutdown.cancelled() => return,
                 _ = wakeups.changed(), if infra.failures() == 0 => {}
                 _ = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+
+    /// Refreshes the metrics' gauges from one cheap query on an interval.
+    async fn refresh_gauges(self, metrics: RelayMetrics, shutdown: CancellationToken) {
+        loop {
+            match self.inner.pool.get().await {
+                Ok(client) => match stats::stats(&**client).await {
+                    Ok(s) => metrics.refresh(&s),
+                    Err(e) => tracing::warn!(error = %e, "could not refresh the outbox gauges"),
+                },
+                Err(e) => tracing::warn!(error = %e, "could not refresh the outbox gauges"),
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(self.inner.config.metrics_interval) => {}
             }
         }
     }

@@ -1,0 +1,188 @@
+//! Prometheus metrics of the relay. The names are a public contract (see the README's "Operating"
+//! section); they do not change without a major version.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::stats::OutboxStats;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EventTypeLabel {
+    event_type: String,
+}
+
+/// The relay's metrics. Cheap to clone (clones share the values). Give one to
+/// [`RelayBuilder::metrics`](crate::RelayBuilder::metrics) and serve [`encode`](Self::encode) on
+/// your metrics endpoint.
+///
+/// | name | type | meaning |
+/// |---|---|---|
+/// | `outbox_events_published_total{event_type}` | counter | events the broker accepted |
+/// | `outbox_events_failed_total{event_type}` | counter | failed publish attempts of single events |
+/// | `outbox_events_dead_lettered_total{event_type}` | counter | events dead-lettered |
+/// | `outbox_relay_errors_total` | counter | batches failed by the database or the broker as a whole |
+/// | `outbox_pending_events` | gauge | events not yet published (excluding dead letters) |
+/// | `outbox_dead_letter_events` | gauge | dead letters |
+/// | `outbox_oldest_pending_age_seconds` | gauge | age of the oldest pending event (0 when none) |
+/// | `outbox_blocked_aggregates` | gauge | aggregates held back by a dead letter |
+/// | `outbox_batch_duration_seconds` | histogram | claim → publish → commit of one batch |
+/// | `outbox_commit_to_publish_seconds` | histogram | event written → accepted by the broker |
+///
+/// Gauges are refreshed from one cheap query on an interval, not per event.
+#[derive(Clone)]
+pub struct RelayMetrics {
+    registry: Arc<Registry>,
+    published: Family<EventTypeLabel, Counter>,
+    failed: Family<EventTypeLabel, Counter>,
+    dead_lettered: Family<EventTypeLabel, Counter>,
+    relay_errors: Counter,
+    pending: Gauge,
+    dead_letters: Gauge,
+    oldest_pending_age: Gauge<f64, AtomicU64>,
+    blocked_aggregates: Gauge,
+    batch_duration: Histogram,
+    commit_to_publish: Histogram,
+}
+
+impl std::fmt::Debug for RelayMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RelayMetrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for RelayMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RelayMetrics {
+    /// Creates the metrics in a registry of their own.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let published = Family::<EventTypeLabel, Counter>::default();
+        let failed = Family::<EventTypeLabel, Counter>::default();
+        let dead_lettered = Family::<EventTypeLabel, Counter>::default();
+        let relay_errors = Counter::default();
+        let pending = Gauge::default();
+        let dead_letters = Gauge::default();
+        let oldest_pending_age = Gauge::<f64, AtomicU64>::default();
+        let blocked_aggregates = Gauge::default();
+        // 1 ms … ~33 s.
+        let batch_duration = Histogram::new(exponential_buckets(0.001, 2.0, 16));
+        let commit_to_publish = Histogram::new(exponential_buckets(0.001, 2.0, 16));
+        registry.register(
+            "outbox_events_published",
+            "Events the broker accepted",
+            published.clone(),
+        );
+        registry.register(
+            "outbox_events_failed",
+            "Failed publish attempts of single events",
+            failed.clone(),
+        );
+        registry.register(
+            "outbox_events_dead_lettered",
+            "Events dead-lettered",
+            dead_lettered.clone(),
+        );
+        registry.register(
+            "outbox_relay_errors",
+            "Batches failed by the database or by the broker as a whole",
+            relay_errors.clone(),
+        );
+        registry.register(
+            "outbox_pending_events",
+            "Events not yet published, excluding dead letters",
+            pending.clone(),
+        );
+        registry.register(
+            "outbox_dead_letter_events",
+            "Dead-lettered events",
+            dead_letters.clone(),
+        );
+        registry.register(
+            "outbox_oldest_pending_age_seconds",
+            "Age of the oldest pending event, 0 when there is none",
+            oldest_pending_age.clone(),
+        );
+        registry.register(
+            "outbox_blocked_aggregates",
+            "Aggregates held back by a dead letter",
+            blocked_aggregates.clone(),
+        );
+        registry.register(
+            "outbox_batch_duration_seconds",
+            "Duration of one batch: claim, publish, commit",
+            batch_duration.clone(),
+        );
+        registry.register(
+            "outbox_commit_to_publish_seconds",
+            "Time from an event's transaction to the broker accepting it",
+            commit_to_publish.clone(),
+        );
+        RelayMetrics {
+            registry: Arc::new(registry),
+            published,
+            failed,
+            dead_lettered,
+            relay_errors,
+            pending,
+            dead_letters,
+            oldest_pending_age,
+            blocked_aggregates,
+            batch_duration,
+            commit_to_publish,
+        }
+    }
+
+    /// The metrics in the Prometheus text exposition format (OpenMetrics flavour).
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+
+    pub(crate) fn published(&self, event_type: &str, commit_to_publish_secs: f64) {
+        self.published
+            .get_or_create(&EventTypeLabel {
+                event_type: event_type.to_string(),
+            })
+            .inc();
+        self.commit_to_publish.observe(commit_to_publish_secs.max(0.0));
+    }
+
+    pub(crate) fn failed(&self, event_type: &str, dead: bool) {
+        let label = EventTypeLabel {
+            event_type: event_type.to_string(),
+        };
+        self.failed.get_or_create(&label).inc();
+        if dead {
+            self.dead_lettered.get_or_create(&label).inc();
+        }
+    }
+
+    pub(crate) fn relay_error(&self) {
+        self.relay_errors.inc();
+    }
+
+    pub(crate) fn batch(&self, secs: f64) {
+        self.batch_duration.observe(secs);
+    }
+
+    pub(crate) fn refresh(&self, s: &OutboxStats) {
+        self.pending.set(s.pending);
+        self.dead_letters.set(s.dead_letters);
+        self.oldest_pending_age
+            .set(s.oldest_pending_age_secs.unwrap_or(0.0));
+        self.blocked_aggregates.set(s.blocked_aggregates);
+    }
+}

@@ -1,0 +1,136 @@
+//! Operator-facing pieces of the library: inbox, metrics, stats and dead-letter functions.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use outbox_core::{
+    CancellationToken, DeadLetterFilter, PublishOutcome, Relay, RelayMetrics, emit_all,
+    list_dead_letters, process_once, purge_dead_letters, retry_dead_letters, stats,
+};
+use outbox_tests::{FlakyPublisher, TestDb, TestEvent};
+use uuid::Uuid;
+
+#[tokio::test]
+async fn inbox_processes_an_event_once_per_consumer() {
+    let db = TestDb::new().await;
+    let client = db.pool().get().await.unwrap();
+    let id = Uuid::new_v4();
+    assert!(process_once(&client, "billing", id).await.unwrap());
+    assert!(!process_once(&client, "billing", id).await.unwrap(), "a duplicate");
+    assert!(process_once(&client, "shipping", id).await.unwrap(), "another consumer");
+
+    // Rolled back: the event was not processed, so the next delivery processes it.
+    let mut c = db.pool().get().await.unwrap();
+    let other = Uuid::new_v4();
+    let tx = c.transaction().await.unwrap();
+    assert!(process_once(&tx, "billing", other).await.unwrap());
+    tx.rollback().await.unwrap();
+    assert!(process_once(&client, "billing", other).await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_consumers_of_one_event_get_exactly_one_true() {
+    let db = TestDb::new().await;
+    let id = Uuid::new_v4();
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let pool = db.pool().clone();
+        tasks.push(tokio::spawn(async move {
+            let mut client = pool.get().await.unwrap();
+            let tx = client.transaction().await.unwrap();
+            let first = process_once(&tx, "billing", id).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            tx.commit().await.unwrap();
+            first
+        }));
+    }
+    let mut trues = 0;
+    for t in tasks {
+        trues += usize::from(t.await.unwrap());
+    }
+    assert_eq!(trues, 1);
+}
+
+#[tokio::test]
+async fn metrics_report_a_known_run() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(FlakyPublisher::new(|e| match e.payload["note"].as_str() {
+        Some("poison") => Some(PublishOutcome::Permanent("rejected".into())),
+        Some("retry") => Some(PublishOutcome::Retry("throttled".into())),
+        _ => None,
+    }));
+    let metrics = RelayMetrics::new();
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .metrics(metrics.clone())
+        .backoff(Duration::from_secs(60), Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let events = [
+        TestEvent::new("a", 1),
+        TestEvent::new("b", 1),
+        TestEvent::new("c", 1),
+        TestEvent::new("d", 1).note("poison"),
+        TestEvent::new("d", 2),
+        TestEvent::new("e", 1).note("retry"),
+    ];
+    emit_all(&client, &events).await.unwrap();
+    relay.run_once().await.unwrap();
+    // Run the relay briefly so the gauges refresh.
+    let stop = CancellationToken::new();
+    let running = tokio::spawn({
+        let (relay, stop) = (relay.clone(), stop.clone());
+        async move { relay.run(stop).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.cancel();
+    running.await.unwrap().unwrap();
+
+    let text = metrics.encode();
+    let has = |line: &str| assert!(text.lines().any(|l| l == line), "missing `{line}` in\n{text}");
+    has(r#"outbox_events_published_total{event_type="order.test"} 3"#);
+    has(r#"outbox_events_failed_total{event_type="order.test"} 2"#);
+    has(r#"outbox_events_dead_lettered_total{event_type="order.test"} 1"#);
+    has("outbox_pending_events 2");
+    has("outbox_dead_letter_events 1");
+    has("outbox_blocked_aggregates 1");
+    has("outbox_batch_duration_seconds_count 1");
+    has("outbox_commit_to_publish_seconds_count 3");
+    assert!(text.contains("outbox_oldest_pending_age_seconds "), "{text}");
+    assert!(text.contains("outbox_relay_errors_total 0"), "{text}");
+}
+
+#[tokio::test]
+async fn dead_letter_functions_change_exactly_the_rows_asked_for() {
+    let db = TestDb::new().await;
+    let publisher = FlakyPublisher::new(|_| Some(PublishOutcome::Permanent("no".into())));
+    let relay = Relay::builder(db.pool().clone(), publisher).build().unwrap();
+    let client = db.pool().get().await.unwrap();
+    let ids = emit_all(
+        &client,
+        &[TestEvent::new("a", 1), TestEvent::new("b", 1), TestEvent::new("c", 1)],
+    )
+    .await
+    .unwrap();
+    relay.run_once().await.unwrap();
+    assert_eq!(stats(&client).await.unwrap().dead_letters, 3);
+
+    let all = list_dead_letters(&client, &DeadLetterFilter::default(), 10).await.unwrap();
+    assert_eq!(all.iter().map(|d| d.id).collect::<Vec<_>>(), ids);
+    let only_b = DeadLetterFilter {
+        aggregate_id: Some("b".into()),
+        ..Default::default()
+    };
+    assert_eq!(list_dead_letters(&client, &only_b, 10).await.unwrap().len(), 1);
+    assert_eq!(list_dead_letters(&client, &DeadLetterFilter::default(), 2).await.unwrap().len(), 2);
+
+    let retried = retry_dead_letters(&client, &only_b).await.unwrap();
+    assert_eq!(retried, vec![ids[1]]);
+    let by_id = DeadLetterFilter {
+        ids: Some(vec![ids[0]]),
+        ..Default::default()
+    };
+    assert_eq!(purge_dead_letters(&client, &by_id).await.unwrap(), vec![ids[0]]);
+    let s = stats(&client).await.unwrap();
+    assert_eq!((s.dead_letters, s.pending), (1, 1));
+}
