@@ -20,7 +20,11 @@ impl Backoff {
         Backoff {
             base,
             cap: cap.max(base),
-            jitter: if jitter.is_nan() { 0.0 } else { jitter.clamp(0.0, 1.0) },
+            jitter: if jitter.is_nan() {
+                0.0
+            } else {
+                jitter.clamp(0.0, 1.0)
+            },
         }
     }
 
@@ -32,7 +36,11 @@ impl Backoff {
             .checked_mul(1u32.checked_shl(attempt.min(31)).unwrap_or(u32::MAX))
             .unwrap_or(self.cap)
             .min(self.cap);
-        let random = if random.is_nan() { 0.0 } else { random.clamp(0.0, 1.0) };
+        let random = if random.is_nan() {
+            0.0
+        } else {
+            random.clamp(0.0, 1.0)
+        };
         exp.mul_f64(1.0 - self.jitter * random)
     }
 

@@ -133,9 +133,15 @@ impl Emitter {
                 format!("event `{event_type}` has an empty aggregate id"),
             ));
         }
-        for (field, value) in [("aggregate_type", aggregate_type), ("event_type", event_type)] {
+        for (field, value) in [
+            ("aggregate_type", aggregate_type),
+            ("event_type", event_type),
+        ] {
             if value.is_empty() {
-                return Err(Error::new(ErrorKind::InvalidText, format!("{field} is empty")));
+                return Err(Error::new(
+                    ErrorKind::InvalidText,
+                    format!("{field} is empty"),
+                ));
             }
             message::check_text(field, value)?;
         }

@@ -20,10 +20,10 @@ pub mod trace;
 #[doc(hidden)]
 pub mod __private;
 
+pub use backoff::{Backoff, Disposition, InfraBackoff, RetryPolicy};
 pub use dead_letters::{
     DeadLetter, DeadLetterFilter, list_dead_letters, purge_dead_letters, retry_dead_letters,
 };
-pub use backoff::{Backoff, Disposition, InfraBackoff, RetryPolicy};
 pub use emit::{Emitter, emit, emit_all};
 pub use error::{Error, ErrorKind, Result};
 pub use event::OutboxEvent;

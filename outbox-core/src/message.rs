@@ -100,10 +100,23 @@ mod tests {
 
     #[test]
     fn sqs_character_ranges() {
-        for ok in ['\t', '\n', '\r', ' ', 'a', '\u{D7FF}', '\u{E000}', '\u{FFFD}', '\u{10000}', '😀'] {
+        for ok in [
+            '\t',
+            '\n',
+            '\r',
+            ' ',
+            'a',
+            '\u{D7FF}',
+            '\u{E000}',
+            '\u{FFFD}',
+            '\u{10000}',
+            '😀',
+        ] {
             assert!(is_sqs_char(ok), "{ok:?}");
         }
-        for bad in ['\0', '\u{1}', '\u{8}', '\u{B}', '\u{1F}', '\u{FFFE}', '\u{FFFF}'] {
+        for bad in [
+            '\0', '\u{1}', '\u{8}', '\u{B}', '\u{1F}', '\u{FFFE}', '\u{FFFF}',
+        ] {
             assert!(!is_sqs_char(bad), "{bad:?}");
         }
     }
@@ -112,14 +125,21 @@ mod tests {
     fn check_text_names_the_field_and_position() {
         let e = check_text("aggregate_id", "ab\u{1}").unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidText);
-        assert!(e.to_string().contains("aggregate_id holds U+0001 at byte 2"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("aggregate_id holds U+0001 at byte 2"),
+            "{e}"
+        );
         assert!(check_text("x", "order-1 ✓").is_ok());
     }
 
     #[test]
     fn check_json_finds_nul_escapes_but_not_escaped_backslashes() {
         let nul = serde_json::to_string(&serde_json::json!({"a": "x\u{0}y"})).unwrap();
-        assert_eq!(check_json("payload", &nul).unwrap_err().kind(), ErrorKind::InvalidText);
+        assert_eq!(
+            check_json("payload", &nul).unwrap_err().kind(),
+            ErrorKind::InvalidText
+        );
         // A literal backslash followed by "u0000" is fine text.
         let literal = serde_json::to_string(&serde_json::json!({"a": "\\u0000"})).unwrap();
         assert!(check_json("payload", &literal).is_ok(), "{literal}");

@@ -157,7 +157,8 @@ impl RelayMetrics {
                 event_type: event_type.to_string(),
             })
             .inc();
-        self.commit_to_publish.observe(commit_to_publish_secs.max(0.0));
+        self.commit_to_publish
+            .observe(commit_to_publish_secs.max(0.0));
     }
 
     pub(crate) fn failed(&self, event_type: &str, dead: bool) {

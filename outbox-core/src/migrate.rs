@@ -40,9 +40,15 @@ pub struct MigrationReport {
 /// ```
 pub async fn migrate(client: &mut tokio_postgres::Client) -> Result<MigrationReport, Error> {
     // Several relays may start at once: one migrates, the others wait and then find nothing to do.
-    migrate::lock_schema().bind(client, &SCHEMA_LOCK_KEY).one().await?;
+    migrate::lock_schema()
+        .bind(client, &SCHEMA_LOCK_KEY)
+        .one()
+        .await?;
     let result = run_migrations(client).await;
-    let unlocked = migrate::unlock_schema().bind(client, &SCHEMA_LOCK_KEY).one().await;
+    let unlocked = migrate::unlock_schema()
+        .bind(client, &SCHEMA_LOCK_KEY)
+        .one()
+        .await;
     let report = result?;
     unlocked?;
     Ok(report)
@@ -55,7 +61,9 @@ async fn run_migrations(client: &mut tokio_postgres::Client) -> Result<Migration
         .set_abort_divergent(true)
         .run_async(client)
         .await
-        .map_err(|e| Error::new(ErrorKind::Migration, "could not apply the outbox schema").with_source(e))?;
+        .map_err(|e| {
+            Error::new(ErrorKind::Migration, "could not apply the outbox schema").with_source(e)
+        })?;
     Ok(MigrationReport {
         applied: report
             .applied_migrations()

@@ -40,7 +40,9 @@ pub(crate) fn current_metadata() -> serde_json::Value {
 fn is_valid_traceparent(tp: &str) -> bool {
     let parts: Vec<&str> = tp.split('-').collect();
     let hex = |s: &str, len: usize| {
-        s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        s.len() == len
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     };
     parts.len() == 4
         && hex(parts[0], 2)
@@ -61,8 +63,12 @@ mod tests {
     #[test]
     fn validates_the_w3c_format() {
         assert!(is_valid_traceparent(TP));
-        assert!(!is_valid_traceparent("00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01"));
-        assert!(!is_valid_traceparent("00-00000000000000000000000000000000-b7ad6b7169203331-01"));
+        assert!(!is_valid_traceparent(
+            "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01"
+        ));
+        assert!(!is_valid_traceparent(
+            "00-00000000000000000000000000000000-b7ad6b7169203331-01"
+        ));
         assert!(!is_valid_traceparent("garbage"));
     }
 

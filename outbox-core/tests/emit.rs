@@ -52,7 +52,11 @@ impl OutboxEvent for TupleKeys {
 }
 
 async fn count(client: &impl outbox_core::GenericClient) -> i64 {
-    admin::outbox_pending_count().bind(client).one().await.unwrap()
+    admin::outbox_pending_count()
+        .bind(client)
+        .one()
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -61,30 +65,55 @@ async fn invalid_events_are_refused_before_insert_and_the_transaction_stays_usab
     let mut client = db.pool().get().await.unwrap();
     let tx = client.transaction().await.unwrap();
 
-    let unserialisable = Unserialisable { id: "o-1".into(), broken: () };
+    let unserialisable = Unserialisable {
+        id: "o-1".into(),
+        broken: (),
+    };
     let e = emit(&tx, &unserialisable).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Serialize, "{e}");
-    assert!(std::error::Error::source(&e).is_some(), "the serde error is the source");
+    assert!(
+        std::error::Error::source(&e).is_some(),
+        "the serde error is the source"
+    );
 
-    let e = emit(&tx, &TupleKeys { id: "o-1".into(), map: [((1, 2), 3)].into() }).await.unwrap_err();
+    let e = emit(
+        &tx,
+        &TupleKeys {
+            id: "o-1".into(),
+            map: [((1, 2), 3)].into(),
+        },
+    )
+    .await
+    .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Serialize);
 
     let e = emit(&tx, &TestEvent::new("", 1)).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::EmptyAggregateId);
 
-    let e = emit(&tx, &TestEvent::new("o-1", 1).note("nul \u{0} inside")).await.unwrap_err();
+    let e = emit(&tx, &TestEvent::new("o-1", 1).note("nul \u{0} inside"))
+        .await
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidText);
     assert!(e.to_string().contains("NUL"), "{e}");
 
-    let e = emit(&tx, &TestEvent::new("o-1", 1).note("not a character: \u{FFFF}")).await.unwrap_err();
+    let e = emit(
+        &tx,
+        &TestEvent::new("o-1", 1).note("not a character: \u{FFFF}"),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidText);
 
-    let e = emit(&tx, &TestEvent::new("bad\u{7}id", 1)).await.unwrap_err();
+    let e = emit(&tx, &TestEvent::new("bad\u{7}id", 1))
+        .await
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidText);
     assert!(e.to_string().contains("aggregate_id"), "{e}");
 
     let big = "x".repeat(1024 * 1024);
-    let e = emit(&tx, &TestEvent::new("o-1", 1).note(big)).await.unwrap_err();
+    let e = emit(&tx, &TestEvent::new("o-1", 1).note(big))
+        .await
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::TooLarge);
     assert!(e.to_string().contains("1048576"), "{e}");
 
@@ -95,10 +124,22 @@ async fn invalid_events_are_refused_before_insert_and_the_transaction_stays_usab
 
     // Nothing was written, and the transaction still works: the caller may go on and commit.
     assert_eq!(count(&tx).await, 0);
-    let ok = emit(&tx, &TestEvent::new("o-1", 1).note("control chars are escaped in JSON: \u{1}")).await.unwrap();
+    let ok = emit(
+        &tx,
+        &TestEvent::new("o-1", 1).note("control chars are escaped in JSON: \u{1}"),
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     assert_eq!(count(&client).await, 1);
-    assert!(admin::get_outbox_event().bind(&client, &ok).opt().await.unwrap().is_some());
+    assert!(
+        admin::get_outbox_event()
+            .bind(&client, &ok)
+            .opt()
+            .await
+            .unwrap()
+            .is_some()
+    );
 }
 
 #[tokio::test]
@@ -111,15 +152,33 @@ async fn the_size_limit_counts_attributes_and_can_be_lowered() {
         outbox_core::message::message_size(json.len(), "order.test", "order", "o-1", None)
     };
     let fits = 1024 * 1024 - overhead;
-    emit(&client, &TestEvent::new("o-1", 1).note("y".repeat(fits))).await.unwrap();
-    let e = emit(&client, &TestEvent::new("o-1", 1).note("y".repeat(fits + 1))).await.unwrap_err();
+    emit(&client, &TestEvent::new("o-1", 1).note("y".repeat(fits)))
+        .await
+        .unwrap();
+    let e = emit(
+        &client,
+        &TestEvent::new("o-1", 1).note("y".repeat(fits + 1)),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::TooLarge);
 
     let small = Emitter::with_max_message_bytes(1000).unwrap();
-    let e = small.emit(&client, &TestEvent::new("o-1", 1).note("z".repeat(1000))).await.unwrap_err();
+    let e = small
+        .emit(&client, &TestEvent::new("o-1", 1).note("z".repeat(1000)))
+        .await
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::TooLarge);
-    small.emit(&client, &TestEvent::new("o-1", 1).note("z".repeat(100))).await.unwrap();
-    assert_eq!(Emitter::with_max_message_bytes(2 * 1024 * 1024).unwrap_err().kind(), ErrorKind::Config);
+    small
+        .emit(&client, &TestEvent::new("o-1", 1).note("z".repeat(100)))
+        .await
+        .unwrap();
+    assert_eq!(
+        Emitter::with_max_message_bytes(2 * 1024 * 1024)
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Config
+    );
     assert_eq!(count(&client).await, 2);
 }
 
@@ -143,6 +202,10 @@ async fn the_trace_context_is_stored_in_metadata() {
     let id = outbox_core::trace::with_traceparent(tp, emit(&client, &TestEvent::new("o-1", 1)))
         .await
         .unwrap();
-    let row = admin::get_outbox_event().bind(&client, &id).one().await.unwrap();
+    let row = admin::get_outbox_event()
+        .bind(&client, &id)
+        .one()
+        .await
+        .unwrap();
     assert_eq!(row.metadata, serde_json::json!({ "traceparent": tp }));
 }

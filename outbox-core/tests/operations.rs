@@ -16,8 +16,14 @@ async fn inbox_processes_an_event_once_per_consumer() {
     let client = db.pool().get().await.unwrap();
     let id = Uuid::new_v4();
     assert!(process_once(&client, "billing", id).await.unwrap());
-    assert!(!process_once(&client, "billing", id).await.unwrap(), "a duplicate");
-    assert!(process_once(&client, "shipping", id).await.unwrap(), "another consumer");
+    assert!(
+        !process_once(&client, "billing", id).await.unwrap(),
+        "a duplicate"
+    );
+    assert!(
+        process_once(&client, "shipping", id).await.unwrap(),
+        "another consumer"
+    );
 
     // Rolled back: the event was not processed, so the next delivery processes it.
     let mut c = db.pool().get().await.unwrap();
@@ -87,7 +93,12 @@ async fn metrics_report_a_known_run() {
     running.await.unwrap().unwrap();
 
     let text = metrics.encode();
-    let has = |line: &str| assert!(text.lines().any(|l| l == line), "missing `{line}` in\n{text}");
+    let has = |line: &str| {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing `{line}` in\n{text}"
+        )
+    };
     has(r#"outbox_events_published_total{event_type="order.test"} 3"#);
     has(r#"outbox_events_failed_total{event_type="order.test"} 2"#);
     has(r#"outbox_events_dead_lettered_total{event_type="order.test"} 1"#);
@@ -96,7 +107,10 @@ async fn metrics_report_a_known_run() {
     has("outbox_blocked_aggregates 1");
     has("outbox_batch_duration_seconds_count 1");
     has("outbox_commit_to_publish_seconds_count 3");
-    assert!(text.contains("outbox_oldest_pending_age_seconds "), "{text}");
+    assert!(
+        text.contains("outbox_oldest_pending_age_seconds "),
+        "{text}"
+    );
     assert!(text.contains("outbox_relay_errors_total 0"), "{text}");
 }
 
@@ -104,25 +118,42 @@ async fn metrics_report_a_known_run() {
 async fn dead_letter_functions_change_exactly_the_rows_asked_for() {
     let db = TestDb::new().await;
     let publisher = FlakyPublisher::new(|_| Some(PublishOutcome::Permanent("no".into())));
-    let relay = Relay::builder(db.pool().clone(), publisher).build().unwrap();
+    let relay = Relay::builder(db.pool().clone(), publisher)
+        .build()
+        .unwrap();
     let client = db.pool().get().await.unwrap();
     let ids = emit_all(
         &client,
-        &[TestEvent::new("a", 1), TestEvent::new("b", 1), TestEvent::new("c", 1)],
+        &[
+            TestEvent::new("a", 1),
+            TestEvent::new("b", 1),
+            TestEvent::new("c", 1),
+        ],
     )
     .await
     .unwrap();
     relay.run_once().await.unwrap();
     assert_eq!(stats(&client).await.unwrap().dead_letters, 3);
 
-    let all = list_dead_letters(&client, &DeadLetterFilter::default(), 10).await.unwrap();
+    let all = list_dead_letters(&client, &DeadLetterFilter::default(), 10)
+        .await
+        .unwrap();
     assert_eq!(all.iter().map(|d| d.id).collect::<Vec<_>>(), ids);
     let only_b = DeadLetterFilter {
         aggregate_id: Some("b".into()),
         ..Default::default()
     };
-    assert_eq!(list_dead_letters(&client, &only_b, 10).await.unwrap().len(), 1);
-    assert_eq!(list_dead_letters(&client, &DeadLetterFilter::default(), 2).await.unwrap().len(), 2);
+    assert_eq!(
+        list_dead_letters(&client, &only_b, 10).await.unwrap().len(),
+        1
+    );
+    assert_eq!(
+        list_dead_letters(&client, &DeadLetterFilter::default(), 2)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
 
     let retried = retry_dead_letters(&client, &only_b).await.unwrap();
     assert_eq!(retried, vec![ids[1]]);
@@ -130,7 +161,10 @@ async fn dead_letter_functions_change_exactly_the_rows_asked_for() {
         ids: Some(vec![ids[0]]),
         ..Default::default()
     };
-    assert_eq!(purge_dead_letters(&client, &by_id).await.unwrap(), vec![ids[0]]);
+    assert_eq!(
+        purge_dead_letters(&client, &by_id).await.unwrap(),
+        vec![ids[0]]
+    );
     let s = stats(&client).await.unwrap();
     assert_eq!((s.dead_letters, s.pending), (1, 1));
 }

@@ -24,12 +24,20 @@ async fn eventually(timeout: Duration, mut cond: impl AsyncFnMut() -> bool) -> b
 
 async fn row(db: &TestDb, id: Uuid) -> admin::GetOutboxEvent {
     let client = db.pool().get().await.unwrap();
-    admin::get_outbox_event().bind(&client, &id).one().await.unwrap()
+    admin::get_outbox_event()
+        .bind(&client, &id)
+        .one()
+        .await
+        .unwrap()
 }
 
 async fn pending(db: &TestDb) -> i64 {
     let client = db.pool().get().await.unwrap();
-    admin::outbox_pending_count().bind(&client).one().await.unwrap()
+    admin::outbox_pending_count()
+        .bind(&client)
+        .one()
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -49,7 +57,9 @@ async fn committed_event_is_published_exactly_once_and_rolled_back_never() {
 
     let mut client = db.pool().get().await.unwrap();
     let tx = client.transaction().await.unwrap();
-    emit(&tx, &TestEvent::new("o-1", 1).note("rolled back")).await.unwrap();
+    emit(&tx, &TestEvent::new("o-1", 1).note("rolled back"))
+        .await
+        .unwrap();
     tx.rollback().await.unwrap();
     let tx = client.transaction().await.unwrap();
     let committed = emit(&tx, &TestEvent::new("o-2", 1)).await.unwrap();
@@ -70,7 +80,9 @@ async fn failed_events_are_retried_after_backoff_and_dead_lettered_when_permanen
     let db = TestDb::new().await;
     let publisher = Arc::new(FlakyPublisher::new({
         move |e| match e.payload["note"].as_str() {
-            Some("retry-once") if e.attempts == 0 => Some(PublishOutcome::Retry("throttled".into())),
+            Some("retry-once") if e.attempts == 0 => {
+                Some(PublishOutcome::Retry("throttled".into()))
+            }
             Some("permanent") => Some(PublishOutcome::Permanent("invalid content".into())),
             Some("always") => Some(PublishOutcome::Retry("server error".into())),
             _ => None,
@@ -97,16 +109,36 @@ async fn failed_events_are_retried_after_backoff_and_dead_lettered_when_permanen
     let (ok, retry, perm, always) = (ids[0], ids[1], ids[2], ids[3]);
 
     let report = relay.run_once().await.unwrap();
-    assert_eq!((report.claimed, report.published, report.retried, report.dead_lettered), (4, 1, 2, 1));
+    assert_eq!(
+        (
+            report.claimed,
+            report.published,
+            report.retried,
+            report.dead_lettered
+        ),
+        (4, 1, 2, 1)
+    );
     assert!(row(&db, ok).await.processed_at.is_some());
     let r = row(&db, retry).await;
-    assert_eq!((r.attempts, r.last_error.as_deref()), (1, Some("throttled")));
+    assert_eq!(
+        (r.attempts, r.last_error.as_deref()),
+        (1, Some("throttled"))
+    );
     assert!(r.processed_at.is_none() && r.dead_lettered_at.is_none());
     let wait = r.retry_after.unwrap() - chrono::Utc::now();
-    assert!(wait.num_milliseconds() > 200, "retry_after = now() + base backoff: {wait:?}");
+    assert!(
+        wait.num_milliseconds() > 200,
+        "retry_after = now() + base backoff: {wait:?}"
+    );
     let p = row(&db, perm).await;
-    assert!(p.dead_lettered_at.is_some(), "a permanent failure is dead-lettered at once");
-    assert_eq!((p.attempts, p.last_error.as_deref()), (1, Some("invalid content")));
+    assert!(
+        p.dead_lettered_at.is_some(),
+        "a permanent failure is dead-lettered at once"
+    );
+    assert_eq!(
+        (p.attempts, p.last_error.as_deref()),
+        (1, Some("invalid content"))
+    );
 
     // Not before retry_after.
     let report = relay.run_once().await.unwrap();
@@ -114,12 +146,19 @@ async fn failed_events_are_retried_after_backoff_and_dead_lettered_when_permanen
 
     tokio::time::sleep(Duration::from_millis(450)).await;
     let report = relay.run_once().await.unwrap();
-    assert_eq!((report.claimed, report.published, report.retried), (2, 1, 1), "{report:?}");
+    assert_eq!(
+        (report.claimed, report.published, report.retried),
+        (2, 1, 1),
+        "{report:?}"
+    );
     assert!(row(&db, retry).await.processed_at.is_some());
     let a = row(&db, always).await;
     assert_eq!(a.attempts, 2);
     let wait = a.retry_after.unwrap() - chrono::Utc::now();
-    assert!(wait.num_milliseconds() > 600, "the second retry waits twice the base: {wait:?}");
+    assert!(
+        wait.num_milliseconds() > 600,
+        "the second retry waits twice the base: {wait:?}"
+    );
 
     tokio::time::sleep(Duration::from_millis(850)).await;
     let report = relay.run_once().await.unwrap();
@@ -184,14 +223,27 @@ async fn four_relays_keep_per_aggregate_order_under_failures() {
     let published = publisher.published();
     let unique: HashSet<Uuid> = published.iter().map(|e| e.id).collect();
     assert_eq!(unique.len(), published.len(), "no event published twice");
-    assert_eq!(unique, ids.iter().copied().collect::<HashSet<_>>(), "every event published");
+    assert_eq!(
+        unique,
+        ids.iter().copied().collect::<HashSet<_>>(),
+        "every event published"
+    );
     let mut last: HashMap<String, i64> = HashMap::new();
     for e in &published {
         let prev = last.insert(e.aggregate_id.clone(), e.seq).unwrap_or(0);
-        assert!(prev < e.seq, "aggregate {} published seq {} after {}", e.aggregate_id, e.seq, prev);
+        assert!(
+            prev < e.seq,
+            "aggregate {} published seq {} after {}",
+            e.aggregate_id,
+            e.seq,
+            prev
+        );
     }
     let (calls, failed) = publisher.calls();
-    assert!(failed > 0 && calls > failed, "faults were injected: {failed} of {calls} calls");
+    assert!(
+        failed > 0 && calls > failed,
+        "faults were injected: {failed} of {calls} calls"
+    );
 }
 
 #[tokio::test]
@@ -205,7 +257,9 @@ async fn a_dead_event_blocks_its_aggregate_only() {
                 .then(|| PublishOutcome::Permanent("poison".into()))
         }
     }));
-    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher)).build().unwrap();
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .build()
+        .unwrap();
     let client = db.pool().get().await.unwrap();
     let ids = emit_all(
         &client,
@@ -221,13 +275,23 @@ async fn a_dead_event_blocks_its_aggregate_only() {
     .unwrap();
     while relay.run_once().await.unwrap().claimed > 0 {}
     let published: Vec<Uuid> = publisher.published().iter().map(|e| e.id).collect();
-    assert_eq!(published, vec![ids[1], ids[3]], "y flows, x waits behind its dead letter");
+    assert_eq!(
+        published,
+        vec![ids[1], ids[3]],
+        "y flows, x waits behind its dead letter"
+    );
     assert!(row(&db, ids[0]).await.dead_lettered_at.is_some());
 
     // The cause is fixed and the operator retries the dead letter: x drains in order.
     poisoned.store(false, Ordering::SeqCst);
     admin::retry_dead_letters()
-        .bind(&client, &Some(vec![ids[0]]), &None::<&str>, &None::<&str>, &None::<&str>)
+        .bind(
+            &client,
+            &Some(vec![ids[0]]),
+            &None::<&str>,
+            &None::<&str>,
+            &None::<&str>,
+        )
         .all()
         .await
         .unwrap();
@@ -247,9 +311,15 @@ async fn without_ordering_a_dead_event_blocks_nothing() {
         .build()
         .unwrap();
     let client = db.pool().get().await.unwrap();
-    let ids = emit_all(&client, &[TestEvent::new("x", 1).note("poison"), TestEvent::new("x", 2)])
-        .await
-        .unwrap();
+    let ids = emit_all(
+        &client,
+        &[
+            TestEvent::new("x", 1).note("poison"),
+            TestEvent::new("x", 2),
+        ],
+    )
+    .await
+    .unwrap();
     let report = relay.run_once().await.unwrap();
     assert_eq!((report.published, report.dead_lettered), (1, 1));
     assert_eq!(publisher.published()[0].id, ids[1]);
@@ -291,7 +361,11 @@ async fn notify_wakes_an_idle_relay_and_listening_resumes_after_the_connection_i
         )
         .await
         .unwrap();
-    assert_eq!(killed.len(), 1, "the relay's LISTEN connection was found and killed");
+    assert_eq!(
+        killed.len(),
+        1,
+        "the relay's LISTEN connection was found and killed"
+    );
     tokio::time::sleep(Duration::from_millis(1500)).await;
     emit(&client, &TestEvent::new("o-2", 1)).await.unwrap();
     assert!(
@@ -314,7 +388,9 @@ async fn shutdown_finishes_the_batch_in_flight_within_the_grace_period() {
         .build()
         .unwrap();
     let client = db.pool().get().await.unwrap();
-    let events: Vec<TestEvent> = (0..5).map(|n| TestEvent::new(format!("o-{n}"), n)).collect();
+    let events: Vec<TestEvent> = (0..5)
+        .map(|n| TestEvent::new(format!("o-{n}"), n))
+        .collect();
     let ids = emit_all(&client, &events).await.unwrap();
     let stop = CancellationToken::new();
     let running = tokio::spawn({
@@ -325,7 +401,11 @@ async fn shutdown_finishes_the_batch_in_flight_within_the_grace_period() {
     stop.cancel();
     running.await.unwrap().unwrap();
     assert_eq!(publisher.ids(), ids, "the batch in flight was published");
-    assert_eq!(pending(&db).await, 0, "and marked before the relay returned");
+    assert_eq!(
+        pending(&db).await,
+        0,
+        "and marked before the relay returned"
+    );
 }
 
 #[tokio::test]
@@ -339,7 +419,9 @@ async fn shutdown_past_the_grace_period_releases_the_batch_and_marks_nothing() {
         .build()
         .unwrap();
     let client = db.pool().get().await.unwrap();
-    let events: Vec<TestEvent> = (0..5).map(|n| TestEvent::new(format!("o-{n}"), n)).collect();
+    let events: Vec<TestEvent> = (0..5)
+        .map(|n| TestEvent::new(format!("o-{n}"), n))
+        .collect();
     let ids = emit_all(&client, &events).await.unwrap();
     let stop = CancellationToken::new();
     let running = tokio::spawn({
@@ -350,17 +432,28 @@ async fn shutdown_past_the_grace_period_releases_the_batch_and_marks_nothing() {
     let stopping = Instant::now();
     stop.cancel();
     running.await.unwrap().unwrap();
-    assert!(stopping.elapsed() < Duration::from_secs(2), "returned after the grace period");
+    assert!(
+        stopping.elapsed() < Duration::from_secs(2),
+        "returned after the grace period"
+    );
     assert!(publisher.ids().is_empty(), "the publish was cut short");
-    assert_eq!(pending(&db).await, 5, "nothing marked that was not published");
+    assert_eq!(
+        pending(&db).await,
+        5,
+        "nothing marked that was not published"
+    );
 
     // The claims were released: a new relay publishes everything.
     let fresh = Arc::new(RecordingPublisher::new());
-    let relay = Relay::builder(db.pool().clone(), Arc::clone(&fresh)).build().unwrap();
-    assert!(eventually(Duration::from_secs(5), async || {
-        relay.run_once().await.map(|r| r.published).unwrap_or(0) > 0
-    })
-    .await);
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&fresh))
+        .build()
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), async || {
+            relay.run_once().await.map(|r| r.published).unwrap_or(0) > 0
+        })
+        .await
+    );
     assert_eq!(fresh.ids(), ids);
 }
 
@@ -377,7 +470,10 @@ async fn a_publish_call_over_the_timeout_releases_the_events_without_counting_an
     let started = Instant::now();
     let e = relay.run_once().await.unwrap_err();
     assert_eq!(e.kind(), outbox_core::ErrorKind::Timeout);
-    assert!(started.elapsed() < Duration::from_secs(1), "the claim was not held past the timeout");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the claim was not held past the timeout"
+    );
     let r = row(&db, id).await;
     assert_eq!((r.attempts, r.processed_at), (0, None));
 }

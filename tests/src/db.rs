@@ -86,7 +86,9 @@ impl TestDb {
     /// A connection string for this database (for child processes).
     pub fn url(&self) -> String {
         let base = database_url();
-        let (server, _) = base.rsplit_once('/').expect("DATABASE_URL names a database");
+        let (server, _) = base
+            .rsplit_once('/')
+            .expect("DATABASE_URL names a database");
         format!("{server}/{}", self.name)
     }
 

@@ -37,7 +37,12 @@ impl RecordingPublisher {
 
     /// The ids published so far, in order.
     pub fn ids(&self) -> Vec<Uuid> {
-        self.published.lock().unwrap().iter().map(|e| e.id).collect()
+        self.published
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| e.id)
+            .collect()
     }
 
     /// Publish calls so far.
@@ -54,7 +59,10 @@ impl Publisher for RecordingPublisher {
         if let Some(d) = self.delay {
             tokio::time::sleep(d).await;
         }
-        self.published.lock().unwrap().extend(events.iter().cloned());
+        self.published
+            .lock()
+            .unwrap()
+            .extend(events.iter().cloned());
         Ok(vec![PublishOutcome::Published; events.len()])
     }
 }
@@ -75,7 +83,9 @@ pub struct FlakyPublisher {
 
 impl FlakyPublisher {
     /// Applies `rule` to each event: `Some(outcome)` forces that outcome, `None` publishes.
-    pub fn new(rule: impl Fn(&ClaimedEvent) -> Option<PublishOutcome> + Send + Sync + 'static) -> Self {
+    pub fn new(
+        rule: impl Fn(&ClaimedEvent) -> Option<PublishOutcome> + Send + Sync + 'static,
+    ) -> Self {
         FlakyPublisher {
             rule: Box::new(rule),
             call_failure_rate: 0.0,

@@ -37,7 +37,6 @@ struct Failure {
     dead: bool,
 }
 
-
 /// Splits events (in `seq` order) into waves: wave `k` holds the `k`-th event of every aggregate, so
 /// a wave never holds two events of one aggregate and waves run in order.
 pub(crate) fn waves(events: Vec<ClaimedEvent>) -> Vec<Vec<ClaimedEvent>> {
@@ -74,7 +73,13 @@ async fn claim(
         let ids: Vec<&str> = events.iter().map(|e| e.aggregate_id.as_str()).collect();
         let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
         let followers = sql::fetch_outbox_followers()
-            .bind(tx, &types, &ids, &seqs, &i64::try_from(room).unwrap_or(i64::MAX))
+            .bind(
+                tx,
+                &types,
+                &ids,
+                &seqs,
+                &i64::try_from(room).unwrap_or(i64::MAX),
+            )
             .all()
             .await?;
         events.extend(followers);
@@ -219,7 +224,10 @@ async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport
     }
 
     if !published.is_empty() {
-        sql::mark_outbox_processed().bind(&tx, &published).all().await?;
+        sql::mark_outbox_processed()
+            .bind(&tx, &published)
+            .all()
+            .await?;
     }
     if !failures.is_empty() {
         let ids: Vec<Uuid> = failures.iter().map(|f| f.id).collect();

@@ -76,9 +76,9 @@ impl RelayConfig {
         let parse = |key: &str| -> Result<Option<u64>, Error> {
             lookup(key)
                 .map(|v| {
-                    v.trim()
-                        .parse::<u64>()
-                        .map_err(|_| Error::config(format!("{key} must be a whole number, got `{v}`")))
+                    v.trim().parse::<u64>().map_err(|_| {
+                        Error::config(format!("{key} must be a whole number, got `{v}`"))
+                    })
                 })
                 .transpose()
         };
@@ -203,7 +203,9 @@ mod tests {
             ("OUTBOX_RETENTION_SECS", "604800"),
         ];
         let c = RelayConfig::from_lookup(|k| {
-            env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+            env.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
         })
         .unwrap();
         assert_eq!(c.batch_size, 250);
@@ -219,9 +221,27 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("OUTBOX_BATCH_SIZE"), "{e}");
         for (c, field) in [
-            (RelayConfig { batch_size: 0, ..Default::default() }, "batch_size"),
-            (RelayConfig { batch_size: MAX_BATCH_SIZE + 1, ..Default::default() }, "batch_size"),
-            (RelayConfig { max_attempts: 0, ..Default::default() }, "max_attempts"),
+            (
+                RelayConfig {
+                    batch_size: 0,
+                    ..Default::default()
+                },
+                "batch_size",
+            ),
+            (
+                RelayConfig {
+                    batch_size: MAX_BATCH_SIZE + 1,
+                    ..Default::default()
+                },
+                "batch_size",
+            ),
+            (
+                RelayConfig {
+                    max_attempts: 0,
+                    ..Default::default()
+                },
+                "max_attempts",
+            ),
             (
                 RelayConfig {
                     backoff_cap: Duration::from_millis(1),
@@ -229,8 +249,20 @@ mod tests {
                 },
                 "backoff",
             ),
-            (RelayConfig { concurrency: 0, ..Default::default() }, "concurrency"),
-            (RelayConfig { poll_interval: Duration::ZERO, ..Default::default() }, "poll_interval"),
+            (
+                RelayConfig {
+                    concurrency: 0,
+                    ..Default::default()
+                },
+                "concurrency",
+            ),
+            (
+                RelayConfig {
+                    poll_interval: Duration::ZERO,
+                    ..Default::default()
+                },
+                "poll_interval",
+            ),
         ] {
             let e = c.validate().unwrap_err();
             assert!(e.to_string().contains(field), "{e} should name {field}");

@@ -210,13 +210,20 @@ impl<P: Publisher> Relay<P> {
         let (wake_tx, wake_rx) = watch::channel(0u64);
         let mut tasks = JoinSet::new();
         if let Some(config) = &self.inner.listen {
-            tasks.spawn(listener::run(config.clone(), wake_tx.clone(), shutdown.clone()));
+            tasks.spawn(listener::run(
+                config.clone(),
+                wake_tx.clone(),
+                shutdown.clone(),
+            ));
         }
         for _ in 0..self.inner.config.concurrency {
             tasks.spawn(self.clone().worker(wake_rx.clone(), shutdown.clone()));
         }
         if let Some(metrics) = &self.inner.metrics {
-            tasks.spawn(self.clone().refresh_gauges(metrics.clone(), shutdown.clone()));
+            tasks.spawn(
+                self.clone()
+                    .refresh_gauges(metrics.clone(), shutdown.clone()),
+            );
         }
         if let Some(older_than) = self.inner.config.retention {
             tasks.spawn(self.clone().retention(older_than, shutdown.clone()));
@@ -230,10 +237,8 @@ impl<P: Publisher> Relay<P> {
         );
         shutdown.cancelled().await;
         let grace = self.inner.config.shutdown_grace;
-        let drained = tokio::time::timeout(grace, async {
-            while tasks.join_next().await.is_some() {}
-        })
-        .await;
+        let drained =
+            tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
         if drained.is_err() {
             tracing::warn!(
                 grace_ms = grace.as_millis() as u64,

@@ -1,0 +1,217 @@
+//! The command line: every subcommand's flags and help.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use uuid::Uuid;
+
+use crate::duration;
+
+/// Operate a transactional outbox on PostgreSQL: apply its schema, relay its events to AWS SQS, and
+/// inspect or repair it without writing SQL.
+#[derive(Debug, Parser)]
+#[command(name = "outbox", version)]
+#[command(after_long_help = "\
+ENVIRONMENT:
+  DATABASE_URL      PostgreSQL connection string (postgres://user:pass@host:port/db). The password
+                    is never logged.
+  RUST_LOG          log filter, e.g. `info` or `outbox_core=debug,info` (default: info)
+  AWS_*             the standard AWS variables and files configure SQS credentials, region and
+                    endpoint (AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL_SQS, ...)
+  OUTBOX_*          relay and SQS settings; see `outbox relay --help`
+
+EXIT STATUS:
+  0 on success, 1 on an error (printed to stderr), 2 on a usage error.")]
+pub struct Cli {
+    /// PostgreSQL connection string of the database holding the outbox.
+    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
+    pub database_url: Option<String>,
+
+    /// Log format.
+    #[arg(long, env = "OUTBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// How log lines are written (to stderr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for log pipelines.
+    Json,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Apply the outbox schema (idempotent).
+    #[command(long_about = "\
+Apply the outbox schema to the database: the outbox_events table and its indexes, the
+outbox_dead_letters view, the NOTIFY trigger and the processed_events inbox table.
+
+Applied versions are recorded in outbox_schema_history; running it again changes nothing, and
+several processes running it at once are serialised by an advisory lock.")]
+    Migrate,
+
+    /// Relay events to SQS until SIGINT or SIGTERM.
+    #[command(long_about = "\
+Relay committed outbox events to AWS SQS until SIGINT or SIGTERM, then shut down gracefully:
+stop claiming, let batches in flight finish within the grace period, release the rest.
+
+Events are claimed with FOR UPDATE SKIP LOCKED, so any number of relays may run side by side.
+Delivery is at-least-once; consumers dedupe on the event_id attribute. Per-aggregate order is kept
+unless --no-ordering is given.
+
+ROUTING:
+  Each event type goes to one queue: an exact route (`order.created=URL`) wins over a prefix route
+  (`order.*=URL`; the longest prefix wins), which wins over the default queue. An event with no
+  route is dead-lettered with a clear reason. Queue URLs ending in .fifo get MessageGroupId =
+  aggregate and MessageDeduplicationId = event id.
+
+SETTINGS (flag, or environment variable):
+  --batch-size         OUTBOX_BATCH_SIZE          events per claim (default 100)
+  --concurrency        OUTBOX_CONCURRENCY         batches in flight (default 4)
+  --max-attempts       OUTBOX_MAX_ATTEMPTS        attempts before dead-lettering (default 10)
+  --poll-interval      OUTBOX_POLL_INTERVAL_MS    fallback poll (default 2s)
+  --shutdown-grace     OUTBOX_SHUTDOWN_GRACE_MS   (default 30s)
+  --retention          OUTBOX_RETENTION_SECS      delete processed rows older than this (default off)
+  --route              OUTBOX_SQS_ROUTES          `pattern=url,pattern=url`
+  --default-queue      OUTBOX_SQS_DEFAULT_QUEUE_URL
+  also OUTBOX_BACKOFF_BASE_MS, OUTBOX_BACKOFF_CAP_MS, OUTBOX_BACKOFF_JITTER, OUTBOX_PUBLISH_TIMEOUT_MS,
+  OUTBOX_PER_AGGREGATE_ORDER, OUTBOX_METRICS_INTERVAL_MS, OUTBOX_SQS_MAX_IN_FLIGHT,
+  OUTBOX_SQS_CALL_TIMEOUT_MS.
+
+AWS:
+  Credentials and region come from the default AWS chain (environment, profile, instance role).
+  The relay needs sqs:SendMessage and sqs:GetQueueAttributes on its queues.")]
+    Relay(RelayArgs),
+
+    /// Show the outbox's state at a glance.
+    #[command(long_about = "\
+Show the outbox's state: pending events (due now, waiting for a retry), dead letters, the age of
+the oldest pending event, aggregates blocked by a dead letter, and events published in the last
+hour. With --json, one JSON object with the same figures.")]
+    Stats {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// List, retry or purge dead letters.
+    #[command(subcommand)]
+    DeadLetters(DeadLettersCommand),
+
+    /// Delete processed events older than a given age.
+    #[command(long_about = "\
+Delete processed (published) events older than --older-than, in batches of 1000 rows per
+statement, so no long locks are taken. Pending events and dead letters are never deleted.
+The relay can do the same periodically with --retention.")]
+    Cleanup {
+        /// Age of the processed rows to delete, e.g. 7d, 12h, 30m.
+        #[arg(long, value_parser = duration::parse)]
+        older_than: Duration,
+    },
+}
+
+/// Dead-letter operations.
+#[derive(Debug, Subcommand)]
+pub enum DeadLettersCommand {
+    /// List dead letters, oldest first.
+    #[command(long_about = "\
+List dead letters, oldest first, with their last error. Payloads are not shown.")]
+    List {
+        #[command(flatten)]
+        filter: FilterArgs,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: i64,
+        /// Print JSON (one array) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make dead letters pending again (attempts reset).
+    #[command(long_about = "\
+Make dead letters pending again: attempts reset to 0 and retry_after cleared, so the relay publishes
+them on its next claim, in order within their aggregates. Say which: event ids, a filter, or --all.")]
+    Retry(SelectArgs),
+    /// Delete dead letters for good.
+    #[command(long_about = "\
+Delete dead letters for good, unblocking the later events of their aggregates. Say which: event
+ids, a filter, or --all. Asks for confirmation unless --yes is given.")]
+    Purge {
+        #[command(flatten)]
+        select: SelectArgs,
+        /// Do not ask for confirmation.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+}
+
+/// Filters over dead letters.
+#[derive(Debug, Clone, Args)]
+pub struct FilterArgs {
+    /// Only events of this type.
+    #[arg(long)]
+    pub event_type: Option<String>,
+    /// Only events of this aggregate type.
+    #[arg(long)]
+    pub aggregate_type: Option<String>,
+    /// Only events of this aggregate id.
+    #[arg(long)]
+    pub aggregate_id: Option<String>,
+}
+
+/// Which dead letters a retry or purge applies to.
+#[derive(Debug, Clone, Args)]
+pub struct SelectArgs {
+    /// Event ids.
+    pub ids: Vec<Uuid>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// Every dead letter.
+    #[arg(long, conflicts_with_all = ["ids", "event_type", "aggregate_type", "aggregate_id"])]
+    pub all: bool,
+}
+
+/// `outbox relay` settings. Unset flags fall back to the `OUTBOX_*` environment, then defaults.
+#[derive(Debug, Clone, Args)]
+pub struct RelayArgs {
+    /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9187) at /metrics.
+    #[arg(long, env = "OUTBOX_METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+    /// Route an event type or prefix to a queue URL: `order.*=https://sqs...` (repeatable).
+    #[arg(long = "route", value_name = "PATTERN=URL")]
+    pub routes: Vec<String>,
+    /// Queue URL for event types without a route.
+    #[arg(long)]
+    pub default_queue: Option<String>,
+    /// Events per claim.
+    #[arg(long)]
+    pub batch_size: Option<usize>,
+    /// Batches in flight at once.
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Attempts before an event is dead-lettered.
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+    /// Fallback poll interval, e.g. 2s.
+    #[arg(long, value_parser = duration::parse)]
+    pub poll_interval: Option<Duration>,
+    /// How long shutdown waits for batches in flight, e.g. 30s.
+    #[arg(long, value_parser = duration::parse)]
+    pub shutdown_grace: Option<Duration>,
+    /// Delete processed rows older than this, every minute (e.g. 7d).
+    #[arg(long, value_parser = duration::parse)]
+    pub retention: Option<Duration>,
+    /// Do not keep per-aggregate order.
+    #[arg(long)]
+    pub no_ordering: bool,
+    /// Apply the schema before starting.
+    #[arg(long)]
+    pub migrate: bool,
+}

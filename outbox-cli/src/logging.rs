@@ -1,0 +1,30 @@
+//! Log lines to stderr, filtered by `RUST_LOG` (default `info`).
+
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+use crate::cli::LogFormat;
+
+/// Installs the global subscriber.
+pub fn init(format: LogFormat) {
+    let filter: Targets = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|f| f.parse().ok())
+        .unwrap_or_else(|| Targets::new().with_default(tracing::Level::INFO));
+    let registry = tracing_subscriber::registry().with(filter);
+    let result = match format {
+        LogFormat::Text => registry
+            .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+            .try_init(),
+        LogFormat::Json => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .flatten_event(true)
+                    .with_writer(std::io::stderr),
+            )
+            .try_init(),
+    };
+    let _ = result;
+}

@@ -1,0 +1,69 @@
+//! `outbox`: operate a transactional outbox on PostgreSQL. Run `outbox --help`.
+
+mod cleanup;
+mod cli;
+mod db;
+mod dead_letters;
+mod duration;
+mod logging;
+mod metrics_server;
+mod migrate;
+mod relay;
+mod stats;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+
+/// An error to print and exit 1 with.
+type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    logging::init(cli.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", report(&*e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Failure> {
+    let url = cli.database_url.as_deref();
+    match cli.command {
+        Command::Migrate => migrate::run(url).await,
+        Command::Relay(args) => relay::run(url, args).await,
+        Command::Stats { json } => stats::run(url, json).await,
+        Command::DeadLetters(cmd) => dead_letters::run(url, cmd).await,
+        Command::Cleanup { older_than } => cleanup::run(url, older_than).await,
+    }
+}
+
+/// An error with its chain of causes, on one line.
+fn report(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}

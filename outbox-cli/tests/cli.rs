@@ -1,0 +1,416 @@
+//! The `outbox` binary end to end against real PostgreSQL (and fauxqs for `relay`).
+
+use std::io::Read;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use outbox_core::{PublishOutcome, Relay, emit_all};
+use outbox_queries::queries::{admin, relay as relay_sql};
+use outbox_tests::sqs::TestQueue;
+use outbox_tests::{FlakyPublisher, TestDb, TestEvent};
+use uuid::Uuid;
+
+fn outbox(db: &TestDb) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_outbox"));
+    cmd.env("DATABASE_URL", db.url()).env_remove("RUST_LOG");
+    cmd
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("outbox runs");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Five events; the first two dead-lettered (types order.test on aggregates a, b), one processed.
+async fn prepared(db: &TestDb) -> Vec<Uuid> {
+    let client = db.pool().get().await.unwrap();
+    let ids = emit_all(
+        &client,
+        &[
+            TestEvent::new("a", 1),
+            TestEvent::new("b", 1),
+            TestEvent::new("c", 1),
+            TestEvent::new("d", 1),
+            TestEvent::new("a", 2),
+        ],
+    )
+    .await
+    .unwrap();
+    relay_sql::record_outbox_failures()
+        .bind(
+            &client,
+            &[ids[0], ids[1]].as_slice(),
+            &["rejected: invalid content", "rejected"].as_slice(),
+            &[0.0, 0.0].as_slice(),
+            &[true, true].as_slice(),
+        )
+        .all()
+        .await
+        .unwrap();
+    relay_sql::mark_outbox_processed()
+        .bind(&client, &[ids[2]].as_slice())
+        .all()
+        .await
+        .unwrap();
+    ids
+}
+
+#[tokio::test]
+async fn migrate_applies_the_schema_once() {
+    let db = TestDb::empty().await;
+    let first = run(outbox(&db).arg("migrate"));
+    assert_eq!(stdout(&first).trim(), "applied V1__outbox_events");
+    let second = run(outbox(&db).arg("migrate"));
+    assert_eq!(stdout(&second).trim(), "schema is up to date");
+}
+
+#[tokio::test]
+async fn stats_numbers_match_the_table() {
+    let db = TestDb::new().await;
+    prepared(&db).await;
+    let out = run(outbox(&db).args(["stats", "--json"]));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["pending"], 2, "{s}");
+    assert_eq!(s["due_now"], 2);
+    assert_eq!(s["waiting_retry"], 0);
+    assert_eq!(s["dead_letters"], 2);
+    assert_eq!(s["blocked_aggregates"], 2);
+    assert_eq!(s["published_last_hour"], 1);
+    assert!(s["oldest_pending_age_secs"].as_f64().unwrap() >= 0.0);
+    let table = stdout(&run(outbox(&db).arg("stats")));
+    assert!(
+        table.contains("dead letters") && table.contains("blocked aggregates"),
+        "{table}"
+    );
+}
+
+#[tokio::test]
+async fn dead_letter_commands_change_exactly_the_rows_asked_for() {
+    let db = TestDb::new().await;
+    let ids = prepared(&db).await;
+    let client = db.pool().get().await.unwrap();
+    let dead = |id: Uuid| {
+        let client = &client;
+        async move {
+            admin::get_outbox_event()
+                .bind(client, &id)
+                .opt()
+                .await
+                .unwrap()
+                .map(|r| r.dead_lettered_at.is_some())
+        }
+    };
+
+    let list = stdout(&run(outbox(&db).args(["dead-letters", "list"])));
+    assert!(
+        list.contains(&ids[0].to_string()) && list.contains(&ids[1].to_string()),
+        "{list}"
+    );
+    assert!(list.contains("rejected: invalid content"));
+    let json = run(outbox(&db).args(["dead-letters", "list", "--aggregate-id", "b", "--json"]));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["id"], ids[1].to_string());
+
+    // No selection: refused, nothing changed.
+    let refused = outbox(&db)
+        .args(["dead-letters", "retry"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--all"));
+    assert_eq!(dead(ids[0]).await, Some(true));
+
+    run(outbox(&db).args(["dead-letters", "retry", &ids[0].to_string()]));
+    assert_eq!(dead(ids[0]).await, Some(false), "retried");
+    assert_eq!(dead(ids[1]).await, Some(true), "untouched");
+
+    // Purge asks for confirmation; without a terminal and --yes it refuses.
+    let refused = outbox(&db)
+        .args(["dead-letters", "purge", "--aggregate-id", "b"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--yes"));
+    assert_eq!(dead(ids[1]).await, Some(true));
+    let purged = stdout(&run(outbox(&db).args([
+        "dead-letters",
+        "purge",
+        "--aggregate-id",
+        "b",
+        "--yes",
+    ])));
+    assert!(purged.contains("purged 1"), "{purged}");
+    assert_eq!(dead(ids[1]).await, None, "deleted");
+    for id in &ids[2..] {
+        assert!(dead(*id).await.is_some(), "other rows kept");
+    }
+}
+
+#[tokio::test]
+async fn cleanup_deletes_only_old_processed_rows() {
+    let db = TestDb::new().await;
+    let ids = prepared(&db).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let client = db.pool().get().await.unwrap();
+    relay_sql::mark_outbox_processed()
+        .bind(&client, &[ids[3]].as_slice())
+        .all()
+        .await
+        .unwrap();
+    let out = stdout(&run(outbox(&db).args(["cleanup", "--older-than", "1s"])));
+    assert!(out.contains("deleted 1 "), "{out}");
+    let exists = async |id: Uuid| {
+        admin::get_outbox_event()
+            .bind(&client, &id)
+            .opt()
+            .await
+            .unwrap()
+            .is_some()
+    };
+    assert!(!exists(ids[2]).await);
+    for id in [ids[0], ids[1], ids[3], ids[4]] {
+        assert!(exists(id).await);
+    }
+    let bad = outbox(&db)
+        .args(["cleanup", "--older-than", "soon"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2), "usage error");
+}
+
+fn sigterm(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn wait_with_timeout(child: &mut Child, timeout: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            panic!("the relay did not exit within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text
+}
+
+/// `outbox relay` delivers to SQS, serves metrics, logs the documented fields but no payload and no
+/// password, and exits cleanly on SIGTERM with nothing lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relay_delivers_serves_metrics_logs_safely_and_stops_on_sigterm() {
+    let db = TestDb::new().await;
+    let queue = TestQueue::standard().await;
+    let secret_payload = "SECRET-PAYLOAD-TEXT-7f3a";
+    let client = db.pool().get().await.unwrap();
+    let events: Vec<TestEvent> = (0..40)
+        .map(|n| TestEvent::new(format!("o-{}", n % 5), n).note(secret_payload))
+        .collect();
+    let ids = emit_all(&client, &events).await.unwrap();
+
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    // Trust auth accepts any password: one in the URL must never show up in the logs.
+    let url_with_password = db.url().replace("postgres@", "postgres:hunter2-password@");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_outbox"))
+        .args([
+            "relay",
+            "--default-queue",
+            queue.url(),
+            "--metrics-addr",
+            &addr,
+        ])
+        .args([
+            "--log-format",
+            "json",
+            "--poll-interval",
+            "200ms",
+            "--shutdown-grace",
+            "5s",
+        ])
+        .env("DATABASE_URL", &url_with_password)
+        .env("RUST_LOG", "debug")
+        .env("OUTBOX_METRICS_INTERVAL_MS", "100")
+        .env("AWS_ENDPOINT_URL_SQS", outbox_tests::sqs::endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "secret-key-never-logged")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let logs = std::thread::spawn(move || {
+        let mut text = String::new();
+        stderr.read_to_string(&mut text).unwrap();
+        text
+    });
+
+    let received = queue.receive_all(40, Duration::from_secs(20)).await;
+    let got: std::collections::HashSet<String> = received
+        .iter()
+        .map(|m| m.attributes["event_id"].clone())
+        .collect();
+    let want: std::collections::HashSet<String> = ids.iter().map(|i| i.to_string()).collect();
+    assert_eq!(got, want, "every event delivered");
+
+    // Metrics after a known run: 40 published, nothing pending.
+    let mut metrics = String::new();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        metrics = http_get(&addr, "/metrics");
+        if metrics.contains("outbox_pending_events 0\n") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(metrics.starts_with("HTTP/1.1 200 OK"), "{metrics}");
+    for line in [
+        r#"outbox_events_published_total{event_type="order.test"} 40"#,
+        "outbox_pending_events 0",
+        "outbox_dead_letter_events 0",
+        "outbox_blocked_aggregates 0",
+        "outbox_commit_to_publish_seconds_count 40",
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "missing `{line}` in\n{metrics}"
+        );
+    }
+    for name in [
+        "outbox_oldest_pending_age_seconds",
+        "outbox_batch_duration_seconds_bucket",
+    ] {
+        assert!(metrics.contains(name), "missing {name}");
+    }
+    assert!(http_get(&addr, "/").starts_with("HTTP/1.1 404"));
+
+    let stopping = Instant::now();
+    sigterm(&child);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(10));
+    assert!(status.success(), "clean exit on SIGTERM: {status:?}");
+    assert!(stopping.elapsed() < Duration::from_secs(6));
+    let s = admin::outbox_stats().bind(&client).one().await.unwrap();
+    assert_eq!((s.pending, s.dead_letters), (0, 0), "nothing lost");
+
+    let logs = logs.join().unwrap();
+    assert!(
+        !logs.contains(secret_payload),
+        "a payload leaked into the logs"
+    );
+    assert!(
+        !logs.contains("hunter2-password"),
+        "the DSN password leaked into the logs"
+    );
+    assert!(
+        !logs.contains("secret-key-never-logged"),
+        "the AWS secret leaked into the logs"
+    );
+    let published: Vec<serde_json::Value> = logs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["message"] == "published")
+        .collect();
+    assert_eq!(published.len(), 40, "one log line per published event");
+    for field in ["event_id", "event_type", "aggregate_id", "attempt"] {
+        assert!(
+            published.iter().all(|v| !v[field].is_null()),
+            "every line has {field}"
+        );
+    }
+    assert!(logs.contains("SIGTERM received"));
+}
+
+#[tokio::test]
+async fn relay_fails_fast_on_a_queue_that_does_not_exist() {
+    let db = TestDb::new().await;
+    let missing = format!(
+        "{}/000000000000/no-such-queue-{}",
+        outbox_tests::sqs::endpoint(),
+        Uuid::new_v4().simple()
+    );
+    let out = outbox(&db)
+        .args(["relay", "--default-queue", &missing])
+        .env("AWS_ENDPOINT_URL_SQS", outbox_tests::sqs::endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no-such-queue"),
+        "the error names the queue: {err}"
+    );
+}
+
+#[tokio::test]
+async fn relay_dead_letters_are_visible_to_stats() {
+    // The library relay and the CLI share the table: a poison event dead-lettered by a relay shows
+    // in `outbox stats` as a blocked aggregate.
+    let db = TestDb::new().await;
+    let client = db.pool().get().await.unwrap();
+    emit_all(
+        &client,
+        &[
+            TestEvent::new("p", 1).note("poison"),
+            TestEvent::new("p", 2),
+        ],
+    )
+    .await
+    .unwrap();
+    let relay = Relay::builder(
+        db.pool().clone(),
+        FlakyPublisher::new(|e| {
+            (e.payload["note"] == "poison").then(|| PublishOutcome::Permanent("poison".into()))
+        }),
+    )
+    .build()
+    .unwrap();
+    relay.run_once().await.unwrap();
+    let s: serde_json::Value =
+        serde_json::from_slice(&run(outbox(&db).args(["stats", "--json"])).stdout).unwrap();
+    assert_eq!(
+        (
+            s["dead_letters"].as_i64(),
+            s["blocked_aggregates"].as_i64(),
+            s["pending"].as_i64()
+        ),
+        (Some(1), Some(1), Some(1))
+    );
+}
