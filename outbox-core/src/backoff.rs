@@ -41,7 +41,10 @@ impl Backoff {
         } else {
             random.clamp(0.0, 1.0)
         };
-        exp.mul_f64(1.0 - self.jitter * random)
+        let cut = Duration::try_from_secs_f64(exp.as_secs_f64() * self.jitter * random)
+            .unwrap_or(exp)
+            .min(exp);
+        exp - cut
     }
 
     /// The delay before retry number `attempt`, with a random jitter.
@@ -160,8 +163,8 @@ mod tests {
             assert!(d <= S(10), "{d:?}");
         }
         for i in 0..100 {
-            let d = b.delay(4, f64::from(i) / 100.0);
-            assert!(d >= S(8) && d <= S(16), "{d:?}");
+            let d = b.delay(3, f64::from(i) / 100.0);
+            assert!(d >= S(4) && d <= S(8), "{d:?}");
         }
     }
 

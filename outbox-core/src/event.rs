@@ -1,6 +1,12 @@
 //! The `OutboxEvent` trait: what an event says about itself.
 
 use std::fmt;
+use std::future::Future;
+
+use outbox_queries::client::GenericClient;
+use uuid::Uuid;
+
+use crate::error::Error;
 
 use serde::Serialize;
 
@@ -226,4 +232,16 @@ pub trait OutboxEvent: Serialize {
     /// Derived: a borrow of the field marked `#[outbox(aggregate_id)]` (of the value's variant, for
     /// an enum); nothing is formatted or allocated until the id is written.
     fn aggregate_id(&self) -> impl fmt::Display + '_;
+
+    /// Writes this event to the outbox through `client` — the transaction that writes your
+    /// business rows — and returns the event id. Same as [`emit(client, self)`](crate::emit()).
+    fn emit<C: GenericClient>(
+        &self,
+        client: &C,
+    ) -> impl Future<Output = Result<Uuid, Error>> + Send
+    where
+        Self: Sync,
+    {
+        crate::emit::emit(client, self)
+    }
 }

@@ -15,7 +15,7 @@ mod embedded {
 /// refinery history table).
 pub const SCHEMA_HISTORY_TABLE: &str = "outbox_schema_history";
 
-/// What [`migrate`] did.
+/// What [`migrate()`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MigrationReport {
     /// The migrations applied by this call, as `V{version}__{name}`; empty when the schema was

@@ -1,0 +1,424 @@
+//! The fault suite: real `outbox relay` processes against real PostgreSQL and an SQS server
+//! (fauxqs, or the fault fixture where a scenario injects faults). Each scenario writes at least
+//! 10 000 events over many aggregates, injects one fault, checks the whole history and prints one
+//! line of figures: every committed event delivered at least once, nothing rolled back delivered,
+//! per-aggregate order never violated, duplicates counted.
+
+mod support;
+
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use outbox_core::{ErrorKind, emit};
+use outbox_queries::queries::admin;
+use outbox_sqs_fixture::{CallFault, EntryFault, SqsFixture};
+use outbox_tests::sqs::TestQueue;
+use outbox_tests::{TestDb, TestEvent};
+use support::*;
+
+const EVENTS: u64 = 10_000;
+
+fn fixture_deliveries(fx: &SqsFixture) -> Vec<Delivery> {
+    fx.messages()
+        .iter()
+        .map(|m| Delivery::from_message(&m.attributes["event_id"], &m.body))
+        .collect()
+}
+
+/// 1. `kill -9` of the relay at random moments while it drains, then a restart. FIFO queue on
+///    fauxqs: the dedup id (= event id) makes SQS drop re-sends, so zero duplicates; a standard
+///    queue (the fixture, recording every send) shows at most the batches in flight per kill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_at_random_moments_loses_nothing() {
+    let _serial = SERIAL.lock().await;
+    for fifo in [true, false] {
+        let started = Instant::now();
+        let db = TestDb::new().await;
+        let role = RelayRole::create(&db).await;
+        let writes = write_events(db.pool(), "k", EVENTS, 200, 100, true, |_| String::new()).await;
+        let queue = if fifo { Some(TestQueue::fifo().await) } else { None };
+        let fx = if fifo { None } else { Some(SqsFixture::start().await) };
+        let (endpoint, url) = match (&queue, &fx) {
+            (Some(q), _) => (outbox_tests::sqs::endpoint(), q.url().to_string()),
+            (_, Some(fx)) => {
+                fx.set_latency(Duration::from_millis(5));
+                (fx.endpoint_url(), fx.create_queue("kill9"))
+            }
+            _ => unreachable!(),
+        };
+        let spec = RelaySpec::new(role.url(&db), endpoint, url.clone()).arg("--batch-size").arg("100");
+        let (batch, concurrency) = (100, 4);
+        let mut kills = 0;
+        let mut relay = spec.spawn();
+        for _ in 0..3 {
+            let wait = 150 + (rand_u64() % 400);
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            if pending(db.pool()).await == 0 {
+                break;
+            }
+            relay.kill9();
+            kills += 1;
+            relay = spec.spawn();
+        }
+        wait_drained(db.pool(), Duration::from_secs(90), "after kills").await;
+        relay.sigterm();
+        assert!(relay.wait(Duration::from_secs(10)).success());
+        let deliveries = match (&queue, &fx) {
+            (Some(q), _) => {
+                drain_queue(q.client(), q.url(), writes.committed.len(), Duration::from_millis(500), Duration::from_secs(60)).await
+            }
+            (_, Some(fx)) => fixture_deliveries(fx),
+            _ => unreachable!(),
+        };
+        let f = check(&writes.committed, &writes, &deliveries);
+        let kind = if fifo { "fifo/fauxqs" } else { "standard/fixture" };
+        report(&format!("1-kill-9 ({kind})"), &f, started.elapsed(), &format!("kills={kills}"));
+        assert_eq!(f.lost, 0);
+        assert_eq!(f.rolled_back_delivered, 0);
+        assert_eq!(f.order_violations, 0);
+        assert!(kills > 0, "the relay was killed mid-drain");
+        if fifo {
+            assert_eq!(f.duplicates, 0, "SQS FIFO dedup drops re-sends");
+        } else {
+            assert!(f.duplicates <= kills * batch * concurrency, "at most the batches in flight per kill");
+        }
+        drop(role);
+    }
+}
+
+/// 2. SQS outage of 30 s: connections refused, then 503s, then recovery. Nothing lost; the relays
+///    back off (the calls during the outage are counted); the backlog drains afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqs_outage_of_30_seconds_loses_nothing_and_backs_off() {
+    let _serial = SERIAL.lock().await;
+    let started = Instant::now();
+    let db = TestDb::new().await;
+    let role = RelayRole::create(&db).await;
+    let fx = SqsFixture::start().await;
+    fx.set_latency(Duration::from_millis(2));
+    let url = fx.create_queue("outage");
+    let mut writes = write_events(db.pool(), "o", EVENTS / 2, 200, 100, true, |_| String::new()).await;
+    let spec = RelaySpec::new(role.url(&db), fx.endpoint_url(), url).env("OUTBOX_SQS_CALL_TIMEOUT_MS", "2000");
+    let mut relays = vec![spec.spawn(), spec.spawn()];
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // The outage: 15 s of refused connections, then 15 s of 503s, while writers go on.
+    fx.refuse_connections().await;
+    let writing = {
+        let pool = db.pool().clone();
+        tokio::spawn(async move { write_events(&pool, "o2", EVENTS / 2, 200, 100, true, |_| String::new()).await })
+    };
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    fx.reset_counters();
+    fx.fail_calls_for(Duration::from_secs(15), CallFault::ServiceUnavailable);
+    fx.accept_connections().await;
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let calls_during_503s = fx.calls();
+    fx.clear_faults();
+    writes.extend(writing.await.unwrap());
+
+    wait_drained(db.pool(), Duration::from_secs(90), "after the outage").await;
+    let drain_after = started.elapsed();
+    for r in &relays {
+        r.sigterm();
+    }
+    for r in &mut relays {
+        assert!(r.wait(Duration::from_secs(10)).success());
+    }
+    let f = check(&writes.committed, &writes, &fixture_deliveries(&fx));
+    report(
+        "2-sqs-outage-30s",
+        &f,
+        started.elapsed(),
+        &format!("calls_during_15s_of_503s={calls_during_503s} drained_at={:.1}s", drain_after.as_secs_f64()),
+    );
+    assert_eq!((f.lost, f.order_violations, f.rolled_back_delivered), (0, 0, 0));
+    // 2 relays × 4 workers; a tight loop would make tens of thousands of calls in 15 s.
+    assert!(calls_during_503s < 3_000, "relays back off: {calls_during_503s} calls in 15 s of 503s");
+    drop(role);
+}
+
+/// 3. PostgreSQL restart mid-drain (a throwaway cluster): relays reconnect, LISTEN resumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_restart_mid_drain_loses_nothing_and_listen_resumes() {
+    let _serial = SERIAL.lock().await;
+    let started = Instant::now();
+    let cluster = Cluster::start();
+    let admin_client = {
+        let config = tokio_postgres::Config::from_str(&cluster.url("postgres")).unwrap();
+        outbox_tests::db::connect(&config).await
+    };
+    admin_client.batch_execute("CREATE DATABASE outbox").await.unwrap();
+    let config = tokio_postgres::Config::from_str(&cluster.url("outbox")).unwrap();
+    let mut client = outbox_tests::db::connect(&config).await;
+    outbox_core::migrate(&mut client).await.unwrap();
+    let pool = pool_for(&config);
+
+    let queue = TestQueue::fifo().await;
+    let mut writes = write_events(&pool, "r", EVENTS, 200, 100, true, |_| String::new()).await;
+    // A long poll: after the restart, only a resumed LISTEN delivers new events quickly.
+    let spec = RelaySpec::new(cluster.url("outbox"), outbox_tests::sqs::endpoint(), queue.url().to_string())
+        .arg("--poll-interval")
+        .arg("60s");
+    let mut relays = vec![spec.spawn(), spec.spawn()];
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let before_restart = pending(&pool).await;
+    cluster.restart();
+    // Let the relays notice and reconnect, then write more: NOTIFY must wake them.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    wait_drained(&pool, Duration::from_secs(90), "after the restart").await;
+    let late_start = Instant::now();
+    writes.extend(write_events(&pool, "late", 500, 50, 50, false, |_| String::new()).await);
+    wait_drained(&pool, Duration::from_secs(20), "events written after the restart").await;
+    let late_latency = late_start.elapsed();
+    for r in &relays {
+        r.sigterm();
+    }
+    for r in &mut relays {
+        assert!(r.wait(Duration::from_secs(10)).success());
+    }
+    let deliveries =
+        drain_queue(queue.client(), queue.url(), writes.committed.len(), Duration::from_millis(500), Duration::from_secs(60)).await;
+    let f = check(&writes.committed, &writes, &deliveries);
+    report(
+        "3-postgres-restart",
+        &f,
+        started.elapsed(),
+        &format!("pending_at_restart={before_restart} post_restart_batch_delivered_in={:.2}s", late_latency.as_secs_f64()),
+    );
+    assert!(before_restart > 0, "the restart happened mid-drain");
+    assert_eq!((f.lost, f.order_violations, f.rolled_back_delivered, f.duplicates), (0, 0, 0, 0));
+    assert!(late_latency < Duration::from_secs(10), "LISTEN resumed: not waiting for the 60 s poll");
+}
+
+/// 4. Four relays at once plus concurrent writers: nothing published twice, order kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_relays_and_writers_publish_once_in_order() {
+    let _serial = SERIAL.lock().await;
+    let started = Instant::now();
+    let db = TestDb::new().await;
+    let role = RelayRole::create(&db).await;
+    let fx = SqsFixture::start().await;
+    let url = fx.create_queue("four");
+    let spec = RelaySpec::new(role.url(&db), fx.endpoint_url(), url).arg("--batch-size").arg("50");
+    let mut relays: Vec<RelayProcess> = (0..4).map(|_| spec.spawn()).collect();
+    let mut writers = Vec::new();
+    for w in 0..4 {
+        let pool = db.pool().clone();
+        writers.push(tokio::spawn(async move {
+            write_events(&pool, &format!("w{w}"), EVENTS / 4, 50, 25, true, |_| String::new()).await
+        }));
+    }
+    let mut writes = Writes::default();
+    for w in writers {
+        writes.extend(w.await.unwrap());
+    }
+    wait_drained(db.pool(), Duration::from_secs(90), "four relays").await;
+    for r in &relays {
+        r.sigterm();
+    }
+    for r in &mut relays {
+        assert!(r.wait(Duration::from_secs(10)).success());
+    }
+    let f = check(&writes.committed, &writes, &fixture_deliveries(&fx));
+    report("4-four-relays-and-writers", &f, started.elapsed(), "relays=4 writers=4");
+    assert_eq!((f.lost, f.duplicates, f.order_violations, f.rolled_back_delivered), (0, 0, 0, 0));
+    drop(role);
+}
+
+/// 5. Poison events the broker refuses for good: dead-lettered with the reason, every other
+///    aggregate delivered, `outbox stats` reports the blocked aggregates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn poison_events_are_dead_lettered_and_block_only_their_aggregates() {
+    let _serial = SERIAL.lock().await;
+    let started = Instant::now();
+    let db = TestDb::new().await;
+    let role = RelayRole::create(&db).await;
+    let fx = SqsFixture::start().await;
+    let url = fx.create_queue("poison");
+    fx.fail_entries_where(
+        |m| m.body.contains("POISON"),
+        EntryFault::sender_fault("InvalidParameterValue", "poisoned body refused"),
+    );
+    // Five poison events, in five aggregates (k % 200 for k in 1000..1005), early in their queues.
+    let writes = write_events(db.pool(), "p", EVENTS, 200, 100, true, |k| {
+        if (1000..1005).contains(&k) { "POISON".to_string() } else { String::new() }
+    })
+    .await;
+    let poisoned: Vec<String> = (1000..1005u64).map(|k| format!("p-{}", k % 200)).collect();
+    let spec = RelaySpec::new(role.url(&db), fx.endpoint_url(), url);
+    // Events of poisoned aggregates from the poison on are held back, by design.
+    let expected: Vec<Written> = writes
+        .committed
+        .iter()
+        .filter(|w| !(poisoned.contains(&w.aggregate) && w.n >= 1000))
+        .cloned()
+        .collect();
+    let held_back = writes.committed.len() - expected.len();
+    let mut relay = spec.spawn();
+    // Drained: everything but the dead letters and the events behind them.
+    wait_pending(db.pool(), held_back as i64 - 5, Duration::from_secs(60), "poison").await;
+    relay.sigterm();
+    assert!(relay.wait(Duration::from_secs(10)).success());
+    let f = check(&expected, &writes, &fixture_deliveries(&fx));
+
+    let client = db.pool().get().await.unwrap();
+    let dead = outbox_core::list_dead_letters(&client, &Default::default(), 100).await.unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outbox"))
+        .args(["stats", "--json"])
+        .env("DATABASE_URL", db.url())
+        .output()
+        .unwrap();
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    report(
+        "5-poison-events",
+        &f,
+        started.elapsed(),
+        &format!("dead_letters={} blocked_aggregates={} held_back={held_back}", dead.len(), stats["blocked_aggregates"]),
+    );
+    assert_eq!(dead.len(), 5);
+    assert!(dead.iter().all(|d| d.last_error.as_deref().unwrap_or("").contains("InvalidParameterValue")));
+    assert_eq!(stats["blocked_aggregates"], 5);
+    assert_eq!(stats["dead_letters"], 5);
+    assert_eq!((f.lost, f.duplicates, f.order_violations, f.rolled_back_delivered), (0, 0, 0, 0));
+    drop(role);
+}
+
+/// 6. SIGTERM during a full drain: the process exits within the grace period, nothing lost,
+///    nothing marked that was not published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_a_full_drain_exits_in_time_and_marks_only_what_was_published() {
+    let _serial = SERIAL.lock().await;
+    let started = Instant::now();
+    let db = TestDb::new().await;
+    let role = RelayRole::create(&db).await;
+    let fx = SqsFixture::start().await;
+    fx.set_latency(Duration::from_millis(20));
+    let url = fx.create_queue("sigterm");
+    let writes = write_events(db.pool(), "s", EVENTS, 200, 100, true, |_| String::new()).await;
+    let spec = RelaySpec::new(role.url(&db), fx.endpoint_url(), url).arg("--shutdown-grace").arg("3s");
+    let mut relay = spec.spawn();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let stopping = Instant::now();
+    relay.sigterm();
+    let status = relay.wait(Duration::from_secs(10));
+    let stop_took = stopping.elapsed();
+    assert!(status.success(), "clean exit: {status:?}");
+    assert!(stop_took < Duration::from_secs(4), "exited within the grace period: {stop_took:?}");
+
+    let published: std::collections::HashSet<String> =
+        fx.messages().iter().map(|m| m.attributes["event_id"].clone()).collect();
+    let ids: Vec<uuid::Uuid> = writes.committed.iter().map(|w| w.id).collect();
+    let processed = processed_ids(db.pool(), &ids).await;
+    let marked_unpublished = processed.iter().filter(|id| !published.contains(&id.to_string())).count();
+    let left = pending(db.pool()).await;
+    assert!(left > 0, "the drain was still going at SIGTERM");
+
+    // A new relay finishes the job.
+    let mut relay = spec.spawn();
+    wait_drained(db.pool(), Duration::from_secs(60), "after restart").await;
+    relay.sigterm();
+    assert!(relay.wait(Duration::from_secs(10)).success());
+    let f = check(&writes.committed, &writes, &fixture_deliveries(&fx));
+    report(
+        "6-sigterm-mid-drain",
+        &f,
+        started.elapsed(),
+        &format!("stop_took={:.2}s pending_at_stop={left} marked_but_unpublished={marked_unpublished}", stop_took.as_secs_f64()),
+    );
+    assert_eq!(marked_unpublished, 0);
+    assert_eq!((f.lost, f.order_violations, f.rolled_back_delivered), (0, 0, 0));
+    drop(role);
+}
+
+/// 7. Bad input at emit: each a typed error before commit; the business transaction can still
+///    commit or roll back as the caller chooses. Also: the relay's role cannot touch business
+///    tables or run DDL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_refused_at_emit_and_the_caller_keeps_control() {
+    let _serial = SERIAL.lock().await;
+    let started = Instant::now();
+    let db = TestDb::new().await;
+    let role = RelayRole::create(&db).await;
+    let admin_client = db.connect().await;
+    // The business table of this scenario (test setup: DDL is the application's, not the outbox's).
+    admin_client.batch_execute("CREATE TABLE orders (id text PRIMARY KEY)").await.unwrap();
+
+    #[derive(serde::Serialize)]
+    struct Bad {
+        id: String,
+        #[serde(serialize_with = "refuse")]
+        x: (),
+    }
+    fn refuse<S: serde::Serializer>(_: &(), _: S) -> Result<S::Ok, S::Error> {
+        Err(serde::ser::Error::custom("refused"))
+    }
+    impl outbox_core::OutboxEvent for Bad {
+        fn aggregate_type(&self) -> &'static str {
+            "order"
+        }
+        fn event_type(&self) -> &'static str {
+            "order.bad"
+        }
+        fn aggregate_id(&self) -> impl std::fmt::Display + '_ {
+            &self.id
+        }
+    }
+
+    let mut client = db.pool().get().await.unwrap();
+    let cases: Vec<(&str, ErrorKind)> = vec![
+        ("non-serialisable", ErrorKind::Serialize),
+        ("over-size", ErrorKind::TooLarge),
+        ("invalid characters", ErrorKind::InvalidText),
+        ("NUL", ErrorKind::InvalidText),
+        ("empty aggregate id", ErrorKind::EmptyAggregateId),
+    ];
+    let mut refused = 0;
+    for (i, (case, kind)) in cases.iter().enumerate() {
+        let tx = client.transaction().await.unwrap();
+        let order_id = format!("order-{i}");
+        tx.execute("INSERT INTO orders (id) VALUES ($1)", &[&order_id]).await.unwrap();
+        let result = match *case {
+            "non-serialisable" => emit(&tx, &Bad { id: order_id.clone(), x: () }).await,
+            "over-size" => emit(&tx, &TestEvent::new(&order_id, 1).note("x".repeat(1 << 20))).await,
+            "invalid characters" => emit(&tx, &TestEvent::new(&order_id, 1).note("\u{FFFE}")).await,
+            "NUL" => emit(&tx, &TestEvent::new(&order_id, 1).note("a\u{0}b")).await,
+            _ => emit(&tx, &TestEvent::new("", 1)).await,
+        };
+        let e = result.expect_err(case);
+        assert_eq!(e.kind(), *kind, "{case}: {e}");
+        refused += 1;
+        // The caller decides: even cases commit the order without an event, odd ones roll back.
+        if i % 2 == 0 { tx.commit().await.unwrap() } else { tx.rollback().await.unwrap() }
+    }
+    let orders = admin_client.query("SELECT id FROM orders ORDER BY id", &[]).await.unwrap();
+    let orders: Vec<String> = orders.iter().map(|r| r.get(0)).collect();
+    assert_eq!(orders, vec!["order-0", "order-2", "order-4"]);
+    let s = admin::outbox_stats().bind(&client).one().await.unwrap();
+    assert_eq!(s.pending + s.dead_letters + s.published_last_hour, 0, "no event written");
+
+    // Least privilege: the relay's role reads and updates the outbox, nothing else.
+    let config = tokio_postgres::Config::from_str(&role.url(&db)).unwrap();
+    let relay_client = outbox_tests::db::connect(&config).await;
+    assert!(relay_client.query("SELECT id FROM orders", &[]).await.is_err(), "no business tables");
+    assert!(relay_client.batch_execute("CREATE TABLE x (id int)").await.is_err(), "no DDL");
+    assert!(relay_client.batch_execute("DELETE FROM outbox_events").await.is_err(), "no deletes");
+    assert!(outbox_core::stats(&relay_client).await.is_ok(), "reads the outbox");
+
+    let f = Figures { events: cases.len(), ..Figures::default() };
+    report("7-bad-input", &f, started.elapsed(), &format!("refused={refused} written=0"));
+    assert_eq!(refused, cases.len());
+}
+
+fn pool_for(config: &tokio_postgres::Config) -> deadpool_postgres::Pool {
+    let manager = deadpool_postgres::Manager::from_config(
+        config.clone(),
+        tokio_postgres::NoTls,
+        deadpool_postgres::ManagerConfig { recycling_method: deadpool_postgres::RecyclingMethod::Verified },
+    );
+    deadpool_postgres::Pool::builder(manager).max_size(8).build().unwrap()
+}
+
+fn rand_u64() -> u64 {
+    (uuid::Uuid::new_v4().as_u128() >> 64) as u64
+}

@@ -1,0 +1,13 @@
+use outbox_core::OutboxEvent;
+use serde::Serialize;
+
+#[derive(Serialize, OutboxEvent)]
+#[outbox(
+    event_type = "order.created.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+)]
+struct OrderCreated {
+    #[outbox(aggregate_id)]
+    order_id: u64,
+}
+
+fn main() {}

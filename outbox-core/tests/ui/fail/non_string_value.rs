@@ -1,0 +1,11 @@
+use outbox_core::OutboxEvent;
+use serde::Serialize;
+
+#[derive(Serialize, OutboxEvent)]
+#[outbox(event_type = 5)]
+struct OrderCreated {
+    #[outbox(aggregate_id)]
+    order_id: u64,
+}
+
+fn main() {}

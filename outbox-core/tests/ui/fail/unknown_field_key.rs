@@ -1,0 +1,10 @@
+use outbox_core::OutboxEvent;
+use serde::Serialize;
+
+#[derive(Serialize, OutboxEvent)]
+struct OrderCreated {
+    #[outbox(id)]
+    order_id: u64,
+}
+
+fn main() {}
