@@ -1,6 +1,67 @@
-//! Transactional outbox for PostgreSQL.
+//! Transactional outbox for PostgreSQL: write events in the same transaction as your business
+//! data, and let a relay publish them to a broker (AWS SQS with the `outbox-sqs` crate).
 //!
-//! Placeholder crate docs; replaced once the README example lands.
+//! A service that saves an order and then publishes `order.placed` loses the event when it
+//! crashes between the two writes. With an outbox, the event is a row of `outbox_events` written
+//! in the order's own transaction; the [`Relay`] claims committed rows, publishes them and marks
+//! them processed. Delivery is at-least-once; the event id is the consumer's dedupe key (see
+//! [`process_once`]).
+//!
+//! ```
+//! use outbox_core::OutboxEvent;
+//! use serde::Serialize;
+//!
+//! #[derive(Serialize, OutboxEvent)]
+//! #[outbox(aggregate = "order", event_type = "order.placed")]
+//! struct OrderPlaced {
+//!     #[outbox(aggregate_id)]
+//!     order_id: u64,
+//!     total_cents: i64,
+//! }
+//!
+//! let event = OrderPlaced { order_id: 42, total_cents: 1999 };
+//! assert_eq!(event.event_type(), "order.placed");
+//! assert_eq!(event.aggregate_type(), "order");
+//! assert_eq!(event.aggregate_id().to_string(), "42");
+//! ```
+//!
+//! Emitting it inside your transaction, and relaying (needs a database, so not run here):
+//!
+//! ```no_run
+//! # use outbox_core::OutboxEvent;
+//! # #[derive(serde::Serialize, OutboxEvent)]
+//! # #[outbox(aggregate = "order", event_type = "order.placed")]
+//! # struct OrderPlaced { #[outbox(aggregate_id)] order_id: u64 }
+//! # struct Broker;
+//! # impl outbox_core::Publisher for Broker {
+//! #     type Error = std::io::Error;
+//! #     async fn publish(&self, events: &[outbox_core::ClaimedEvent])
+//! #         -> Result<Vec<outbox_core::PublishOutcome>, Self::Error> {
+//! #         Ok(vec![outbox_core::PublishOutcome::Published; events.len()])
+//! #     }
+//! # }
+//! # async fn run(pool: deadpool_postgres::Pool, pg: tokio_postgres::Config)
+//! #     -> Result<(), Box<dyn std::error::Error>> {
+//! let mut client = pool.get().await?;
+//! outbox_core::migrate(&mut client).await?;
+//!
+//! // In the service: business rows and the event commit (or roll back) together.
+//! let tx = client.transaction().await?;
+//! // ... insert the order with your own (generated) queries ...
+//! let event_id = OrderPlaced { order_id: 42 }.emit(&tx).await?;
+//! tx.commit().await?;
+//!
+//! // In the relay process: publish until shut down.
+//! let relay = outbox_core::Relay::builder(pool.clone(), Broker).listen(pg).build()?;
+//! let shutdown = outbox_core::CancellationToken::new();
+//! relay.run(shutdown).await?;
+//! # let _ = event_id; Ok(()) }
+//! ```
+//!
+//! Pieces: [`OutboxEvent`] (derive it), [`emit`] / [`emit_all`] / [`Emitter`] (write events,
+//! refusing what the broker would reject), [`migrate()`] (the schema), [`Relay`] and [`Publisher`]
+//! (publishing), [`stats()`], the dead-letter functions and [`cleanup`] (operating),
+//! [`process_once`] (consumers), [`RelayMetrics`] (Prometheus).
 
 mod backoff;
 mod dead_letters;
