@@ -1,1 +1,145 @@
-//! SQS publisher (in progress).
+//! Amazon SQS publisher for the outbox relay: [`SqsPublisher`] implements
+//! [`outbox_core::Publisher`] on `aws-sdk-sqs`.
+//!
+//! ```no_run
+//! use outbox_core::Publisher;
+//! use outbox_sqs::{SqsConfig, SqsPublisher};
+//!
+//! # async fn run() -> Result<(), outbox_sqs::Error> {
+//! // Credentials, region and endpoint come from the standard AWS configuration.
+//! let publisher = SqsPublisher::builder()
+//!     .route("order.*", "https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo")
+//!     .route("payment.captured", "payments") // a queue name: resolved with GetQueueUrl
+//!     .default_queue("https://sqs.eu-west-1.amazonaws.com/123456789012/events")
+//!     .build()
+//!     .await?;
+//! publisher.check().await?; // every queue exists and the credentials work
+//! // … hand `publisher` to the relay.
+//!
+//! // Or configured from OUTBOX_SQS_* variables:
+//! let publisher = SqsPublisher::builder()
+//!     .config(SqsConfig::from_env()?)
+//!     .build()
+//!     .await?;
+//! # let _ = publisher;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Message shape
+//!
+//! Consumers can rely on this:
+//!
+//! - **Body**: the event's payload as compact JSON (`serde_json::to_string(&payload)`), e.g.
+//!   `{"order_id":42,"total":"9.90"}`.
+//! - **Message attributes**, each of data type `String`:
+//!
+//!   | name             | value                                                          |
+//!   |------------------|----------------------------------------------------------------|
+//!   | `event_id`       | the event's UUID, hyphenated lower case — the dedupe key       |
+//!   | `event_type`     | e.g. `order.created`                                           |
+//!   | `aggregate_type` | e.g. `order`                                                   |
+//!   | `aggregate_id`   | the aggregate's id as text                                     |
+//!   | `traceparent`    | the W3C trace context; only when the event's metadata has one  |
+//!
+//!   No other attributes (at most 5 of SQS's 10).
+//! - **FIFO queues** (URL ending in `.fifo`): `MessageGroupId` =
+//!   [`message_group_id`]`(aggregate_type, aggregate_id)`, i.e. `{aggregate_type}:{aggregate_id}`,
+//!   or `sha256:<64 hex digits>` of that text when it is longer than 128 characters or holds
+//!   characters other than ASCII letters, digits and punctuation; `MessageDeduplicationId` = the
+//!   event id, so SQS drops a re-send of the same event within its 5-minute deduplication window.
+//! - **Standard queues**: neither id is set. Delivery is at least once (a retried call may have
+//!   succeeded): consumers deduplicate on `event_id`.
+//!
+//! A message larger than SQS's 1 MiB (body plus attributes, counted with
+//! [`outbox_core::message::message_size`]) is not sent: its outcome is `Permanent`.
+//!
+//! # Configuration
+//!
+//! [`SqsConfig`] is plain data with defaults; [`SqsConfig::from_env`] reads:
+//!
+//! | variable                       | meaning                                  | default |
+//! |--------------------------------|------------------------------------------|---------|
+//! | `OUTBOX_SQS_DEFAULT_QUEUE_URL` | queue for event types no route matches   | none    |
+//! | `OUTBOX_SQS_ROUTES`            | `pattern=queue,pattern=queue,…`           | none    |
+//! | `OUTBOX_SQS_MAX_IN_FLIGHT`     | most `SendMessageBatch` calls at once    | 8       |
+//! | `OUTBOX_SQS_CALL_TIMEOUT_MS`   | time limit of one call (SDK retries included) | 10000 |
+//!
+//! A queue is a URL, or a queue name that [`SqsPublisherBuilder::build`] resolves with
+//! `GetQueueUrl`. Everything AWS — credentials, region, endpoint, SDK retries — comes from
+//! `aws-config`'s default chains, as in any AWS SDK: `AWS_REGION`, `AWS_ACCESS_KEY_ID` /
+//! `AWS_SECRET_ACCESS_KEY`, `AWS_PROFILE`, web identity, ECS and EC2 instance credentials,
+//! `AWS_ENDPOINT_URL_SQS` (or `AWS_ENDPOINT_URL`) for a local SQS, `AWS_MAX_ATTEMPTS`. The builder's
+//! [`endpoint_url`](SqsPublisherBuilder::endpoint_url), [`region`](SqsPublisherBuilder::region) and
+//! [`max_attempts`](SqsPublisherBuilder::max_attempts) override them;
+//! [`sdk_config`](SqsPublisherBuilder::sdk_config) and [`client`](SqsPublisherBuilder::client) supply
+//! a configuration of your own. Keys are never part of this crate's configuration. (The lean
+//! `aws-config` build used here has no SSO or `credential_process` support.)
+//!
+//! # Routing
+//!
+//! Each event's type picks its queue: an exact route (`payment.captured`) wins over a prefix route
+//! (`order.*`), a longer prefix over a shorter one, and the default queue comes last. An event no
+//! route matches and with no default queue gets `PublishOutcome::Permanent("no SQS route for event
+//! type `x`")`: a configuration error, dead-lettered (and so visible) rather than retried forever.
+//!
+//! # Batching, concurrency, ordering
+//!
+//! One `publish` sends its events with `SendMessageBatch`: per queue, at most
+//! [`MAX_BATCH_ENTRIES`] (10) entries and [`MAX_BATCH_BYTES`] (1 MiB, bodies plus attributes) per
+//! call. Calls run concurrently, at most `max_in_flight` at once across every `publish` of the
+//! publisher, each within `call_timeout`.
+//!
+//! Events go out in `seq` order. When the relay keeps per-aggregate order (its default) a `publish`
+//! never holds two events of one aggregate, so every call is independent. When it holds several
+//! events of one aggregate (the relay running with ordering off) and the queue is FIFO, they are
+//! put in the same `SendMessageBatch` call, in `seq` order; when they do not fit in one call, the
+//! calls carrying them are sent one after the other, and once one of the group's events fails, the
+//! group's later events in that `publish` are not sent (outcome `Retry`), so none overtakes it. On
+//! a standard queue SQS keeps no order anyway, and all calls go out concurrently.
+//!
+//! # Outcomes and errors
+//!
+//! `publish` returns one [`PublishOutcome`](outbox_core::PublishOutcome) per event, in order:
+//!
+//! - `Published`: SQS accepted the message (a FIFO duplicate that SQS drops counts as accepted).
+//! - A `SendMessageBatch` response can fail single entries; each is classified by [`classify`]
+//!   (code and `SenderFault`): invalid content, too large, other sender faults → `Permanent` with
+//!   SQS's code and message as the reason; throttling, server-side failures → `Retry`.
+//! - A call that fails as a whole is classified by [`classify_sdk_error`]: throttling, 5xx,
+//!   time-outs, connection and credentials failures, and set-up errors (missing queue, access
+//!   denied, KMS) → `Retry` for its entries. A call refused as a whole for its content is re-sent
+//!   one entry per call, so that only the offending events become `Permanent`.
+//! - When **every** call of a `publish` failed with a retryable whole-call error (SQS unreachable,
+//!   throttling, 5xx, time-outs, a missing queue), `publish` returns `Err`: the relay backs off
+//!   without counting an attempt. When some calls succeeded, the failed calls' events are `Retry`.
+//!   (With `Err`, the call's unroutable or oversized events are released too; they get their
+//!   `Permanent` outcome on a later attempt.)
+//!
+//! [`Publisher::check`](outbox_core::Publisher::check) calls `GetQueueAttributes` on every
+//! configured queue and fails with an error naming the queue: [`ErrorKind::QueueNotFound`] when it
+//! does not exist, [`ErrorKind::Credentials`] when credentials are missing or refused,
+//! [`ErrorKind::Unavailable`] / [`ErrorKind::Timeout`] when SQS cannot be reached.
+//!
+//! # Logging
+//!
+//! Failures are logged with `tracing` at `warn`: queue URL, event id, SQS error code and message.
+//! Payloads, attribute values and credentials are never logged.
+
+mod batch;
+mod classify;
+mod config;
+mod error;
+mod message;
+mod publisher;
+mod routing;
+
+pub use batch::{MAX_BATCH_BYTES, MAX_BATCH_ENTRIES};
+pub use classify::{Class, classify, classify_sdk_error};
+pub use config::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_IN_FLIGHT, ENV_CALL_TIMEOUT_MS, ENV_DEFAULT_QUEUE_URL,
+    ENV_MAX_IN_FLIGHT, ENV_ROUTES, Route, SqsConfig,
+};
+pub use error::{Error, ErrorKind, Result};
+pub use message::{HASHED_GROUP_ID_PREFIX, MAX_GROUP_ID_LEN, message_group_id};
+pub use publisher::{SqsPublisher, SqsPublisherBuilder};

@@ -401,9 +401,13 @@ impl State {
 
     fn count_call(&self, action: &str) {
         self.calls.fetch_add(1, Ordering::Relaxed);
-        *lock(&self.calls_by_action)
-            .entry(action.to_owned())
-            .or_default() += 1;
+        let mut by_action = lock(&self.calls_by_action);
+        match by_action.get_mut(action) {
+            Some(n) => *n += 1,
+            None => {
+                by_action.insert(action.to_owned(), 1);
+            }
+        }
     }
 
     /// The fault the current call gets, if any (consumes one of "the next N calls").
@@ -438,11 +442,7 @@ impl State {
 
     fn new_message_id(&self) -> String {
         let n = self.next_message_id.fetch_add(1, Ordering::Relaxed);
-        format!(
-            "{:08x}-0000-4000-8000-{:012x}",
-            self.endpoint.len() as u32 ^ 0x5c5f_0000,
-            n
-        )
+        format!("00000000-0000-4000-8000-{n:012x}")
     }
 
     fn record(&self, messages: Vec<SentMessage>) {

@@ -1,0 +1,226 @@
+//! The publisher's settings: plain data with defaults, loadable from the environment.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// Environment variable: the queue for event types that no route matches.
+pub const ENV_DEFAULT_QUEUE_URL: &str = "OUTBOX_SQS_DEFAULT_QUEUE_URL";
+/// Environment variable: routes as `pattern=queue` pairs separated by commas, e.g.
+/// `order.*=https://sqs…/orders,payment.captured=https://sqs…/payments`.
+pub const ENV_ROUTES: &str = "OUTBOX_SQS_ROUTES";
+/// Environment variable: the most `SendMessageBatch` calls in flight at once.
+pub const ENV_MAX_IN_FLIGHT: &str = "OUTBOX_SQS_MAX_IN_FLIGHT";
+/// Environment variable: the time limit of one call, in milliseconds.
+pub const ENV_CALL_TIMEOUT_MS: &str = "OUTBOX_SQS_CALL_TIMEOUT_MS";
+
+/// Default of [`SqsConfig::max_in_flight`].
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 8;
+/// Default of [`SqsConfig::call_timeout`].
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Sends the events whose type matches `pattern` to `queue`.
+///
+/// A pattern is an exact event type (`payment.captured`) or a prefix ending in `*` (`order.*`
+/// matches `order.created` and `order.line.added`; `*` alone matches every type). The most
+/// specific route wins: an exact pattern over any prefix, a longer prefix over a shorter one; the
+/// [default queue](SqsConfig::default_queue) comes last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// The event type, or a prefix followed by `*`.
+    pub pattern: String,
+    /// The queue URL, or a queue name that [`build`](crate::SqsPublisherBuilder::build) resolves to
+    /// its URL with `GetQueueUrl`.
+    pub queue: String,
+}
+
+impl Route {
+    /// A route from `pattern` to `queue`.
+    pub fn new(pattern: impl Into<String>, queue: impl Into<String>) -> Self {
+        Route {
+            pattern: pattern.into(),
+            queue: queue.into(),
+        }
+    }
+}
+
+/// The settings of an [`SqsPublisher`](crate::SqsPublisher).
+///
+/// AWS settings — credentials, region, endpoint, retries — come from the standard AWS
+/// configuration (`aws-config`'s default chains: `AWS_REGION`, `AWS_ACCESS_KEY_ID`/`AWS_PROFILE`/web
+/// identity/ECS/EC2 credentials, `AWS_ENDPOINT_URL_SQS` or `AWS_ENDPOINT_URL`, `AWS_MAX_ATTEMPTS`);
+/// the optional fields here override them. Credentials are never part of this configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqsConfig {
+    /// The queue (URL, or name resolved at build) for event types no route matches. `None` (the
+    /// default): such events are dead-lettered as "no SQS route".
+    pub default_queue: Option<String>,
+    /// Routes by event type. Default: none.
+    pub routes: Vec<Route>,
+    /// The most `SendMessageBatch` calls in flight at once, across every `publish` of this
+    /// publisher. Default [`DEFAULT_MAX_IN_FLIGHT`] (8).
+    pub max_in_flight: usize,
+    /// The time limit of one call, SDK retries included; a call that exceeds it counts as failed
+    /// and its events are retried. Default [`DEFAULT_CALL_TIMEOUT`] (10 s).
+    pub call_timeout: Duration,
+    /// Overrides the SQS endpoint (otherwise `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`, or AWS's).
+    pub endpoint_url: Option<String>,
+    /// Overrides the region (otherwise `AWS_REGION`, the profile, …).
+    pub region: Option<String>,
+    /// Overrides the SDK's attempts per call (otherwise `AWS_MAX_ATTEMPTS`, default 3). `Some(1)`
+    /// disables the SDK's own retries and leaves retrying to the relay.
+    pub max_attempts: Option<u32>,
+}
+
+impl Default for SqsConfig {
+    fn default() -> Self {
+        SqsConfig {
+            default_queue: None,
+            routes: Vec::new(),
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+            endpoint_url: None,
+            region: None,
+            max_attempts: None,
+        }
+    }
+}
+
+impl SqsConfig {
+    /// The defaults, overridden by the variables that are set (and not empty):
+    /// [`OUTBOX_SQS_DEFAULT_QUEUE_URL`](ENV_DEFAULT_QUEUE_URL), [`OUTBOX_SQS_ROUTES`](ENV_ROUTES),
+    /// [`OUTBOX_SQS_MAX_IN_FLIGHT`](ENV_MAX_IN_FLIGHT) and
+    /// [`OUTBOX_SQS_CALL_TIMEOUT_MS`](ENV_CALL_TIMEOUT_MS). AWS settings are read later, by
+    /// `aws-config`, from the standard AWS variables.
+    ///
+    /// Fails with [`ErrorKind::Config`](crate::ErrorKind::Config), naming the variable, when a value
+    /// does not parse.
+    pub fn from_env() -> Result<SqsConfig> {
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// [`from_env`](Self::from_env) with the variables looked up by `var`.
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<SqsConfig> {
+        let var = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+        let mut config = SqsConfig::default();
+        if let Some(queue) = var(ENV_DEFAULT_QUEUE_URL) {
+            config.default_queue = Some(queue.trim().to_owned());
+        }
+        if let Some(routes) = var(ENV_ROUTES) {
+            config.routes =
+                parse_routes(&routes).map_err(|e| Error::config(format!("{ENV_ROUTES}: {e}")))?;
+        }
+        if let Some(n) = var(ENV_MAX_IN_FLIGHT) {
+            config.max_in_flight = n.trim().parse().map_err(|_| {
+                Error::config(format!(
+                    "{ENV_MAX_IN_FLIGHT}: `{n}` is not a positive whole number"
+                ))
+            })?;
+        }
+        if let Some(ms) = var(ENV_CALL_TIMEOUT_MS) {
+            let ms: u64 = ms.trim().parse().map_err(|_| {
+                Error::config(format!(
+                    "{ENV_CALL_TIMEOUT_MS}: `{ms}` is not a whole number of milliseconds"
+                ))
+            })?;
+            config.call_timeout = Duration::from_millis(ms);
+        }
+        Ok(config)
+    }
+}
+
+/// Parses `pattern=queue,pattern=queue` (spaces around items are ignored).
+pub(crate) fn parse_routes(text: &str) -> std::result::Result<Vec<Route>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(|item| match item.split_once('=') {
+            Some((pattern, queue)) if !pattern.trim().is_empty() && !queue.trim().is_empty() => {
+                Ok(Route::new(pattern.trim(), queue.trim()))
+            }
+            _ => Err(format!("`{item}` is not of the form `pattern=queue`")),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn defaults_when_nothing_is_set() {
+        assert_eq!(
+            SqsConfig::from_vars(vars(&[])).unwrap(),
+            SqsConfig::default()
+        );
+        let d = SqsConfig::default();
+        assert_eq!(d.max_in_flight, 8);
+        assert_eq!(d.call_timeout, Duration::from_secs(10));
+        assert!(d.default_queue.is_none() && d.routes.is_empty());
+    }
+
+    #[test]
+    fn reads_every_variable() {
+        let c = SqsConfig::from_vars(vars(&[
+            (ENV_DEFAULT_QUEUE_URL, "https://sqs.eu-west-1.amazonaws.com/1/default"),
+            (
+                ENV_ROUTES,
+                " order.*=https://sqs.eu-west-1.amazonaws.com/1/orders.fifo , payment.captured=payments,",
+            ),
+            (ENV_MAX_IN_FLIGHT, "3"),
+            (ENV_CALL_TIMEOUT_MS, "2500"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            c.default_queue.as_deref(),
+            Some("https://sqs.eu-west-1.amazonaws.com/1/default")
+        );
+        assert_eq!(
+            c.routes,
+            vec![
+                Route::new(
+                    "order.*",
+                    "https://sqs.eu-west-1.amazonaws.com/1/orders.fifo"
+                ),
+                Route::new("payment.captured", "payments"),
+            ]
+        );
+        assert_eq!(c.max_in_flight, 3);
+        assert_eq!(c.call_timeout, Duration::from_millis(2500));
+    }
+
+    #[test]
+    fn empty_variables_are_unset() {
+        let c = SqsConfig::from_vars(vars(&[
+            (ENV_DEFAULT_QUEUE_URL, " "),
+            (ENV_MAX_IN_FLIGHT, ""),
+        ]))
+        .unwrap();
+        assert_eq!(c, SqsConfig::default());
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let e = SqsConfig::from_vars(vars(&[(ENV_MAX_IN_FLIGHT, "many")])).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Config);
+        assert!(e.to_string().contains(ENV_MAX_IN_FLIGHT), "{e}");
+        let e = SqsConfig::from_vars(vars(&[(ENV_CALL_TIMEOUT_MS, "1.5s")])).unwrap_err();
+        assert!(e.to_string().contains(ENV_CALL_TIMEOUT_MS), "{e}");
+        let e = SqsConfig::from_vars(vars(&[(ENV_ROUTES, "order.*")])).unwrap_err();
+        assert!(
+            e.to_string().contains("`order.*` is not of the form"),
+            "{e}"
+        );
+        let e = SqsConfig::from_vars(vars(&[(ENV_ROUTES, "=https://x")])).unwrap_err();
+        assert!(e.to_string().contains(ENV_ROUTES), "{e}");
+    }
+}

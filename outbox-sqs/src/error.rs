@@ -1,0 +1,150 @@
+//! The crate's one error type.
+
+use std::borrow::Cow;
+use std::error::Error as StdError;
+use std::fmt;
+
+/// What went wrong, as a category a caller can match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A setting is invalid (reported by [`SqsPublisherBuilder::build`](crate::SqsPublisherBuilder::build)
+    /// or [`SqsConfig::from_env`](crate::SqsConfig::from_env)).
+    Config,
+    /// No usable AWS credentials were found, or SQS refused them (invalid, expired, not allowed).
+    Credentials,
+    /// A configured queue does not exist.
+    QueueNotFound,
+    /// SQS answered with an error (throttling, a server error, …).
+    Service,
+    /// SQS could not be reached (connection refused, DNS, TLS, I/O).
+    Unavailable,
+    /// A call did not finish within the configured call timeout.
+    Timeout,
+}
+
+impl ErrorKind {
+    /// Whether an operation that failed with this kind may succeed when tried again unchanged.
+    ///
+    /// Configuration, credentials and missing queues need an operator; SQS errors, unreachability
+    /// and time-outs are worth another try.
+    pub fn is_retryable(self) -> bool {
+        match self {
+            ErrorKind::Config | ErrorKind::Credentials | ErrorKind::QueueNotFound => false,
+            ErrorKind::Service | ErrorKind::Unavailable | ErrorKind::Timeout => true,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Config => "invalid SQS configuration",
+            ErrorKind::Credentials => "AWS credentials problem",
+            ErrorKind::QueueNotFound => "SQS queue not found",
+            ErrorKind::Service => "SQS error",
+            ErrorKind::Unavailable => "SQS unreachable",
+            ErrorKind::Timeout => "SQS call timed out",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error of every fallible operation in this crate: a [`kind`](Error::kind), a message, and the
+/// underlying error as [`source`](StdError::source) where there is one.
+pub struct Error {
+    kind: ErrorKind,
+    message: Cow<'static, str>,
+    source: Option<Box<dyn StdError + Send + Sync>>,
+}
+
+impl Error {
+    /// An error of `kind` with a message.
+    pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Attaches the underlying error.
+    pub fn with_source(mut self, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// The category of the error.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// Whether trying again unchanged may succeed (see [`ErrorKind::is_retryable`]).
+    pub fn is_retryable(&self) -> bool {
+        self.kind.is_retryable()
+    }
+
+    pub(crate) fn config(message: impl Into<Cow<'static, str>>) -> Self {
+        Error::new(ErrorKind::Config, message)
+    }
+
+    /// The same error with `context` put in front of the message.
+    pub(crate) fn context(mut self, context: impl fmt::Display) -> Self {
+        self.message = format!("{context}: {}", self.message).into();
+        self
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Error");
+        d.field("kind", &self.kind).field("message", &self.message);
+        if let Some(source) = &self.source {
+            d.field("source", source);
+        }
+        d.finish()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+impl StdError for Error {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source
+            .as_deref()
+            .map(|s| s as &(dyn StdError + 'static))
+    }
+}
+
+/// A `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_has_kind_and_message_and_source_is_kept() {
+        let e = Error::new(ErrorKind::QueueNotFound, "queue `q` does not exist")
+            .with_source(std::io::Error::other("boom"));
+        assert_eq!(
+            e.to_string(),
+            "SQS queue not found: queue `q` does not exist"
+        );
+        assert_eq!(e.source().unwrap().to_string(), "boom");
+        assert!(!e.is_retryable());
+        assert!(ErrorKind::Timeout.is_retryable());
+        let e = e.context("check");
+        assert_eq!(
+            e.to_string(),
+            "SQS queue not found: check: queue `q` does not exist"
+        );
+    }
+}

@@ -1,0 +1,693 @@
+//! `SqsPublisher` against the SQS test fixture: injected failures, latency and refused connections.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use aws_credential_types::provider::error::CredentialsError;
+use aws_credential_types::provider::{ProvideCredentials, future};
+use common::{assert_all_published, event, events};
+use outbox_core::{PublishOutcome, Publisher};
+use outbox_sqs::{ErrorKind, SqsPublisher, SqsPublisherBuilder};
+use outbox_sqs_fixture::{CallFault, EntryFault, SqsFixture};
+use outbox_tests::sqs::sdk_config_for;
+use serde_json::json;
+
+/// A publisher to `queue` on `fx`, without SDK retries (each call is one HTTP request).
+async fn builder(fx: &SqsFixture) -> SqsPublisherBuilder {
+    SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&fx.endpoint_url()).await)
+        .max_attempts(1)
+}
+
+async fn publisher(fx: &SqsFixture, queue: &str) -> SqsPublisher {
+    builder(fx)
+        .await
+        .default_queue(queue)
+        .build()
+        .await
+        .unwrap()
+}
+
+fn permanent(o: &PublishOutcome) -> &str {
+    match o {
+        PublishOutcome::Permanent(r) => r,
+        other => panic!("expected Permanent, got {other:?}"),
+    }
+}
+
+fn retry(o: &PublishOutcome) -> &str {
+    match o {
+        PublishOutcome::Retry(r) => r,
+        other => panic!("expected Retry, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn partial_batch_failure_fails_only_the_failed_entries() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("events");
+    let publisher = publisher(&fx, &q).await;
+    fx.fail_entries_where(
+        |m| m.body.contains("poison"),
+        EntryFault::sender_fault("InvalidParameterValue", "poisoned entry"),
+    );
+    fx.fail_entries_where(
+        |m| {
+            m.attributes
+                .get("event_type")
+                .is_some_and(|t| t == "order.flaky")
+        },
+        EntryFault::server_error(),
+    );
+
+    let mut evs = events(12, "order.created");
+    evs[1].payload = json!({"note": "poison"});
+    evs[7].payload = json!({"note": "poison"});
+    evs[4].event_type = "order.flaky".into();
+    evs[11].event_type = "order.flaky".into();
+    let outcomes = publisher.publish(&evs).await.unwrap();
+
+    for i in [1, 7] {
+        let reason = permanent(&outcomes[i]);
+        assert!(reason.contains("InvalidParameterValue"), "{reason}");
+        assert!(reason.contains("poisoned entry"), "{reason}");
+    }
+    for i in [4, 11] {
+        let reason = retry(&outcomes[i]);
+        assert!(reason.contains("InternalError"), "{reason}");
+    }
+    for i in [0, 2, 3, 5, 6, 8, 9, 10] {
+        assert_eq!(outcomes[i], PublishOutcome::Published, "event {i}");
+    }
+    let mut sent: Vec<String> = fx
+        .messages()
+        .iter()
+        .map(|m| m.attributes["event_id"].clone())
+        .collect();
+    sent.sort();
+    let mut expected: Vec<String> = [0, 2, 3, 5, 6, 8, 9, 10]
+        .iter()
+        .map(|&i| evs[i].id.to_string())
+        .collect();
+    expected.sort();
+    assert_eq!(sent, expected);
+    assert_eq!(fx.calls_to("SendMessageBatch"), 2);
+}
+
+#[tokio::test]
+async fn invalid_attribute_text_is_permanent_for_that_entry_only() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("events");
+    let publisher = publisher(&fx, &q).await;
+    let mut evs = events(3, "order.created");
+    evs[1].aggregate_id = "bad\u{1}id".into(); // bypassing emit's checks
+    let outcomes = publisher.publish(&evs).await.unwrap();
+    assert_eq!(outcomes[0], PublishOutcome::Published);
+    assert!(permanent(&outcomes[1]).contains("InvalidParameterValue"));
+    assert_eq!(outcomes[2], PublishOutcome::Published);
+    assert_eq!(fx.messages().len(), 2);
+}
+
+#[tokio::test]
+async fn throttling_or_server_errors_on_every_call_fail_the_whole_publish() {
+    for fault in [
+        CallFault::Throttling,
+        CallFault::InternalError,
+        CallFault::ServiceUnavailable,
+    ] {
+        let fx = SqsFixture::start().await;
+        let q = fx.create_queue("events");
+        let publisher = publisher(&fx, &q).await;
+        fx.fail_next_calls(3, fault.clone());
+        let err = publisher
+            .publish(&events(25, "order.created"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Service, "{fault:?}: {err}");
+        assert!(err.is_retryable());
+        assert!(
+            err.to_string().contains("all 3 SendMessageBatch call(s)"),
+            "{err}"
+        );
+        assert_eq!(fx.calls_to("SendMessageBatch"), 3);
+        assert!(fx.messages().is_empty());
+        // The fault is spent: the next publish goes through.
+        assert_all_published(
+            &publisher
+                .publish(&events(25, "order.created"))
+                .await
+                .unwrap(),
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_failed_call_among_successful_ones_makes_its_entries_retry() {
+    for fault in [CallFault::Throttling, CallFault::ServiceUnavailable] {
+        let fx = SqsFixture::start().await;
+        let q = fx.create_queue("events");
+        // One call at a time: the first batch (events 0–9) gets the fault.
+        let publisher = builder(&fx)
+            .await
+            .default_queue(q.as_str())
+            .max_in_flight(1)
+            .build()
+            .await
+            .unwrap();
+        fx.fail_next_calls(1, fault.clone());
+        let outcomes = publisher
+            .publish(&events(25, "order.created"))
+            .await
+            .unwrap();
+        for (i, o) in outcomes.iter().enumerate() {
+            if i < 10 {
+                let reason = retry(o);
+                assert!(
+                    reason.contains("RequestThrottled") || reason.contains("ServiceUnavailable"),
+                    "{reason}"
+                );
+            } else {
+                assert_eq!(o, &PublishOutcome::Published, "{fault:?} event {i}");
+            }
+        }
+        assert_eq!(fx.messages().len(), 15);
+    }
+}
+
+#[tokio::test]
+async fn a_batch_refused_as_a_whole_for_its_content_is_resent_entry_by_entry() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("events");
+    let publisher = publisher(&fx, &q).await;
+    // The whole call is refused as invalid; then entry "poison" keeps being refused.
+    fx.fail_next_calls(
+        1,
+        CallFault::Error {
+            status: 400,
+            code: "InvalidParameterValue".into(),
+            message: "one of the entries is invalid".into(),
+        },
+    );
+    fx.fail_entries_where(
+        |m| m.body.contains("poison"),
+        EntryFault::sender_fault("InvalidMessageContents", "bad body"),
+    );
+    let mut evs = events(3, "order.created");
+    evs[1].payload = json!("poison");
+    let outcomes = publisher.publish(&evs).await.unwrap();
+    assert_eq!(outcomes[0], PublishOutcome::Published);
+    assert!(permanent(&outcomes[1]).contains("InvalidMessageContents"));
+    assert_eq!(outcomes[2], PublishOutcome::Published);
+    assert_eq!(
+        fx.calls_to("SendMessageBatch"),
+        4,
+        "1 batch + 3 single-entry calls"
+    );
+}
+
+#[tokio::test]
+async fn refused_connections_fail_the_whole_publish_until_the_server_is_back() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("events");
+    let publisher = publisher(&fx, &q).await;
+    // Open a pooled connection first: it must be closed too.
+    assert_all_published(
+        &publisher
+            .publish(&events(1, "order.created"))
+            .await
+            .unwrap(),
+    );
+
+    fx.refuse_connections().await;
+    let err = publisher
+        .publish(&events(15, "order.created"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Unavailable | ErrorKind::Service),
+        "{err:?}"
+    );
+    assert!(err.is_retryable());
+
+    fx.accept_connections().await;
+    assert_all_published(
+        &publisher
+            .publish(&events(15, "order.created"))
+            .await
+            .unwrap(),
+    );
+
+    // And with a timed outage.
+    fx.refuse_connections_for(Duration::from_millis(300)).await;
+    let err = publisher
+        .publish(&events(1, "order.created"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err:?}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_all_published(
+        &publisher
+            .publish(&events(1, "order.created"))
+            .await
+            .unwrap(),
+    );
+}
+
+#[tokio::test]
+async fn calls_beyond_the_call_timeout_are_retried() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("events");
+    let publisher = builder(&fx)
+        .await
+        .default_queue(q.as_str())
+        .call_timeout(Duration::from_millis(150))
+        .build()
+        .await
+        .unwrap();
+    fx.set_latency(Duration::from_millis(600));
+    let started = Instant::now();
+    let err = publisher
+        .publish(&events(20, "order.created"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert!(err.to_string().contains("150 ms"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_millis(550),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // Some calls in time, some not: the late call's entries are Retry. One call at a time, the
+    // latency lifted while the second call waits: only the first call is late.
+    let publisher = builder(&fx)
+        .await
+        .default_queue(q.as_str())
+        .call_timeout(Duration::from_millis(150))
+        .max_in_flight(1)
+        .build()
+        .await
+        .unwrap();
+    let evs = events(20, "order.created");
+    let publish = publisher.publish(&evs);
+    let lift = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        fx.set_latency(Duration::ZERO);
+    };
+    let (outcomes, ()) = tokio::join!(publish, lift);
+    let outcomes = outcomes.unwrap();
+    for (i, o) in outcomes.iter().enumerate() {
+        if i < 10 {
+            assert!(retry(o).contains("no answer within 150 ms"), "{o:?}");
+        } else {
+            assert_eq!(o, &PublishOutcome::Published, "event {i}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn several_calls_are_in_flight_at_once() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("events");
+    let publisher = publisher(&fx, &q).await;
+    // Warm up the connection pool's first connection.
+    assert_all_published(
+        &publisher
+            .publish(&events(1, "order.created"))
+            .await
+            .unwrap(),
+    );
+    fx.set_latency(Duration::from_millis(100));
+    fx.reset_counters();
+
+    let started = Instant::now();
+    let outcomes = publisher
+        .publish(&events(50, "order.created"))
+        .await
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert_all_published(&outcomes);
+    assert_eq!(fx.calls_to("SendMessageBatch"), 5);
+    assert!(
+        elapsed < Duration::from_millis(400),
+        "5 calls of 100 ms took {elapsed:?}: not concurrent"
+    );
+    assert_eq!(fx.max_concurrent_calls(), 5);
+
+    // The limit holds: at most 2 at once.
+    let limited = builder(&fx)
+        .await
+        .default_queue(q.as_str())
+        .max_in_flight(2)
+        .build()
+        .await
+        .unwrap();
+    fx.reset_counters();
+    let started = Instant::now();
+    assert_all_published(&limited.publish(&events(50, "order.created")).await.unwrap());
+    assert_eq!(fx.max_concurrent_calls(), 2);
+    assert!(started.elapsed() >= Duration::from_millis(300));
+}
+
+#[tokio::test]
+async fn fifo_group_spilling_over_batches_is_sent_in_order_and_held_back_after_a_failure() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("orders.fifo");
+    let publisher = publisher(&fx, &q).await;
+
+    // 12 events of one aggregate (the relay with ordering off) and 2 of another.
+    let mut evs: Vec<_> = (1..=12)
+        .map(|seq| event("order.updated", "order", "A", seq, json!({"seq": seq})))
+        .collect();
+    evs.push(event("order.updated", "order", "B", 13, json!({"seq": 13})));
+    evs.push(event("order.updated", "order", "B", 14, json!({"seq": 14})));
+    // Handed over out of order: the publisher sorts by seq.
+    evs.swap(0, 5);
+    let outcomes = publisher.publish(&evs).await.unwrap();
+    assert_all_published(&outcomes);
+    let sent = fx.take_messages();
+    let a: Vec<String> = sent
+        .iter()
+        .filter(|m| m.group_id.as_deref() == Some("order:A"))
+        .map(|m| m.body.clone())
+        .collect();
+    let expected: Vec<String> = (1..=12).map(|s| format!("{{\"seq\":{s}}}")).collect();
+    assert_eq!(a, expected);
+    assert!(sent.iter().all(|m| m.dedup_id.is_some()));
+
+    // Event seq 3 of A fails: A's events in the next batch (seq 11, 12) are held back.
+    fx.fail_entries_where(|m| m.body == "{\"seq\":3}", EntryFault::server_error());
+    let evs: Vec<_> = (1..=12)
+        .map(|seq| event("order.updated", "order", "A", seq, json!({"seq": seq})))
+        .chain([event("order.updated", "order", "B", 13, json!({"seq": 13}))])
+        .collect();
+    let outcomes = publisher.publish(&evs).await.unwrap();
+    assert!(retry(&outcomes[2]).contains("InternalError"));
+    for i in [10, 11] {
+        assert!(
+            retry(&outcomes[i]).contains("not sent"),
+            "{:?}",
+            outcomes[i]
+        );
+    }
+    for i in (0..10).filter(|&i| i != 2).chain([12]) {
+        assert_eq!(outcomes[i], PublishOutcome::Published, "event {i}");
+    }
+}
+
+#[tokio::test]
+async fn a_too_large_message_is_permanent_without_a_call() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("events");
+    let publisher = publisher(&fx, &q).await;
+    let e = event(
+        "order.created",
+        "order",
+        "1",
+        1,
+        json!("x".repeat(1024 * 1024)),
+    );
+    let outcomes = publisher.publish(&[e]).await.unwrap();
+    assert!(permanent(&outcomes[0]).contains("SQS accepts at most 1048576"));
+    assert_eq!(fx.calls(), 0);
+}
+
+#[tokio::test]
+async fn check_reports_missing_queue_unreachable_server_and_missing_credentials() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("events");
+    publisher(&fx, &q).await.check().await.unwrap();
+    assert_eq!(fx.calls_to("GetQueueAttributes"), 1);
+
+    let missing = fx.queue_url("nope");
+    let err = publisher(&fx, &missing).await.check().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::QueueNotFound, "{err}");
+    assert!(err.to_string().contains(&missing), "{err}");
+    assert!(err.to_string().contains("does not exist"), "{err}");
+
+    // Queue names resolve through GetQueueUrl at build.
+    let by_name = builder(&fx)
+        .await
+        .default_queue("events")
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(by_name.queue_urls(), vec![q.as_str()]);
+    let err = builder(&fx)
+        .await
+        .default_queue("nope")
+        .build()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::QueueNotFound, "{err}");
+
+    #[derive(Debug)]
+    struct NoCredentials;
+    impl ProvideCredentials for NoCredentials {
+        fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+        where
+            Self: 'a,
+        {
+            future::ProvideCredentials::ready(Err(CredentialsError::not_loaded(
+                "no credentials in this test",
+            )))
+        }
+    }
+    let sdk = sdk_config_for(&fx.endpoint_url())
+        .await
+        .into_builder()
+        .credentials_provider(
+            aws_credential_types::provider::SharedCredentialsProvider::new(NoCredentials),
+        )
+        .build();
+    let no_creds = SqsPublisher::builder()
+        .sdk_config(sdk)
+        .max_attempts(1)
+        .default_queue(q.as_str())
+        .build()
+        .await
+        .unwrap();
+    let err = no_creds.check().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Credentials, "{err:?}");
+    assert!(err.to_string().contains(&q), "{err}");
+    // Publishing without credentials is a whole-call failure.
+    let err = no_creds
+        .publish(&events(2, "order.created"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Credentials, "{err:?}");
+
+    // SQS refusing the credentials.
+    fx.fail_next_calls(
+        1,
+        CallFault::Error {
+            status: 403,
+            code: "InvalidClientTokenId".into(),
+            message: "The security token included in the request is invalid.".into(),
+        },
+    );
+    let err = publisher(&fx, &q).await.check().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Credentials, "{err}");
+
+    fx.refuse_connections().await;
+    let err = publisher(&fx, &q).await.check().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert!(err.to_string().contains(&q), "{err}");
+}
+
+#[tokio::test]
+async fn build_validates_settings() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("events");
+    let config_err = |e: outbox_sqs::Error| {
+        assert_eq!(e.kind(), ErrorKind::Config, "{e}");
+        e.to_string()
+    };
+    let msg = config_err(builder(&fx).await.build().await.unwrap_err());
+    assert!(msg.contains("no SQS queue configured"), "{msg}");
+    let msg = config_err(
+        builder(&fx)
+            .await
+            .default_queue(q.as_str())
+            .max_in_flight(0)
+            .build()
+            .await
+            .unwrap_err(),
+    );
+    assert!(msg.contains("max_in_flight"), "{msg}");
+    let msg = config_err(
+        builder(&fx)
+            .await
+            .default_queue(q.as_str())
+            .call_timeout(Duration::ZERO)
+            .build()
+            .await
+            .unwrap_err(),
+    );
+    assert!(msg.contains("call_timeout"), "{msg}");
+    let msg = config_err(
+        builder(&fx)
+            .await
+            .route("order.*.x", q.as_str())
+            .build()
+            .await
+            .unwrap_err(),
+    );
+    assert!(msg.contains("order.*.x"), "{msg}");
+    let msg = config_err(
+        builder(&fx)
+            .await
+            .default_queue(q.as_str())
+            .endpoint_url("127.0.0.1:4566")
+            .build()
+            .await
+            .unwrap_err(),
+    );
+    assert!(msg.contains("endpoint_url"), "{msg}");
+    let no_region = aws_config::SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .build();
+    let msg = config_err(
+        SqsPublisher::builder()
+            .sdk_config(no_region)
+            .default_queue(q.as_str())
+            .build()
+            .await
+            .unwrap_err(),
+    );
+    assert!(msg.contains("region"), "{msg}");
+}
+
+/// Child half of `standard_aws_endpoint_variables_are_honoured`: runs only when the parent sets
+/// `OUTBOX_SQS_TEST_CHILD`.
+#[tokio::test]
+async fn child_publishes_with_settings_from_the_environment() {
+    if std::env::var("OUTBOX_SQS_TEST_CHILD").is_err() {
+        return;
+    }
+    let mut builder = SqsPublisher::builder()
+        .config(outbox_sqs::SqsConfig::from_env().unwrap())
+        .max_attempts(1);
+    if let Ok(url) = std::env::var("OUTBOX_SQS_TEST_EXPLICIT_ENDPOINT") {
+        builder = builder.endpoint_url(url);
+    }
+    let publisher = builder.build().await.unwrap();
+    let e = event("order.created", "order", "env", 1, json!({"from": "child"}));
+    let outcomes = publisher.publish(&[e]).await.unwrap();
+    assert_all_published(&outcomes);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standard_aws_endpoint_variables_are_honoured() {
+    let specific = SqsFixture::start().await;
+    let general = SqsFixture::start().await;
+    let q = specific.create_queue("env");
+    general.create_queue("env");
+
+    let run_child = |vars: Vec<(&'static str, String)>| {
+        let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "--exact",
+            "child_publishes_with_settings_from_the_environment",
+            "--nocapture",
+        ]);
+        for name in [
+            "AWS_ENDPOINT_URL",
+            "AWS_ENDPOINT_URL_SQS",
+            "AWS_PROFILE",
+            "AWS_SESSION_TOKEN",
+            "OUTBOX_SQS_ROUTES",
+            "OUTBOX_SQS_TEST_EXPLICIT_ENDPOINT",
+        ] {
+            cmd.env_remove(name);
+        }
+        cmd.env("OUTBOX_SQS_TEST_CHILD", "1")
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("OUTBOX_SQS_DEFAULT_QUEUE_URL", &q);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+    };
+    let check = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "child failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+
+    // AWS_ENDPOINT_URL_SQS.
+    check(
+        run_child(vec![("AWS_ENDPOINT_URL_SQS", specific.endpoint_url())])
+            .await
+            .unwrap(),
+    );
+    assert_eq!(specific.take_messages().len(), 1);
+    // AWS_ENDPOINT_URL.
+    check(
+        run_child(vec![("AWS_ENDPOINT_URL", general.endpoint_url())])
+            .await
+            .unwrap(),
+    );
+    assert_eq!(general.take_messages().len(), 1);
+    // Both: the service-specific one wins.
+    check(
+        run_child(vec![
+            ("AWS_ENDPOINT_URL", general.endpoint_url()),
+            ("AWS_ENDPOINT_URL_SQS", specific.endpoint_url()),
+        ])
+        .await
+        .unwrap(),
+    );
+    assert_eq!(specific.take_messages().len(), 1);
+    assert!(general.messages().is_empty());
+    // The builder's endpoint wins over both.
+    check(
+        run_child(vec![
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:9".into()),
+            ("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:9".into()),
+            ("OUTBOX_SQS_TEST_EXPLICIT_ENDPOINT", general.endpoint_url()),
+        ])
+        .await
+        .unwrap(),
+    );
+    assert_eq!(general.take_messages().len(), 1);
+}
+
+/// Throughput through the fixture (ignored: run with `--ignored --nocapture`, ideally `--release`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn throughput_100k_events_through_the_fixture() {
+    let fx = SqsFixture::start().await;
+    fx.set_recording(false);
+    let q = fx.create_queue("bench");
+    let publisher = publisher(&fx, &q).await;
+    let all = events(100_000, "order.created");
+    let started = Instant::now();
+    // Calls of 100 events, 4 at once, as relay workers would.
+    let mut chunks = all.chunks(100);
+    loop {
+        let batch: Vec<_> = chunks.by_ref().take(4).collect();
+        if batch.is_empty() {
+            break;
+        }
+        let results =
+            futures::future::join_all(batch.into_iter().map(|c| publisher.publish(c))).await;
+        for r in results {
+            assert_all_published(&r.unwrap());
+        }
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(fx.accepted(), 100_000);
+    println!(
+        "100000 events in {elapsed:?}: {:.0} events/s, {} calls",
+        100_000.0 / elapsed.as_secs_f64(),
+        fx.calls_to("SendMessageBatch")
+    );
+}

@@ -1,0 +1,571 @@
+//! The AWS JSON 1.0 protocol of SQS: decoding requests, answering them, encoding errors.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use md5::{Digest, Md5};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::{ACCOUNT_ID, CallFault, InFlight, SentMessage, State, lock};
+
+/// The largest message (and batch) SQS accepts: body and attributes together.
+const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+const MAX_BATCH_ENTRIES: usize = 10;
+const MAX_ATTRIBUTES: usize = 10;
+const CONTENT_TYPE: &str = "application/x-amz-json-1.0";
+
+type HttpResponse = Response<Full<Bytes>>;
+
+/// An SQS error: the JSON `__type` code, the legacy query code the SDK reads from the
+/// `x-amzn-query-error` header, the status and whose fault it is.
+struct SqsError {
+    status: u16,
+    code: String,
+    query_code: String,
+    message: String,
+}
+
+impl SqsError {
+    fn new(status: u16, code: &str, query_code: &str, message: impl Into<String>) -> Self {
+        SqsError {
+            status,
+            code: code.to_owned(),
+            query_code: query_code.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    fn invalid(message: impl Into<String>) -> Self {
+        Self::new(
+            400,
+            "InvalidParameterValue",
+            "InvalidParameterValue",
+            message,
+        )
+    }
+
+    fn no_queue() -> Self {
+        Self::new(
+            400,
+            "QueueDoesNotExist",
+            "AWS.SimpleQueueService.NonExistentQueue",
+            "The specified queue does not exist.",
+        )
+    }
+
+    fn response(&self) -> HttpResponse {
+        let fault = if self.status < 500 {
+            "Sender"
+        } else {
+            "Receiver"
+        };
+        let body = json!({
+            "__type": format!("com.amazonaws.sqs#{}", self.code),
+            "message": self.message,
+        });
+        Response::builder()
+            .status(StatusCode::from_u16(self.status).unwrap_or(StatusCode::BAD_REQUEST))
+            .header("content-type", CONTENT_TYPE)
+            .header("x-amzn-query-error", format!("{};{fault}", self.query_code))
+            .body(Full::new(Bytes::from(body.to_string())))
+            .expect("valid response")
+    }
+}
+
+impl From<&CallFault> for SqsError {
+    fn from(fault: &CallFault) -> Self {
+        match fault {
+            CallFault::InternalError => SqsError::new(
+                500,
+                "InternalError",
+                "InternalError",
+                "We encountered an internal error. Please try again. (injected)",
+            ),
+            CallFault::ServiceUnavailable => SqsError::new(
+                503,
+                "ServiceUnavailable",
+                "ServiceUnavailable",
+                "The request has failed due to a temporary failure of the server. (injected)",
+            ),
+            CallFault::Throttling => SqsError::new(
+                400,
+                "ThrottlingException",
+                "RequestThrottled",
+                "Rate exceeded (injected)",
+            ),
+            CallFault::Error {
+                status,
+                code,
+                message,
+            } => SqsError::new(*status, code, code, message.clone()),
+        }
+    }
+}
+
+/// Answers one HTTP request.
+pub(crate) async fn handle(
+    state: Arc<State>,
+    req: Request<Incoming>,
+) -> Result<HttpResponse, Infallible> {
+    let _in_flight = InFlight::enter(&state);
+    let action = req
+        .headers()
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .map(|t| t.strip_prefix("AmazonSQS.").unwrap_or(t).to_owned())
+        .unwrap_or_default();
+    state.count_call(&action);
+    let body = match req.into_body().collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(e) => return Ok(SqsError::invalid(format!("cannot read body: {e}")).response()),
+    };
+    let latency = state.latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    if let Some(fault) = state.take_call_fault() {
+        return Ok(SqsError::from(&fault).response());
+    }
+    let result = match action.as_str() {
+        "SendMessageBatch" => decode(&body).and_then(|input| send_message_batch(&state, input)),
+        "SendMessage" => decode(&body).and_then(|input| send_message(&state, input)),
+        "GetQueueUrl" => decode(&body).and_then(|input| get_queue_url(&state, input)),
+        "GetQueueAttributes" => decode(&body).and_then(|input| get_queue_attributes(&state, input)),
+        "CreateQueue" => decode(&body).and_then(|input| create_queue(&state, input)),
+        "ListQueues" => Ok(list_queues(&state)),
+        "" => Err(SqsError::new(
+            400,
+            "MissingAction",
+            "MissingAction",
+            "Missing x-amz-target header",
+        )),
+        other => Err(SqsError::new(
+            400,
+            "InvalidAction",
+            "InvalidAction",
+            format!("The action {other} is not valid for this endpoint (SQS test fixture)."),
+        )),
+    };
+    Ok(match result {
+        Ok(value) => Response::builder()
+            .status(StatusCode::OK)
+            .header("content-type", CONTENT_TYPE)
+            .body(Full::new(Bytes::from(value.to_string())))
+            .expect("valid response"),
+        Err(e) => e.response(),
+    })
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, SqsError> {
+    serde_json::from_slice(body).map_err(|e| {
+        SqsError::new(
+            400,
+            "SerializationException",
+            "SerializationException",
+            e.to_string(),
+        )
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct AttributeValue {
+    data_type: String,
+    string_value: Option<String>,
+    binary_value: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct BatchEntry {
+    id: String,
+    message_body: String,
+    #[serde(default)]
+    message_attributes: BTreeMap<String, AttributeValue>,
+    message_group_id: Option<String>,
+    message_deduplication_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct SendMessageBatchInput {
+    queue_url: String,
+    #[serde(default)]
+    entries: Vec<BatchEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct SendMessageInput {
+    queue_url: String,
+    message_body: String,
+    #[serde(default)]
+    message_attributes: BTreeMap<String, AttributeValue>,
+    message_group_id: Option<String>,
+    message_deduplication_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct QueueUrlInput {
+    queue_url: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct QueueNameInput {
+    queue_name: String,
+    #[serde(default)]
+    attributes: BTreeMap<String, String>,
+}
+
+/// Whether SQS accepts `c` in a body or attribute value.
+fn is_sqs_char(c: char) -> bool {
+    matches!(c as u32,
+        0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF)
+}
+
+fn queue_name(url: &str) -> &str {
+    url.trim_end_matches('/').rsplit('/').next().unwrap_or(url)
+}
+
+/// What SQS counts against the 1 MiB limit: the body plus each attribute's name, type and value.
+fn message_size(body: &str, attributes: &BTreeMap<String, AttributeValue>) -> usize {
+    body.len()
+        + attributes
+            .iter()
+            .map(|(name, a)| {
+                name.len()
+                    + a.data_type.len()
+                    + a.string_value.as_ref().map_or(0, String::len)
+                    + a.binary_value.as_ref().map_or(0, String::len)
+            })
+            .sum::<usize>()
+}
+
+/// The per-message checks SQS makes; `Err((code, message))` on the first failure.
+fn check_message(
+    body: &str,
+    attributes: &BTreeMap<String, AttributeValue>,
+    group_id: Option<&str>,
+    fifo: bool,
+) -> Result<(), (&'static str, String)> {
+    if body.is_empty() {
+        return Err((
+            "MissingParameter",
+            "The request must contain the parameter MessageBody.".into(),
+        ));
+    }
+    if !body.chars().all(is_sqs_char) {
+        return Err((
+            "InvalidMessageContents",
+            "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF".into(),
+        ));
+    }
+    if attributes.len() > MAX_ATTRIBUTES {
+        return Err((
+            "InvalidParameterValue",
+            format!(
+                "Number of message attributes [{}] exceeds the allowed maximum [{MAX_ATTRIBUTES}].",
+                attributes.len()
+            ),
+        ));
+    }
+    for (name, a) in attributes {
+        let value = a.string_value.as_deref().or(a.binary_value.as_deref());
+        match value {
+            None | Some("") => {
+                return Err((
+                    "InvalidParameterValue",
+                    format!(
+                        "Message (user) attribute '{name}' must contain a non-empty value of type '{}'.",
+                        a.data_type
+                    ),
+                ));
+            }
+            Some(v) if !v.chars().all(is_sqs_char) => {
+                return Err((
+                    "InvalidParameterValue",
+                    format!("Message (user) attribute '{name}' value contains invalid characters."),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    let size = message_size(body, attributes);
+    if size > MAX_MESSAGE_BYTES {
+        return Err((
+            "InvalidParameterValue",
+            format!(
+                "One or more parameters are invalid. Reason: Message must be shorter than {MAX_MESSAGE_BYTES} bytes."
+            ),
+        ));
+    }
+    if fifo && group_id.is_none() {
+        return Err((
+            "MissingParameter",
+            "The request must contain the parameter MessageGroupId.".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn md5_hex(text: &str) -> String {
+    let digest = Md5::digest(text.as_bytes());
+    let mut out = String::with_capacity(32);
+    for b in digest.iter() {
+        out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        out.push(char::from(b"0123456789abcdef"[usize::from(b & 0xf)]));
+    }
+    out
+}
+
+fn to_sent(
+    action: &'static str,
+    queue_url: &str,
+    entry_id: Option<String>,
+    body: String,
+    attributes: BTreeMap<String, AttributeValue>,
+    group_id: Option<String>,
+    dedup_id: Option<String>,
+) -> SentMessage {
+    let mut values = BTreeMap::new();
+    let mut types = BTreeMap::new();
+    for (name, a) in attributes {
+        values.insert(
+            name.clone(),
+            a.string_value.or(a.binary_value).unwrap_or_default(),
+        );
+        types.insert(name, a.data_type);
+    }
+    SentMessage {
+        queue_url: queue_url.to_owned(),
+        queue_name: queue_name(queue_url).to_owned(),
+        message_id: String::new(),
+        body,
+        attributes: values,
+        attribute_types: types,
+        group_id,
+        dedup_id,
+        action,
+        entry_id,
+    }
+}
+
+/// The queue's FIFO flag, or `QueueDoesNotExist`.
+fn queue_is_fifo(state: &State, url: &str) -> Result<bool, SqsError> {
+    lock(&state.queues)
+        .get(queue_name(url))
+        .map(|q| q.fifo)
+        .ok_or_else(SqsError::no_queue)
+}
+
+fn next_sequence(state: &State, url: &str) -> String {
+    let mut queues = lock(&state.queues);
+    let q = queues.get_mut(queue_name(url)).expect("queue checked");
+    q.sequence += 1;
+    format!("{:020}", q.sequence)
+}
+
+fn send_message_batch(state: &State, input: SendMessageBatchInput) -> Result<Value, SqsError> {
+    let fifo = queue_is_fifo(state, &input.queue_url)?;
+    let entries = input.entries;
+    if entries.is_empty() {
+        return Err(SqsError::new(
+            400,
+            "EmptyBatchRequest",
+            "AWS.SimpleQueueService.EmptyBatchRequest",
+            "There should be at least one SendMessageBatchRequestEntry in the request.",
+        ));
+    }
+    if entries.len() > MAX_BATCH_ENTRIES {
+        return Err(SqsError::new(
+            400,
+            "TooManyEntriesInBatchRequest",
+            "AWS.SimpleQueueService.TooManyEntriesInBatchRequest",
+            format!(
+                "Maximum number of entries per request are {MAX_BATCH_ENTRIES}. You have sent {}.",
+                entries.len()
+            ),
+        ));
+    }
+    for (i, e) in entries.iter().enumerate() {
+        let valid = !e.id.is_empty()
+            && e.id.len() <= 80
+            && e.id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !valid {
+            return Err(SqsError::new(
+                400,
+                "InvalidBatchEntryId",
+                "AWS.SimpleQueueService.InvalidBatchEntryId",
+                "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.",
+            ));
+        }
+        if entries[..i].iter().any(|o| o.id == e.id) {
+            return Err(SqsError::new(
+                400,
+                "BatchEntryIdsNotDistinct",
+                "AWS.SimpleQueueService.BatchEntryIdsNotDistinct",
+                format!("Id {} repeated.", e.id),
+            ));
+        }
+    }
+    let total: usize = entries
+        .iter()
+        .map(|e| message_size(&e.message_body, &e.message_attributes))
+        .sum();
+    if total > MAX_MESSAGE_BYTES {
+        return Err(SqsError::new(
+            400,
+            "BatchRequestTooLong",
+            "AWS.SimpleQueueService.BatchRequestTooLong",
+            format!(
+                "Batch requests cannot be longer than {MAX_MESSAGE_BYTES} bytes. You have sent {total} bytes."
+            ),
+        ));
+    }
+
+    let mut successful = Vec::with_capacity(entries.len());
+    let mut failed = Vec::new();
+    let mut accepted = Vec::with_capacity(entries.len());
+    for e in entries {
+        if let Err((code, message)) = check_message(
+            &e.message_body,
+            &e.message_attributes,
+            e.message_group_id.as_deref(),
+            fifo,
+        ) {
+            failed.push(json!({"Id": e.id, "SenderFault": true, "Code": code, "Message": message}));
+            continue;
+        }
+        let mut sent = to_sent(
+            "SendMessageBatch",
+            &input.queue_url,
+            Some(e.id.clone()),
+            e.message_body,
+            e.message_attributes,
+            e.message_group_id,
+            e.message_deduplication_id,
+        );
+        if let Some(fault) = state.entry_fault(&sent) {
+            failed.push(json!({
+                "Id": e.id, "SenderFault": fault.sender_fault, "Code": fault.code, "Message": fault.message,
+            }));
+            continue;
+        }
+        sent.message_id = state.new_message_id();
+        let mut ok = json!({
+            "Id": e.id,
+            "MessageId": sent.message_id,
+            "MD5OfMessageBody": md5_hex(&sent.body),
+        });
+        if fifo {
+            ok["SequenceNumber"] = Value::String(next_sequence(state, &input.queue_url));
+        }
+        successful.push(ok);
+        accepted.push(sent);
+    }
+    state.record(accepted);
+    Ok(json!({"Successful": successful, "Failed": failed}))
+}
+
+fn send_message(state: &State, input: SendMessageInput) -> Result<Value, SqsError> {
+    let fifo = queue_is_fifo(state, &input.queue_url)?;
+    check_message(
+        &input.message_body,
+        &input.message_attributes,
+        input.message_group_id.as_deref(),
+        fifo,
+    )
+    .map_err(|(code, message)| SqsError::new(400, code, code, message))?;
+    let mut sent = to_sent(
+        "SendMessage",
+        &input.queue_url,
+        None,
+        input.message_body,
+        input.message_attributes,
+        input.message_group_id,
+        input.message_deduplication_id,
+    );
+    if let Some(fault) = state.entry_fault(&sent) {
+        let status = if fault.sender_fault { 400 } else { 500 };
+        return Err(SqsError::new(
+            status,
+            &fault.code,
+            &fault.code,
+            fault.message,
+        ));
+    }
+    sent.message_id = state.new_message_id();
+    let mut ok = json!({"MessageId": sent.message_id, "MD5OfMessageBody": md5_hex(&sent.body)});
+    if fifo {
+        ok["SequenceNumber"] = Value::String(next_sequence(state, &input.queue_url));
+    }
+    state.record(vec![sent]);
+    Ok(ok)
+}
+
+fn get_queue_url(state: &State, input: QueueNameInput) -> Result<Value, SqsError> {
+    let queues = lock(&state.queues);
+    let queue = queues
+        .get(&input.queue_name)
+        .ok_or_else(SqsError::no_queue)?;
+    Ok(json!({"QueueUrl": queue.url}))
+}
+
+fn get_queue_attributes(state: &State, input: QueueUrlInput) -> Result<Value, SqsError> {
+    let name = queue_name(&input.queue_url);
+    let fifo = queue_is_fifo(state, &input.queue_url)?;
+    let mut attributes = json!({
+        "QueueArn": format!("arn:aws:sqs:us-east-1:{ACCOUNT_ID}:{name}"),
+        "MaximumMessageSize": MAX_MESSAGE_BYTES.to_string(),
+        "ApproximateNumberOfMessages": "0",
+    });
+    if fifo {
+        attributes["FifoQueue"] = Value::String("true".into());
+        attributes["ContentBasedDeduplication"] = Value::String("false".into());
+    }
+    Ok(json!({"Attributes": attributes}))
+}
+
+fn create_queue(state: &State, input: QueueNameInput) -> Result<Value, SqsError> {
+    let name = &input.queue_name;
+    let valid = !name.is_empty()
+        && name.len() <= 80
+        && name
+            .trim_end_matches(".fifo")
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !valid {
+        return Err(SqsError::invalid(
+            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
+        ));
+    }
+    let wants_fifo = input
+        .attributes
+        .get("FifoQueue")
+        .is_some_and(|v| v == "true");
+    if wants_fifo != name.ends_with(".fifo") {
+        return Err(SqsError::invalid(
+            "The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length.",
+        ));
+    }
+    Ok(json!({"QueueUrl": state.create_queue(name)}))
+}
+
+fn list_queues(state: &State) -> Value {
+    let mut urls: Vec<String> = lock(&state.queues)
+        .values()
+        .map(|q| q.url.clone())
+        .collect();
+    urls.sort();
+    json!({"QueueUrls": urls})
+}
