@@ -36,8 +36,16 @@ async fn kill_9_at_random_moments_loses_nothing() {
         let db = TestDb::new().await;
         let role = RelayRole::create(&db).await;
         let writes = write_events(db.pool(), "k", EVENTS, 200, 100, true, |_| String::new()).await;
-        let queue = if fifo { Some(TestQueue::fifo().await) } else { None };
-        let fx = if fifo { None } else { Some(SqsFixture::start().await) };
+        let queue = if fifo {
+            Some(TestQueue::fifo().await)
+        } else {
+            None
+        };
+        let fx = if fifo {
+            None
+        } else {
+            Some(SqsFixture::start().await)
+        };
         let (endpoint, url) = match (&queue, &fx) {
             (Some(q), _) => (outbox_tests::sqs::endpoint(), q.url().to_string()),
             (_, Some(fx)) => {
@@ -46,7 +54,9 @@ async fn kill_9_at_random_moments_loses_nothing() {
             }
             _ => unreachable!(),
         };
-        let spec = RelaySpec::new(role.url(&db), endpoint, url.clone()).arg("--batch-size").arg("100");
+        let spec = RelaySpec::new(role.url(&db), endpoint, url.clone())
+            .arg("--batch-size")
+            .arg("100");
         let (batch, concurrency) = (100, 4);
         let mut kills = 0;
         let mut relay = spec.spawn();
@@ -65,14 +75,30 @@ async fn kill_9_at_random_moments_loses_nothing() {
         assert!(relay.wait(Duration::from_secs(10)).success());
         let deliveries = match (&queue, &fx) {
             (Some(q), _) => {
-                drain_queue(q.client(), q.url(), writes.committed.len(), Duration::from_millis(500), Duration::from_secs(60)).await
+                drain_queue(
+                    q.client(),
+                    q.url(),
+                    writes.committed.len(),
+                    Duration::from_millis(500),
+                    Duration::from_secs(60),
+                )
+                .await
             }
             (_, Some(fx)) => fixture_deliveries(fx),
             _ => unreachable!(),
         };
         let f = check(&writes.committed, &writes, &deliveries);
-        let kind = if fifo { "fifo/fauxqs" } else { "standard/fixture" };
-        report(&format!("1-kill-9 ({kind})"), &f, started.elapsed(), &format!("kills={kills}"));
+        let kind = if fifo {
+            "fifo/fauxqs"
+        } else {
+            "standard/fixture"
+        };
+        report(
+            &format!("1-kill-9 ({kind})"),
+            &f,
+            started.elapsed(),
+            &format!("kills={kills}"),
+        );
         assert_eq!(f.lost, 0);
         assert_eq!(f.rolled_back_delivered, 0);
         assert_eq!(f.order_violations, 0);
@@ -80,7 +106,10 @@ async fn kill_9_at_random_moments_loses_nothing() {
         if fifo {
             assert_eq!(f.duplicates, 0, "SQS FIFO dedup drops re-sends");
         } else {
-            assert!(f.duplicates <= kills * batch * concurrency, "at most the batches in flight per kill");
+            assert!(
+                f.duplicates <= kills * batch * concurrency,
+                "at most the batches in flight per kill"
+            );
         }
         drop(role);
     }
@@ -97,8 +126,12 @@ async fn sqs_outage_of_30_seconds_loses_nothing_and_backs_off() {
     let fx = SqsFixture::start().await;
     fx.set_latency(Duration::from_millis(2));
     let url = fx.create_queue("outage");
-    let mut writes = write_events(db.pool(), "o", EVENTS / 2, 200, 100, true, |_| String::new()).await;
-    let spec = RelaySpec::new(role.url(&db), fx.endpoint_url(), url).env("OUTBOX_SQS_CALL_TIMEOUT_MS", "2000");
+    let mut writes = write_events(db.pool(), "o", EVENTS / 2, 200, 100, true, |_| {
+        String::new()
+    })
+    .await;
+    let spec = RelaySpec::new(role.url(&db), fx.endpoint_url(), url)
+        .env("OUTBOX_SQS_CALL_TIMEOUT_MS", "2000");
     let mut relays = vec![spec.spawn(), spec.spawn()];
     tokio::time::sleep(Duration::from_millis(300)).await;
 
@@ -106,7 +139,9 @@ async fn sqs_outage_of_30_seconds_loses_nothing_and_backs_off() {
     fx.refuse_connections().await;
     let writing = {
         let pool = db.pool().clone();
-        tokio::spawn(async move { write_events(&pool, "o2", EVENTS / 2, 200, 100, true, |_| String::new()).await })
+        tokio::spawn(async move {
+            write_events(&pool, "o2", EVENTS / 2, 200, 100, true, |_| String::new()).await
+        })
     };
     tokio::time::sleep(Duration::from_secs(15)).await;
     fx.reset_counters();
@@ -130,11 +165,20 @@ async fn sqs_outage_of_30_seconds_loses_nothing_and_backs_off() {
         "2-sqs-outage-30s",
         &f,
         started.elapsed(),
-        &format!("calls_during_15s_of_503s={calls_during_503s} drained_at={:.1}s", drain_after.as_secs_f64()),
+        &format!(
+            "calls_during_15s_of_503s={calls_during_503s} drained_at={:.1}s",
+            drain_after.as_secs_f64()
+        ),
     );
-    assert_eq!((f.lost, f.order_violations, f.rolled_back_delivered), (0, 0, 0));
+    assert_eq!(
+        (f.lost, f.order_violations, f.rolled_back_delivered),
+        (0, 0, 0)
+    );
     // 2 relays × 4 workers; a tight loop would make tens of thousands of calls in 15 s.
-    assert!(calls_during_503s < 3_000, "relays back off: {calls_during_503s} calls in 15 s of 503s");
+    assert!(
+        calls_during_503s < 3_000,
+        "relays back off: {calls_during_503s} calls in 15 s of 503s"
+    );
     drop(role);
 }
 
@@ -148,7 +192,10 @@ async fn postgres_restart_mid_drain_loses_nothing_and_listen_resumes() {
         let config = tokio_postgres::Config::from_str(&cluster.url("postgres")).unwrap();
         outbox_tests::db::connect(&config).await
     };
-    admin_client.batch_execute("CREATE DATABASE outbox").await.unwrap();
+    admin_client
+        .batch_execute("CREATE DATABASE outbox")
+        .await
+        .unwrap();
     let config = tokio_postgres::Config::from_str(&cluster.url("outbox")).unwrap();
     let mut client = outbox_tests::db::connect(&config).await;
     outbox_core::migrate(&mut client).await.unwrap();
@@ -157,9 +204,13 @@ async fn postgres_restart_mid_drain_loses_nothing_and_listen_resumes() {
     let queue = TestQueue::fifo().await;
     let mut writes = write_events(&pool, "r", EVENTS, 200, 100, true, |_| String::new()).await;
     // A long poll: after the restart, only a resumed LISTEN delivers new events quickly.
-    let spec = RelaySpec::new(cluster.url("outbox"), outbox_tests::sqs::endpoint(), queue.url().to_string())
-        .arg("--poll-interval")
-        .arg("60s");
+    let spec = RelaySpec::new(
+        cluster.url("outbox"),
+        outbox_tests::sqs::endpoint(),
+        queue.url().to_string(),
+    )
+    .arg("--poll-interval")
+    .arg("60s");
     let mut relays = vec![spec.spawn(), spec.spawn()];
     tokio::time::sleep(Duration::from_millis(700)).await;
     let before_restart = pending(&pool).await;
@@ -169,7 +220,12 @@ async fn postgres_restart_mid_drain_loses_nothing_and_listen_resumes() {
     wait_drained(&pool, Duration::from_secs(90), "after the restart").await;
     let late_start = Instant::now();
     writes.extend(write_events(&pool, "late", 500, 50, 50, false, |_| String::new()).await);
-    wait_drained(&pool, Duration::from_secs(20), "events written after the restart").await;
+    wait_drained(
+        &pool,
+        Duration::from_secs(20),
+        "events written after the restart",
+    )
+    .await;
     let late_latency = late_start.elapsed();
     for r in &relays {
         r.sigterm();
@@ -177,18 +233,38 @@ async fn postgres_restart_mid_drain_loses_nothing_and_listen_resumes() {
     for r in &mut relays {
         assert!(r.wait(Duration::from_secs(10)).success());
     }
-    let deliveries =
-        drain_queue(queue.client(), queue.url(), writes.committed.len(), Duration::from_millis(500), Duration::from_secs(60)).await;
+    let deliveries = drain_queue(
+        queue.client(),
+        queue.url(),
+        writes.committed.len(),
+        Duration::from_millis(500),
+        Duration::from_secs(60),
+    )
+    .await;
     let f = check(&writes.committed, &writes, &deliveries);
     report(
         "3-postgres-restart",
         &f,
         started.elapsed(),
-        &format!("pending_at_restart={before_restart} post_restart_batch_delivered_in={:.2}s", late_latency.as_secs_f64()),
+        &format!(
+            "pending_at_restart={before_restart} post_restart_batch_delivered_in={:.2}s",
+            late_latency.as_secs_f64()
+        ),
     );
     assert!(before_restart > 0, "the restart happened mid-drain");
-    assert_eq!((f.lost, f.order_violations, f.rolled_back_delivered, f.duplicates), (0, 0, 0, 0));
-    assert!(late_latency < Duration::from_secs(10), "LISTEN resumed: not waiting for the 60 s poll");
+    assert_eq!(
+        (
+            f.lost,
+            f.order_violations,
+            f.rolled_back_delivered,
+            f.duplicates
+        ),
+        (0, 0, 0, 0)
+    );
+    assert!(
+        late_latency < Duration::from_secs(10),
+        "LISTEN resumed: not waiting for the 60 s poll"
+    );
 }
 
 /// 4. Four relays at once plus concurrent writers: nothing published twice, order kept.
@@ -200,13 +276,18 @@ async fn four_relays_and_writers_publish_once_in_order() {
     let role = RelayRole::create(&db).await;
     let fx = SqsFixture::start().await;
     let url = fx.create_queue("four");
-    let spec = RelaySpec::new(role.url(&db), fx.endpoint_url(), url).arg("--batch-size").arg("50");
+    let spec = RelaySpec::new(role.url(&db), fx.endpoint_url(), url)
+        .arg("--batch-size")
+        .arg("50");
     let mut relays: Vec<RelayProcess> = (0..4).map(|_| spec.spawn()).collect();
     let mut writers = Vec::new();
     for w in 0..4 {
         let pool = db.pool().clone();
         writers.push(tokio::spawn(async move {
-            write_events(&pool, &format!("w{w}"), EVENTS / 4, 50, 25, true, |_| String::new()).await
+            write_events(&pool, &format!("w{w}"), EVENTS / 4, 50, 25, true, |_| {
+                String::new()
+            })
+            .await
         }));
     }
     let mut writes = Writes::default();
@@ -221,8 +302,21 @@ async fn four_relays_and_writers_publish_once_in_order() {
         assert!(r.wait(Duration::from_secs(10)).success());
     }
     let f = check(&writes.committed, &writes, &fixture_deliveries(&fx));
-    report("4-four-relays-and-writers", &f, started.elapsed(), "relays=4 writers=4");
-    assert_eq!((f.lost, f.duplicates, f.order_violations, f.rolled_back_delivered), (0, 0, 0, 0));
+    report(
+        "4-four-relays-and-writers",
+        &f,
+        started.elapsed(),
+        "relays=4 writers=4",
+    );
+    assert_eq!(
+        (
+            f.lost,
+            f.duplicates,
+            f.order_violations,
+            f.rolled_back_delivered
+        ),
+        (0, 0, 0, 0)
+    );
     drop(role);
 }
 
@@ -242,7 +336,11 @@ async fn poison_events_are_dead_lettered_and_block_only_their_aggregates() {
     );
     // Five poison events, in five aggregates (k % 200 for k in 1000..1005), early in their queues.
     let writes = write_events(db.pool(), "p", EVENTS, 200, 100, true, |k| {
-        if (1000..1005).contains(&k) { "POISON".to_string() } else { String::new() }
+        if (1000..1005).contains(&k) {
+            "POISON".to_string()
+        } else {
+            String::new()
+        }
     })
     .await;
     let poisoned: Vec<String> = (1000..1005u64).map(|k| format!("p-{}", k % 200)).collect();
@@ -257,13 +355,21 @@ async fn poison_events_are_dead_lettered_and_block_only_their_aggregates() {
     let held_back = writes.committed.len() - expected.len();
     let mut relay = spec.spawn();
     // Drained: everything but the dead letters and the events behind them.
-    wait_pending(db.pool(), held_back as i64 - 5, Duration::from_secs(60), "poison").await;
+    wait_pending(
+        db.pool(),
+        held_back as i64 - 5,
+        Duration::from_secs(60),
+        "poison",
+    )
+    .await;
     relay.sigterm();
     assert!(relay.wait(Duration::from_secs(10)).success());
     let f = check(&expected, &writes, &fixture_deliveries(&fx));
 
     let client = db.pool().get().await.unwrap();
-    let dead = outbox_core::list_dead_letters(&client, &Default::default(), 100).await.unwrap();
+    let dead = outbox_core::list_dead_letters(&client, &Default::default(), 100)
+        .await
+        .unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_outbox"))
         .args(["stats", "--json"])
         .env("DATABASE_URL", db.url())
@@ -274,13 +380,30 @@ async fn poison_events_are_dead_lettered_and_block_only_their_aggregates() {
         "5-poison-events",
         &f,
         started.elapsed(),
-        &format!("dead_letters={} blocked_aggregates={} held_back={held_back}", dead.len(), stats["blocked_aggregates"]),
+        &format!(
+            "dead_letters={} blocked_aggregates={} held_back={held_back}",
+            dead.len(),
+            stats["blocked_aggregates"]
+        ),
     );
     assert_eq!(dead.len(), 5);
-    assert!(dead.iter().all(|d| d.last_error.as_deref().unwrap_or("").contains("InvalidParameterValue")));
+    assert!(dead.iter().all(|d| {
+        d.last_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("InvalidParameterValue")
+    }));
     assert_eq!(stats["blocked_aggregates"], 5);
     assert_eq!(stats["dead_letters"], 5);
-    assert_eq!((f.lost, f.duplicates, f.order_violations, f.rolled_back_delivered), (0, 0, 0, 0));
+    assert_eq!(
+        (
+            f.lost,
+            f.duplicates,
+            f.order_violations,
+            f.rolled_back_delivered
+        ),
+        (0, 0, 0, 0)
+    );
     drop(role);
 }
 
@@ -296,7 +419,9 @@ async fn sigterm_during_a_full_drain_exits_in_time_and_marks_only_what_was_publi
     fx.set_latency(Duration::from_millis(20));
     let url = fx.create_queue("sigterm");
     let writes = write_events(db.pool(), "s", EVENTS, 200, 100, true, |_| String::new()).await;
-    let spec = RelaySpec::new(role.url(&db), fx.endpoint_url(), url).arg("--shutdown-grace").arg("3s");
+    let spec = RelaySpec::new(role.url(&db), fx.endpoint_url(), url)
+        .arg("--shutdown-grace")
+        .arg("3s");
     let mut relay = spec.spawn();
     tokio::time::sleep(Duration::from_millis(800)).await;
     let stopping = Instant::now();
@@ -304,13 +429,22 @@ async fn sigterm_during_a_full_drain_exits_in_time_and_marks_only_what_was_publi
     let status = relay.wait(Duration::from_secs(10));
     let stop_took = stopping.elapsed();
     assert!(status.success(), "clean exit: {status:?}");
-    assert!(stop_took < Duration::from_secs(4), "exited within the grace period: {stop_took:?}");
+    assert!(
+        stop_took < Duration::from_secs(4),
+        "exited within the grace period: {stop_took:?}"
+    );
 
-    let published: std::collections::HashSet<String> =
-        fx.messages().iter().map(|m| m.attributes["event_id"].clone()).collect();
+    let published: std::collections::HashSet<String> = fx
+        .messages()
+        .iter()
+        .map(|m| m.attributes["event_id"].clone())
+        .collect();
     let ids: Vec<uuid::Uuid> = writes.committed.iter().map(|w| w.id).collect();
     let processed = processed_ids(db.pool(), &ids).await;
-    let marked_unpublished = processed.iter().filter(|id| !published.contains(&id.to_string())).count();
+    let marked_unpublished = processed
+        .iter()
+        .filter(|id| !published.contains(&id.to_string()))
+        .count();
     let left = pending(db.pool()).await;
     assert!(left > 0, "the drain was still going at SIGTERM");
 
@@ -324,10 +458,16 @@ async fn sigterm_during_a_full_drain_exits_in_time_and_marks_only_what_was_publi
         "6-sigterm-mid-drain",
         &f,
         started.elapsed(),
-        &format!("stop_took={:.2}s pending_at_stop={left} marked_but_unpublished={marked_unpublished}", stop_took.as_secs_f64()),
+        &format!(
+            "stop_took={:.2}s pending_at_stop={left} marked_but_unpublished={marked_unpublished}",
+            stop_took.as_secs_f64()
+        ),
     );
     assert_eq!(marked_unpublished, 0);
-    assert_eq!((f.lost, f.order_violations, f.rolled_back_delivered), (0, 0, 0));
+    assert_eq!(
+        (f.lost, f.order_violations, f.rolled_back_delivered),
+        (0, 0, 0)
+    );
     drop(role);
 }
 
@@ -342,7 +482,10 @@ async fn bad_input_is_refused_at_emit_and_the_caller_keeps_control() {
     let role = RelayRole::create(&db).await;
     let admin_client = db.connect().await;
     // The business table of this scenario (test setup: DDL is the application's, not the outbox's).
-    admin_client.batch_execute("CREATE TABLE orders (id text PRIMARY KEY)").await.unwrap();
+    admin_client
+        .batch_execute("CREATE TABLE orders (id text PRIMARY KEY)")
+        .await
+        .unwrap();
 
     #[derive(serde::Serialize)]
     struct Bad {
@@ -377,9 +520,20 @@ async fn bad_input_is_refused_at_emit_and_the_caller_keeps_control() {
     for (i, (case, kind)) in cases.iter().enumerate() {
         let tx = client.transaction().await.unwrap();
         let order_id = format!("order-{i}");
-        tx.execute("INSERT INTO orders (id) VALUES ($1)", &[&order_id]).await.unwrap();
+        tx.execute("INSERT INTO orders (id) VALUES ($1)", &[&order_id])
+            .await
+            .unwrap();
         let result = match *case {
-            "non-serialisable" => emit(&tx, &Bad { id: order_id.clone(), x: () }).await,
+            "non-serialisable" => {
+                emit(
+                    &tx,
+                    &Bad {
+                        id: order_id.clone(),
+                        x: (),
+                    },
+                )
+                .await
+            }
             "over-size" => emit(&tx, &TestEvent::new(&order_id, 1).note("x".repeat(1 << 20))).await,
             "invalid characters" => emit(&tx, &TestEvent::new(&order_id, 1).note("\u{FFFE}")).await,
             "NUL" => emit(&tx, &TestEvent::new(&order_id, 1).note("a\u{0}b")).await,
@@ -389,24 +543,64 @@ async fn bad_input_is_refused_at_emit_and_the_caller_keeps_control() {
         assert_eq!(e.kind(), *kind, "{case}: {e}");
         refused += 1;
         // The caller decides: even cases commit the order without an event, odd ones roll back.
-        if i % 2 == 0 { tx.commit().await.unwrap() } else { tx.rollback().await.unwrap() }
+        if i % 2 == 0 {
+            tx.commit().await.unwrap()
+        } else {
+            tx.rollback().await.unwrap()
+        }
     }
-    let orders = admin_client.query("SELECT id FROM orders ORDER BY id", &[]).await.unwrap();
+    let orders = admin_client
+        .query("SELECT id FROM orders ORDER BY id", &[])
+        .await
+        .unwrap();
     let orders: Vec<String> = orders.iter().map(|r| r.get(0)).collect();
     assert_eq!(orders, vec!["order-0", "order-2", "order-4"]);
     let s = admin::outbox_stats().bind(&client).one().await.unwrap();
-    assert_eq!(s.pending + s.dead_letters + s.published_last_hour, 0, "no event written");
+    assert_eq!(
+        s.pending + s.dead_letters + s.published_last_hour,
+        0,
+        "no event written"
+    );
 
     // Least privilege: the relay's role reads and updates the outbox, nothing else.
     let config = tokio_postgres::Config::from_str(&role.url(&db)).unwrap();
     let relay_client = outbox_tests::db::connect(&config).await;
-    assert!(relay_client.query("SELECT id FROM orders", &[]).await.is_err(), "no business tables");
-    assert!(relay_client.batch_execute("CREATE TABLE x (id int)").await.is_err(), "no DDL");
-    assert!(relay_client.batch_execute("DELETE FROM outbox_events").await.is_err(), "no deletes");
-    assert!(outbox_core::stats(&relay_client).await.is_ok(), "reads the outbox");
+    assert!(
+        relay_client
+            .query("SELECT id FROM orders", &[])
+            .await
+            .is_err(),
+        "no business tables"
+    );
+    assert!(
+        relay_client
+            .batch_execute("CREATE TABLE x (id int)")
+            .await
+            .is_err(),
+        "no DDL"
+    );
+    assert!(
+        relay_client
+            .batch_execute("DELETE FROM outbox_events")
+            .await
+            .is_err(),
+        "no deletes"
+    );
+    assert!(
+        outbox_core::stats(&relay_client).await.is_ok(),
+        "reads the outbox"
+    );
 
-    let f = Figures { events: cases.len(), ..Figures::default() };
-    report("7-bad-input", &f, started.elapsed(), &format!("refused={refused} written=0"));
+    let f = Figures {
+        events: cases.len(),
+        ..Figures::default()
+    };
+    report(
+        "7-bad-input",
+        &f,
+        started.elapsed(),
+        &format!("refused={refused} written=0"),
+    );
     assert_eq!(refused, cases.len());
 }
 
@@ -414,9 +608,14 @@ fn pool_for(config: &tokio_postgres::Config) -> deadpool_postgres::Pool {
     let manager = deadpool_postgres::Manager::from_config(
         config.clone(),
         tokio_postgres::NoTls,
-        deadpool_postgres::ManagerConfig { recycling_method: deadpool_postgres::RecyclingMethod::Verified },
+        deadpool_postgres::ManagerConfig {
+            recycling_method: deadpool_postgres::RecyclingMethod::Verified,
+        },
     );
-    deadpool_postgres::Pool::builder(manager).max_size(8).build().unwrap()
+    deadpool_postgres::Pool::builder(manager)
+        .max_size(8)
+        .build()
+        .unwrap()
 }
 
 fn rand_u64() -> u64 {

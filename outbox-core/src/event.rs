@@ -235,10 +235,7 @@ pub trait OutboxEvent: Serialize {
 
     /// Writes this event to the outbox through `client` — the transaction that writes your
     /// business rows — and returns the event id. Same as [`emit(client, self)`](crate::emit()).
-    fn emit<C: GenericClient>(
-        &self,
-        client: &C,
-    ) -> impl Future<Output = Result<Uuid, Error>> + Send
+    fn emit<C: GenericClient>(&self, client: &C) -> impl Future<Output = Result<Uuid, Error>> + Send
     where
         Self: Sync,
     {

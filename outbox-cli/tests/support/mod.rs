@@ -45,7 +45,8 @@ impl RelayRole {
 
     /// `db`'s URL with this role as the user.
     pub fn url(&self, db: &TestDb) -> String {
-        db.url().replacen("postgres@", &format!("{}@", self.name), 1)
+        db.url()
+            .replacen("postgres@", &format!("{}@", self.name), 1)
     }
 
     /// The role's name.
@@ -58,7 +59,10 @@ impl Drop for RelayRole {
     fn drop(&mut self) {
         let name = self.name.clone();
         let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             rt.block_on(async move {
                 let config: tokio_postgres::Config =
                     outbox_tests::db::database_url().parse().unwrap();
@@ -66,7 +70,11 @@ impl Drop for RelayRole {
                     tokio::spawn(conn);
                     // The test database (holding the grants) is dropped first; retry briefly.
                     for _ in 0..20 {
-                        if client.batch_execute(&format!("DROP ROLE IF EXISTS {name}")).await.is_ok() {
+                        if client
+                            .batch_execute(&format!("DROP ROLE IF EXISTS {name}"))
+                            .await
+                            .is_ok()
+                        {
                             break;
                         }
                         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -97,7 +105,13 @@ pub struct RelaySpec {
 
 impl RelaySpec {
     pub fn new(database_url: String, sqs_endpoint: String, queue_url: String) -> Self {
-        RelaySpec { database_url, sqs_endpoint, queue_url, args: Vec::new(), env: Vec::new() }
+        RelaySpec {
+            database_url,
+            sqs_endpoint,
+            queue_url,
+            args: Vec::new(),
+            env: Vec::new(),
+        }
     }
 
     pub fn arg(mut self, a: &str) -> Self {
@@ -112,16 +126,22 @@ impl RelaySpec {
 
     pub fn spawn(&self) -> RelayProcess {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_outbox"));
-        cmd.args(["relay", "--default-queue", &self.queue_url, "--log-format", "json"])
-            .args(&self.args)
-            .env("DATABASE_URL", &self.database_url)
-            .env("AWS_ENDPOINT_URL_SQS", &self.sqs_endpoint)
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_ACCESS_KEY_ID", "test")
-            .env("AWS_SECRET_ACCESS_KEY", "test-secret-never-logged")
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+        cmd.args([
+            "relay",
+            "--default-queue",
+            &self.queue_url,
+            "--log-format",
+            "json",
+        ])
+        .args(&self.args)
+        .env("DATABASE_URL", &self.database_url)
+        .env("AWS_ENDPOINT_URL_SQS", &self.sqs_endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test-secret-never-logged")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
@@ -135,10 +155,16 @@ impl RelaySpec {
                 if n == 0 {
                     break;
                 }
-                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
             }
         });
-        RelayProcess { child, logs, reader: Some(reader) }
+        RelayProcess {
+            child,
+            logs,
+            reader: Some(reader),
+        }
     }
 }
 
@@ -171,7 +197,10 @@ impl RelayProcess {
             }
             if start.elapsed() > timeout {
                 self.kill9();
-                panic!("relay did not exit within {timeout:?}; logs:\n{}", self.logs());
+                panic!(
+                    "relay did not exit within {timeout:?}; logs:\n{}",
+                    self.logs()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -246,7 +275,11 @@ pub async fn write_events(
         }
         tx.commit().await.unwrap();
         for (id, e) in ids.into_iter().zip(events) {
-            writes.committed.push(Written { id, aggregate: e.order_id, n: e.n });
+            writes.committed.push(Written {
+                id,
+                aggregate: e.order_id,
+                n: e.n,
+            });
         }
         n += per_tx;
     }
@@ -264,7 +297,8 @@ pub struct Delivery {
 impl Delivery {
     /// From a message body (a `TestEvent`) and its `event_id` attribute.
     pub fn from_message(event_id: &str, body: &str) -> Delivery {
-        let v: serde_json::Value = serde_json::from_str(body).expect("the body is the payload JSON");
+        let v: serde_json::Value =
+            serde_json::from_str(body).expect("the body is the payload JSON");
         Delivery {
             event_id: event_id.to_string(),
             aggregate: v["order_id"].as_str().unwrap().to_string(),
@@ -293,7 +327,10 @@ pub fn check(expected: &[Written], writes: &Writes, deliveries: &[Delivery]) -> 
     let rolled_back: HashSet<String> = writes.rolled_back.iter().map(|i| i.to_string()).collect();
     let mut seen: HashSet<&str> = HashSet::new();
     let mut last_n: HashMap<&str, u64> = HashMap::new();
-    let mut f = Figures { events: expected.len(), ..Figures::default() };
+    let mut f = Figures {
+        events: expected.len(),
+        ..Figures::default()
+    };
     for d in deliveries {
         if rolled_back.contains(&d.event_id) {
             f.rolled_back_delivered += 1;
@@ -315,7 +352,10 @@ pub fn check(expected: &[Written], writes: &Writes, deliveries: &[Delivery]) -> 
             }
         }
     }
-    f.delivered = expected_ids.iter().filter(|id| seen.contains(id.as_str())).count();
+    f.delivered = expected_ids
+        .iter()
+        .filter(|id| seen.contains(id.as_str()))
+        .count();
     f.lost = f.events - f.delivered;
     f
 }
@@ -338,7 +378,11 @@ pub fn report(scenario: &str, f: &Figures, duration: Duration, extra: &str) {
 /// Pending events (not processed, not dead).
 pub async fn pending(pool: &deadpool_postgres::Pool) -> i64 {
     let client = pool.get().await.unwrap();
-    admin::outbox_pending_count().bind(&client).one().await.unwrap()
+    admin::outbox_pending_count()
+        .bind(&client)
+        .one()
+        .await
+        .unwrap()
 }
 
 /// Waits until nothing is pending; panics with `context` after `timeout`.
@@ -347,14 +391,22 @@ pub async fn wait_drained(pool: &deadpool_postgres::Pool, timeout: Duration, con
 }
 
 /// Waits until exactly `target` events are pending; panics with `context` after `timeout`.
-pub async fn wait_pending(pool: &deadpool_postgres::Pool, target: i64, timeout: Duration, context: &str) {
+pub async fn wait_pending(
+    pool: &deadpool_postgres::Pool,
+    target: i64,
+    timeout: Duration,
+    context: &str,
+) {
     let start = Instant::now();
     loop {
         let p = pending(pool).await;
         if p == target {
             return;
         }
-        assert!(start.elapsed() < timeout, "{p} events still pending after {timeout:?}: {context}");
+        assert!(
+            start.elapsed() < timeout,
+            "{p} events still pending after {timeout:?}: {context}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -364,7 +416,11 @@ pub async fn processed_ids(pool: &deadpool_postgres::Pool, ids: &[Uuid]) -> Hash
     let client = pool.get().await.unwrap();
     let mut out = HashSet::new();
     for id in ids {
-        let row = admin::get_outbox_event().bind(&client, id).one().await.unwrap();
+        let row = admin::get_outbox_event()
+            .bind(&client, id)
+            .one()
+            .await
+            .unwrap();
         if row.processed_at.is_some() {
             out.insert(*id);
         }
@@ -381,15 +437,26 @@ pub struct Cluster {
 }
 
 fn pg_bin() -> std::path::PathBuf {
-    let out = Command::new("pg_config").arg("--bindir").output().expect("pg_config is installed");
+    let out = Command::new("pg_config")
+        .arg("--bindir")
+        .output()
+        .expect("pg_config is installed");
     std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
 fn as_postgres(bin: &std::path::Path, tool: &str, args: &[&str]) -> std::process::Output {
-    let is_root = Command::new("id").arg("-u").output().map(|o| o.stdout == b"0\n").unwrap_or(false);
+    let is_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout == b"0\n")
+        .unwrap_or(false);
     let tool = bin.join(tool);
     let out = if is_root {
-        Command::new("runuser").args(["-u", "postgres", "--"]).arg(&tool).args(args).output()
+        Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .arg(&tool)
+            .args(args)
+            .output()
     } else {
         Command::new(&tool).args(args).output()
     }
@@ -409,10 +476,27 @@ impl Cluster {
         let bin = pg_bin();
         let dir = std::env::temp_dir().join(format!("outbox-pg-{}", Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir).unwrap();
-        let _ = Command::new("chown").args(["postgres:postgres", dir.to_str().unwrap()]).status();
+        let _ = Command::new("chown")
+            .args(["postgres:postgres", dir.to_str().unwrap()])
+            .status();
         let data = dir.join("data");
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        as_postgres(&bin, "initdb", &["-D", data.to_str().unwrap(), "-U", "postgres", "--auth=trust", "-N"]);
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        as_postgres(
+            &bin,
+            "initdb",
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-N",
+            ],
+        );
         let cluster = Cluster { dir, port, bin };
         cluster.pg_ctl("start");
         cluster
@@ -421,11 +505,26 @@ impl Cluster {
     fn pg_ctl(&self, action: &str) {
         let data = self.dir.join("data");
         let log = self.dir.join("server.log");
-        let opts = format!("-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off", self.port, self.dir.display());
+        let opts = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            self.port,
+            self.dir.display()
+        );
         as_postgres(
             &self.bin,
             "pg_ctl",
-            &["-D", data.to_str().unwrap(), "-l", log.to_str().unwrap(), "-o", &opts, "-w", "-m", "fast", action],
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-l",
+                log.to_str().unwrap(),
+                "-o",
+                &opts,
+                "-w",
+                "-m",
+                "fast",
+                action,
+            ],
         );
     }
 
@@ -446,7 +545,14 @@ impl Drop for Cluster {
         let _ = Command::new("runuser")
             .args(["-u", "postgres", "--"])
             .arg(self.bin.join("pg_ctl"))
-            .args(["-D", data.to_str().unwrap(), "-m", "immediate", "-w", "stop"])
+            .args([
+                "-D",
+                data.to_str().unwrap(),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ])
             .output();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
