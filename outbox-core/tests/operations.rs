@@ -4,10 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use outbox_core::{
-    CancellationToken, DeadLetterFilter, PublishOutcome, Relay, RelayMetrics, emit_all,
-    list_dead_letters, process_once, purge_dead_letters, retry_dead_letters, stats,
+    DeadLetterFilter, PublishOutcome, Relay, RelayMetrics, emit_all, list_dead_letters,
+    process_once, purge_dead_letters, retry_dead_letters, stats,
 };
-use outbox_tests::{FlakyPublisher, TestDb, TestEvent};
+use outbox_tests::{FlakyPublisher, RunningRelay, TestDb, TestEvent};
 use uuid::Uuid;
 
 #[tokio::test]
@@ -83,14 +83,9 @@ async fn metrics_report_a_known_run() {
     emit_all(&client, &events).await.unwrap();
     relay.run_once().await.unwrap();
     // Run the relay briefly so the gauges refresh.
-    let stop = CancellationToken::new();
-    let running = tokio::spawn({
-        let (relay, stop) = (relay.clone(), stop.clone());
-        async move { relay.run(stop).await }
-    });
+    let running = RunningRelay::start(&relay);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    stop.cancel();
-    running.await.unwrap().unwrap();
+    running.stop().await;
 
     let text = metrics.encode();
     let has = |line: &str| {

@@ -7,38 +7,10 @@ use std::time::{Duration, Instant};
 
 use outbox_core::{CancellationToken, PublishOutcome, Relay, emit, emit_all};
 use outbox_queries::queries::admin;
-use outbox_tests::{FlakyPublisher, RecordingPublisher, TestDb, TestEvent};
+use outbox_tests::{
+    FlakyPublisher, RecordingPublisher, RunningRelay, TestDb, TestEvent, eventually,
+};
 use uuid::Uuid;
-
-/// Polls `cond` until it holds or `timeout` passes; returns whether it held.
-async fn eventually(timeout: Duration, mut cond: impl AsyncFnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if cond().await {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    cond().await
-}
-
-async fn row(db: &TestDb, id: Uuid) -> admin::GetOutboxEvent {
-    let client = db.pool().get().await.unwrap();
-    admin::get_outbox_event()
-        .bind(&client, &id)
-        .one()
-        .await
-        .unwrap()
-}
-
-async fn pending(db: &TestDb) -> i64 {
-    let client = db.pool().get().await.unwrap();
-    admin::outbox_pending_count()
-        .bind(&client)
-        .one()
-        .await
-        .unwrap()
-}
 
 #[tokio::test]
 async fn committed_event_is_published_exactly_once_and_rolled_back_never() {
@@ -49,11 +21,7 @@ async fn committed_event_is_published_exactly_once_and_rolled_back_never() {
         .poll_interval(Duration::from_millis(200))
         .build()
         .unwrap();
-    let stop = CancellationToken::new();
-    let running = tokio::spawn({
-        let (relay, stop) = (relay.clone(), stop.clone());
-        async move { relay.run(stop).await }
-    });
+    let running = RunningRelay::start(&relay);
 
     let mut client = db.pool().get().await.unwrap();
     let tx = client.transaction().await.unwrap();
@@ -69,10 +37,9 @@ async fn committed_event_is_published_exactly_once_and_rolled_back_never() {
     // Give the relay time to (wrongly) publish again.
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(publisher.ids(), vec![committed]);
-    assert!(row(&db, committed).await.processed_at.is_some());
-    assert_eq!(pending(&db).await, 0);
-    stop.cancel();
-    running.await.unwrap().unwrap();
+    assert!(db.event(committed).await.processed_at.is_some());
+    assert_eq!(db.pending().await, 0);
+    running.stop().await;
 }
 
 #[tokio::test]
@@ -118,8 +85,8 @@ async fn failed_events_are_retried_after_backoff_and_dead_lettered_when_permanen
         ),
         (4, 1, 2, 1)
     );
-    assert!(row(&db, ok).await.processed_at.is_some());
-    let r = row(&db, retry).await;
+    assert!(db.event(ok).await.processed_at.is_some());
+    let r = db.event(retry).await;
     assert_eq!(
         (r.attempts, r.last_error.as_deref()),
         (1, Some("throttled"))
@@ -130,7 +97,7 @@ async fn failed_events_are_retried_after_backoff_and_dead_lettered_when_permanen
         wait.num_milliseconds() > 200,
         "retry_after = now() + base backoff: {wait:?}"
     );
-    let p = row(&db, perm).await;
+    let p = db.event(perm).await;
     assert!(
         p.dead_lettered_at.is_some(),
         "a permanent failure is dead-lettered at once"
@@ -151,8 +118,8 @@ async fn failed_events_are_retried_after_backoff_and_dead_lettered_when_permanen
         (2, 1, 1),
         "{report:?}"
     );
-    assert!(row(&db, retry).await.processed_at.is_some());
-    let a = row(&db, always).await;
+    assert!(db.event(retry).await.processed_at.is_some());
+    let a = db.event(always).await;
     assert_eq!(a.attempts, 2);
     let wait = a.retry_after.unwrap() - chrono::Utc::now();
     assert!(
@@ -163,7 +130,7 @@ async fn failed_events_are_retried_after_backoff_and_dead_lettered_when_permanen
     tokio::time::sleep(Duration::from_millis(850)).await;
     let report = relay.run_once().await.unwrap();
     assert_eq!(report.dead_lettered, 1, "{report:?}");
-    let a = row(&db, always).await;
+    let a = db.event(always).await;
     assert_eq!(a.attempts, 3);
     assert!(a.dead_lettered_at.is_some(), "dead after max attempts");
     assert_eq!(a.last_error.as_deref(), Some("server error"));
@@ -213,12 +180,12 @@ async fn four_relays_keep_per_aggregate_order_under_failures() {
     }
     assert_eq!(ids.len(), 5000);
 
-    let drained = eventually(Duration::from_secs(60), async || pending(&db).await == 0).await;
+    let drained = eventually(Duration::from_secs(60), async || db.pending().await == 0).await;
     stop.cancel();
     for r in relays {
         r.await.unwrap().unwrap();
     }
-    assert!(drained, "the backlog drains: {} left", pending(&db).await);
+    assert!(drained, "the backlog drains: {} left", db.pending().await);
 
     let published = publisher.published();
     let unique: HashSet<Uuid> = published.iter().map(|e| e.id).collect();
@@ -280,7 +247,7 @@ async fn a_dead_event_blocks_its_aggregate_only() {
         vec![ids[1], ids[3]],
         "y flows, x waits behind its dead letter"
     );
-    assert!(row(&db, ids[0]).await.dead_lettered_at.is_some());
+    assert!(db.event(ids[0]).await.dead_lettered_at.is_some());
 
     // The cause is fixed and the operator retries the dead letter: x drains in order.
     poisoned.store(false, Ordering::SeqCst);
@@ -335,11 +302,7 @@ async fn notify_wakes_an_idle_relay_and_listening_resumes_after_the_connection_i
         .concurrency(1)
         .build()
         .unwrap();
-    let stop = CancellationToken::new();
-    let running = tokio::spawn({
-        let (relay, stop) = (relay.clone(), stop.clone());
-        async move { relay.run(stop).await }
-    });
+    let running = RunningRelay::start(&relay);
     // Let the relay go idle on its (long) poll.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let client = db.pool().get().await.unwrap();
@@ -372,8 +335,7 @@ async fn notify_wakes_an_idle_relay_and_listening_resumes_after_the_connection_i
         eventually(Duration::from_secs(5), async || publisher.ids().len() == 2).await,
         "after reconnecting, notifications wake the relay again"
     );
-    stop.cancel();
-    running.await.unwrap().unwrap();
+    running.stop().await;
     eprintln!("woke {woke_after:?} after commit");
 }
 
@@ -392,17 +354,12 @@ async fn shutdown_finishes_the_batch_in_flight_within_the_grace_period() {
         .map(|n| TestEvent::new(format!("o-{n}"), n))
         .collect();
     let ids = emit_all(&client, &events).await.unwrap();
-    let stop = CancellationToken::new();
-    let running = tokio::spawn({
-        let (relay, stop) = (relay.clone(), stop.clone());
-        async move { relay.run(stop).await }
-    });
+    let running = RunningRelay::start(&relay);
     assert!(eventually(Duration::from_secs(5), async || publisher.calls() == 1).await);
-    stop.cancel();
-    running.await.unwrap().unwrap();
+    running.stop().await;
     assert_eq!(publisher.ids(), ids, "the batch in flight was published");
     assert_eq!(
-        pending(&db).await,
+        db.pending().await,
         0,
         "and marked before the relay returned"
     );
@@ -423,22 +380,17 @@ async fn shutdown_past_the_grace_period_releases_the_batch_and_marks_nothing() {
         .map(|n| TestEvent::new(format!("o-{n}"), n))
         .collect();
     let ids = emit_all(&client, &events).await.unwrap();
-    let stop = CancellationToken::new();
-    let running = tokio::spawn({
-        let (relay, stop) = (relay.clone(), stop.clone());
-        async move { relay.run(stop).await }
-    });
+    let running = RunningRelay::start(&relay);
     assert!(eventually(Duration::from_secs(5), async || publisher.calls() == 1).await);
     let stopping = Instant::now();
-    stop.cancel();
-    running.await.unwrap().unwrap();
+    running.stop().await;
     assert!(
         stopping.elapsed() < Duration::from_secs(2),
         "returned after the grace period"
     );
     assert!(publisher.ids().is_empty(), "the publish was cut short");
     assert_eq!(
-        pending(&db).await,
+        db.pending().await,
         5,
         "nothing marked that was not published"
     );
@@ -474,7 +426,7 @@ async fn a_publish_call_over_the_timeout_releases_the_events_without_counting_an
         started.elapsed() < Duration::from_secs(1),
         "the claim was not held past the timeout"
     );
-    let r = row(&db, id).await;
+    let r = db.event(id).await;
     assert_eq!((r.attempts, r.processed_at), (0, None));
 }
 

@@ -3,13 +3,12 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use outbox_core::{CancellationToken, Relay, emit, emit_all};
-use outbox_queries::queries::{admin, emit as emit_sql};
+use outbox_core::{Relay, emit, emit_all};
+use outbox_queries::queries::emit as emit_sql;
 use outbox_sqs::SqsPublisher;
 use outbox_sqs_fixture::{CallFault, EntryFault, SqsFixture};
 use outbox_tests::sqs::TestQueue;
-use outbox_tests::{TestDb, TestEvent};
-use uuid::Uuid;
+use outbox_tests::{RunningRelay, TestDb, TestEvent};
 
 async fn fixture_publisher(fx: &SqsFixture, queue_url: &str) -> SqsPublisher {
     SqsPublisher::builder()
@@ -18,24 +17,6 @@ async fn fixture_publisher(fx: &SqsFixture, queue_url: &str) -> SqsPublisher {
         .max_attempts(1)
         .call_timeout(Duration::from_secs(1))
         .build()
-        .await
-        .unwrap()
-}
-
-async fn row(db: &TestDb, id: Uuid) -> admin::GetOutboxEvent {
-    let client = db.pool().get().await.unwrap();
-    admin::get_outbox_event()
-        .bind(&client, &id)
-        .one()
-        .await
-        .unwrap()
-}
-
-async fn pending(db: &TestDb) -> i64 {
-    let client = db.pool().get().await.unwrap();
-    admin::outbox_pending_count()
-        .bind(&client)
-        .one()
         .await
         .unwrap()
 }
@@ -61,11 +42,7 @@ async fn emit_in_a_transaction_then_relay_then_read_back_from_sqs() {
         .listen(db.config().clone())
         .build()
         .unwrap();
-    let stop = CancellationToken::new();
-    let running = tokio::spawn({
-        let (relay, stop) = (relay.clone(), stop.clone());
-        async move { relay.run(stop).await }
-    });
+    let running = RunningRelay::start(&relay);
 
     let mut client = db.pool().get().await.unwrap();
     let tx = client.transaction().await.unwrap();
@@ -95,9 +72,8 @@ async fn emit_in_a_transaction_then_relay_then_read_back_from_sqs() {
             .await
             .is_empty()
     );
-    stop.cancel();
-    running.await.unwrap().unwrap();
-    assert!(row(&db, id).await.processed_at.is_some());
+    running.stop().await;
+    assert!(db.event(id).await.processed_at.is_some());
 }
 
 /// Rows written straight into the table (bypassing emit's checks) with content SQS rejects produce
@@ -159,7 +135,7 @@ async fn content_sqs_rejects_is_dead_lettered_and_batch_mates_delivered() {
         "{report:?}"
     );
     for id in [bad_body, bad_body_too] {
-        let r = row(&db, id).await;
+        let r = db.event(id).await;
         assert!(r.dead_lettered_at.is_some(), "dead-lettered at once");
         assert!(
             !r.last_error.unwrap_or_default().is_empty(),
@@ -192,7 +168,7 @@ async fn partial_batch_failure_retries_only_the_failed_entries() {
     let report = relay.run_once().await.unwrap();
     assert_eq!((report.published, report.retried), (6, 4), "{report:?}");
     for (i, id) in ids.iter().enumerate() {
-        let r = row(&db, *id).await;
+        let r = db.event(*id).await;
         if i % 3 == 0 {
             assert_eq!((r.attempts, r.processed_at.is_none()), (1, true));
             assert!(r.last_error.unwrap().contains("InternalError"));
@@ -228,14 +204,14 @@ async fn permanent_entry_failure_is_dead_lettered_with_the_reason() {
     let ok = emit(&client, &TestEvent::new("y", 1)).await.unwrap();
     let report = relay.run_once().await.unwrap();
     assert_eq!((report.published, report.dead_lettered), (1, 1));
-    let r = row(&db, bad).await;
+    let r = db.event(bad).await;
     assert!(r.dead_lettered_at.is_some());
     let reason = r.last_error.unwrap();
     assert!(
         reason.contains("InvalidParameterValue") && reason.contains("not acceptable"),
         "{reason}"
     );
-    assert!(row(&db, ok).await.processed_at.is_some());
+    assert!(db.event(ok).await.processed_at.is_some());
 }
 
 #[tokio::test]
@@ -261,7 +237,7 @@ async fn throttling_and_server_errors_are_retried_without_losing_anything() {
     let e = relay.run_once().await.unwrap_err();
     assert_eq!(e.kind(), outbox_core::ErrorKind::Publish, "{e}");
     assert!(
-        row(&db, ids[0]).await.attempts == 0,
+        db.event(ids[0]).await.attempts == 0,
         "no attempt counted for an outage"
     );
     fx.clear_faults();
@@ -283,7 +259,7 @@ async fn throttling_and_server_errors_are_retried_without_losing_anything() {
     tokio::time::sleep(Duration::from_millis(350)).await;
     let report = relay.run_once().await.unwrap();
     assert_eq!(report.published, 10, "{report:?}");
-    assert_eq!(pending(&db).await, 0, "everything delivered");
+    assert_eq!(db.pending().await, 0, "everything delivered");
     let sent: HashSet<String> = sent_ids(&fx).into_iter().collect();
     assert_eq!(sent, ids.iter().map(|i| i.to_string()).collect());
 }
@@ -298,11 +274,7 @@ async fn sqs_unreachable_for_10_seconds_loses_nothing() {
         .poll_interval(Duration::from_millis(200))
         .build()
         .unwrap();
-    let stop = CancellationToken::new();
-    let running = tokio::spawn({
-        let (relay, stop) = (relay.clone(), stop.clone());
-        async move { relay.run(stop).await }
-    });
+    let running = RunningRelay::start(&relay);
     let client = db.pool().get().await.unwrap();
     let mut ids = emit_all(
         &client,
@@ -323,16 +295,15 @@ async fn sqs_unreachable_for_10_seconds_loses_nothing() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let during = pending(&db).await;
+    let during = db.pending().await;
     fx.accept_connections().await;
     let start = Instant::now();
-    while pending(&db).await > 0 && start.elapsed() < Duration::from_secs(40) {
+    while db.pending().await > 0 && start.elapsed() < Duration::from_secs(40) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    stop.cancel();
-    running.await.unwrap().unwrap();
+    running.stop().await;
     assert!(during > 0, "the outage held events back");
-    assert_eq!(pending(&db).await, 0, "delivered after SQS returned");
+    assert_eq!(db.pending().await, 0, "delivered after SQS returned");
     let client = db.pool().get().await.unwrap();
     assert_eq!(
         outbox_core::stats(&client).await.unwrap().dead_letters,

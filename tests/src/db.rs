@@ -127,3 +127,25 @@ impl Drop for TestDb {
         let _ = handle.join();
     }
 }
+
+impl TestDb {
+    /// Events not yet published (excluding dead letters).
+    pub async fn pending(&self) -> i64 {
+        let client = self.pool.get().await.expect("a pooled connection");
+        outbox_queries::queries::admin::outbox_pending_count()
+            .bind(&client)
+            .one()
+            .await
+            .expect("count pending events")
+    }
+
+    /// One outbox row, with everything tests look at.
+    pub async fn event(&self, id: uuid::Uuid) -> outbox_queries::queries::admin::GetOutboxEvent {
+        let client = self.pool.get().await.expect("a pooled connection");
+        outbox_queries::queries::admin::get_outbox_event()
+            .bind(&client, &id)
+            .one()
+            .await
+            .expect("the event exists")
+    }
+}

@@ -9,8 +9,10 @@
 pub mod db;
 pub mod events;
 pub mod publishers;
+pub mod running;
 pub mod sqs;
 
 pub use db::TestDb;
 pub use events::TestEvent;
 pub use publishers::{FlakyPublisher, RecordingPublisher};
+pub use running::{RunningRelay, eventually};

@@ -1,0 +1,46 @@
+//! A relay running on a task, stopped on demand.
+
+use std::time::{Duration, Instant};
+
+use outbox_core::{CancellationToken, Publisher, Relay};
+use tokio::task::JoinHandle;
+
+/// A relay started with [`RunningRelay::start`]; [`stop`](RunningRelay::stop) cancels it and checks
+/// it returned cleanly.
+pub struct RunningRelay {
+    stop: CancellationToken,
+    task: JoinHandle<Result<(), outbox_core::Error>>,
+}
+
+impl RunningRelay {
+    /// Runs `relay` until stopped.
+    pub fn start<P: Publisher>(relay: &Relay<P>) -> RunningRelay {
+        let stop = CancellationToken::new();
+        let task = tokio::spawn({
+            let (relay, stop) = (relay.clone(), stop.clone());
+            async move { relay.run(stop).await }
+        });
+        RunningRelay { stop, task }
+    }
+
+    /// Cancels the relay and waits for it; panics if it failed.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        self.task
+            .await
+            .expect("the relay task")
+            .expect("the relay returns cleanly");
+    }
+}
+
+/// Polls `cond` every 20 ms until it holds or `timeout` passes; returns whether it held.
+pub async fn eventually(timeout: Duration, mut cond: impl AsyncFnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if cond().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cond().await
+}
