@@ -2,8 +2,10 @@
 //! event's metadata and publishers send it as a message attribute, so a trace continues from the
 //! transaction that wrote the event to the consumer that reads it.
 //!
-//! Without a tracing SDK in the loop, a caller sets the trace context for a scope with
-//! [`with_traceparent`] (e.g. in a request middleware, from the incoming `traceparent` header).
+//! A caller sets the trace context for a scope with [`with_traceparent`] (e.g. in a request
+//! middleware, from the incoming `traceparent` header). With the `opentelemetry` cargo feature,
+//! `emit` otherwise takes it from the current OpenTelemetry context (`opentelemetry::Context::current()`)
+//! when that holds a valid span.
 
 use std::future::Future;
 
@@ -19,12 +21,35 @@ pub async fn with_traceparent<F: Future>(traceparent: impl Into<String>, future:
     TRACEPARENT.scope(traceparent.into(), future).await
 }
 
-/// The current valid W3C `traceparent`, if the caller set one with [`with_traceparent`].
+/// The current valid W3C `traceparent`: the one set with [`with_traceparent`], else (with the
+/// `opentelemetry` feature) the current OpenTelemetry span's.
 pub fn current_traceparent() -> Option<String> {
     TRACEPARENT
         .try_with(|tp| is_valid_traceparent(tp).then(|| tp.clone()))
         .ok()
         .flatten()
+        .or_else(opentelemetry_traceparent)
+}
+
+#[cfg(feature = "opentelemetry")]
+fn opentelemetry_traceparent() -> Option<String> {
+    use opentelemetry::trace::TraceContextExt;
+    let context = opentelemetry::Context::current();
+    let span = context.span();
+    let sc = span.span_context();
+    sc.is_valid().then(|| {
+        format!(
+            "00-{}-{}-{:02x}",
+            sc.trace_id(),
+            sc.span_id(),
+            sc.trace_flags().to_u8()
+        )
+    })
+}
+
+#[cfg(not(feature = "opentelemetry"))]
+fn opentelemetry_traceparent() -> Option<String> {
+    None
 }
 
 /// The metadata `emit` stores with an event: the trace context when there is one.
@@ -79,5 +104,24 @@ mod tests {
         assert_eq!(inside, serde_json::json!({ "traceparent": TP }));
         let invalid = with_traceparent("nope", async { current_metadata() }).await;
         assert_eq!(invalid, serde_json::json!({}));
+    }
+
+    #[cfg(feature = "opentelemetry")]
+    #[test]
+    fn the_current_opentelemetry_span_is_the_fallback() {
+        use opentelemetry::trace::{
+            SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
+        };
+        let sc = SpanContext::new(
+            TraceId::from_hex("0af7651916cd43dd8448eb211c80319c").unwrap(),
+            SpanId::from_hex("b7ad6b7169203331").unwrap(),
+            TraceFlags::SAMPLED,
+            true,
+            TraceState::default(),
+        );
+        let _guard = opentelemetry::Context::current()
+            .with_remote_span_context(sc)
+            .attach();
+        assert_eq!(current_traceparent().as_deref(), Some(TP));
     }
 }

@@ -52,7 +52,11 @@ async fn emit_in_a_transaction_then_relay_then_read_back_from_sqs() {
     tx.rollback().await.unwrap();
     let tx = client.transaction().await.unwrap();
     let event = TestEvent::new("order-7", 3).note("hello, queue");
-    let id = emit(&tx, &event).await.unwrap();
+    // Emitted inside a trace: the trace context travels with the message.
+    let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let id = outbox_core::trace::with_traceparent(traceparent, emit(&tx, &event))
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
 
     let received = queue.receive_all(1, Duration::from_secs(10)).await;
@@ -65,6 +69,8 @@ async fn emit_in_a_transaction_then_relay_then_read_back_from_sqs() {
     assert_eq!(m.attributes["event_type"], "order.test");
     assert_eq!(m.attributes["aggregate_type"], "order");
     assert_eq!(m.attributes["aggregate_id"], "order-7");
+    assert_eq!(m.attributes["traceparent"], traceparent);
+    assert_eq!(m.attributes.len(), 5, "{:?}", m.attributes);
     // Nothing else arrives: the rolled-back event never does.
     assert!(
         queue
