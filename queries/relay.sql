@@ -16,6 +16,8 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
 -- Claim the head of each aggregate: a due event with no earlier unpublished (pending, waiting for retry
 -- or dead) event of its aggregate. Holding the head's row lock reserves the whole aggregate: no other
 -- relay can claim a later event of it while the head is unpublished.
+-- Fast path: look for heads among the oldest `window` pending events only, so the cost stays bounded
+-- when a few aggregates carry a long backlog (most pending rows are then not heads).
 --! fetch_outbox_heads : ClaimedEvent
 SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts,
        e.created_at
@@ -23,6 +25,12 @@ SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e
  WHERE e.processed_at IS NULL
    AND e.dead_lettered_at IS NULL
    AND (e.retry_after IS NULL OR e.retry_after <= now())
+   AND e.seq <= COALESCE((SELECT seq
+                            FROM outbox_events
+                           WHERE processed_at IS NULL AND dead_lettered_at IS NULL
+                           ORDER BY seq
+                          OFFSET :window::bigint - 1
+                           LIMIT 1), 9223372036854775807)
    AND NOT EXISTS (
            SELECT 1
              FROM outbox_events b
@@ -30,6 +38,48 @@ SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e
               AND b.aggregate_id = e.aggregate_id
               AND b.processed_at IS NULL
               AND b.seq < e.seq)
+ ORDER BY e.seq
+ LIMIT :batch_size
+   FOR UPDATE OF e SKIP LOCKED;
+
+-- Whether pending events lie beyond the fast path's window (then heads may hide there).
+--! outbox_pending_beyond
+SELECT EXISTS (
+    SELECT 1
+      FROM outbox_events
+     WHERE processed_at IS NULL AND dead_lettered_at IS NULL
+     ORDER BY seq
+    OFFSET :window
+     LIMIT 1) AS beyond;
+
+-- Slow path: the first unpublished event of every aggregate, found by skipping through the aggregate
+-- index (one probe per aggregate with unpublished events, however long their backlogs), keeping those
+-- that are due and not dead, oldest first. `exclude` holds heads this transaction already claimed.
+--! fetch_outbox_heads_by_aggregate : ClaimedEvent
+WITH RECURSIVE firsts AS (
+    (SELECT aggregate_type, aggregate_id, seq
+       FROM outbox_events
+      WHERE processed_at IS NULL
+      ORDER BY aggregate_type, aggregate_id, seq
+      LIMIT 1)
+    UNION ALL
+    (SELECT n.aggregate_type, n.aggregate_id, n.seq
+       FROM firsts f,
+            LATERAL (SELECT o.aggregate_type, o.aggregate_id, o.seq
+                       FROM outbox_events o
+                      WHERE o.processed_at IS NULL
+                        AND (o.aggregate_type, o.aggregate_id) > (f.aggregate_type, f.aggregate_id)
+                      ORDER BY o.aggregate_type, o.aggregate_id, o.seq
+                      LIMIT 1) n)
+)
+SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts,
+       e.created_at
+  FROM firsts f
+  JOIN outbox_events e ON e.seq = f.seq
+ WHERE e.processed_at IS NULL
+   AND e.dead_lettered_at IS NULL
+   AND (e.retry_after IS NULL OR e.retry_after <= now())
+   AND e.id <> ALL(:exclude)
  ORDER BY e.seq
  LIMIT :batch_size
    FOR UPDATE OF e SKIP LOCKED;

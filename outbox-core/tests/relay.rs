@@ -267,6 +267,49 @@ async fn a_dead_event_blocks_its_aggregate_only() {
     assert_eq!(published, vec![ids[1], ids[3], ids[0], ids[2], ids[4]]);
 }
 
+/// A long backlog blocked behind a dead letter fills the oldest pending events; an aggregate whose
+/// events come after it must not starve, and a few aggregates with long backlogs drain in order.
+#[tokio::test]
+async fn aggregates_behind_a_long_blocked_backlog_do_not_starve() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(FlakyPublisher::new(|e| {
+        (e.payload["note"] == "poison").then(|| PublishOutcome::Permanent("poison".into()))
+    }));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .batch_size(50)
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let mut clog = vec![TestEvent::new("x", 0).note("poison")];
+    clog.extend((1..1500).map(|n| TestEvent::new("x", n)));
+    emit_all(&client, &clog).await.unwrap();
+    relay.run_once().await.unwrap();
+    // Three aggregates with 400 events each, all after the blocked backlog.
+    let late: Vec<TestEvent> = (0..1200)
+        .map(|n| TestEvent::new(format!("y-{}", n % 3), n))
+        .collect();
+    let late_ids = emit_all(&client, &late).await.unwrap();
+    while relay.run_once().await.unwrap().claimed > 0 {}
+    let published = publisher.published();
+    assert_eq!(
+        published.len(),
+        1200,
+        "every event behind the clog was published"
+    );
+    let published_ids: HashSet<Uuid> = published.iter().map(|e| e.id).collect();
+    assert_eq!(published_ids, late_ids.iter().copied().collect());
+    let mut last: HashMap<String, i64> = HashMap::new();
+    for e in &published {
+        let prev = last.insert(e.aggregate_id.clone(), e.seq).unwrap_or(0);
+        assert!(prev < e.seq, "in order within {}", e.aggregate_id);
+    }
+    assert_eq!(
+        db.pending().await,
+        1499,
+        "x stays blocked behind its dead letter"
+    );
+}
+
 #[tokio::test]
 async fn without_ordering_a_dead_event_blocks_nothing() {
     let db = TestDb::new().await;

@@ -168,11 +168,17 @@ async fn concurrent_claims_with_skip_locked_get_disjoint_rows() {
     );
     // Heads (per-aggregate claim) skip locked rows too.
     let heads = relay::fetch_outbox_heads()
-        .bind(&t2, &100)
+        .bind(&t2, &1000, &100)
         .all()
         .await
         .unwrap();
     assert!(heads.iter().all(|e| !first.contains(&e.id)));
+    let by_aggregate = relay::fetch_outbox_heads_by_aggregate()
+        .bind(&t2, &Vec::<Uuid>::new(), &100)
+        .all()
+        .await
+        .unwrap();
+    assert!(by_aggregate.iter().all(|e| !first.contains(&e.id)));
 }
 
 #[tokio::test]
@@ -284,7 +290,7 @@ async fn dead_letters_show_in_the_view_are_never_claimed_and_retry_resets_them()
     let mut c = db.pool().get().await.unwrap();
     let tx = c.transaction().await.unwrap();
     let heads: Vec<Uuid> = relay::fetch_outbox_heads()
-        .bind(&tx, &10)
+        .bind(&tx, &1000, &10)
         .all()
         .await
         .unwrap()
@@ -292,6 +298,15 @@ async fn dead_letters_show_in_the_view_are_never_claimed_and_retry_resets_them()
         .map(|e| e.id)
         .collect();
     assert_eq!(heads, vec![ids[2]]);
+    let by_aggregate: Vec<Uuid> = relay::fetch_outbox_heads_by_aggregate()
+        .bind(&tx, &Vec::<Uuid>::new(), &10)
+        .all()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(by_aggregate, vec![ids[2]], "the slow path agrees");
     tx.rollback().await.unwrap();
 
     // Filters select what to retry.

@@ -55,36 +55,57 @@ pub(crate) fn waves(events: Vec<ClaimedEvent>) -> Vec<Vec<ClaimedEvent>> {
     waves
 }
 
+/// How many of the oldest pending events the fast head search looks at, per event of the batch.
+const HEAD_WINDOW_PER_EVENT: usize = 10;
+/// The fast head search looks at no fewer pending events than this.
+const MIN_HEAD_WINDOW: usize = 1_000;
+
 /// Claims the next events: with per-aggregate order, the heads of aggregates plus the due events
 /// that follow them; without, simply the oldest due events.
+///
+/// Heads are searched among the oldest pending events first (cheap when events spread over many
+/// aggregates); when that finds too few and more events are pending beyond it, the search walks the
+/// aggregate index instead (one probe per aggregate: cheap when a few aggregates carry a long backlog,
+/// and no aggregate starves behind a blocked one).
 async fn claim(
     tx: &deadpool_postgres::Transaction<'_>,
     batch_size: usize,
     ordered: bool,
 ) -> Result<Vec<ClaimedEvent>, Error> {
-    let limit = i64::try_from(batch_size).unwrap_or(i64::MAX);
+    let as_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let limit = as_i64(batch_size);
     if !ordered {
         return Ok(sql::fetch_outbox_batch().bind(tx, &limit).all().await?);
     }
-    let mut events = sql::fetch_outbox_heads().bind(tx, &limit).all().await?;
+    let window = as_i64(
+        batch_size
+            .saturating_mul(HEAD_WINDOW_PER_EVENT)
+            .max(MIN_HEAD_WINDOW),
+    );
+    let mut events = sql::fetch_outbox_heads()
+        .bind(tx, &window, &limit)
+        .all()
+        .await?;
+    if events.len() < batch_size && sql::outbox_pending_beyond().bind(tx, &window).one().await? {
+        let exclude: Vec<uuid::Uuid> = events.iter().map(|e| e.id).collect();
+        let more = sql::fetch_outbox_heads_by_aggregate()
+            .bind(tx, &exclude, &as_i64(batch_size - events.len()))
+            .all()
+            .await?;
+        events.extend(more);
+    }
     let room = batch_size.saturating_sub(events.len());
     if room > 0 && !events.is_empty() {
         let types: Vec<&str> = events.iter().map(|e| e.aggregate_type.as_str()).collect();
         let ids: Vec<&str> = events.iter().map(|e| e.aggregate_id.as_str()).collect();
         let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
         let followers = sql::fetch_outbox_followers()
-            .bind(
-                tx,
-                &types,
-                &ids,
-                &seqs,
-                &i64::try_from(room).unwrap_or(i64::MAX),
-            )
+            .bind(tx, &types, &ids, &seqs, &as_i64(room))
             .all()
             .await?;
         events.extend(followers);
-        events.sort_by_key(|e| e.seq);
     }
+    events.sort_by_key(|e| e.seq);
     Ok(events)
 }
 

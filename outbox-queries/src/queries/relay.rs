@@ -1,5 +1,15 @@
 // This file was generated with `cornucopia`. Do not modify.
 
+#[derive(Clone, Copy, Debug)]
+pub struct FetchOutboxHeadsParams {
+    pub window: i64,
+    pub batch_size: i64,
+}
+#[derive(Debug)]
+pub struct FetchOutboxHeadsByAggregateParams<T1: crate::ArraySql<Item = uuid::Uuid>> {
+    pub exclude: T1,
+    pub batch_size: i64,
+}
 #[derive(Debug)]
 pub struct FetchOutboxFollowersParams<
     T1: crate::StringSql,
@@ -95,6 +105,70 @@ where
         mapper: fn(ClaimedEventBorrowed) -> R,
     ) -> ClaimedEventQuery<'c, 'a, 's, C, R, N> {
         ClaimedEventQuery {
+            client: self.client,
+            params: self.params,
+            query: self.query,
+            cached: self.cached,
+            extractor: self.extractor,
+            mapper,
+        }
+    }
+    pub async fn one(self) -> Result<T, tokio_postgres::Error> {
+        let row =
+            crate::client::async_::one(self.client, self.query, &self.params, self.cached).await?;
+        Ok((self.mapper)((self.extractor)(&row)?))
+    }
+    pub async fn all(self) -> Result<Vec<T>, tokio_postgres::Error> {
+        self.iter().await?.try_collect().await
+    }
+    pub async fn opt(self) -> Result<Option<T>, tokio_postgres::Error> {
+        let opt_row =
+            crate::client::async_::opt(self.client, self.query, &self.params, self.cached).await?;
+        Ok(opt_row
+            .map(|row| {
+                let extracted = (self.extractor)(&row)?;
+                Ok((self.mapper)(extracted))
+            })
+            .transpose()?)
+    }
+    pub async fn iter(
+        self,
+    ) -> Result<
+        impl futures::Stream<Item = Result<T, tokio_postgres::Error>> + 'c,
+        tokio_postgres::Error,
+    > {
+        let stream = crate::client::async_::raw(
+            self.client,
+            self.query,
+            crate::slice_iter(&self.params),
+            self.cached,
+        )
+        .await?;
+        let mapped = stream
+            .map(move |res| {
+                res.and_then(|row| {
+                    let extracted = (self.extractor)(&row)?;
+                    Ok((self.mapper)(extracted))
+                })
+            })
+            .into_stream();
+        Ok(mapped)
+    }
+}
+pub struct BoolQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
+    client: &'c C,
+    params: [&'a (dyn postgres_types::ToSql + Sync); N],
+    query: &'static str,
+    cached: Option<&'s tokio_postgres::Statement>,
+    extractor: fn(&tokio_postgres::Row) -> Result<bool, tokio_postgres::Error>,
+    mapper: fn(bool) -> T,
+}
+impl<'c, 'a, 's, C, T: 'c, const N: usize> BoolQuery<'c, 'a, 's, C, T, N>
+where
+    C: GenericClient,
+{
+    pub fn map<R>(self, mapper: fn(bool) -> R) -> BoolQuery<'c, 'a, 's, C, R, N> {
+        BoolQuery {
             client: self.client,
             params: self.params,
             query: self.query,
@@ -255,7 +329,7 @@ impl FetchOutboxBatchStmt {
 pub struct FetchOutboxHeadsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn fetch_outbox_heads() -> FetchOutboxHeadsStmt {
     FetchOutboxHeadsStmt(
-        "SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts, e.created_at FROM outbox_events e WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.seq < e.seq) ORDER BY e.seq LIMIT $1 FOR UPDATE OF e SKIP LOCKED",
+        "SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts, e.created_at FROM outbox_events e WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND e.seq <= COALESCE((SELECT seq FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq OFFSET $1::bigint - 1 LIMIT 1), 9223372036854775807) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.seq < e.seq) ORDER BY e.seq LIMIT $2 FOR UPDATE OF e SKIP LOCKED",
         None,
     )
 }
@@ -270,11 +344,12 @@ impl FetchOutboxHeadsStmt {
     pub fn bind<'c, 'a, 's, C: GenericClient>(
         &'s self,
         client: &'c C,
+        window: &'a i64,
         batch_size: &'a i64,
-    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 1> {
+    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 2> {
         ClaimedEventQuery {
             client,
-            params: [batch_size],
+            params: [window, batch_size],
             query: self.0,
             cached: self.1.as_ref(),
             extractor:
@@ -293,6 +368,116 @@ impl FetchOutboxHeadsStmt {
                 },
             mapper: |it| ClaimedEvent::from(it),
         }
+    }
+}
+impl<'c, 'a, 's, C: GenericClient>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        FetchOutboxHeadsParams,
+        ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 2>,
+        C,
+    > for FetchOutboxHeadsStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a FetchOutboxHeadsParams,
+    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 2> {
+        self.bind(client, &params.window, &params.batch_size)
+    }
+}
+pub struct OutboxPendingBeyondStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn outbox_pending_beyond() -> OutboxPendingBeyondStmt {
+    OutboxPendingBeyondStmt(
+        "SELECT EXISTS ( SELECT 1 FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq OFFSET $1 LIMIT 1) AS beyond",
+        None,
+    )
+}
+impl OutboxPendingBeyondStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+        window: &'a i64,
+    ) -> BoolQuery<'c, 'a, 's, C, bool, 1> {
+        BoolQuery {
+            client,
+            params: [window],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
+pub struct FetchOutboxHeadsByAggregateStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn fetch_outbox_heads_by_aggregate() -> FetchOutboxHeadsByAggregateStmt {
+    FetchOutboxHeadsByAggregateStmt(
+        "WITH RECURSIVE firsts AS ( (SELECT aggregate_type, aggregate_id, seq FROM outbox_events WHERE processed_at IS NULL ORDER BY aggregate_type, aggregate_id, seq LIMIT 1) UNION ALL (SELECT n.aggregate_type, n.aggregate_id, n.seq FROM firsts f, LATERAL (SELECT o.aggregate_type, o.aggregate_id, o.seq FROM outbox_events o WHERE o.processed_at IS NULL AND (o.aggregate_type, o.aggregate_id) > (f.aggregate_type, f.aggregate_id) ORDER BY o.aggregate_type, o.aggregate_id, o.seq LIMIT 1) n) ) SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts, e.created_at FROM firsts f JOIN outbox_events e ON e.seq = f.seq WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND e.id <> ALL($1) ORDER BY e.seq LIMIT $2 FOR UPDATE OF e SKIP LOCKED",
+        None,
+    )
+}
+impl FetchOutboxHeadsByAggregateStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>(
+        &'s self,
+        client: &'c C,
+        exclude: &'a T1,
+        batch_size: &'a i64,
+    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 2> {
+        ClaimedEventQuery {
+            client,
+            params: [exclude, batch_size],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor:
+                |row: &tokio_postgres::Row| -> Result<ClaimedEventBorrowed, tokio_postgres::Error> {
+                    Ok(ClaimedEventBorrowed {
+                        id: row.try_get(0)?,
+                        seq: row.try_get(1)?,
+                        aggregate_type: row.try_get(2)?,
+                        aggregate_id: row.try_get(3)?,
+                        event_type: row.try_get(4)?,
+                        payload: row.try_get(5)?,
+                        metadata: row.try_get(6)?,
+                        attempts: row.try_get(7)?,
+                        created_at: row.try_get(8)?,
+                    })
+                },
+            mapper: |it| ClaimedEvent::from(it),
+        }
+    }
+}
+impl<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        FetchOutboxHeadsByAggregateParams<T1>,
+        ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 2>,
+        C,
+    > for FetchOutboxHeadsByAggregateStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a FetchOutboxHeadsByAggregateParams<T1>,
+    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 2> {
+        self.bind(client, &params.exclude, &params.batch_size)
     }
 }
 pub struct FetchOutboxFollowersStmt(&'static str, Option<tokio_postgres::Statement>);
