@@ -1,0 +1,4 @@
+// This file was generated with `cornucopia`. Do not modify.
+
+pub(crate) mod async_;
+pub use async_::*;

@@ -1,0 +1,4 @@
+// This file was generated with `cornucopia`. Do not modify.
+
+pub mod orders;
+pub mod summaries;

@@ -1,0 +1,1 @@
+// This file was generated with `cornucopia`. Do not modify.

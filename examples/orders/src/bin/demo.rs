@@ -1,0 +1,221 @@
+//! `demo`: the orders example end to end. Makes a fresh database and (locally) a fresh FIFO queue,
+//! places orders while the relay publishes their events, reads them back, and prints a report.
+//! Exits 1 when anything was lost, out of order, or should not have arrived.
+//!
+//! Run it with `scripts/demo` (which starts PostgreSQL and a local SQS first); see
+//! `examples/orders/README.md` for real AWS.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use aws_config::BehaviorVersion;
+use orders_example::Error;
+use orders_example::demo::{self, DemoConfig};
+use tokio_postgres::config::Host;
+
+const USAGE: &str = "\
+usage: demo [--orders N] [--writers N] [--consumers N] [--redeliver-every N] [--timeout SECS]
+            [--database NAME]
+
+Environment:
+  DATABASE_URL            the PostgreSQL server, as a connection string to a database the user may
+                          connect to (default postgres://postgres@127.0.0.1:5432/postgres); the demo
+                          drops and creates the database NAME there
+  OUTBOX_DEMO_DATABASE    NAME, the demo's database (default outbox_demo; --database wins)
+  OUTBOX_DEMO_QUEUE_URL   an existing FIFO queue to use (e.g. on AWS); without it, a fresh queue is
+                          created on the endpoint in AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL, and
+                          deleted afterwards
+  AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, …  the usual AWS settings";
+
+struct Args {
+    orders: u32,
+    writers: usize,
+    consumers: usize,
+    redeliver_every: u64,
+    timeout: Duration,
+    database: String,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        orders: 3000,
+        writers: 4,
+        consumers: 3,
+        redeliver_every: 50,
+        timeout: Duration::from_secs(60),
+        database: env("OUTBOX_DEMO_DATABASE").unwrap_or_else(|| "outbox_demo".into()),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        if flag == "-h" || flag == "--help" {
+            return Err(String::new());
+        }
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        let number = |what: &str| {
+            value
+                .parse::<u64>()
+                .map_err(|_| format!("{flag}: `{value}` is not {what}"))
+        };
+        match flag.as_str() {
+            "--orders" => {
+                args.orders = u32::try_from(number("a number of orders")?)
+                    .map_err(|_| format!("{flag}: too many"))?;
+            }
+            "--writers" => args.writers = number("a number")?.clamp(1, 64) as usize,
+            "--consumers" => args.consumers = number("a number")?.clamp(1, 64) as usize,
+            "--redeliver-every" => args.redeliver_every = number("a number")?,
+            "--timeout" => args.timeout = Duration::from_secs(number("a number of seconds")?),
+            "--database" => args.database = value,
+            _ => return Err(format!("unknown argument `{flag}`")),
+        }
+    }
+    Ok(args)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("demo: {e}\n");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(if e.is_empty() { 0 } else { 2 });
+        }
+    };
+    match run(args).await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("demo: {}", orders_example::error_chain(&*e));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The demo database's URL for the `outbox stats` hint, when it can be shown without a password.
+fn stats_url_hint(admin_url: &str, database: &str) -> String {
+    let plain = admin_url.starts_with("postgres://") || admin_url.starts_with("postgresql://");
+    let (scheme, rest) = admin_url.split_once("://").unwrap_or(("", ""));
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let has_password = authority
+        .rsplit_once('@')
+        .is_some_and(|(userinfo, _)| userinfo.contains(':'));
+    if plain && !has_password && !authority.is_empty() {
+        format!("{scheme}://{authority}/{database}")
+    } else {
+        format!("<DATABASE_URL with database {database}>")
+    }
+}
+
+async fn run(args: Args) -> Result<bool, Error> {
+    let admin_url =
+        env("DATABASE_URL").unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let database = demo::recreate_database(&admin_url, &args.database).await?;
+    let host = match database.get_hosts().first() {
+        Some(Host::Tcp(host)) => host.clone(),
+        Some(Host::Unix(path)) => path.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = database.get_ports().first().copied().unwrap_or(5432);
+
+    let sqs =
+        aws_sdk_sqs::Client::new(&aws_config::defaults(BehaviorVersion::latest()).load().await);
+    let endpoint = env("AWS_ENDPOINT_URL_SQS").or_else(|| env("AWS_ENDPOINT_URL"));
+    let (queue_url, created) = match env("OUTBOX_DEMO_QUEUE_URL") {
+        Some(url) => {
+            if !url.ends_with(".fifo") {
+                eprintln!(
+                    "demo: warning: {url} is not a FIFO queue: SQS keeps no order on it, so order \
+                     violations are to be expected"
+                );
+            }
+            (url, false)
+        }
+        None => {
+            if endpoint.is_none() {
+                return Err(
+                    "no queue: set OUTBOX_DEMO_QUEUE_URL to a FIFO queue (real SQS), or \
+                            AWS_ENDPOINT_URL_SQS to a local SQS server (scripts/demo does)"
+                        .into(),
+                );
+            }
+            let name = format!(
+                "outbox-demo-{}.fifo",
+                &uuid::Uuid::new_v4().simple().to_string()[..8]
+            );
+            (demo::create_fifo_queue(&sqs, &name).await?, true)
+        }
+    };
+
+    println!("orders example: {} orders", args.orders);
+    println!(
+        "  database  {} on {host}:{port} (dropped and created afresh)",
+        args.database
+    );
+    println!(
+        "  queue     {queue_url}{}",
+        if created {
+            " (created for this run)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "  SQS       {}",
+        endpoint
+            .as_deref()
+            .unwrap_or("AWS (the default endpoint of the region)")
+    );
+    let redelivery = match args.redeliver_every {
+        0 => "no redelivery on purpose".to_string(),
+        n => format!("every {n}th message is redelivered on purpose"),
+    };
+    println!(
+        "  writers {}, consumers {}, in-process relay with LISTEN; {redelivery}",
+        args.writers, args.consumers
+    );
+    println!();
+
+    let mut config = DemoConfig::new(database, sqs.clone(), &queue_url);
+    config.orders = args.orders;
+    config.writers = args.writers;
+    config.consumers = args.consumers;
+    config.redeliver_every = args.redeliver_every;
+    config.timeout = args.timeout;
+    config.progress = true;
+    let result = demo::run(config).await;
+    if created {
+        // Best effort: a queue left behind is harmless.
+        let _ = sqs.delete_queue().queue_url(&queue_url).send().await;
+    }
+    let report = result?;
+
+    println!("{report}");
+    println!();
+    println!(
+        "outbox stats (what `outbox stats` prints; try `cargo run -q -p outbox-cli -- stats --database-url {}`):",
+        stats_url_hint(&admin_url, &args.database)
+    );
+    for line in demo::format_stats(&report.stats).lines() {
+        println!("  {line}");
+    }
+    println!();
+    let problems = report.problems();
+    if problems.is_empty() {
+        println!(
+            "OK: every committed event arrived once, in order; the rolled-back order left no trace."
+        );
+        Ok(true)
+    } else {
+        for p in &problems {
+            println!("FAILED: {p}");
+        }
+        Ok(false)
+    }
+}

@@ -1,0 +1,38 @@
+//! The orders example: a small order service built on the transactional outbox, as a user of the
+//! `outbox` crates would write it.
+//!
+//! - [`migrate()`] applies the service's own schema (`migrations/*.sql`, next to the outbox's).
+//! - [`events`] are the order aggregate's domain events, derived with `#[derive(OutboxEvent)]`.
+//! - [`service`] writes orders through the queries cornucopia generated from `queries/*.sql` (the
+//!   `orders-queries` crate) and emits the matching event in the same transaction.
+//! - [`consumer`] reads the events back from SQS and applies each one once, in order, to a read
+//!   model (`order_summaries`), with the outbox's consumer inbox
+//!   ([`outbox_core::process_once`]).
+//! - [`demo`] puts it all together with the relay: `scripts/demo` runs it.
+
+pub mod consumer;
+pub mod demo;
+pub mod events;
+pub mod migrate;
+pub mod service;
+
+pub use migrate::migrate;
+
+/// The errors of this example: anything, boxed. (A real service would have its own error type.)
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// `error` and its sources, joined with `: ` (the `Display` of a database error alone is only
+/// "db error").
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let next = e.to_string();
+        if !text.ends_with(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = e.source();
+    }
+    text
+}
