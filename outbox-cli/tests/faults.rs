@@ -35,7 +35,9 @@ async fn kill_9_at_random_moments_loses_nothing() {
         let started = Instant::now();
         let db = TestDb::new().await;
         let role = RelayRole::create(&db).await;
-        let writes = write_events(db.pool(), "k", EVENTS, 200, 100, true, |_| String::new()).await;
+        // A marker in every payload: the relays' logs must never show it.
+        let marker = format!("payload-marker-{}", uuid::Uuid::new_v4().simple());
+        let writes = write_events(db.pool(), "k", EVENTS, 200, 100, true, |_| marker.clone()).await;
         let queue = if fifo {
             Some(TestQueue::fifo().await)
         } else {
@@ -56,9 +58,11 @@ async fn kill_9_at_random_moments_loses_nothing() {
         };
         let spec = RelaySpec::new(role.url(&db), endpoint, url.clone())
             .arg("--batch-size")
-            .arg("100");
+            .arg("100")
+            .env("RUST_LOG", "debug");
         let (batch, concurrency) = (100, 4);
         let mut kills = 0;
+        let mut killed = Vec::new();
         let mut relay = spec.spawn();
         for _ in 0..3 {
             let wait = 150 + (rand_u64() % 400);
@@ -68,11 +72,22 @@ async fn kill_9_at_random_moments_loses_nothing() {
             }
             relay.kill9();
             kills += 1;
-            relay = spec.spawn();
+            killed.push(std::mem::replace(&mut relay, spec.spawn()));
         }
         wait_drained(db.pool(), Duration::from_secs(90), "after kills").await;
         relay.sigterm();
         assert!(relay.wait(Duration::from_secs(10)).success());
+        // Debug logs of every relay process, the killed ones included: no payload, no secret.
+        let logs: String = killed.iter().chain([&relay]).map(|r| r.logs()).collect();
+        assert!(
+            logs.contains("\"message\":\"published\""),
+            "debug logs were captured"
+        );
+        assert!(!logs.contains(&marker), "a payload leaked into the logs");
+        assert!(
+            !logs.contains("test-secret-never-logged"),
+            "the AWS secret leaked into the logs"
+        );
         let deliveries = match (&queue, &fx) {
             (Some(q), _) => {
                 drain_queue(

@@ -163,3 +163,39 @@ async fn dead_letter_functions_change_exactly_the_rows_asked_for() {
     let s = stats(&client).await.unwrap();
     assert_eq!((s.dead_letters, s.pending), (1, 1));
 }
+
+#[tokio::test]
+async fn the_relay_runs_retention_when_configured() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(outbox_tests::RecordingPublisher::new());
+    let client = db.pool().get().await.unwrap();
+    let old = emit_all(&client, &[TestEvent::new("a", 1), TestEvent::new("b", 1)])
+        .await
+        .unwrap();
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .build()
+        .unwrap();
+    relay.run_once().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let fresh = emit_all(&client, &[TestEvent::new("c", 1)]).await.unwrap();
+
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .retention(Some(Duration::from_secs(1)))
+        .build()
+        .unwrap();
+    let running = RunningRelay::start(&relay);
+    let gone = outbox_tests::eventually(Duration::from_secs(5), async || {
+        let q = outbox_queries::queries::admin::get_outbox_event();
+        q.bind(&client, &old[0]).opt().await.unwrap().is_none()
+    })
+    .await;
+    running.stop().await;
+    assert!(gone, "processed rows older than the retention were deleted");
+    let q = outbox_queries::queries::admin::get_outbox_event();
+    assert!(q.bind(&client, &old[1]).opt().await.unwrap().is_none());
+    let kept = db.event(fresh[0]).await;
+    assert!(
+        kept.processed_at.is_some(),
+        "the fresh event was published and kept"
+    );
+}
