@@ -360,11 +360,13 @@ pub fn check(expected: &[Written], writes: &Writes, deliveries: &[Delivery]) -> 
     f
 }
 
-/// Prints the scenario's one line of figures.
+/// Prints the scenario's one line of figures — straight to the process's stderr, past the test
+/// harness's output capture, so the CI log shows the evidence of passing scenarios too.
 pub fn report(scenario: &str, f: &Figures, duration: Duration, extra: &str) {
-    println!(
+    use std::io::Write;
+    let line = format!(
         "fault-suite {scenario}: events={} delivered={} lost={} duplicates={} order_violations={} \
-         rolled_back_delivered={} duration={:.1}s {extra}",
+         rolled_back_delivered={} duration={:.1}s {extra}\n",
         f.events,
         f.delivered,
         f.lost,
@@ -373,6 +375,7 @@ pub fn report(scenario: &str, f: &Figures, duration: Duration, extra: &str) {
         f.rolled_back_delivered,
         duration.as_secs_f64()
     );
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 /// Pending events (not processed, not dead).
