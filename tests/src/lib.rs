@@ -3,13 +3,14 @@
 //!
 //! Settings come from the environment with local defaults:
 //! `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`, the server tests create
-//! their databases on) and the standard AWS variables (see [`sqs`]).
+//! their databases on) and the standard AWS variables (the `sqs` module, behind the `sqs` feature).
 //! A test that cannot reach a service fails with a message saying how to start it.
 
 pub mod db;
 pub mod events;
 pub mod publishers;
 pub mod running;
+#[cfg(feature = "sqs")]
 pub mod sqs;
 
 pub use db::TestDb;
