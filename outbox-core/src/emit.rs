@@ -74,7 +74,11 @@ impl Emitter {
         E: OutboxEvent + Sync + ?Sized,
     {
         let e = self.check(event)?;
+        // Prepared through the client's statement cache where it has one (deadpool), so a warm
+        // connection inserts in one round trip.
         let id = sql::insert_outbox_event()
+            .prepare(client)
+            .await?
             .bind(
                 client,
                 &e.aggregate_type,
@@ -109,6 +113,8 @@ impl Emitter {
         let payloads: Vec<Json<&RawValue>> = checked.iter().map(|e| Json(&*e.payload)).collect();
         let metadata: Vec<Json<&RawValue>> = checked.iter().map(|e| Json(&*e.metadata)).collect();
         let ids = sql::insert_outbox_events()
+            .prepare(client)
+            .await?
             .bind(
                 client,
                 &aggregate_types,

@@ -75,7 +75,12 @@ async fn claim(
     let as_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
     let limit = as_i64(batch_size);
     if !ordered {
-        return Ok(sql::fetch_outbox_batch().bind(tx, &limit).all().await?);
+        return Ok(sql::fetch_outbox_batch()
+            .prepare(tx)
+            .await?
+            .bind(tx, &limit)
+            .all()
+            .await?);
     }
     let window = as_i64(
         batch_size
@@ -83,12 +88,23 @@ async fn claim(
             .max(MIN_HEAD_WINDOW),
     );
     let mut events = sql::fetch_outbox_heads()
+        .prepare(tx)
+        .await?
         .bind(tx, &window, &limit)
         .all()
         .await?;
-    if events.len() < batch_size && sql::outbox_pending_beyond().bind(tx, &window).one().await? {
+    if events.len() < batch_size
+        && sql::outbox_pending_beyond()
+            .prepare(tx)
+            .await?
+            .bind(tx, &window)
+            .one()
+            .await?
+    {
         let exclude: Vec<uuid::Uuid> = events.iter().map(|e| e.id).collect();
         let more = sql::fetch_outbox_heads_by_aggregate()
+            .prepare(tx)
+            .await?
             .bind(tx, &exclude, &as_i64(batch_size - events.len()))
             .all()
             .await?;
@@ -100,6 +116,8 @@ async fn claim(
         let ids: Vec<&str> = events.iter().map(|e| e.aggregate_id.as_str()).collect();
         let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
         let followers = sql::fetch_outbox_followers()
+            .prepare(tx)
+            .await?
             .bind(tx, &types, &ids, &seqs, &as_i64(room))
             .all()
             .await?;
@@ -246,6 +264,8 @@ async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport
 
     if !published.is_empty() {
         sql::mark_outbox_processed()
+            .prepare(&tx)
+            .await?
             .bind(&tx, &published)
             .all()
             .await?;
@@ -256,6 +276,8 @@ async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport
         let delays: Vec<f64> = failures.iter().map(|f| f.delay_secs).collect();
         let dead: Vec<bool> = failures.iter().map(|f| f.dead).collect();
         sql::record_outbox_failures()
+            .prepare(&tx)
+            .await?
             .bind(&tx, &ids, &errors, &delays, &dead)
             .all()
             .await?;
