@@ -36,6 +36,12 @@ CREATE INDEX outbox_events_aggregate_unpublished_idx
     ON outbox_events (aggregate_type, aggregate_id, seq)
     WHERE processed_at IS NULL;
 
+-- Unpublished events that hold their aggregate back (dead, or waiting for a retry): the follower
+-- claim checks there is none between a head and its followers. Fresh rows are not in it.
+CREATE INDEX outbox_events_aggregate_blocking_idx
+    ON outbox_events (aggregate_type, aggregate_id, seq)
+    WHERE processed_at IS NULL AND (dead_lettered_at IS NOT NULL OR retry_after IS NOT NULL);
+
 -- Retention: finds processed rows by age.
 CREATE INDEX outbox_events_processed_at_idx
     ON outbox_events (processed_at)

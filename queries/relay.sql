@@ -102,6 +102,7 @@ SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e
             WHERE b.aggregate_type = e.aggregate_type
               AND b.aggregate_id = e.aggregate_id
               AND b.processed_at IS NULL
+              AND (b.dead_lettered_at IS NOT NULL OR b.retry_after IS NOT NULL)
               AND b.seq > h.seq
               AND b.seq < e.seq
               AND (b.dead_lettered_at IS NOT NULL OR b.retry_after > now()))

@@ -217,7 +217,10 @@ impl<P: Publisher> Relay<P> {
             ));
         }
         for _ in 0..self.inner.config.concurrency {
-            tasks.spawn(self.clone().worker(wake_rx.clone(), shutdown.clone()));
+            tasks.spawn(
+                self.clone()
+                    .worker(wake_tx.clone(), wake_rx.clone(), shutdown.clone()),
+            );
         }
         if let Some(metrics) = &self.inner.metrics {
             tasks.spawn(
@@ -254,7 +257,12 @@ impl<P: Publisher> Relay<P> {
 
     /// One worker: claim batches back to back while there is work; when idle, sleep until a
     /// notification or the poll tick.
-    async fn worker(self, mut wakeups: watch::Receiver<u64>, shutdown: CancellationToken) {
+    async fn worker(
+        self,
+        wake_others: watch::Sender<u64>,
+        mut wakeups: watch::Receiver<u64>,
+        shutdown: CancellationToken,
+    ) {
         let mut infra = InfraBackoff::new(INFRA_BACKOFF_BASE, INFRA_BACKOFF_CAP);
         while !shutdown.is_cancelled() {
             // Notifications from now on wake this worker, even those arriving during the claim.
@@ -263,6 +271,11 @@ impl<P: Publisher> Relay<P> {
                 Ok(report) => {
                     infra.succeeded();
                     if report.claimed > 0 {
+                        // This batch's commit unblocked the next events of its aggregates: idle
+                        // workers may claim them now instead of at their next poll.
+                        if report.published + report.retried + report.dead_lettered > 0 {
+                            wake_others.send_modify(|g| *g = g.wrapping_add(1));
+                        }
                         continue;
                     }
                     self.inner.config.poll_interval

@@ -1,0 +1,323 @@
+//! Benchmark 3: what `emit` adds to a business transaction (insert an order row), on one connection
+//! and with concurrent writers, and what the NOTIFY trigger costs (the trigger is dropped and
+//! recreated in the benchmark's own database).
+
+use std::time::Instant;
+
+use futures::StreamExt;
+use outbox_core::OutboxEvent;
+use outbox_tests::TestDb;
+use serde::Serialize;
+use tokio_postgres::AsyncMessage;
+
+use crate::common::{self, Result};
+use crate::report::{Row, fmt_ms, fmt_rate};
+use crate::{Opts, Report};
+
+/// The event the business transaction emits.
+#[derive(Debug, Serialize, OutboxEvent)]
+#[outbox(aggregate = "order", event_type = "order.placed")]
+pub struct OrderPlaced {
+    /// The order's id.
+    #[outbox(aggregate_id)]
+    pub order_id: i64,
+    /// Who ordered.
+    pub customer: String,
+    /// The total.
+    pub total_cents: i64,
+}
+
+const CREATE_ORDERS: &str = "CREATE TABLE bench_orders (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    customer    text   NOT NULL,
+    total_cents bigint NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now()
+)";
+const INSERT_ORDER: &str =
+    "INSERT INTO bench_orders (customer, total_cents) VALUES ($1, $2) RETURNING id";
+const DROP_TRIGGER: &str = "DROP TRIGGER IF EXISTS outbox_events_notify ON outbox_events";
+const CREATE_TRIGGER: &str = "CREATE TRIGGER outbox_events_notify AFTER INSERT ON outbox_events \
+     FOR EACH STATEMENT EXECUTE FUNCTION outbox_events_notify()";
+
+/// The business transaction as plain SQL, for pgbench (diagnostic rows).
+const PLAIN_SQL: &str = "BEGIN;
+INSERT INTO bench_orders (customer, total_cents) VALUES ('customer-1', 1234) RETURNING id;
+COMMIT;
+";
+/// The same with the row `emit` writes, as plain SQL.
+const EMIT_SQL: &str = "BEGIN;
+INSERT INTO bench_orders (customer, total_cents) VALUES ('customer-1', 1234) RETURNING id;
+INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, metadata)
+VALUES ('order', '42', 'order.placed',
+        '{\"order_id\":42,\"customer\":\"customer-1\",\"total_cents\":1234}', '{}')
+RETURNING id;
+COMMIT;
+";
+
+/// One figure per variant and round.
+type Runs = Vec<(Variant, f64)>;
+
+/// What the business transaction does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// Only the order row.
+    Plain,
+    /// The order row and `emit`, with the NOTIFY trigger dropped.
+    EmitNoNotify,
+    /// The order row and `emit`, with the trigger (the product as installed).
+    Emit,
+    /// Diagnostic: the order row and the same outbox row as `emit` writes, inserted through a
+    /// prepared statement from deadpool's cache, with the trigger.
+    CachedInsert,
+}
+
+impl Variant {
+    fn emits(self) -> bool {
+        self != Variant::Plain
+    }
+}
+
+/// The row `emit` writes, as a statement the benchmark prepares (and deadpool caches).
+const INSERT_OUTBOX: &str = "INSERT INTO outbox_events
+    (aggregate_type, aggregate_id, event_type, payload, metadata)
+    VALUES ($1, $2, $3, $4, $5) RETURNING id";
+
+/// One business transaction: BEGIN, insert the order, maybe emit, COMMIT.
+async fn business_tx(client: &mut deadpool_postgres::Client, v: Variant, i: i64) -> Result<()> {
+    let tx = client.transaction().await?;
+    let insert = tx.prepare_cached(INSERT_ORDER).await?;
+    let customer = format!("customer-{}", i % 997);
+    let total_cents = 1000 + i % 9000;
+    let order_id: i64 = tx
+        .query_one(&insert, &[&customer, &total_cents])
+        .await?
+        .get(0);
+    let event = OrderPlaced {
+        order_id,
+        customer,
+        total_cents,
+    };
+    match v {
+        Variant::Plain => {}
+        Variant::Emit | Variant::EmitNoNotify => {
+            event.emit(&tx).await?;
+        }
+        Variant::CachedInsert => {
+            let insert = tx.prepare_cached(INSERT_OUTBOX).await?;
+            let payload = serde_json::to_value(&event)?;
+            tx.query_one(
+                &insert,
+                &[
+                    &event.aggregate_type(),
+                    &event.aggregate_id().to_string(),
+                    &event.event_type(),
+                    &payload,
+                    &serde_json::json!({}),
+                ],
+            )
+            .await?;
+        }
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// `n` transactions on one connection; returns each one's latency in ms.
+async fn writer(db: &TestDb, v: Variant, n: usize, offset: i64) -> Result<Vec<f64>> {
+    let mut client = db.pool().get().await?;
+    let mut latencies = Vec::with_capacity(n);
+    for i in 0..n {
+        let started = Instant::now();
+        business_tx(&mut client, v, offset + i as i64).await?;
+        latencies.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(latencies)
+}
+
+/// `writers` concurrent writers of `n` transactions each; returns transactions per second.
+async fn writers(db: &TestDb, v: Variant, writers: usize, n: usize) -> Result<f64> {
+    let started = Instant::now();
+    futures::future::try_join_all((0..writers).map(|w| writer(db, v, n, (w * n) as i64 * 1_000)))
+        .await?;
+    Ok((writers * n) as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Drops the NOTIFY trigger for [`Variant::EmitNoNotify`], (re)creates it for the variants that
+/// write outbox rows with it.
+async fn set_trigger(client: &tokio_postgres::Client, v: Variant) -> Result<()> {
+    if v != Variant::Plain {
+        client.batch_execute(DROP_TRIGGER).await?;
+    }
+    if matches!(v, Variant::Emit | Variant::CachedInsert) {
+        client.batch_execute(CREATE_TRIGGER).await?;
+    }
+    Ok(())
+}
+
+/// Listens on the outbox channel for the whole benchmark, as a running relay would, and counts
+/// notifications. Returns the client (keep it alive) and the counting task.
+async fn listener(db: &TestDb) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<u64>)> {
+    let (client, mut connection) = db.config().connect(tokio_postgres::NoTls).await?;
+    let task = tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        let mut n = 0;
+        while let Some(Ok(m)) = messages.next().await {
+            if let AsyncMessage::Notification(_) = m {
+                n += 1;
+            }
+        }
+        n
+    });
+    client.batch_execute("LISTEN outbox_events").await?;
+    Ok((client, task))
+}
+
+/// Runs benchmark 3 and adds its rows.
+pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
+    let db = TestDb::new().await;
+    let setup = db.connect().await;
+    setup.batch_execute(CREATE_ORDERS).await?;
+    let (listen_client, notifications) = listener(&db).await?;
+    common::warm_pool(&db, opts.emit_writers).await?;
+
+    // Warm-up: statements prepared, caches filled.
+    for v in [Variant::Plain, Variant::Emit, Variant::CachedInsert] {
+        set_trigger(&setup, v).await?;
+        writers(&db, v, opts.emit_writers, 20).await?;
+    }
+
+    let all = [
+        Variant::Plain,
+        Variant::EmitNoNotify,
+        Variant::Emit,
+        Variant::CachedInsert,
+    ];
+    // (variant, figure) per round: median latency in ms, or transactions per second.
+    let mut single: Runs = Vec::new();
+    let mut multi: Runs = Vec::new();
+    let (mut sql_single, mut sql_multi): (Runs, Runs) = (Vec::new(), Vec::new());
+    let w = opts.emit_writers;
+    for round in 0..opts.rounds {
+        let mut order = all;
+        order.rotate_left(round % all.len());
+        for v in order {
+            set_trigger(&setup, v).await?;
+            let mut lat = writer(&db, v, opts.emit_txs, round as i64 * 10_000_000).await?;
+            let med = common::median(&mut lat);
+            let tps = writers(&db, v, opts.emit_writers, opts.emit_txs_per_writer).await?;
+            eprintln!(
+                "[bench]   round {round}, {v:?}: 1 conn median {med:.3} ms; {} writers {tps:.0} tx/s",
+                opts.emit_writers
+            );
+            single.push((v, med));
+            multi.push((v, tps));
+            if matches!(v, Variant::Plain | Variant::Emit) {
+                let script = if v.emits() { EMIT_SQL } else { PLAIN_SQL };
+                let t1 = common::pgbench(&db, script, &[], 1, 1, opts.emit_txs).await?;
+                let tw = common::pgbench(&db, script, &[], w, 2, opts.emit_txs_per_writer).await?;
+                sql_single.push((v, opts.emit_txs as f64 / t1.as_secs_f64()));
+                sql_multi.push((v, (w * opts.emit_txs_per_writer) as f64 / tw.as_secs_f64()));
+            }
+        }
+    }
+    setup.batch_execute(DROP_TRIGGER).await?;
+    setup.batch_execute(CREATE_TRIGGER).await?;
+    drop(listen_client);
+    let heard = notifications.await.unwrap_or(0);
+
+    // Best round per variant: lowest median latency, highest throughput.
+    let lat = |v: Variant| {
+        single
+            .iter()
+            .filter(|(x, _)| *x == v)
+            .map(|(_, m)| *m)
+            .fold(f64::INFINITY, f64::min)
+    };
+    let best = |runs: &[(Variant, f64)], v: Variant| {
+        runs.iter()
+            .filter(|(x, _)| *x == v)
+            .map(|(_, t)| *t)
+            .fold(0.0, f64::max)
+    };
+    let tps = |v: Variant| best(&multi, v);
+    report.rows.push(Row::at_most(
+        3,
+        "emit in the business transaction, 1 connection: median latency",
+        fmt_ms(lat(Variant::Emit)),
+        format!("{} without emit", fmt_ms(lat(Variant::Plain))),
+        lat(Variant::Emit) / lat(Variant::Plain),
+        1.3,
+    ));
+    report.rows.push(Row::at_most(
+        3,
+        format!("emit in the business transaction, {w} writers: latency (1 / throughput)"),
+        fmt_rate(tps(Variant::Emit), "tx"),
+        format!("{} without emit", fmt_rate(tps(Variant::Plain), "tx")),
+        tps(Variant::Plain) / tps(Variant::Emit),
+        1.3,
+    ));
+    let cost = 1.0 - tps(Variant::Emit) / tps(Variant::EmitNoNotify);
+    report.rows.push(Row::custom(
+        3,
+        format!("NOTIFY trigger, {w} writers: throughput with emit"),
+        fmt_rate(tps(Variant::Emit), "tx"),
+        format!(
+            "{} trigger dropped",
+            fmt_rate(tps(Variant::EmitNoNotify), "tx")
+        ),
+        format!("{:.2}× (cost {:.1} %)", 1.0 - cost, cost * 100.0),
+        "cost ≤ 15 %",
+        cost <= 0.15,
+    ));
+    report.rows.push(Row::info(
+        3,
+        "NOTIFY trigger, 1 connection: median latency with emit",
+        fmt_ms(lat(Variant::Emit)),
+        format!("{} trigger dropped", fmt_ms(lat(Variant::EmitNoNotify))),
+        lat(Variant::Emit) / lat(Variant::EmitNoNotify),
+    ));
+    report.rows.push(Row::info(
+        3,
+        "diagnostic: the same outbox row through a cached prepared statement, 1 connection: \
+         median latency",
+        fmt_ms(lat(Variant::CachedInsert)),
+        format!("{} without an outbox row", fmt_ms(lat(Variant::Plain))),
+        lat(Variant::CachedInsert) / lat(Variant::Plain),
+    ));
+    report.rows.push(Row::info(
+        3,
+        format!(
+            "diagnostic: the same outbox row through a cached prepared statement, {w} writers: \
+             latency (1 / throughput)"
+        ),
+        fmt_rate(tps(Variant::CachedInsert), "tx"),
+        format!(
+            "{} without an outbox row",
+            fmt_rate(tps(Variant::Plain), "tx")
+        ),
+        tps(Variant::Plain) / tps(Variant::CachedInsert),
+    ));
+    for (clients, runs) in [(1, &sql_single), (w, &sql_multi)] {
+        let (plain, emit) = (best(runs, Variant::Plain), best(runs, Variant::Emit));
+        report.rows.push(Row::info(
+            3,
+            format!(
+                "diagnostic: the same SQL through pgbench, {clients} client(s): latency with the \
+                 outbox row (trigger on)"
+            ),
+            fmt_rate(emit, "tx"),
+            format!("{} without", fmt_rate(plain, "tx")),
+            plain / emit,
+        ));
+    }
+    report.notes.push(format!(
+        "3: business transaction = BEGIN; INSERT an order row (prepared); [emit one order.placed \
+         event]; COMMIT, on pooled connections (deadpool; the order insert is prepared through its \
+         statement cache, emit runs as the product runs it). {} transactions per \
+         variant on 1 connection, {w} writers × {} per variant; {} round(s), variants rotated; a \
+         LISTEN connection stayed open throughout (heard {heard} notifications). synchronous_commit \
+         is the server's default.",
+        opts.emit_txs, opts.emit_txs_per_writer, opts.rounds
+    ));
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! Benchmark 6: what per-aggregate ordering costs — relay throughput with it on and off, events
+//! spread over many aggregates and over few.
+
+use outbox_tests::TestDb;
+
+use crate::common::{self, Drain, Sqs};
+use crate::report::{Row, fmt_rate, group};
+use crate::{Opts, Report, Result};
+
+fn describe(d: &Drain) -> String {
+    let rate = fmt_rate(d.rate(), "ev");
+    if d.capped {
+        format!(
+            "{rate} (capped: {} in {:.0} s)",
+            group(d.events),
+            d.elapsed.as_secs_f64()
+        )
+    } else {
+        rate
+    }
+}
+
+/// Runs benchmark 6 and adds its rows.
+pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
+    let db = TestDb::new().await;
+    let sqs = Sqs::start().await;
+    let setup = db.connect().await;
+    let n = opts.backlog;
+    let mut calls = Vec::new();
+    for aggregates in [10_000, 10] {
+        let (mut on, mut off): (Vec<Drain>, Vec<Drain>) = (Vec::new(), Vec::new());
+        for round in 0..opts.rounds {
+            // A capped drain is not repeated: the cap already says enough.
+            if !on.iter().any(|d| d.capped) {
+                common::backlog(&setup, n, aggregates).await?;
+                let d =
+                    common::drain_relay(&db, &sqs, opts.relay, true, n, opts.ordering_cap).await?;
+                eprintln!(
+                    "[bench]   round {round}, {aggregates} aggregates: order on {:.0} ev/s{}",
+                    d.rate(),
+                    if d.capped { " (capped)" } else { "" }
+                );
+                on.push(d);
+            }
+            if !off.iter().any(|d| d.capped) {
+                common::backlog(&setup, n, aggregates).await?;
+                let d =
+                    common::drain_relay(&db, &sqs, opts.relay, false, n, opts.ordering_cap).await?;
+                eprintln!(
+                    "[bench]   round {round}, {aggregates} aggregates: order off {:.0} ev/s{}",
+                    d.rate(),
+                    if d.capped { " (capped)" } else { "" }
+                );
+                off.push(d);
+            }
+        }
+        let (on, off) = (common::best_rate(&on), common::best_rate(&off));
+        let most = |d: &Drain| d.max_batches.map_or("?".to_owned(), |n| n.to_string());
+        calls.push(format!(
+            "{aggregates} aggregates: {} with order on, {} off",
+            most(&on),
+            most(&off)
+        ));
+        report.rows.push(Row::info(
+            6,
+            format!(
+                "ordering on vs off, {} events over {} aggregates",
+                group(n as u64),
+                group(aggregates as u64)
+            ),
+            format!("on: {}", describe(&on)),
+            format!("off: {}", describe(&off)),
+            on.rate() / off.rate(),
+        ));
+    }
+    report.notes.push(format!(
+        "6: zero SQS latency, relay settings as above; a drain stops after {:.0} s and its rate so \
+         far counts (marked `capped`). Most batches publishing at the same moment (relay \
+         concurrency {}): {}.",
+        opts.ordering_cap.as_secs_f64(),
+        opts.relay.concurrency,
+        calls.join("; ")
+    ));
+    Ok(())
+}

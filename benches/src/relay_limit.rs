@@ -1,0 +1,122 @@
+//! Benchmark 1: the relay draining a backlog into SQS (zero latency) against pgbench running the
+//! relay's own claim-and-mark SQL on the same table shape, batch size and backlog — the rate the
+//! database allows when nothing is published at all.
+
+use std::time::Duration;
+
+use outbox_tests::TestDb;
+
+use crate::common::{self, Drain, Sqs};
+use crate::report::{Row, fmt_rate, group};
+use crate::{Opts, Report, Result};
+
+/// Aggregates the backlog is spread over.
+const AGGREGATES: usize = 10_000;
+
+/// Runs benchmark 1 and adds its rows.
+pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
+    let db = TestDb::new().await;
+    let sqs = Sqs::start().await;
+    let setup = db.connect().await;
+    let s = opts.relay;
+    let n = opts.backlog;
+    let no_cap = Duration::from_secs(3600);
+
+    let (mut unordered, mut ordered, mut pgbench, mut noop) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..opts.rounds {
+        common::backlog(&setup, n, AGGREGATES).await?;
+        let d = common::drain_relay(&db, &sqs, s, false, n, no_cap).await?;
+        eprintln!(
+            "[bench]   round {round}: relay, ordering off: {:.0} ev/s",
+            d.rate()
+        );
+        unordered.push(d);
+
+        common::backlog(&setup, n, AGGREGATES).await?;
+        let d =
+            common::pgbench_claim_mark(&db, n, s.batch_size, s.concurrency, opts.pgbench_threads)
+                .await?;
+        eprintln!(
+            "[bench]   round {round}: pgbench claim+mark: {:.0} rows/s",
+            d.rate()
+        );
+        pgbench.push(d);
+
+        common::backlog(&setup, n, AGGREGATES).await?;
+        let d = common::drain_relay(&db, &sqs, s, true, n, no_cap).await?;
+        eprintln!(
+            "[bench]   round {round}: relay, ordering on: {:.0} ev/s",
+            d.rate()
+        );
+        ordered.push(d);
+
+        common::backlog(&setup, n, AGGREGATES).await?;
+        let d = common::drain_noop(&db, s, false, n, no_cap).await?;
+        eprintln!(
+            "[bench]   round {round}: relay, no-op publisher: {:.0} ev/s",
+            d.rate()
+        );
+        noop.push(d);
+    }
+    let (unordered, ordered, pgbench, noop): (Drain, Drain, Drain, Drain) = (
+        common::best_rate(&unordered),
+        common::best_rate(&ordered),
+        common::best_rate(&pgbench),
+        common::best_rate(&noop),
+    );
+    let baseline = format!(
+        "pgbench {} (claim+mark SQL, {} clients)",
+        fmt_rate(pgbench.rate(), "rows"),
+        s.concurrency
+    );
+    report.rows.push(Row::at_least(
+        1,
+        format!(
+            "relay drains {} events, per-aggregate order off (same claim SQL as pgbench)",
+            group(n as u64)
+        ),
+        fmt_rate(unordered.rate(), "ev"),
+        baseline.clone(),
+        unordered.rate() / pgbench.rate(),
+        0.7,
+    ));
+    report.rows.push(Row::at_least(
+        1,
+        "same, per-aggregate order on (the default: heads + followers claim)",
+        fmt_rate(ordered.rate(), "ev"),
+        baseline.clone(),
+        ordered.rate() / pgbench.rate(),
+        0.7,
+    ));
+    report.rows.push(Row::info(
+        1,
+        "diagnostic: relay with a no-op publisher, order off (the database path alone)",
+        fmt_rate(noop.rate(), "ev"),
+        baseline,
+        noop.rate() / pgbench.rate(),
+    ));
+    let us = |v: Option<f64>| v.map_or("n/a".to_owned(), |us| format!("{us:.1} µs"));
+    let (relay_cpu, fixture_cpu) = unordered.cpu_us_per_event();
+    report.notes.push(format!(
+        "1: CPU per event in the bench process, which shares the machine's cores with PostgreSQL: \
+         relay + SQS client {}, SQS fixture (the test server, its own thread) {} when draining into \
+         the fixture; relay alone {} with the no-op publisher.",
+        us(relay_cpu),
+        us(fixture_cpu),
+        us(noop.cpu_us_per_event().0)
+    ));
+    report.notes.push(format!(
+        "1: backlog {} events over {AGGREGATES} aggregates, regenerated and VACUUM ANALYZEd before \
+         every run; pgbench `-M prepared -c {} -j {} -t {}` with benches/claim_mark.sql, batch {}; \
+         pgbench marked {} rows in {:.2} s.",
+        group(n as u64),
+        s.concurrency,
+        opts.pgbench_threads.min(s.concurrency),
+        n.div_ceil(s.concurrency * s.batch_size),
+        s.batch_size,
+        group(pgbench.events),
+        pgbench.elapsed.as_secs_f64()
+    ));
+    Ok(())
+}
