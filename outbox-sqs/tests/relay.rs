@@ -28,16 +28,21 @@ fn sent_ids(fx: &SqsFixture) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn emit_in_a_transaction_then_relay_then_read_back_from_sqs() {
-    let db = TestDb::new().await;
-    let queue = TestQueue::standard().await;
-    let publisher = SqsPublisher::builder()
+/// A publisher sending every event to `queue` on the local SQS server (fauxqs).
+async fn fauxqs_publisher(queue: &TestQueue) -> SqsPublisher {
+    SqsPublisher::builder()
         .sdk_config(outbox_tests::sqs::sdk_config().await)
         .default_queue(queue.url())
         .build()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test]
+async fn emit_in_a_transaction_then_relay_then_read_back_from_sqs() {
+    let db = TestDb::new().await;
+    let queue = TestQueue::standard().await;
+    let publisher = fauxqs_publisher(&queue).await;
     let relay = Relay::builder(db.pool().clone(), publisher)
         .listen(db.config().clone())
         .build()
@@ -89,12 +94,7 @@ async fn emit_in_a_transaction_then_relay_then_read_back_from_sqs() {
 async fn content_sqs_rejects_is_dead_lettered_and_batch_mates_delivered() {
     let db = TestDb::new().await;
     let queue = TestQueue::standard().await;
-    let publisher = SqsPublisher::builder()
-        .sdk_config(outbox_tests::sqs::sdk_config().await)
-        .default_queue(queue.url())
-        .build()
-        .await
-        .unwrap();
+    let publisher = fauxqs_publisher(&queue).await;
     let relay = Relay::builder(db.pool().clone(), publisher)
         .build()
         .unwrap();
