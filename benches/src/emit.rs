@@ -11,7 +11,7 @@ use serde::Serialize;
 use tokio_postgres::AsyncMessage;
 
 use crate::common::{self, Result};
-use crate::report::{Row, fmt_ms, fmt_rate};
+use crate::report::Row;
 use crate::{Opts, Report};
 
 /// The event the business transaction emits.
@@ -225,46 +225,39 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
     drop(listen_client);
     let heard = notifications.await.unwrap_or(0);
 
-    // Best round per variant: lowest median latency, highest throughput.
-    let lat = |v: Variant| {
-        single
+    // Per variant: the median of the rounds, with min and max.
+    let spread = |runs: &[(Variant, f64)], v: Variant| {
+        let values: Vec<f64> = runs
             .iter()
             .filter(|(x, _)| *x == v)
-            .map(|(_, m)| *m)
-            .fold(f64::INFINITY, f64::min)
-    };
-    let best = |runs: &[(Variant, f64)], v: Variant| {
-        runs.iter()
-            .filter(|(x, _)| *x == v)
             .map(|(_, t)| *t)
-            .fold(0.0, f64::max)
+            .collect();
+        common::Spread::of(&values)
     };
-    let tps = |v: Variant| best(&multi, v);
+    let lat = |v: Variant| spread(&single, v);
+    let tps = |v: Variant| spread(&multi, v);
     report.rows.push(Row::at_most(
         3,
         "emit in the business transaction, 1 connection: median latency",
-        fmt_ms(lat(Variant::Emit)),
-        format!("{} without emit", fmt_ms(lat(Variant::Plain))),
-        lat(Variant::Emit) / lat(Variant::Plain),
+        lat(Variant::Emit).ms(),
+        format!("{} without emit", lat(Variant::Plain).ms()),
+        lat(Variant::Emit).median / lat(Variant::Plain).median,
         1.3,
     ));
     report.rows.push(Row::at_most(
         3,
         format!("emit in the business transaction, {w} writers: latency (1 / throughput)"),
-        fmt_rate(tps(Variant::Emit), "tx"),
-        format!("{} without emit", fmt_rate(tps(Variant::Plain), "tx")),
-        tps(Variant::Plain) / tps(Variant::Emit),
+        tps(Variant::Emit).rate("tx"),
+        format!("{} without emit", tps(Variant::Plain).rate("tx")),
+        tps(Variant::Plain).median / tps(Variant::Emit).median,
         1.3,
     ));
-    let cost = 1.0 - tps(Variant::Emit) / tps(Variant::EmitNoNotify);
+    let cost = 1.0 - tps(Variant::Emit).median / tps(Variant::EmitNoNotify).median;
     report.rows.push(Row::custom(
         3,
         format!("NOTIFY trigger, {w} writers: throughput with emit"),
-        fmt_rate(tps(Variant::Emit), "tx"),
-        format!(
-            "{} trigger dropped",
-            fmt_rate(tps(Variant::EmitNoNotify), "tx")
-        ),
+        tps(Variant::Emit).rate("tx"),
+        format!("{} trigger dropped", tps(Variant::EmitNoNotify).rate("tx")),
         format!("{:.2}× (cost {:.1} %)", 1.0 - cost, cost * 100.0),
         "cost ≤ 15 %",
         cost <= 0.15,
@@ -272,17 +265,17 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
     report.rows.push(Row::info(
         3,
         "NOTIFY trigger, 1 connection: median latency with emit",
-        fmt_ms(lat(Variant::Emit)),
-        format!("{} trigger dropped", fmt_ms(lat(Variant::EmitNoNotify))),
-        lat(Variant::Emit) / lat(Variant::EmitNoNotify),
+        lat(Variant::Emit).ms(),
+        format!("{} trigger dropped", lat(Variant::EmitNoNotify).ms()),
+        lat(Variant::Emit).median / lat(Variant::EmitNoNotify).median,
     ));
     report.rows.push(Row::info(
         3,
         "diagnostic: the same outbox row through a cached prepared statement, 1 connection: \
          median latency",
-        fmt_ms(lat(Variant::CachedInsert)),
-        format!("{} without an outbox row", fmt_ms(lat(Variant::Plain))),
-        lat(Variant::CachedInsert) / lat(Variant::Plain),
+        lat(Variant::CachedInsert).ms(),
+        format!("{} without an outbox row", lat(Variant::Plain).ms()),
+        lat(Variant::CachedInsert).median / lat(Variant::Plain).median,
     ));
     report.rows.push(Row::info(
         3,
@@ -290,31 +283,28 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
             "diagnostic: the same outbox row through a cached prepared statement, {w} writers: \
              latency (1 / throughput)"
         ),
-        fmt_rate(tps(Variant::CachedInsert), "tx"),
-        format!(
-            "{} without an outbox row",
-            fmt_rate(tps(Variant::Plain), "tx")
-        ),
-        tps(Variant::Plain) / tps(Variant::CachedInsert),
+        tps(Variant::CachedInsert).rate("tx"),
+        format!("{} without an outbox row", tps(Variant::Plain).rate("tx")),
+        tps(Variant::Plain).median / tps(Variant::CachedInsert).median,
     ));
     for (clients, runs) in [(1, &sql_single), (w, &sql_multi)] {
-        let (plain, emit) = (best(runs, Variant::Plain), best(runs, Variant::Emit));
+        let (plain, emit) = (spread(runs, Variant::Plain), spread(runs, Variant::Emit));
         report.rows.push(Row::info(
             3,
             format!(
                 "diagnostic: the same SQL through pgbench, {clients} client(s): latency with the \
                  outbox row (trigger on)"
             ),
-            fmt_rate(emit, "tx"),
-            format!("{} without", fmt_rate(plain, "tx")),
-            plain / emit,
+            emit.rate("tx"),
+            format!("{} without", plain.rate("tx")),
+            plain.median / emit.median,
         ));
     }
     report.notes.push(format!(
         "3: business transaction = BEGIN; INSERT an order row (prepared); [emit one order.placed \
          event]; COMMIT, on pooled connections (deadpool; the order insert is prepared through its \
          statement cache, emit runs as the product runs it). {} transactions per \
-         variant on 1 connection, {w} writers × {} per variant; {} round(s), variants rotated; a \
+         variant on 1 connection, {w} writers × {} per variant; {} round(s), variants rotated, each figure the median of the rounds (min, max); a \
          LISTEN connection stayed open throughout (heard {heard} notifications). synchronous_commit \
          is the server's default.",
         opts.emit_txs, opts.emit_txs_per_writer, opts.rounds

@@ -1,6 +1,6 @@
 //! Benchmarks of the outbox: the relay against PostgreSQL's own limit and against a naive relay,
 //! the cost of `emit` and of the NOTIFY trigger, commit-to-SQS latency, table growth and the cost of
-//! per-aggregate ordering.
+//! per-aggregate ordering, and scale-out over several relay instances.
 //!
 //! Run them with `scripts/bench` (release build; `--quick` for a smoke run; `--help` for the flags).
 //! Every figure is a ratio against a baseline measured in the same run, on a fresh database per
@@ -15,6 +15,7 @@ pub mod naive;
 pub mod ordering;
 pub mod relay_limit;
 pub mod report;
+pub mod scale_out;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -26,11 +27,11 @@ pub use report::{Report, Row, Verdict};
 /// [`Opts::tiny`] what the test suite runs.
 #[derive(Debug, Clone)]
 pub struct Opts {
-    /// Which benchmarks to run (1–6); empty runs all.
+    /// Which benchmarks to run (1–7); empty runs all.
     pub only: Vec<u8>,
     /// A label for the run's sizes (`full`, `quick`, `tiny`).
     pub mode: &'static str,
-    /// Repetitions of the throughput comparisons; the best round counts.
+    /// Repetitions of the throughput comparisons; the median round counts (min and max shown).
     pub rounds: usize,
     /// The relay's settings in benchmarks 1, 2 and 6.
     pub relay: RelaySettings,
@@ -66,6 +67,8 @@ pub struct Opts {
     pub growth_samples: usize,
     /// Benchmark 6: the longest a drain may run; the rate so far counts after it.
     pub ordering_cap: Duration,
+    /// Benchmark 7: backlog drained by 1, 2 and 4 relay instances.
+    pub scale_out_backlog: usize,
     /// Where the table is written.
     pub out: PathBuf,
 }
@@ -98,6 +101,7 @@ impl Opts {
             growth_pending: 1_000,
             growth_samples: 1_000,
             ordering_cap: Duration::from_secs(60),
+            scale_out_backlog: 50_000,
             out: PathBuf::from("bench-results/latest.md"),
         }
     }
@@ -118,6 +122,7 @@ impl Opts {
             growth_pending: 500,
             growth_samples: 200,
             ordering_cap: Duration::from_secs(5),
+            scale_out_backlog: 5_000,
             ..Opts::full()
         }
     }
@@ -140,6 +145,7 @@ impl Opts {
             growth_pending: 200,
             growth_samples: 20,
             ordering_cap: Duration::from_secs(3),
+            scale_out_backlog: 400,
             ..Opts::full()
         }
     }
@@ -151,13 +157,14 @@ impl Opts {
 }
 
 /// The benchmarks, by number.
-pub const BENCHMARKS: [(u8, &str); 6] = [
+pub const BENCHMARKS: [(u8, &str); 7] = [
     (1, "relay vs pgbench limit"),
     (2, "relay vs naive relay"),
     (3, "emit overhead"),
     (4, "latency"),
     (5, "table growth"),
     (6, "ordering cost"),
+    (7, "scale-out"),
 ];
 
 /// Runs the selected benchmarks and returns the report (printing progress to stderr).
@@ -178,7 +185,8 @@ pub async fn run(opts: &Opts) -> Result<Report> {
             3 => emit::run(opts, &mut report).await?,
             4 => latency::run(opts, &mut report).await?,
             5 => growth::run(opts, &mut report).await?,
-            _ => ordering::run(opts, &mut report).await?,
+            6 => ordering::run(opts, &mut report).await?,
+            _ => scale_out::run(opts, &mut report).await?,
         }
         let took = started.elapsed();
         eprintln!("[bench] {n}. {name} done in {:.1} s", took.as_secs_f64());
@@ -214,8 +222,9 @@ async fn context(opts: &Opts) -> Vec<String> {
             opts.relay
         ),
         format!(
-            "Throughput figures are the best of {} round(s), baselines measured interleaved with \
-             them; each benchmark uses its own fresh database.",
+            "Throughput figures (and benchmark 3's latencies) are the median of {} round(s), min \
+             and max in brackets, baselines measured interleaved with them; each benchmark uses its \
+             own fresh database.",
             opts.rounds
         ),
     ]

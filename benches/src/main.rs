@@ -15,8 +15,8 @@ Exits 0 even when targets are missed (MISS rows); non-zero only when a benchmark
 
 options:
   --quick               small sizes: a smoke run in well under a minute
-  --only N[,N…]         run only these benchmarks (1-6)
-  --rounds N            repetitions of the throughput comparisons (default 3, quick 1)
+  --only N[,N…]         run only these benchmarks (1-7)
+  --rounds N            repetitions; figures are their median (default 3, quick 1)
   --backlog N           events drained in benchmarks 1 and 6 (default 100000)
   --batch-size N        relay batch size, also pgbench's (default 100)
   --concurrency N       relay workers, also pgbench clients and naive workers (default 4)
@@ -24,6 +24,7 @@ options:
   --sqs-latency-ms N    latency of the slow case of benchmark 2 (default 15)
   --growth-rows N       processed rows in benchmark 5 (default 1000000)
   --cap-secs N          longest drain in benchmark 6 (default 60)
+  --scale-out-backlog N events drained in benchmark 7 (default 50000)
   --out PATH            where the table is written (default bench-results/latest.md)
   -h, --help            this text
 
@@ -60,8 +61,8 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 opts.only = v
                     .split(',')
                     .map(|n| match n.trim().parse::<u8>() {
-                        Ok(n @ 1..=6) => Ok(n),
-                        _ => Err(format!("--only: `{n}` is not a benchmark number (1-6)")),
+                        Ok(n @ 1..=7) => Ok(n),
+                        _ => Err(format!("--only: `{n}` is not a benchmark number (1-7)")),
                     })
                     .collect::<Result<_, _>>()?;
             }
@@ -73,6 +74,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--sqs-latency-ms" => opts.sqs_latency = Duration::from_millis(number()? as u64),
             "--growth-rows" => opts.growth_rows = number()?,
             "--cap-secs" => opts.ordering_cap = Duration::from_secs(number()? as u64),
+            "--scale-out-backlog" => opts.scale_out_backlog = number()?.max(1),
             "--out" => opts.out = value()?.into(),
             "-h" | "--help" => {
                 println!("{USAGE}");

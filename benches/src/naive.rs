@@ -9,7 +9,7 @@ use outbox_tests::TestDb;
 use uuid::Uuid;
 
 use crate::common::{self, Drain, Sqs};
-use crate::report::{Row, fmt_rate, group};
+use crate::report::{Row, group};
 use crate::{Opts, Report, Result};
 
 /// Aggregates the backlogs are spread over.
@@ -137,7 +137,7 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
             );
             relay.push(d);
         }
-        let (naive, relay) = (common::best_rate(&naive), common::best_rate(&relay));
+        let (naive, relay) = (common::median_rate(&naive), common::median_rate(&relay));
         let what = if latency.is_zero() {
             "zero SQS latency".to_owned()
         } else {
@@ -150,9 +150,9 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
                 group(opts.relay_events as u64),
                 group(naive_n as u64)
             ),
-            fmt_rate(relay.rate(), "ev"),
-            format!("naive {}", fmt_rate(naive.rate(), "ev")),
-            relay.rate() / naive.rate(),
+            relay.describe("ev"),
+            format!("naive {}", naive.describe("ev")),
+            relay.median / naive.median,
             20.0,
         ));
     }

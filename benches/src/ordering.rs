@@ -3,12 +3,13 @@
 
 use outbox_tests::TestDb;
 
-use crate::common::{self, Drain, Sqs};
-use crate::report::{Row, fmt_rate, group};
+use crate::common::{self, Drain, Rates, Sqs};
+use crate::report::{Row, group};
 use crate::{Opts, Report, Result};
 
-fn describe(d: &Drain) -> String {
-    let rate = fmt_rate(d.rate(), "ev");
+fn describe(r: &Rates) -> String {
+    let rate = r.describe("ev");
+    let d = &r.drain;
     if d.capped {
         format!(
             "{rate} (capped: {} in {:.0} s)",
@@ -54,8 +55,12 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
                 off.push(d);
             }
         }
-        let (on, off) = (common::best_rate(&on), common::best_rate(&off));
-        let most = |d: &Drain| d.max_batches.map_or("?".to_owned(), |n| n.to_string());
+        let (on, off) = (common::median_rate(&on), common::median_rate(&off));
+        let most = |r: &Rates| {
+            r.drain
+                .max_batches
+                .map_or("?".to_owned(), |n| n.to_string())
+        };
         calls.push(format!(
             "{aggregates} aggregates: {} with order on, {} off",
             most(&on),
@@ -70,13 +75,13 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
             ),
             format!("on: {}", describe(&on)),
             format!("off: {}", describe(&off)),
-            on.rate() / off.rate(),
+            on.median / off.median,
         ));
     }
     report.notes.push(format!(
         "6: zero SQS latency, relay settings as above; a drain stops after {:.0} s and its rate so \
-         far counts (marked `capped`). Most batches publishing at the same moment (relay \
-         concurrency {}): {}.",
+         far counts (marked `capped`; a capped drain is not repeated). Most batches publishing at the same moment (relay \
+         concurrency {}; median round): {}.",
         opts.ordering_cap.as_secs_f64(),
         opts.relay.concurrency,
         calls.join("; ")

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use outbox_tests::TestDb;
 
-use crate::common::{self, Drain, Sqs};
-use crate::report::{Row, fmt_rate, group};
+use crate::common::{self, Rates, Sqs};
+use crate::report::{Row, group};
 use crate::{Opts, Report, Result};
 
 /// Aggregates the backlog is spread over.
@@ -59,15 +59,15 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
         );
         noop.push(d);
     }
-    let (unordered, ordered, pgbench, noop): (Drain, Drain, Drain, Drain) = (
-        common::best_rate(&unordered),
-        common::best_rate(&ordered),
-        common::best_rate(&pgbench),
-        common::best_rate(&noop),
+    let (unordered, ordered, pgbench, noop): (Rates, Rates, Rates, Rates) = (
+        common::median_rate(&unordered),
+        common::median_rate(&ordered),
+        common::median_rate(&pgbench),
+        common::median_rate(&noop),
     );
     let baseline = format!(
         "pgbench {} (claim+mark SQL, {} clients)",
-        fmt_rate(pgbench.rate(), "rows"),
+        pgbench.describe("rows"),
         s.concurrency
     );
     report.rows.push(Row::at_least(
@@ -76,47 +76,47 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
             "relay drains {} events, per-aggregate order off (same claim SQL as pgbench)",
             group(n as u64)
         ),
-        fmt_rate(unordered.rate(), "ev"),
+        unordered.describe("ev"),
         baseline.clone(),
-        unordered.rate() / pgbench.rate(),
+        unordered.median / pgbench.median,
         0.7,
     ));
     report.rows.push(Row::at_least(
         1,
         "same, per-aggregate order on (the default: heads + followers claim)",
-        fmt_rate(ordered.rate(), "ev"),
+        ordered.describe("ev"),
         baseline.clone(),
-        ordered.rate() / pgbench.rate(),
+        ordered.median / pgbench.median,
         0.7,
     ));
     report.rows.push(Row::info(
         1,
         "diagnostic: relay with a no-op publisher, order off (the database path alone)",
-        fmt_rate(noop.rate(), "ev"),
+        noop.describe("ev"),
         baseline,
-        noop.rate() / pgbench.rate(),
+        noop.median / pgbench.median,
     ));
     let us = |v: Option<f64>| v.map_or("n/a".to_owned(), |us| format!("{us:.1} µs"));
-    let (relay_cpu, fixture_cpu) = unordered.cpu_us_per_event();
+    let (relay_cpu, fixture_cpu) = unordered.drain.cpu_us_per_event();
     report.notes.push(format!(
-        "1: CPU per event in the bench process, which shares the machine's cores with PostgreSQL: \
+        "1: CPU per event in the bench process (the median round), which shares the machine's cores with PostgreSQL: \
          relay + SQS client {}, SQS fixture (the test server, its own thread) {} when draining into \
          the fixture; relay alone {} with the no-op publisher.",
         us(relay_cpu),
         us(fixture_cpu),
-        us(noop.cpu_us_per_event().0)
+        us(noop.drain.cpu_us_per_event().0)
     ));
     report.notes.push(format!(
         "1: backlog {} events over {AGGREGATES} aggregates, regenerated and VACUUM ANALYZEd before \
          every run; pgbench `-M prepared -c {} -j {} -t {}` with benches/claim_mark.sql, batch {}; \
-         pgbench marked {} rows in {:.2} s.",
+         pgbench marked {} rows in {:.2} s (median round).",
         group(n as u64),
         s.concurrency,
         opts.pgbench_threads.min(s.concurrency),
         n.div_ceil(s.concurrency * s.batch_size),
         s.batch_size,
-        group(pgbench.events),
-        pgbench.elapsed.as_secs_f64()
+        group(pgbench.drain.events),
+        pgbench.drain.elapsed.as_secs_f64()
     ));
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The benchmarks can't rot: every one runs at tiny sizes (debug build, a few seconds) and produces
 //! its rows. The figures themselves are not checked — a debug build on a shared machine says nothing.
 
+use outbox_bench::common::Spread;
 use outbox_bench::{BENCHMARKS, Opts, Verdict};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -35,10 +36,28 @@ async fn every_benchmark_runs_at_tiny_sizes() {
             assert!(!row.target.is_empty(), "`{}` has no target", row.name);
         }
     }
+    // Benchmark 7's verdict is about correctness, not speed: no event published twice.
+    let scale_out: Vec<_> = report.rows.iter().filter(|r| r.bench == 7).collect();
+    assert_eq!(scale_out.len(), 3, "one row per instance count");
+    for row in scale_out {
+        assert_eq!(row.verdict, Verdict::Pass, "duplicates: {}", row.measured);
+    }
     let table = report.to_markdown();
     assert!(table.contains("| # | benchmark |"), "{table}");
     assert_eq!(
         table.lines().filter(|l| l.starts_with("| ")).count(),
         report.rows.len() + 1
     );
+}
+
+#[test]
+fn figures_are_medians_with_their_spread() {
+    let s = Spread::of(&[31_900.0, 28_100.0, 30_011.0]);
+    assert_eq!(
+        (s.median, s.min, s.max, s.n),
+        (30_011.0, 28_100.0, 31_900.0, 3)
+    );
+    assert_eq!(s.rate("ev"), "30 011 ev/s (min 28 100, max 31 900)");
+    assert_eq!(Spread::of(&[1.0, 3.0]).median, 2.0);
+    assert_eq!(Spread::of(&[0.5]).ms(), "0.50 ms");
 }
