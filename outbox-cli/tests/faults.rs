@@ -13,7 +13,7 @@ use outbox_core::{ErrorKind, emit};
 use outbox_queries::queries::admin;
 use outbox_sqs_fixture::{CallFault, EntryFault, SqsFixture};
 use outbox_tests::sqs::TestQueue;
-use outbox_tests::{TestDb, TestEvent};
+use outbox_tests::{TestDb, TestEvent, Unserialisable};
 use support::*;
 
 const EVENTS: u64 = 10_000;
@@ -502,27 +502,6 @@ async fn bad_input_is_refused_at_emit_and_the_caller_keeps_control() {
         .await
         .unwrap();
 
-    #[derive(serde::Serialize)]
-    struct Bad {
-        id: String,
-        #[serde(serialize_with = "refuse")]
-        x: (),
-    }
-    fn refuse<S: serde::Serializer>(_: &(), _: S) -> Result<S::Ok, S::Error> {
-        Err(serde::ser::Error::custom("refused"))
-    }
-    impl outbox_core::OutboxEvent for Bad {
-        fn aggregate_type(&self) -> &'static str {
-            "order"
-        }
-        fn event_type(&self) -> &'static str {
-            "order.bad"
-        }
-        fn aggregate_id(&self) -> impl std::fmt::Display + '_ {
-            &self.id
-        }
-    }
-
     let mut client = db.pool().get().await.unwrap();
     let cases: Vec<(&str, ErrorKind)> = vec![
         ("non-serialisable", ErrorKind::Serialize),
@@ -539,16 +518,7 @@ async fn bad_input_is_refused_at_emit_and_the_caller_keeps_control() {
             .await
             .unwrap();
         let result = match *case {
-            "non-serialisable" => {
-                emit(
-                    &tx,
-                    &Bad {
-                        id: order_id.clone(),
-                        x: (),
-                    },
-                )
-                .await
-            }
+            "non-serialisable" => emit(&tx, &Unserialisable::new(&order_id)).await,
             "over-size" => emit(&tx, &TestEvent::new(&order_id, 1).note("x".repeat(1 << 20))).await,
             "invalid characters" => emit(&tx, &TestEvent::new(&order_id, 1).note("\u{FFFE}")).await,
             "NUL" => emit(&tx, &TestEvent::new(&order_id, 1).note("a\u{0}b")).await,

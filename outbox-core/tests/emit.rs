@@ -5,32 +5,8 @@ use std::collections::BTreeMap;
 
 use outbox_core::{Emitter, ErrorKind, OutboxEvent, emit, emit_all};
 use outbox_queries::queries::admin;
-use outbox_tests::{TestDb, TestEvent};
-use serde::{Serialize, Serializer};
-
-/// An event whose payload cannot be serialised (a map with non-string keys fails in serde_json).
-#[derive(Serialize)]
-struct Unserialisable {
-    id: String,
-    #[serde(serialize_with = "fail")]
-    broken: (),
-}
-
-fn fail<S: Serializer>(_: &(), _: S) -> Result<S::Ok, S::Error> {
-    Err(serde::ser::Error::custom("this field refuses to serialise"))
-}
-
-impl OutboxEvent for Unserialisable {
-    fn aggregate_type(&self) -> &'static str {
-        "order"
-    }
-    fn event_type(&self) -> &'static str {
-        "order.broken"
-    }
-    fn aggregate_id(&self) -> impl std::fmt::Display + '_ {
-        &self.id
-    }
-}
+use outbox_tests::{TestDb, TestEvent, Unserialisable};
+use serde::Serialize;
 
 /// Map keys serde_json cannot write.
 #[derive(Serialize)]
@@ -65,10 +41,7 @@ async fn invalid_events_are_refused_before_insert_and_the_transaction_stays_usab
     let mut client = db.pool().get().await.unwrap();
     let tx = client.transaction().await.unwrap();
 
-    let unserialisable = Unserialisable {
-        id: "o-1".into(),
-        broken: (),
-    };
+    let unserialisable = Unserialisable::new("o-1");
     let e = emit(&tx, &unserialisable).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Serialize, "{e}");
     assert!(

@@ -44,3 +44,41 @@ impl OutboxEvent for TestEvent {
         &self.order_id
     }
 }
+
+/// An event whose payload refuses to serialise (one field's serializer always fails).
+#[derive(Debug, Clone, Serialize)]
+pub struct Unserialisable {
+    /// The aggregate id.
+    pub id: String,
+    /// A field whose serializer always fails.
+    #[serde(serialize_with = "refuse")]
+    pub broken: (),
+}
+
+impl Unserialisable {
+    /// An unserialisable event about order `id`.
+    pub fn new(id: impl Into<String>) -> Self {
+        Unserialisable {
+            id: id.into(),
+            broken: (),
+        }
+    }
+}
+
+fn refuse<S: serde::Serializer>(_: &(), _: S) -> Result<S::Ok, S::Error> {
+    Err(serde::ser::Error::custom("this field refuses to serialise"))
+}
+
+impl OutboxEvent for Unserialisable {
+    fn aggregate_type(&self) -> &'static str {
+        "order"
+    }
+
+    fn event_type(&self) -> &'static str {
+        "order.broken"
+    }
+
+    fn aggregate_id(&self) -> impl std::fmt::Display + '_ {
+        &self.id
+    }
+}

@@ -14,6 +14,6 @@ pub mod running;
 pub mod sqs;
 
 pub use db::TestDb;
-pub use events::TestEvent;
+pub use events::{TestEvent, Unserialisable};
 pub use publishers::{FlakyPublisher, RecordingPublisher};
 pub use running::{RunningRelay, eventually};
