@@ -118,17 +118,17 @@ UPDATE outbox_events
    AND processed_at IS NULL
 RETURNING id;
 
--- Record every failure of a batch in one statement (the IncrementOutboxAttempts of the original design):
--- attempts + 1, the error kept, and either a retry time computed from the database clock plus the
--- backoff the relay chose, or dead-lettering.
+-- Record every failure of a batch in one statement: attempts + 1 (unless the failure was the
+-- destination's, not the event's: `counted` false), the error kept, and either a retry time computed
+-- from the database clock plus the backoff the relay chose, or dead-lettering.
 --! record_outbox_failures
 UPDATE outbox_events e
-   SET attempts = e.attempts + 1,
+   SET attempts = e.attempts + CASE WHEN f.counted THEN 1 ELSE 0 END,
        last_error = f.error,
        retry_after = CASE WHEN f.dead THEN NULL ELSE now() + make_interval(secs => f.delay_secs) END,
        dead_lettered_at = CASE WHEN f.dead THEN now() ELSE NULL END
-  FROM unnest(:ids::uuid[], :errors::text[], :delay_secs::float8[], :dead::bool[])
-       AS f(id, error, delay_secs, dead)
+  FROM unnest(:ids::uuid[], :errors::text[], :delay_secs::float8[], :dead::bool[], :counted::bool[])
+       AS f(id, error, delay_secs, dead, counted)
  WHERE e.id = f.id
    AND e.processed_at IS NULL
 RETURNING e.id;

@@ -53,6 +53,7 @@ async fn prepared(db: &TestDb) -> Vec<Uuid> {
             &["rejected: invalid content", "rejected"].as_slice(),
             &[0.0, 0.0].as_slice(),
             &[true, true].as_slice(),
+            &[true, true].as_slice(),
         )
         .all()
         .await

@@ -93,7 +93,7 @@ pub use metrics::RelayMetrics;
 pub use migrate::{MigrationReport, SCHEMA_HISTORY_TABLE, migrate};
 pub use outbox_macros::OutboxEvent;
 pub use outbox_queries::client::GenericClient;
-pub use publisher::{ClaimedEvent, PublishOutcome, Publisher};
+pub use publisher::{ClaimedEvent, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
 pub use relay::{
     BatchReport, LISTENER_APPLICATION_NAME, MAX_BATCH_SIZE, Relay, RelayBuilder, RelayConfig,
 };

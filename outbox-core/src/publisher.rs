@@ -18,14 +18,27 @@ pub enum PublishOutcome {
     /// The broker can never accept this event (invalid content, too large, no route). The relay
     /// dead-letters it at once with this reason.
     Permanent(String),
+    /// Nothing is wrong with the event, but its destination is unavailable as a whole (the queue
+    /// does not exist any more, access is denied, the destination is throttled). The relay puts the
+    /// event back for a short delay ([`UNAVAILABLE_RETRY_DELAY`]) *without* counting an attempt and
+    /// holds back the later events of its aggregate, so a broken destination cannot dead-letter
+    /// events in bulk while events for healthy destinations keep flowing. A publisher that has seen
+    /// a destination broken for too long returns [`Permanent`](PublishOutcome::Permanent) instead.
+    Unavailable(String),
 }
+
+/// How long the relay puts back an event whose destination was
+/// [unavailable](PublishOutcome::Unavailable) (less up to 20 % jitter).
+pub const UNAVAILABLE_RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl PublishOutcome {
     /// The error text of a failed outcome.
     pub fn error(&self) -> Option<&str> {
         match self {
             PublishOutcome::Published => None,
-            PublishOutcome::Retry(e) | PublishOutcome::Permanent(e) => Some(e),
+            PublishOutcome::Retry(e)
+            | PublishOutcome::Permanent(e)
+            | PublishOutcome::Unavailable(e) => Some(e),
         }
     }
 }

@@ -473,6 +473,52 @@ async fn a_publish_call_over_the_timeout_releases_the_events_without_counting_an
     assert_eq!((r.attempts, r.processed_at), (0, None));
 }
 
+#[tokio::test]
+async fn an_unavailable_destination_puts_its_events_back_without_an_attempt_and_blocks_nothing_else()
+ {
+    let db = TestDb::new().await;
+    let broken = Arc::new(AtomicBool::new(true));
+    let publisher = Arc::new(FlakyPublisher::new({
+        let broken = Arc::clone(&broken);
+        move |e| {
+            (e.payload["note"] == "broken-queue" && broken.load(Ordering::SeqCst))
+                .then(|| PublishOutcome::Unavailable("QueueDoesNotExist".into()))
+        }
+    }));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .max_attempts(1)
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let stuck = emit(&client, &TestEvent::new("a", 1).note("broken-queue"))
+        .await
+        .unwrap();
+    let behind = emit(&client, &TestEvent::new("a", 2)).await.unwrap();
+    let other = emit(&client, &TestEvent::new("b", 1)).await.unwrap();
+
+    let report = relay.run_once().await.unwrap();
+    assert_eq!((report.published, report.deferred), (1, 1), "{report:?}");
+    assert!(db.event(other).await.processed_at.is_some());
+    let r = db.event(stuck).await;
+    // max_attempts(1): a counted failure would have dead-lettered it.
+    assert_eq!((r.attempts, r.dead_lettered_at), (0, None));
+    assert!(r.retry_after.is_some() && r.last_error.as_deref() == Some("QueueDoesNotExist"));
+    assert!(db.event(behind).await.processed_at.is_none(), "order kept");
+
+    // The destination comes back: once the short delay is over, both are published in order.
+    broken.store(false, Ordering::SeqCst);
+    client
+        .execute(
+            "UPDATE outbox_events SET retry_after = now() WHERE id = $1",
+            &[&stuck],
+        )
+        .await
+        .unwrap();
+    relay.run_once().await.unwrap();
+    let order: Vec<Uuid> = publisher.published().iter().map(|e| e.id).collect();
+    assert_eq!(order, vec![other, stuck, behind]);
+}
+
 #[test]
 fn builder_validates_settings() {
     let rt = tokio::runtime::Runtime::new().unwrap();

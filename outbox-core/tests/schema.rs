@@ -218,6 +218,7 @@ async fn recorded_failure_waits_for_retry_after_then_is_claimable() {
             &["throttled"].as_slice(),
             &[0.6].as_slice(),
             &[false].as_slice(),
+            &[true].as_slice(),
         )
         .all()
         .await
@@ -267,6 +268,7 @@ async fn dead_letters_show_in_the_view_are_never_claimed_and_retry_resets_them()
             &[ids[0]].as_slice(),
             &["rejected"].as_slice(),
             &[0.0].as_slice(),
+            &[true].as_slice(),
             &[true].as_slice(),
         )
         .all()
@@ -367,6 +369,7 @@ async fn purge_deletes_only_matching_dead_letters() {
             &["x", "y"].as_slice(),
             &[0.0, 0.0].as_slice(),
             &[true, true].as_slice(),
+            &[true, true].as_slice(),
         )
         .all()
         .await
@@ -428,6 +431,7 @@ async fn cleanup_deletes_only_processed_rows_older_than_the_interval() {
             &["dead"].as_slice(),
             &[0.0].as_slice(),
             &[true].as_slice(),
+            &[true].as_slice(),
         )
         .all()
         .await
@@ -487,6 +491,7 @@ async fn stats_report_the_state_of_the_table() {
             &["dead", "later"].as_slice(),
             &[0.0, 60.0].as_slice(),
             &[true, false].as_slice(),
+            &[true, true].as_slice(),
         )
         .all()
         .await

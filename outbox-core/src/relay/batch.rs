@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::Inner;
 use crate::backoff::Disposition;
 use crate::error::{Error, ErrorKind};
-use crate::publisher::{ClaimedEvent, PublishOutcome, Publisher};
+use crate::publisher::{ClaimedEvent, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
 
 /// What one batch did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,6 +22,9 @@ pub struct BatchReport {
     pub retried: usize,
     /// Events dead-lettered (permanent failure or attempts used up).
     pub dead_lettered: usize,
+    /// Events whose destination was [unavailable](PublishOutcome::Unavailable): put back for a
+    /// short delay without an attempt counted.
+    pub deferred: usize,
     /// Events released without an attempt counted: they followed a failed event of their aggregate,
     /// or the publisher failed as a whole. They are claimed again later.
     pub released: usize,
@@ -35,6 +38,8 @@ struct Failure {
     error: String,
     delay_secs: f64,
     dead: bool,
+    /// Whether the failure counts as an attempt (not when the destination was unavailable).
+    counted: bool,
 }
 
 /// Splits events (in `seq` order) into waves: wave `k` holds the `k`-th event of every aggregate, so
@@ -209,6 +214,31 @@ async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport
                         }
                         PublishOutcome::Retry(e) => (e, false),
                         PublishOutcome::Permanent(e) => (e, true),
+                        PublishOutcome::Unavailable(e) => {
+                            report.deferred += 1;
+                            let delay =
+                                UNAVAILABLE_RETRY_DELAY.mul_f64(1.0 - 0.2 * rand::random::<f64>());
+                            tracing::warn!(
+                                event_id = %event.id, event_type = %event.event_type,
+                                aggregate_id = %event.aggregate_id, attempt = event.attempts + 1,
+                                retry_in_ms = delay.as_millis() as u64, error = %e,
+                                "destination unavailable; event put back without counting an attempt"
+                            );
+                            if ordered {
+                                blocked.push((
+                                    event.aggregate_type.clone(),
+                                    event.aggregate_id.clone(),
+                                ));
+                            }
+                            failures.push(Failure {
+                                id: event.id,
+                                error: e,
+                                delay_secs: delay.as_secs_f64(),
+                                dead: false,
+                                counted: false,
+                            });
+                            continue;
+                        }
                     };
                     let attempts = u32::try_from(event.attempts).unwrap_or(0);
                     let disposition = policy.on_failure(attempts, permanent, rand::random());
@@ -244,6 +274,7 @@ async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport
                         error,
                         delay_secs,
                         dead,
+                        counted: true,
                     });
                 }
             }
@@ -275,10 +306,11 @@ async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport
         let errors: Vec<&str> = failures.iter().map(|f| f.error.as_str()).collect();
         let delays: Vec<f64> = failures.iter().map(|f| f.delay_secs).collect();
         let dead: Vec<bool> = failures.iter().map(|f| f.dead).collect();
+        let counted: Vec<bool> = failures.iter().map(|f| f.counted).collect();
         sql::record_outbox_failures()
             .prepare(&tx)
             .await?
-            .bind(&tx, &ids, &errors, &delays, &dead)
+            .bind(&tx, &ids, &errors, &delays, &dead, &counted)
             .all()
             .await?;
     }

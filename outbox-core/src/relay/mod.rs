@@ -273,7 +273,12 @@ impl<P: Publisher> Relay<P> {
                     if report.claimed > 0 {
                         // This batch's commit unblocked the next events of its aggregates: idle
                         // workers may claim them now instead of at their next poll.
-                        if report.published + report.retried + report.dead_lettered > 0 {
+                        if report.published
+                            + report.retried
+                            + report.dead_lettered
+                            + report.deferred
+                            > 0
+                        {
                             wake_others.send_modify(|g| *g = g.wrapping_add(1));
                         }
                         continue;

@@ -30,11 +30,13 @@ pub struct RecordOutboxFailuresParams<
     T3: crate::ArraySql<Item = T2>,
     T4: crate::ArraySql<Item = f64>,
     T5: crate::ArraySql<Item = bool>,
+    T6: crate::ArraySql<Item = bool>,
 > {
     pub ids: T1,
     pub errors: T3,
     pub delay_secs: T4,
     pub dead: T5,
+    pub counted: T6,
 }
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ClaimedEvent {
@@ -603,7 +605,7 @@ impl MarkOutboxProcessedStmt {
 pub struct RecordOutboxFailuresStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn record_outbox_failures() -> RecordOutboxFailuresStmt {
     RecordOutboxFailuresStmt(
-        "UPDATE outbox_events e SET attempts = e.attempts + 1, last_error = f.error, retry_after = CASE WHEN f.dead THEN NULL ELSE now() + make_interval(secs => f.delay_secs) END, dead_lettered_at = CASE WHEN f.dead THEN now() ELSE NULL END FROM unnest($1::uuid[], $2::text[], $3::float8[], $4::bool[]) AS f(id, error, delay_secs, dead) WHERE e.id = f.id AND e.processed_at IS NULL RETURNING e.id",
+        "UPDATE outbox_events e SET attempts = e.attempts + CASE WHEN f.counted THEN 1 ELSE 0 END, last_error = f.error, retry_after = CASE WHEN f.dead THEN NULL ELSE now() + make_interval(secs => f.delay_secs) END, dead_lettered_at = CASE WHEN f.dead THEN now() ELSE NULL END FROM unnest($1::uuid[], $2::text[], $3::float8[], $4::bool[], $5::bool[]) AS f(id, error, delay_secs, dead, counted) WHERE e.id = f.id AND e.processed_at IS NULL RETURNING e.id",
         None,
     )
 }
@@ -625,6 +627,7 @@ impl RecordOutboxFailuresStmt {
         T3: crate::ArraySql<Item = T2>,
         T4: crate::ArraySql<Item = f64>,
         T5: crate::ArraySql<Item = bool>,
+        T6: crate::ArraySql<Item = bool>,
     >(
         &'s self,
         client: &'c C,
@@ -632,10 +635,11 @@ impl RecordOutboxFailuresStmt {
         errors: &'a T3,
         delay_secs: &'a T4,
         dead: &'a T5,
-    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 4> {
+        counted: &'a T6,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
         UuidUuidQuery {
             client,
-            params: [ids, errors, delay_secs, dead],
+            params: [ids, errors, delay_secs, dead, counted],
             query: self.0,
             cached: self.1.as_ref(),
             extractor: |row| Ok(row.try_get(0)?),
@@ -653,27 +657,29 @@ impl<
     T3: crate::ArraySql<Item = T2>,
     T4: crate::ArraySql<Item = f64>,
     T5: crate::ArraySql<Item = bool>,
+    T6: crate::ArraySql<Item = bool>,
 >
     crate::client::async_::Params<
         'c,
         'a,
         's,
-        RecordOutboxFailuresParams<T1, T2, T3, T4, T5>,
-        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 4>,
+        RecordOutboxFailuresParams<T1, T2, T3, T4, T5, T6>,
+        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5>,
         C,
     > for RecordOutboxFailuresStmt
 {
     fn params(
         &'s self,
         client: &'c C,
-        params: &'a RecordOutboxFailuresParams<T1, T2, T3, T4, T5>,
-    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 4> {
+        params: &'a RecordOutboxFailuresParams<T1, T2, T3, T4, T5, T6>,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
         self.bind(
             client,
             &params.ids,
             &params.errors,
             &params.delay_secs,
             &params.dead,
+            &params.counted,
         )
     }
 }
