@@ -14,11 +14,39 @@ use crate::trace;
 /// Writes events with the generated insert queries, after checking each one against the limits of
 /// the broker it will be published to.
 ///
-/// [`emit`] and [`emit_all`] use the default `Emitter` (SQS's 1 MiB limit); build one with
-/// [`Emitter::with_max_message_bytes`] for a lower limit.
+/// [`emit`] and [`emit_all`] use the default `Emitter` (SQS's 1 MiB limit, per-aggregate order);
+/// build one with [`Emitter::with_max_message_bytes`] for a lower limit.
+///
+/// # Per-aggregate order and the aggregate lock
+///
+/// By default every insert first takes a transaction-scoped advisory lock on its event's aggregate
+/// (inside the same statement: no extra round trip). Writers of one aggregate therefore wait for
+/// each other from their emit to their commit or rollback, which makes the order of an
+/// aggregate's events (`seq`) the order in which they commit, however writers interleave: the relay
+/// never publishes an event while an earlier event of its aggregate is still uncommitted. Writers of
+/// different aggregates never wait for each other.
+///
+/// Two rules follow, as with any lock:
+/// - **Emit early or late, but know that the aggregate stays locked until commit.** A transaction
+///   that emits and then runs for a long time delays other writers of that aggregate (only).
+/// - **Deadlocks**: a transaction that emits for several aggregates locks them in the order it
+///   emits. Two transactions that emit for the same aggregates in opposite orders can deadlock;
+///   PostgreSQL detects it within `deadlock_timeout` (1 s) and aborts one of them with SQLSTATE
+///   `40P01`, which your transaction retry handles like a serialisation failure. Emit in a
+///   consistent order (e.g. sorted by aggregate), or use [`emit_all`](Emitter::emit_all), which
+///   takes all its locks in one fixed order.
+///
+/// A transaction holds one lock per distinct aggregate it emitted for; PostgreSQL's lock table
+/// holds `max_locks_per_transaction` × `max_connections` locks (6 400 by default) for all sessions
+/// together, so a transaction that emits for thousands of distinct aggregates needs a larger
+/// `max_locks_per_transaction`.
+///
+/// If your relays run with per-aggregate order off (`--no-ordering`), turn the lock off too with
+/// [`per_aggregate_order(false)`](Emitter::per_aggregate_order): writers then never wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Emitter {
     max_message_bytes: usize,
+    ordered: bool,
 }
 
 impl Default for Emitter {
@@ -41,7 +69,16 @@ impl Emitter {
     pub const fn new() -> Self {
         Emitter {
             max_message_bytes: SQS_MAX_MESSAGE_BYTES,
+            ordered: true,
         }
+    }
+
+    /// Whether inserts take the aggregate lock that keeps per-aggregate order (default `true`; see
+    /// [the type's docs](Emitter#per-aggregate-order-and-the-aggregate-lock)). Turn it off only when
+    /// every relay runs with per-aggregate order off.
+    pub const fn per_aggregate_order(mut self, on: bool) -> Self {
+        self.ordered = on;
+        self
     }
 
     /// An emitter that refuses messages larger than `max` bytes (payload and attributes, counted as
@@ -54,6 +91,7 @@ impl Emitter {
         }
         Ok(Emitter {
             max_message_bytes: max,
+            ordered: true,
         })
     }
 
@@ -76,19 +114,29 @@ impl Emitter {
         let e = self.check(event)?;
         // Prepared through the client's statement cache where it has one (deadpool), so a warm
         // connection inserts in one round trip.
-        let id = sql::insert_outbox_event()
-            .prepare(client)
-            .await?
-            .bind(
-                client,
-                &e.aggregate_type,
-                &e.aggregate_id.as_str(),
-                &e.event_type,
-                &Json(&*e.payload),
-                &Json(&*e.metadata),
-            )
-            .one()
-            .await?;
+        // The ordered and unordered statements are distinct generated types with the same shape.
+        macro_rules! insert {
+            ($statement:expr) => {
+                $statement
+                    .prepare(client)
+                    .await?
+                    .bind(
+                        client,
+                        &e.aggregate_type,
+                        &e.aggregate_id.as_str(),
+                        &e.event_type,
+                        &Json(&*e.payload),
+                        &Json(&*e.metadata),
+                    )
+                    .one()
+                    .await?
+            };
+        }
+        let id = if self.ordered {
+            insert!(sql::insert_outbox_event())
+        } else {
+            insert!(sql::insert_outbox_event_unordered())
+        };
         Ok(id)
     }
 
@@ -112,19 +160,28 @@ impl Emitter {
         let event_types: Vec<&str> = checked.iter().map(|e| e.event_type).collect();
         let payloads: Vec<Json<&RawValue>> = checked.iter().map(|e| Json(&*e.payload)).collect();
         let metadata: Vec<Json<&RawValue>> = checked.iter().map(|e| Json(&*e.metadata)).collect();
-        let ids = sql::insert_outbox_events()
-            .prepare(client)
-            .await?
-            .bind(
-                client,
-                &aggregate_types,
-                &aggregate_ids,
-                &event_types,
-                &payloads,
-                &metadata,
-            )
-            .all()
-            .await?;
+        macro_rules! insert_all {
+            ($statement:expr) => {
+                $statement
+                    .prepare(client)
+                    .await?
+                    .bind(
+                        client,
+                        &aggregate_types,
+                        &aggregate_ids,
+                        &event_types,
+                        &payloads,
+                        &metadata,
+                    )
+                    .all()
+                    .await?
+            };
+        }
+        let ids = if self.ordered {
+            insert_all!(sql::insert_outbox_events())
+        } else {
+            insert_all!(sql::insert_outbox_events_unordered())
+        };
         Ok(ids)
     }
 

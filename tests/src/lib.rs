@@ -8,6 +8,7 @@
 
 pub mod db;
 pub mod events;
+pub mod interleaved;
 pub mod publishers;
 pub mod running;
 #[cfg(feature = "sqs")]

@@ -33,6 +33,39 @@ pub struct InsertOutboxEventsParams<
     pub payloads: T8,
     pub metadata: T10,
 }
+#[derive(Debug)]
+pub struct InsertOutboxEventUnorderedParams<
+    T1: crate::StringSql,
+    T2: crate::StringSql,
+    T3: crate::StringSql,
+    T4: crate::JsonSql,
+    T5: crate::JsonSql,
+> {
+    pub aggregate_type: T1,
+    pub aggregate_id: T2,
+    pub event_type: T3,
+    pub payload: T4,
+    pub metadata: T5,
+}
+#[derive(Debug)]
+pub struct InsertOutboxEventsUnorderedParams<
+    T1: crate::StringSql,
+    T2: crate::ArraySql<Item = T1>,
+    T3: crate::StringSql,
+    T4: crate::ArraySql<Item = T3>,
+    T5: crate::StringSql,
+    T6: crate::ArraySql<Item = T5>,
+    T7: crate::JsonSql,
+    T8: crate::ArraySql<Item = T7>,
+    T9: crate::JsonSql,
+    T10: crate::ArraySql<Item = T9>,
+> {
+    pub aggregate_types: T2,
+    pub aggregate_ids: T4,
+    pub event_types: T6,
+    pub payloads: T8,
+    pub metadata: T10,
+}
 use crate::client::async_::GenericClient;
 use futures::{self, StreamExt, TryStreamExt};
 pub struct UuidUuidQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
@@ -102,7 +135,7 @@ where
 pub struct InsertOutboxEventStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn insert_outbox_event() -> InsertOutboxEventStmt {
     InsertOutboxEventStmt(
-        "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, metadata) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+        "WITH aggregate_lock AS ( SELECT pg_advisory_xact_lock(hashtextextended($1::text || E'\\x1f' || $2::text, 0)) ) INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, metadata) SELECT $1::text, $2::text, $3::text, $4::jsonb, $5::jsonb FROM aggregate_lock RETURNING id",
         None,
     )
 }
@@ -181,7 +214,7 @@ impl<
 pub struct InsertOutboxEventsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn insert_outbox_events() -> InsertOutboxEventsStmt {
     InsertOutboxEventsStmt(
-        "WITH inserted AS ( INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, metadata) SELECT aggregate_type, aggregate_id, event_type, payload, metadata FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::jsonb[]) WITH ORDINALITY AS e(aggregate_type, aggregate_id, event_type, payload, metadata, ord) ORDER BY ord RETURNING id, seq ) SELECT id FROM inserted ORDER BY seq",
+        "WITH keys AS ( SELECT DISTINCT hashtextextended(t || E'\\x1f' || i, 0) AS k FROM unnest($1::text[], $2::text[]) AS a(t, i) ORDER BY k ), aggregate_locks AS ( SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock(k) FROM keys) l ), inserted AS ( INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, metadata) SELECT aggregate_type, aggregate_id, event_type, payload, metadata FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::jsonb[]) WITH ORDINALITY AS e(aggregate_type, aggregate_id, event_type, payload, metadata, ord), aggregate_locks ORDER BY ord RETURNING id, seq ) SELECT id FROM inserted ORDER BY seq",
         None,
     )
 }
@@ -262,6 +295,180 @@ impl<
         &'s self,
         client: &'c C,
         params: &'a InsertOutboxEventsParams<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10>,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
+        self.bind(
+            client,
+            &params.aggregate_types,
+            &params.aggregate_ids,
+            &params.event_types,
+            &params.payloads,
+            &params.metadata,
+        )
+    }
+}
+pub struct InsertOutboxEventUnorderedStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn insert_outbox_event_unordered() -> InsertOutboxEventUnorderedStmt {
+    InsertOutboxEventUnorderedStmt(
+        "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, metadata) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+        None,
+    )
+}
+impl InsertOutboxEventUnorderedStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<
+        'c,
+        'a,
+        's,
+        C: GenericClient,
+        T1: crate::StringSql,
+        T2: crate::StringSql,
+        T3: crate::StringSql,
+        T4: crate::JsonSql,
+        T5: crate::JsonSql,
+    >(
+        &'s self,
+        client: &'c C,
+        aggregate_type: &'a T1,
+        aggregate_id: &'a T2,
+        event_type: &'a T3,
+        payload: &'a T4,
+        metadata: &'a T5,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
+        UuidUuidQuery {
+            client,
+            params: [aggregate_type, aggregate_id, event_type, payload, metadata],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
+impl<
+    'c,
+    'a,
+    's,
+    C: GenericClient,
+    T1: crate::StringSql,
+    T2: crate::StringSql,
+    T3: crate::StringSql,
+    T4: crate::JsonSql,
+    T5: crate::JsonSql,
+>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        InsertOutboxEventUnorderedParams<T1, T2, T3, T4, T5>,
+        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5>,
+        C,
+    > for InsertOutboxEventUnorderedStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a InsertOutboxEventUnorderedParams<T1, T2, T3, T4, T5>,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
+        self.bind(
+            client,
+            &params.aggregate_type,
+            &params.aggregate_id,
+            &params.event_type,
+            &params.payload,
+            &params.metadata,
+        )
+    }
+}
+pub struct InsertOutboxEventsUnorderedStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn insert_outbox_events_unordered() -> InsertOutboxEventsUnorderedStmt {
+    InsertOutboxEventsUnorderedStmt(
+        "WITH inserted AS ( INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, metadata) SELECT aggregate_type, aggregate_id, event_type, payload, metadata FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::jsonb[]) WITH ORDINALITY AS e(aggregate_type, aggregate_id, event_type, payload, metadata, ord) ORDER BY ord RETURNING id, seq ) SELECT id FROM inserted ORDER BY seq",
+        None,
+    )
+}
+impl InsertOutboxEventsUnorderedStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<
+        'c,
+        'a,
+        's,
+        C: GenericClient,
+        T1: crate::StringSql,
+        T2: crate::ArraySql<Item = T1>,
+        T3: crate::StringSql,
+        T4: crate::ArraySql<Item = T3>,
+        T5: crate::StringSql,
+        T6: crate::ArraySql<Item = T5>,
+        T7: crate::JsonSql,
+        T8: crate::ArraySql<Item = T7>,
+        T9: crate::JsonSql,
+        T10: crate::ArraySql<Item = T9>,
+    >(
+        &'s self,
+        client: &'c C,
+        aggregate_types: &'a T2,
+        aggregate_ids: &'a T4,
+        event_types: &'a T6,
+        payloads: &'a T8,
+        metadata: &'a T10,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
+        UuidUuidQuery {
+            client,
+            params: [
+                aggregate_types,
+                aggregate_ids,
+                event_types,
+                payloads,
+                metadata,
+            ],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
+impl<
+    'c,
+    'a,
+    's,
+    C: GenericClient,
+    T1: crate::StringSql,
+    T2: crate::ArraySql<Item = T1>,
+    T3: crate::StringSql,
+    T4: crate::ArraySql<Item = T3>,
+    T5: crate::StringSql,
+    T6: crate::ArraySql<Item = T5>,
+    T7: crate::JsonSql,
+    T8: crate::ArraySql<Item = T7>,
+    T9: crate::JsonSql,
+    T10: crate::ArraySql<Item = T9>,
+>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        InsertOutboxEventsUnorderedParams<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10>,
+        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5>,
+        C,
+    > for InsertOutboxEventsUnorderedStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a InsertOutboxEventsUnorderedParams<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10>,
     ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
         self.bind(
             client,
