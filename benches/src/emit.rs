@@ -66,6 +66,9 @@ enum Variant {
     EmitNoNotify,
     /// The order row and `emit`, with the trigger (the product as installed).
     Emit,
+    /// The order row and `emit` without the aggregate lock (`Emitter::per_aggregate_order(false)`),
+    /// with the trigger: what per-aggregate order costs the writer.
+    EmitUnordered,
     /// Diagnostic: the order row and the same outbox row as `emit` writes, inserted through a
     /// prepared statement from deadpool's cache, with the trigger.
     CachedInsert,
@@ -101,6 +104,12 @@ async fn business_tx(client: &mut deadpool_postgres::Client, v: Variant, i: i64)
         Variant::Plain => {}
         Variant::Emit | Variant::EmitNoNotify => {
             event.emit(&tx).await?;
+        }
+        Variant::EmitUnordered => {
+            outbox_core::Emitter::new()
+                .per_aggregate_order(false)
+                .emit(&tx, &event)
+                .await?;
         }
         Variant::CachedInsert => {
             let insert = tx.prepare_cached(INSERT_OUTBOX).await?;
@@ -148,7 +157,10 @@ async fn set_trigger(client: &tokio_postgres::Client, v: Variant) -> Result<()> 
     if v != Variant::Plain {
         client.batch_execute(DROP_TRIGGER).await?;
     }
-    if matches!(v, Variant::Emit | Variant::CachedInsert) {
+    if matches!(
+        v,
+        Variant::Emit | Variant::EmitUnordered | Variant::CachedInsert
+    ) {
         client.batch_execute(CREATE_TRIGGER).await?;
     }
     Ok(())
@@ -181,7 +193,12 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
     common::warm_pool(&db, opts.emit_writers).await?;
 
     // Warm-up: statements prepared, caches filled.
-    for v in [Variant::Plain, Variant::Emit, Variant::CachedInsert] {
+    for v in [
+        Variant::Plain,
+        Variant::Emit,
+        Variant::EmitUnordered,
+        Variant::CachedInsert,
+    ] {
         set_trigger(&setup, v).await?;
         writers(&db, v, opts.emit_writers, 20).await?;
     }
@@ -190,6 +207,7 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
         Variant::Plain,
         Variant::EmitNoNotify,
         Variant::Emit,
+        Variant::EmitUnordered,
         Variant::CachedInsert,
     ];
     // (variant, figure) per round: median latency in ms, or transactions per second.
@@ -251,6 +269,27 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
         format!("{} without emit", tps(Variant::Plain).rate("tx")),
         tps(Variant::Plain).median / tps(Variant::Emit).median,
         1.3,
+    ));
+    report.rows.push(Row::at_most(
+        3,
+        "aggregate lock (per-aggregate order) in emit, 1 connection: median latency",
+        lat(Variant::Emit).ms(),
+        format!("{} without the lock", lat(Variant::EmitUnordered).ms()),
+        lat(Variant::Emit).median / lat(Variant::EmitUnordered).median,
+        1.1,
+    ));
+    report.rows.push(Row::at_most(
+        3,
+        format!(
+            "aggregate lock (per-aggregate order) in emit, {w} writers: latency (1 / throughput)"
+        ),
+        tps(Variant::Emit).rate("tx"),
+        format!(
+            "{} without the lock",
+            tps(Variant::EmitUnordered).rate("tx")
+        ),
+        tps(Variant::EmitUnordered).median / tps(Variant::Emit).median,
+        1.1,
     ));
     let cost = 1.0 - tps(Variant::Emit).median / tps(Variant::EmitNoNotify).median;
     report.rows.push(Row::custom(
