@@ -1,0 +1,174 @@
+//! Draining a backlog with the relay (SQS or no-op publisher) and measuring it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use outbox_core::{CancellationToken, ClaimedEvent, PublishOutcome, Publisher, Relay};
+use outbox_tests::TestDb;
+
+use super::*;
+
+/// What draining a backlog did.
+#[derive(Debug, Clone, Copy)]
+pub struct Drain {
+    /// Events delivered (accepted by the SQS fixture, or marked by pgbench / the naive relay).
+    pub events: u64,
+    /// Wall time.
+    pub elapsed: Duration,
+    /// Whether the time cap stopped the run before the backlog was empty.
+    pub capped: bool,
+    /// CPU time this process used meanwhile (relay, SQS client and fixture), when known.
+    pub cpu: Option<Duration>,
+    /// CPU time of that spent by the SQS fixture's thread, when known.
+    pub fixture_cpu: Option<Duration>,
+    /// The most batches the relay was publishing at the same moment, when known.
+    pub max_batches: Option<usize>,
+}
+
+impl Drain {
+    /// Events per second.
+    pub fn rate(&self) -> f64 {
+        self.events as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// CPU microseconds per event: the relay's side (this process without the fixture's thread)
+    /// and the fixture's, when known.
+    pub fn cpu_us_per_event(&self) -> (Option<f64>, Option<f64>) {
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / (self.events.max(1) as f64);
+        let fixture = self.fixture_cpu.unwrap_or_default();
+        (
+            self.cpu.map(|c| per(c.saturating_sub(fixture))),
+            self.fixture_cpu.map(per),
+        )
+    }
+}
+
+/// A publisher that accepts everything at once and counts: the relay's database path alone.
+#[derive(Debug, Clone, Default)]
+pub struct NoopPublisher {
+    published: Arc<AtomicU64>,
+}
+
+impl NoopPublisher {
+    /// Events "published" so far.
+    pub fn published(&self) -> u64 {
+        self.published.load(Ordering::Relaxed)
+    }
+}
+
+impl Publisher for NoopPublisher {
+    type Error = std::convert::Infallible;
+
+    async fn publish(
+        &self,
+        events: &[ClaimedEvent],
+    ) -> std::result::Result<Vec<PublishOutcome>, Self::Error> {
+        self.published
+            .fetch_add(events.len() as u64, Ordering::Relaxed);
+        Ok(vec![PublishOutcome::Published; events.len()])
+    }
+}
+
+/// Runs the product relay over `db` into the fixture until `expected` events were accepted (or
+/// `cap` elapsed), then shuts it down and checks that the database agrees.
+pub async fn drain_relay(
+    db: &TestDb,
+    sqs: &Sqs,
+    settings: RelaySettings,
+    ordered: bool,
+    expected: usize,
+    cap: Duration,
+) -> Result<Drain> {
+    let publisher = sqs.publisher(settings.max_in_flight).await?;
+    sqs.fixture.reset_counters();
+    let before = sqs.fixture_cpu();
+    let mut drain = drain_with(db, publisher, settings, ordered, expected, cap, || {
+        sqs.fixture.accepted()
+    })
+    .await?;
+    drain.fixture_cpu = sqs
+        .fixture_cpu()
+        .zip(before)
+        .map(|(after, before)| after.saturating_sub(before));
+    Ok(drain)
+}
+
+/// Like [`drain_relay`], through a [`NoopPublisher`] instead of SQS.
+pub async fn drain_noop(
+    db: &TestDb,
+    settings: RelaySettings,
+    ordered: bool,
+    expected: usize,
+    cap: Duration,
+) -> Result<Drain> {
+    let publisher = NoopPublisher::default();
+    let counter = publisher.clone();
+    drain_with(db, publisher, settings, ordered, expected, cap, move || {
+        counter.published()
+    })
+    .await
+}
+
+/// Runs the relay with `publisher` until `accepted()` reaches `expected` (or `cap` elapsed).
+async fn drain_with<P: Publisher>(
+    db: &TestDb,
+    publisher: P,
+    settings: RelaySettings,
+    ordered: bool,
+    expected: usize,
+    cap: Duration,
+    accepted: impl Fn() -> u64,
+) -> Result<Drain> {
+    let publisher = Counting::new(publisher);
+    let most = publisher.most();
+    let relay = Relay::builder(db.pool().clone(), publisher)
+        .batch_size(settings.batch_size)
+        .concurrency(settings.concurrency)
+        .per_aggregate_order(ordered)
+        .build()?;
+    warm_pool(db, settings.concurrency).await?;
+    let token = CancellationToken::new();
+    let cpu_before = process_cpu();
+    let started = Instant::now();
+    let run = tokio::spawn({
+        let (relay, token) = (relay.clone(), token.clone());
+        async move { relay.run(token).await }
+    });
+    let capped = loop {
+        if accepted() >= expected as u64 {
+            break false;
+        }
+        if started.elapsed() >= cap {
+            break true;
+        }
+        if run.is_finished() {
+            break false;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    };
+    let elapsed = started.elapsed();
+    let cpu = process_cpu()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
+    let events = accepted();
+    token.cancel();
+    run.await??;
+    if !capped {
+        let marked = processed(&db.connect().await).await?;
+        if events < expected as u64 || marked != expected as u64 {
+            return Err(format!(
+                "relay drain: expected {expected} events, {events} published, {marked} marked"
+            )
+            .into());
+        }
+    }
+    Ok(Drain {
+        events,
+        elapsed,
+        capped,
+        cpu,
+        fixture_cpu: None,
+        max_batches: Some(most.load(Ordering::Relaxed)),
+    })
+}

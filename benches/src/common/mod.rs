@@ -1,0 +1,42 @@
+//! Shared pieces: the SQS fixture and publisher, backlogs, relay drains, pgbench, statistics.
+
+mod backlog;
+mod drain;
+mod pgbench;
+mod sqs;
+mod stats;
+
+pub use backlog::*;
+pub use drain::*;
+pub use pgbench::*;
+pub use sqs::*;
+pub use stats::*;
+
+/// The benchmarks' error type: anything, with its message.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// The benchmarks' result type.
+pub type Result<T> = std::result::Result<T, BoxError>;
+
+/// The queue every benchmark publishes to (a standard queue).
+pub const QUEUE: &str = "bench-events";
+
+/// The relay settings of the throughput benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelaySettings {
+    /// Events claimed per transaction.
+    pub batch_size: usize,
+    /// Batches in flight (relay workers).
+    pub concurrency: usize,
+    /// `SendMessageBatch` calls in flight at once (the SQS publisher's limit).
+    pub max_in_flight: usize,
+}
+
+impl std::fmt::Display for RelaySettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "batch_size {}, concurrency {}, SQS max_in_flight {}",
+            self.batch_size, self.concurrency, self.max_in_flight
+        )
+    }
+}
