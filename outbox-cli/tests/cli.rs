@@ -5,7 +5,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use outbox_core::{PublishOutcome, Relay, emit_all};
-use outbox_queries::queries::{admin, relay as relay_sql};
+use outbox_queries::queries::admin;
 use outbox_tests::sqs::TestQueue;
 use outbox_tests::{FlakyPublisher, TestDb, TestEvent};
 use uuid::Uuid;
@@ -46,23 +46,9 @@ async fn prepared(db: &TestDb) -> Vec<Uuid> {
     )
     .await
     .unwrap();
-    relay_sql::record_outbox_failures()
-        .bind(
-            &client,
-            &[ids[0], ids[1]].as_slice(),
-            &["rejected: invalid content", "rejected"].as_slice(),
-            &[0.0, 0.0].as_slice(),
-            &[true, true].as_slice(),
-            &[true, true].as_slice(),
-        )
-        .all()
-        .await
-        .unwrap();
-    relay_sql::mark_outbox_processed()
-        .bind(&client, &[ids[2]].as_slice())
-        .all()
-        .await
-        .unwrap();
+    db.dead_letter(&[ids[0]], "rejected: invalid content").await;
+    db.dead_letter(&[ids[1]], "rejected").await;
+    db.mark_processed(&[ids[2]]).await;
     ids
 }
 
@@ -165,11 +151,7 @@ async fn cleanup_deletes_only_old_processed_rows() {
     let ids = prepared(&db).await;
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let client = db.pool().get().await.unwrap();
-    relay_sql::mark_outbox_processed()
-        .bind(&client, &[ids[3]].as_slice())
-        .all()
-        .await
-        .unwrap();
+    db.mark_processed(&[ids[3]]).await;
     let out = stdout(&run(outbox(&db).args(["cleanup", "--older-than", "1s"])));
     assert!(out.contains("deleted 1 "), "{out}");
     let exists = async |id: Uuid| {

@@ -1,4 +1,4 @@
-//! The schema and every generated query, against a real PostgreSQL (issue: foundation).
+//! The schema and every generated query, against a real PostgreSQL.
 
 use std::time::Duration;
 
@@ -362,18 +362,7 @@ async fn purge_deletes_only_matching_dead_letters() {
     )
     .await
     .unwrap();
-    relay::record_outbox_failures()
-        .bind(
-            &client,
-            &[ids[0], ids[1]].as_slice(),
-            &["x", "y"].as_slice(),
-            &[0.0, 0.0].as_slice(),
-            &[true, true].as_slice(),
-            &[true, true].as_slice(),
-        )
-        .all()
-        .await
-        .unwrap();
+    db.dead_letter(&[ids[0], ids[1]], "x").await;
     let purged = admin::purge_dead_letters()
         .bind(
             &client,
@@ -419,29 +408,10 @@ async fn cleanup_deletes_only_processed_rows_older_than_the_interval() {
     )
     .await
     .unwrap();
-    relay::mark_outbox_processed()
-        .bind(&client, &[ids[0]].as_slice())
-        .all()
-        .await
-        .unwrap();
-    relay::record_outbox_failures()
-        .bind(
-            &client,
-            &[ids[3]].as_slice(),
-            &["dead"].as_slice(),
-            &[0.0].as_slice(),
-            &[true].as_slice(),
-            &[true].as_slice(),
-        )
-        .all()
-        .await
-        .unwrap();
+    db.mark_processed(&[ids[0]]).await;
+    db.dead_letter(&[ids[3]], "dead").await;
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    relay::mark_outbox_processed()
-        .bind(&client, &[ids[1]].as_slice())
-        .all()
-        .await
-        .unwrap();
+    db.mark_processed(&[ids[1]]).await;
     let deleted = outbox_core::cleanup(&client, Duration::from_millis(1000))
         .await
         .unwrap();
@@ -479,23 +449,9 @@ async fn stats_report_the_state_of_the_table() {
     )
     .await
     .unwrap();
-    relay::mark_outbox_processed()
-        .bind(&client, &[ids[4]].as_slice())
-        .all()
-        .await
-        .unwrap();
-    relay::record_outbox_failures()
-        .bind(
-            &client,
-            &[ids[0], ids[2]].as_slice(),
-            &["dead", "later"].as_slice(),
-            &[0.0, 60.0].as_slice(),
-            &[true, false].as_slice(),
-            &[true, true].as_slice(),
-        )
-        .all()
-        .await
-        .unwrap();
+    db.mark_processed(&[ids[4]]).await;
+    db.dead_letter(&[ids[0]], "dead").await;
+    db.fail(&[ids[2]], "later", 60.0).await;
     let s = admin::outbox_stats().bind(&client).one().await.unwrap();
     assert_eq!(s.pending, 3, "a/2, b/1 (waiting), c/1");
     assert_eq!(s.due_now, 2);

@@ -148,4 +148,42 @@ impl TestDb {
             .await
             .expect("the event exists")
     }
+
+    /// Dead-letters `ids` with `reason`, as the relay does after a permanent failure.
+    pub async fn dead_letter(&self, ids: &[uuid::Uuid], reason: &str) {
+        self.record_failures(ids, reason, 0.0, true).await;
+    }
+
+    /// Records a failed attempt of each of `ids`, to be retried after `delay_secs`, as the relay
+    /// does.
+    pub async fn fail(&self, ids: &[uuid::Uuid], error: &str, delay_secs: f64) {
+        self.record_failures(ids, error, delay_secs, false).await;
+    }
+
+    async fn record_failures(&self, ids: &[uuid::Uuid], error: &str, delay_secs: f64, dead: bool) {
+        let client = self.pool.get().await.expect("a pooled connection");
+        let n = ids.len();
+        outbox_queries::queries::relay::record_outbox_failures()
+            .bind(
+                &client,
+                &ids,
+                &vec![error; n],
+                &vec![delay_secs; n],
+                &vec![dead; n],
+                &vec![true; n],
+            )
+            .all()
+            .await
+            .expect("record failures");
+    }
+
+    /// Marks `ids` processed (published), as the relay does.
+    pub async fn mark_processed(&self, ids: &[uuid::Uuid]) {
+        let client = self.pool.get().await.expect("a pooled connection");
+        outbox_queries::queries::relay::mark_outbox_processed()
+            .bind(&client, &ids)
+            .all()
+            .await
+            .expect("mark processed");
+    }
 }
