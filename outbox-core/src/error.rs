@@ -29,6 +29,11 @@ pub enum ErrorKind {
     Publish,
     /// An operation did not finish within its time limit.
     Timeout,
+    /// A received event's type is not one the target type decodes (see
+    /// [`DecodeEvent`](crate::DecodeEvent)).
+    UnknownEventType,
+    /// A received event's body does not decode into the type its event type names.
+    Decode,
 }
 
 impl ErrorKind {
@@ -43,7 +48,9 @@ impl ErrorKind {
             | ErrorKind::InvalidText
             | ErrorKind::EmptyAggregateId
             | ErrorKind::Migration
-            | ErrorKind::Config => false,
+            | ErrorKind::Config
+            | ErrorKind::UnknownEventType
+            | ErrorKind::Decode => false,
             ErrorKind::Database | ErrorKind::Pool | ErrorKind::Publish | ErrorKind::Timeout => true,
         }
     }
@@ -60,6 +67,8 @@ impl ErrorKind {
             ErrorKind::Config => "invalid configuration",
             ErrorKind::Publish => "publisher failed",
             ErrorKind::Timeout => "timed out",
+            ErrorKind::UnknownEventType => "unknown event type",
+            ErrorKind::Decode => "event does not decode",
         }
     }
 }

@@ -233,6 +233,19 @@ pub trait OutboxEvent: Serialize {
     /// an enum); nothing is formatted or allocated until the id is written.
     fn aggregate_id(&self) -> impl fmt::Display + '_;
 
+    /// Every event type a value of this type can have: the struct's one, or one per enum variant.
+    /// [`DecodeEvent`](crate::DecodeEvent) accepts only these.
+    ///
+    /// The derive fills it in. A hand-written implementation may leave the default, an empty
+    /// list, which means "not declared": decoding then accepts any event type whose body decodes
+    /// into a value that reports that event type.
+    fn event_types() -> &'static [&'static str]
+    where
+        Self: Sized,
+    {
+        &[]
+    }
+
     /// Writes this event to the outbox through `client` — the transaction that writes your
     /// business rows — and returns the event id. Same as [`emit(client, self)`](crate::emit()).
     fn emit<C: GenericClient>(&self, client: &C) -> impl Future<Output = Result<Uuid, Error>> + Send

@@ -65,6 +65,7 @@
 
 mod backoff;
 mod dead_letters;
+mod decode;
 mod emit;
 mod error;
 mod event;
@@ -85,6 +86,7 @@ pub use backoff::{Backoff, Disposition, InfraBackoff, RetryPolicy};
 pub use dead_letters::{
     DeadLetter, DeadLetterFilter, list_dead_letters, purge_dead_letters, retry_dead_letters,
 };
+pub use decode::DecodeEvent;
 pub use emit::{Emitter, emit, emit_all};
 pub use error::{Error, ErrorKind, Result};
 pub use event::OutboxEvent;

@@ -350,3 +350,69 @@ fn crate_path_attribute() {
         ("thing", "thing.made", "-4".to_owned())
     );
 }
+
+mod decode {
+    use outbox_core::{DecodeEvent, ErrorKind, OutboxEvent};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize, OutboxEvent)]
+    #[outbox(aggregate = "invoice", event_type = "invoice.paid")]
+    struct InvoicePaid {
+        #[outbox(aggregate_id)]
+        invoice: String,
+        cents: i64,
+    }
+
+    /// Serde's default (externally tagged) representation.
+    #[derive(Debug, PartialEq, Serialize, Deserialize, OutboxEvent)]
+    #[outbox(aggregate = "cart")]
+    enum CartEvent {
+        ItemAdded {
+            #[outbox(aggregate_id)]
+            cart: u64,
+            sku: String,
+        },
+        Emptied(#[outbox(aggregate_id)] u64),
+    }
+
+    #[test]
+    fn what_emit_writes_decodes_back_by_event_type() {
+        let paid = InvoicePaid {
+            invoice: "inv-1".into(),
+            cents: 990,
+        };
+        let body = serde_json::to_string(&paid).unwrap();
+        assert_eq!(InvoicePaid::decode(paid.event_type(), &body).unwrap(), paid);
+        for event in [
+            CartEvent::ItemAdded {
+                cart: 4,
+                sku: "SKU-1".into(),
+            },
+            CartEvent::Emptied(4),
+        ] {
+            let body = serde_json::to_string(&event).unwrap();
+            assert_eq!(CartEvent::decode(event.event_type(), &body).unwrap(), event);
+        }
+        assert_eq!(
+            CartEvent::event_types(),
+            ["cart.item.added", "cart.emptied"]
+        );
+    }
+
+    #[test]
+    fn unknown_types_bad_bodies_and_mismatches_are_typed_errors() {
+        let e = InvoicePaid::decode("invoice.voided", "{}").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::UnknownEventType);
+        assert!(e.to_string().contains("invoice.voided"), "{e}");
+        let e = InvoicePaid::decode("invoice.paid", r#"{"invoice":"x"}"#).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Decode);
+        let e = InvoicePaid::decode("invoice.paid", "not json").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Decode);
+        // The body says `Emptied`, the attribute says `cart.item.added`: refused, not guessed.
+        let body = serde_json::to_string(&CartEvent::Emptied(1)).unwrap();
+        let e = CartEvent::decode("cart.item.added", &body).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Decode);
+        assert!(e.to_string().contains("cart.emptied"), "{e}");
+        assert!(!e.kind().is_retryable());
+    }
+}

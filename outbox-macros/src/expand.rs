@@ -107,6 +107,10 @@ fn impl_outbox_event(cont: &Container<'_>) -> TokenStream {
     let ident = cont.ident;
     let aggregate = &cont.aggregate.value;
     let mut id_return = quote!(impl #private::Display + '_);
+    let event_types: Vec<&String> = match &cont.data {
+        Data::Struct { event_type, .. } => vec![&event_type.value],
+        Data::Enum(variants) => variants.iter().map(|v| &v.event_type.value).collect(),
+    };
     let (event_type, aggregate_id, id_fields) = match &cont.data {
         Data::Struct { event_type, fields } => {
             let event_type = &event_type.value;
@@ -162,6 +166,10 @@ fn impl_outbox_event(cont: &Container<'_>) -> TokenStream {
 
             fn aggregate_id(&self) -> #id_return {
                 #aggregate_id
+            }
+
+            fn event_types() -> &'static [&'static str] {
+                &[#(#event_types),*]
             }
         }
     }
