@@ -20,8 +20,11 @@ use outbox_core::{ClaimedEvent, PublishOutcome, Publisher};
 use tokio::sync::Semaphore;
 
 use crate::batch::{Chain, plan};
+use crate::breaker::{Admit, Breaker};
 use crate::classify::{Class, classify, classify_sdk_error, is_auth_failure, is_queue_missing};
-use crate::config::{Route, SqsConfig};
+use crate::config::{
+    MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Prepared, prepare};
 use crate::routing::Router;
@@ -49,6 +52,7 @@ struct Inner {
 struct Queue {
     url: String,
     fifo: bool,
+    breaker: Breaker,
 }
 
 impl fmt::Debug for SqsPublisher {
@@ -80,6 +84,21 @@ impl SqsPublisher {
     /// The URLs of every configured queue (routes first, the default queue last).
     pub fn queue_urls(&self) -> Vec<&str> {
         self.inner.queues.iter().map(|q| q.url.as_str()).collect()
+    }
+
+    /// The queues whose circuit breaker is open now (they failed as a whole — missing, access or
+    /// key denied, throttled — and have not answered normally since), with how long they have been
+    /// unavailable and their last SQS error.
+    pub fn unavailable_queues(&self) -> Vec<(String, Duration, String)> {
+        self.inner
+            .queues
+            .iter()
+            .filter_map(|q| {
+                q.breaker
+                    .broken_for()
+                    .map(|(d, e)| (q.url.clone(), d, e))
+            })
+            .collect()
     }
 
     /// The SQS client the publisher uses.
@@ -117,6 +136,21 @@ impl SqsPublisherBuilder {
     /// The time limit of one call, SDK retries included (default 10 s).
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.config.call_timeout = timeout;
+        self
+    }
+
+    /// How long a queue may stay broken as a whole (missing, access or key denied, throttled)
+    /// before its events are dead-lettered with the SQS error (default 1 h). See
+    /// [`SqsConfig::broken_queue_dead_letter_after`].
+    pub fn broken_queue_dead_letter_after(mut self, after: Duration) -> Self {
+        self.config.broken_queue_dead_letter_after = after;
+        self
+    }
+
+    /// How often an open circuit breaker lets one call through to a broken queue (default 5 s).
+    /// See [`SqsConfig::breaker_probe_interval`].
+    pub fn breaker_probe_interval(mut self, interval: Duration) -> Self {
+        self.config.breaker_probe_interval = interval;
         self
     }
 
@@ -224,6 +258,11 @@ impl SqsPublisherBuilder {
                 None => {
                     let q = Arc::new(Queue {
                         fifo: url.trim_end_matches('/').ends_with(".fifo"),
+                        breaker: Breaker::new(
+                            url.clone(),
+                            config.breaker_probe_interval,
+                            config.broken_queue_dead_letter_after,
+                        ),
                         url,
                     });
                     queues.push(q.clone());
@@ -263,6 +302,22 @@ fn validate(config: &SqsConfig) -> Result<()> {
     }
     if config.call_timeout.is_zero() {
         return Err(Error::config("call_timeout must be greater than zero"));
+    }
+    if config.broken_queue_dead_letter_after.is_zero()
+        || config.broken_queue_dead_letter_after > MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER
+    {
+        return Err(Error::config(format!(
+            "broken_queue_dead_letter_after must be between 1 s and {} s",
+            MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER.as_secs()
+        )));
+    }
+    if config.breaker_probe_interval.is_zero()
+        || config.breaker_probe_interval > MAX_BREAKER_PROBE_INTERVAL
+    {
+        return Err(Error::config(format!(
+            "breaker_probe_interval must be greater than zero and at most {} s",
+            MAX_BREAKER_PROBE_INTERVAL.as_secs()
+        )));
     }
     if config.max_attempts == Some(0) {
         return Err(Error::config("max_attempts must be at least 1"));
@@ -391,18 +446,26 @@ where
 
 // ---- publishing -----------------------------------------------------------------------------------
 
-/// A `SendMessageBatch` call that failed as a whole.
+/// A `SendMessageBatch` call that failed as a whole, or that the queue's open circuit breaker
+/// refused.
 struct CallFailure {
     class: Class,
     error: Error,
+    /// The queue has been unavailable longer than the dead-letter limit.
+    dead_letter: bool,
+    /// Whether the call reached the network (`false`: refused by the breaker).
+    called: bool,
 }
 
 /// What the calls of one chain did.
 #[derive(Default)]
 struct Report {
     outcomes: Vec<(usize, PublishOutcome)>,
+    /// Calls tried, the breaker's refusals included.
     calls: usize,
     transient_failures: usize,
+    /// Calls failed or refused because their queue is unavailable as a whole.
+    unavailable_failures: usize,
     first_failure: Option<Error>,
 }
 
@@ -410,8 +473,10 @@ impl Report {
     fn count(&mut self, result: &std::result::Result<SendMessageBatchOutput, CallFailure>) {
         self.calls += 1;
         if let Err(f) = result {
-            if f.class == Class::Retry {
-                self.transient_failures += 1;
+            match f.class {
+                Class::Retry => self.transient_failures += 1,
+                Class::Unavailable => self.unavailable_failures += 1,
+                Class::Permanent => {}
             }
         }
     }
@@ -420,6 +485,7 @@ impl Report {
         self.outcomes.extend(other.outcomes);
         self.calls += other.calls;
         self.transient_failures += other.transient_failures;
+        self.unavailable_failures += other.unavailable_failures;
         if self.first_failure.is_none() {
             self.first_failure = other.first_failure;
         }
@@ -465,7 +531,12 @@ impl SqsPublisher {
             total.merge(report);
         }
 
-        if total.calls > 0 && total.transient_failures == total.calls {
+        // SQS down as a whole (every call failed transiently, bar those to unavailable queues): the
+        // relay backs off without counting an attempt. Calls failed only by unavailable queues get
+        // their `Unavailable` outcomes instead, so the healthy queues' events keep flowing.
+        if total.transient_failures > 0
+            && total.transient_failures + total.unavailable_failures == total.calls
+        {
             let first = total.first_failure.unwrap_or_else(|| {
                 Error::new(ErrorKind::Service, "every SendMessageBatch call failed")
             });
@@ -550,6 +621,18 @@ impl SqsPublisher {
         queue: &Queue,
         entries: &[Prepared],
     ) -> std::result::Result<SendMessageBatchOutput, CallFailure> {
+        if let Admit::Refuse {
+            reason,
+            dead_letter,
+        } = queue.breaker.admit()
+        {
+            return Err(CallFailure {
+                class: Class::Unavailable,
+                error: Error::new(ErrorKind::QueueUnavailable, reason),
+                dead_letter,
+                called: false,
+            });
+        }
         let _permit = self.inner.permits.acquire().await.ok();
         let request = self
             .inner
@@ -560,13 +643,23 @@ impl SqsPublisher {
         let what = format!("SendMessageBatch to queue `{}`", queue.url);
         match tokio::time::timeout(self.inner.call_timeout, request.send()).await {
             Ok(Ok(output)) => Ok(output),
-            Ok(Err(e)) => Err(CallFailure {
-                class: classify_sdk_error(&e),
-                error: sdk_error(&what, e),
-            }),
+            Ok(Err(e)) => {
+                let class = classify_sdk_error(&e);
+                let error = sdk_error(&what, e);
+                let dead_letter =
+                    class == Class::Unavailable && queue.breaker.failed(&error.to_string());
+                Err(CallFailure {
+                    class,
+                    error,
+                    dead_letter,
+                    called: true,
+                })
+            }
             Err(_) => Err(CallFailure {
                 class: Class::Retry,
                 error: timeout_error(&what, self.inner.call_timeout),
+                dead_letter: false,
+                called: true,
             }),
         }
     }
@@ -576,6 +669,16 @@ fn held_back(group: &str) -> PublishOutcome {
     PublishOutcome::Retry(format!(
         "not sent: an earlier event of message group `{group}` failed in the same publish"
     ))
+}
+
+/// The outcome of an event whose queue is unavailable as a whole: put back, or dead-lettered once
+/// the queue has been broken longer than the limit.
+fn unavailable(reason: String, dead_letter: bool) -> PublishOutcome {
+    if dead_letter {
+        PublishOutcome::Permanent(reason)
+    } else {
+        PublishOutcome::Unavailable(reason)
+    }
 }
 
 /// Records the outcome of every entry of a call.
@@ -598,6 +701,24 @@ fn settle(
         Ok(output) => {
             let accepted: HashSet<&str> = output.successful().iter().map(|s| s.id()).collect();
             let failed: HashMap<&str, _> = output.failed().iter().map(|f| (f.id(), f)).collect();
+            // An entry failed for its queue's sake (e.g. a KMS key) opens the breaker; any other
+            // answer shows the queue working.
+            let queue_failure = output
+                .failed()
+                .iter()
+                .find(|f| classify(f.code(), f.sender_fault()) == Class::Unavailable);
+            let dead_letter = match queue_failure {
+                Some(f) => queue.breaker.failed(&format!(
+                    "SendMessageBatch to queue `{}`: {}: {}",
+                    queue.url,
+                    f.code(),
+                    f.message().unwrap_or("")
+                )),
+                None => {
+                    queue.breaker.succeeded();
+                    false
+                }
+            };
             for p in &entries {
                 let id = p.entry.id();
                 let outcome = if accepted.contains(id) {
@@ -615,6 +736,10 @@ fn settle(
                         Class::Retry => PublishOutcome::Retry(format!(
                             "SQS did not accept the message: {code}: {message}"
                         )),
+                        Class::Unavailable => unavailable(
+                            format!("SQS queue `{}` unavailable: {code}: {message}", queue.url),
+                            dead_letter,
+                        ),
                     }
                 } else {
                     PublishOutcome::Retry("SQS did not report on this message".into())
@@ -623,15 +748,19 @@ fn settle(
             }
         }
         Err(failure) => {
-            tracing::warn!(
-                queue = %queue.url, entries = entries.len(), error = %failure.error,
-                "SendMessageBatch failed"
-            );
+            // A refusal by the open breaker was logged when it opened.
+            if failure.called {
+                tracing::warn!(
+                    queue = %queue.url, entries = entries.len(), error = %failure.error,
+                    "SendMessageBatch failed"
+                );
+            }
             let reason = failure.error.to_string();
             for p in &entries {
                 let outcome = match failure.class {
                     Class::Retry => PublishOutcome::Retry(reason.clone()),
                     Class::Permanent => PublishOutcome::Permanent(reason.clone()),
+                    Class::Unavailable => unavailable(reason.clone(), failure.dead_letter),
                 };
                 record(p, outcome);
             }
