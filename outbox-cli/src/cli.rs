@@ -82,9 +82,16 @@ SETTINGS (flag, or environment variable):
   --retention          OUTBOX_RETENTION_SECS      delete processed rows older than this (default off)
   --route              OUTBOX_SQS_ROUTES          `pattern=url,pattern=url`
   --default-queue      OUTBOX_SQS_DEFAULT_QUEUE_URL
+  --broken-queue-dead-letter-after  OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS  (default 1h)
   also OUTBOX_BACKOFF_BASE_MS, OUTBOX_BACKOFF_CAP_MS, OUTBOX_BACKOFF_JITTER, OUTBOX_PUBLISH_TIMEOUT_MS,
   OUTBOX_PER_AGGREGATE_ORDER, OUTBOX_METRICS_INTERVAL_MS, OUTBOX_SQS_MAX_IN_FLIGHT,
-  OUTBOX_SQS_CALL_TIMEOUT_MS.
+  OUTBOX_SQS_CALL_TIMEOUT_MS, OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS.
+
+A BROKEN QUEUE:
+  A queue that fails as a whole (deleted, access or KMS key denied, throttled) has its circuit
+  breaker opened: its events are put back for 5s without counting an attempt and it is not called
+  except for one probe every 5s, while other queues keep flowing. Still broken after
+  --broken-queue-dead-letter-after, its events are dead-lettered with the SQS error.
 
 AWS:
   Credentials and region come from the default AWS chain (environment, profile, instance role).
@@ -214,4 +221,9 @@ pub struct RelayArgs {
     /// Apply the schema before starting.
     #[arg(long)]
     pub migrate: bool,
+    /// Dead-letter the events of a queue that has been broken as a whole (missing, access or KMS
+    /// key denied, throttled) this long, e.g. 1h (default 1h; until then they are put back
+    /// without counting an attempt).
+    #[arg(long, value_parser = duration::parse, value_name = "DURATION")]
+    pub broken_queue_dead_letter_after: Option<Duration>,
 }

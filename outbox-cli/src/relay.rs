@@ -47,6 +47,9 @@ fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
     if let Some(q) = &args.default_queue {
         c.default_queue = Some(q.clone());
     }
+    if let Some(d) = args.broken_queue_dead_letter_after {
+        c.broken_queue_dead_letter_after = d;
+    }
     if c.routes.is_empty() && c.default_queue.is_none() {
         return Err(
             "no queue configured: pass --default-queue URL or --route PATTERN=URL \
