@@ -74,6 +74,7 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
         .await?;
     let pool = db::pool(&pg, config.concurrency + 2)?;
     let metrics = RelayMetrics::new();
+    let inbox_pool = pool.clone();
     let relay = Relay::builder(pool, publisher)
         .config(config)
         .listen(pg)
@@ -85,6 +86,13 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
         let listener = metrics_server::bind(addr).await?;
         tracing::info!(%addr, "serving metrics at /metrics");
         tokio::spawn(metrics_server::serve(listener, metrics, shutdown.clone()));
+    }
+    if let Some(older_than) = args.inbox_retention {
+        tokio::spawn(outbox_core::run_inbox_retention(
+            inbox_pool,
+            older_than,
+            shutdown.clone(),
+        ));
     }
     tokio::spawn(stop_on_signal(shutdown.clone()));
     relay.run(shutdown).await?;
