@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use outbox_core::CancellationToken;
-use outbox_core::RelayMetrics;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
@@ -52,14 +51,28 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, crate::Failure> {
         .map_err(|e| format!("cannot serve metrics on {addr}: {e}").into())
 }
 
-/// Serves `GET /metrics` on `listener` until `shutdown` is cancelled.
-pub async fn serve(listener: TcpListener, metrics: RelayMetrics, shutdown: CancellationToken) {
-    serve_with(listener, metrics, shutdown, Limits::default()).await
+/// What `/metrics` answers: the text exposition, made fresh for each request.
+pub type Encode = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// Serves `GET /metrics` (the text `encode` makes) on `listener` until `shutdown` is cancelled.
+pub async fn serve(listener: TcpListener, encode: Encode, shutdown: CancellationToken) {
+    serve_with(listener, encode, shutdown, Limits::default()).await
+}
+
+/// Joins OpenMetrics expositions of distinct metric families into one: each one's `# EOF` line
+/// dropped, one at the end.
+pub fn join(parts: &[String]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        out.push_str(part.strip_suffix("# EOF\n").unwrap_or(part));
+    }
+    out.push_str("# EOF\n");
+    out
 }
 
 async fn serve_with(
     listener: TcpListener,
-    metrics: RelayMetrics,
+    metrics: Encode,
     shutdown: CancellationToken,
     limits: Limits,
 ) {
@@ -103,7 +116,7 @@ async fn serve_with(
 }
 
 /// Reads the request head (bounded in size and time) and answers it.
-async fn answer(mut stream: TcpStream, metrics: RelayMetrics, limits: Limits) {
+async fn answer(mut stream: TcpStream, metrics: Encode, limits: Limits) {
     let mut request = Vec::with_capacity(1024);
     let read_head = async {
         let mut buf = [0u8; 1024];
@@ -127,7 +140,7 @@ async fn answer(mut stream: TcpStream, metrics: RelayMetrics, limits: Limits) {
         (
             "200 OK",
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            metrics.encode(),
+            metrics(),
         )
     } else {
         ("404 Not Found", "text/plain", "try /metrics\n".to_string())
@@ -159,9 +172,10 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
+        let metrics = outbox_core::RelayMetrics::new();
         tokio::spawn(serve_with(
             listener,
-            RelayMetrics::new(),
+            Arc::new(move || metrics.encode()),
             shutdown.clone(),
             limits,
         ));
@@ -185,6 +199,12 @@ mod tests {
             tokio::time::timeout(within, s.read(&mut buf)).await,
             Ok(Ok(0) | Err(_))
         )
+    }
+
+    #[test]
+    fn join_keeps_one_eof_at_the_end() {
+        let joined = join(&["a 1\n# EOF\n".into(), "b 2\n# EOF\n".into()]);
+        assert_eq!(joined, "a 1\nb 2\n# EOF\n");
     }
 
     #[tokio::test]

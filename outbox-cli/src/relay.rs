@@ -75,6 +75,7 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     let pool = db::pool(&pg, config.concurrency + 2)?;
     let metrics = RelayMetrics::new();
     let inbox_pool = pool.clone();
+    let sqs = publisher.clone();
     let relay = Relay::builder(pool, publisher)
         .config(config)
         .listen(pg)
@@ -85,7 +86,13 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     if let Some(addr) = args.metrics_addr {
         let listener = metrics_server::bind(addr).await?;
         tracing::info!(%addr, "serving metrics at /metrics");
-        tokio::spawn(metrics_server::serve(listener, metrics, shutdown.clone()));
+        // The relay's metrics, then the publisher's (`outbox_sqs_queue_unavailable`).
+        let encode = move || metrics_server::join(&[metrics.encode(), sqs.encode_metrics()]);
+        tokio::spawn(metrics_server::serve(
+            listener,
+            std::sync::Arc::new(encode),
+            shutdown.clone(),
+        ));
     }
     if let Some(older_than) = args.inbox_retention {
         tokio::spawn(outbox_core::run_inbox_retention(

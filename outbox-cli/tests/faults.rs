@@ -628,6 +628,11 @@ async fn a_queue_deleted_after_start_up_holds_back_only_its_own_events() {
     )
     .arg("--route")
     .arg(&format!("broken.*={}", broken.url()));
+    let metrics_addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let spec = spec.arg("--metrics-addr").arg(&metrics_addr);
     let mut relay = spec.spawn();
     // Started (its start-up check saw the queue), then the queue is deleted.
     let ready = Instant::now();
@@ -701,6 +706,12 @@ async fn a_queue_deleted_after_start_up_holds_back_only_its_own_events() {
     let published_while_broken = count(broken_published).await;
     let logs = relay.logs();
     assert!(logs.contains("circuit opened"), "the breaker opening is logged");
+    let gauge = format!("outbox_sqs_queue_unavailable{{queue=\"{}\"}}", broken.url());
+    let exposition = http_get(&metrics_addr, "/metrics");
+    assert!(
+        exposition.contains(&format!("{gauge} 1")),
+        "the open breaker shows in the metrics: {exposition}"
+    );
 
     // The queue is back: the next probe closes the breaker and the backlog drains.
     let recovered = Instant::now();
@@ -713,6 +724,7 @@ async fn a_queue_deleted_after_start_up_holds_back_only_its_own_events() {
         .expect("CreateQueue again");
     wait_drained(db.pool(), Duration::from_secs(90), "after the queue came back").await;
     let recovered_in = recovered.elapsed();
+    assert!(http_get(&metrics_addr, "/metrics").contains(&format!("{gauge} 0")));
     relay.sigterm();
     assert!(relay.wait(Duration::from_secs(10)).success());
     assert!(relay.logs().contains("circuit closed"), "closing is logged");
@@ -767,4 +779,13 @@ async fn a_queue_deleted_after_start_up_holds_back_only_its_own_events() {
     assert_eq!(published_while_broken, 0);
     assert_eq!((f.lost, f.order_violations), (0, 0));
     drop(role);
+}
+
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the metrics endpoint");
+    write!(s, "GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text
 }

@@ -12,6 +12,8 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use prometheus_client::metrics::gauge::Gauge;
+
 /// A queue's breaker. Shared by every `publish` of the publisher.
 #[derive(Debug)]
 pub(crate) struct Breaker {
@@ -19,6 +21,8 @@ pub(crate) struct Breaker {
     probe_interval: Duration,
     dead_letter_after: Duration,
     open: Mutex<Option<Open>>,
+    /// `outbox_sqs_queue_unavailable{queue}`: 1 while open.
+    gauge: Gauge,
 }
 
 #[derive(Debug, Clone)]
@@ -48,12 +52,19 @@ pub(crate) enum Admit {
 }
 
 impl Breaker {
-    pub(crate) fn new(url: String, probe_interval: Duration, dead_letter_after: Duration) -> Self {
+    pub(crate) fn new(
+        url: String,
+        probe_interval: Duration,
+        dead_letter_after: Duration,
+        gauge: Gauge,
+    ) -> Self {
+        gauge.set(0);
         Breaker {
             url,
             probe_interval,
             dead_letter_after,
             open: Mutex::new(None),
+            gauge,
         }
     }
 
@@ -109,6 +120,7 @@ impl Breaker {
                     "SQS queue unavailable: circuit opened; its events are put back without \
                      counting an attempt and the queue is probed until it works again"
                 );
+                self.gauge.set(1);
                 *state = Some(Open {
                     since: now,
                     next_probe: now + self.probe_interval,
@@ -132,6 +144,7 @@ impl Breaker {
     pub(crate) fn succeeded_at(&self, now: Instant) {
         let mut state = self.lock();
         if let Some(open) = state.take() {
+            self.gauge.set(0);
             tracing::info!(
                 queue = %self.url,
                 unavailable_for_ms = now.saturating_duration_since(open.since).as_millis() as u64,
@@ -174,7 +187,7 @@ mod tests {
     const LIMIT: Duration = Duration::from_secs(60);
 
     fn breaker() -> Breaker {
-        Breaker::new("https://sqs/q".into(), PROBE, LIMIT)
+        Breaker::new("https://sqs/q".into(), PROBE, LIMIT, Gauge::default())
     }
 
     #[test]
@@ -184,6 +197,7 @@ mod tests {
         assert_eq!(b.admit_at(t0), Admit::Call);
         assert!(!b.failed_at(t0, "QueueDoesNotExist"));
         assert!(b.is_open());
+        assert_eq!(b.gauge.get(), 1, "the gauge shows it open");
         match b.admit_at(t0 + Duration::from_secs(1)) {
             Admit::Refuse {
                 reason,
@@ -212,6 +226,7 @@ mod tests {
         assert_eq!(b.admit_at(t0 + PROBE), Admit::Probe);
         b.succeeded_at(t0 + PROBE);
         assert!(!b.is_open());
+        assert_eq!(b.gauge.get(), 0);
         assert_eq!(b.admit_at(t0 + PROBE), Admit::Call);
         // A new failure starts a new open period (the dead-letter clock restarts).
         assert!(!b.failed_at(t0 + LIMIT * 2, "AccessDenied"));

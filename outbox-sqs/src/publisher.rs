@@ -27,6 +27,7 @@ use crate::config::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Prepared, prepare};
+use crate::metrics::SqsMetrics;
 use crate::routing::Router;
 
 /// Publishes outbox events to Amazon SQS with `SendMessageBatch`. See the [crate docs](crate) for
@@ -46,6 +47,7 @@ struct Inner {
     permits: Semaphore,
     max_in_flight: usize,
     call_timeout: Duration,
+    metrics: SqsMetrics,
 }
 
 #[derive(Debug)]
@@ -99,6 +101,12 @@ impl SqsPublisher {
                     .map(|(d, e)| (q.url.clone(), d, e))
             })
             .collect()
+    }
+
+    /// The publisher's metrics in the Prometheus text format (OpenMetrics, ending in `# EOF`):
+    /// `outbox_sqs_queue_unavailable{queue}`, 1 while the queue's circuit breaker is open, else 0.
+    pub fn encode_metrics(&self) -> String {
+        self.inner.metrics.encode()
     }
 
     /// The SQS client the publisher uses.
@@ -237,6 +245,7 @@ impl SqsPublisherBuilder {
         let client = Client::from_conf(conf);
 
         // Resolve names, once each, in configuration order.
+        let metrics = SqsMetrics::new();
         let mut queues: Vec<Arc<Queue>> = Vec::new();
         let mut by_name: HashMap<String, Arc<Queue>> = HashMap::new();
         let configured = config
@@ -262,6 +271,7 @@ impl SqsPublisherBuilder {
                             url.clone(),
                             config.breaker_probe_interval,
                             config.broken_queue_dead_letter_after,
+                            metrics.unavailable(&url),
                         ),
                         url,
                     });
@@ -291,6 +301,7 @@ impl SqsPublisherBuilder {
                 permits: Semaphore::new(config.max_in_flight),
                 max_in_flight: config.max_in_flight,
                 call_timeout: config.call_timeout,
+                metrics,
             }),
         })
     }

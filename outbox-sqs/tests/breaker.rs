@@ -69,6 +69,18 @@ async fn a_missing_queue_opens_its_breaker_and_the_healthy_queue_keeps_flowing()
     assert_eq!(open.len(), 1, "{open:?}");
     assert_eq!(open[0].0, fx.queue_url("broken"));
     assert_eq!(fx.calls_to("SendMessageBatch"), 3, "1 to the broken queue + 2");
+    let exposition = publisher.encode_metrics();
+    assert!(
+        exposition.contains(&format!(
+            "outbox_sqs_queue_unavailable{{queue=\"{}\"}} 1",
+            fx.queue_url("broken")
+        )),
+        "{exposition}"
+    );
+    assert!(
+        exposition.contains(&format!("outbox_sqs_queue_unavailable{{queue=\"{healthy}\"}} 0")),
+        "{exposition}"
+    );
 
     // Open: the broken queue is not called; the healthy one is.
     fx.reset_counters();
@@ -94,6 +106,13 @@ async fn a_missing_queue_opens_its_breaker_and_the_healthy_queue_keeps_flowing()
     tokio::time::sleep(PROBE + Duration::from_millis(50)).await;
     assert_all_published(&publisher.publish(&mixed(10, 5)).await.unwrap());
     assert!(publisher.unavailable_queues().is_empty());
+    let exposition = publisher.encode_metrics();
+    assert!(
+        !exposition
+            .lines()
+            .any(|l| l.starts_with("outbox_sqs_queue_unavailable{") && l.ends_with(" 1")),
+        "the gauge shows the breaker closed: {exposition}"
+    );
     assert_all_published(&publisher.publish(&mixed(20, 5)).await.unwrap());
     assert_eq!(
         fx.messages()
