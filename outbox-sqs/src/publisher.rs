@@ -580,7 +580,7 @@ impl SqsPublisher {
             for p in batch {
                 match &p.group {
                     Some(group) if failed_groups.contains(group) => {
-                        report.outcomes.push((p.index, held_back(group)));
+                        report.outcomes.push((p.index, held_back(&queue, group)));
                     }
                     _ => send.push(p),
                 }
@@ -613,7 +613,7 @@ impl SqsPublisher {
                 );
                 for p in entries {
                     if let Some(group) = p.group.as_ref().filter(|g| failed_groups.contains(*g)) {
-                        report.outcomes.push((p.index, held_back(group)));
+                        report.outcomes.push((p.index, held_back(queue, group)));
                         continue;
                     }
                     let single = std::slice::from_ref(&p);
@@ -676,10 +676,15 @@ impl SqsPublisher {
     }
 }
 
-fn held_back(group: &str) -> PublishOutcome {
-    PublishOutcome::Retry(format!(
-        "not sent: an earlier event of message group `{group}` failed in the same publish"
-    ))
+fn held_back(queue: &Queue, group: &str) -> PublishOutcome {
+    let reason =
+        format!("not sent: an earlier event of message group `{group}` failed in the same publish");
+    // Held back because the queue broke: no attempt is counted for it either.
+    if queue.breaker.is_open() {
+        PublishOutcome::Unavailable(reason)
+    } else {
+        PublishOutcome::Retry(reason)
+    }
 }
 
 /// The outcome of an event whose queue is unavailable as a whole: put back, or dead-lettered once

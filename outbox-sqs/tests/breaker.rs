@@ -222,3 +222,31 @@ async fn the_breakers_settings_are_validated() {
         assert_eq!(e.kind(), outbox_sqs::ErrorKind::Config, "{e}");
     }
 }
+
+/// With ordering off, one FIFO group spanning two calls: the second call's events, held back after
+/// the queue failed as a whole, are put back without an attempt too.
+#[tokio::test]
+async fn events_held_back_behind_a_broken_fifo_queue_are_unavailable_too() {
+    let fx = SqsFixture::start().await;
+    let healthy = fx.create_queue("healthy");
+    let publisher = SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&fx.endpoint_url()).await)
+        .max_attempts(1)
+        .route("broken.*", fx.queue_url("broken.fifo"))
+        .default_queue(healthy.as_str())
+        .build()
+        .await
+        .unwrap();
+    let mut evs = events(15, "broken.thing");
+    for e in &mut evs {
+        e.aggregate_id = "one-group".into();
+    }
+    let outcomes = publisher.publish(&evs).await.unwrap();
+    for (i, o) in outcomes.iter().enumerate() {
+        let reason = unavailable(o);
+        if i >= 10 {
+            assert!(reason.contains("not sent"), "{i}: {reason}");
+        }
+    }
+    assert_eq!(fx.calls_to("SendMessageBatch"), 1, "the second call is not made");
+}
