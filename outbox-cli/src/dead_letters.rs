@@ -88,7 +88,10 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             }
             if !yes {
                 show_purge(&client, &ids).await?;
-                if !confirm(&format!("delete these {} dead letters for good?", ids.len()))? {
+                if !confirm(&format!(
+                    "delete these {} dead letters for good?",
+                    ids.len()
+                ))? {
                     println!("nothing deleted");
                     return Ok(());
                 }

@@ -231,7 +231,11 @@ mod tests {
             .expect("answered despite 100 idle connections");
         assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
         // 100 idle connections, 8 at a time, 0.5 s each: bounded, not forever.
-        assert!(started.elapsed() < Duration::from_secs(9), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(9),
+            "{:?}",
+            started.elapsed()
+        );
         // Every idle connection was closed by the server.
         for s in &mut idle {
             assert!(closed_within(s, Duration::from_secs(10)).await);

@@ -71,7 +71,10 @@ async fn migrate_applies_the_schema_once() {
     let db = TestDb::empty().await;
     let first = run(outbox(&db).arg("migrate"));
     let applied = stdout(&first);
-    assert!(applied.starts_with("applied V1__outbox_events\n"), "{applied}");
+    assert!(
+        applied.starts_with("applied V1__outbox_events\n"),
+        "{applied}"
+    );
     assert!(
         applied.lines().all(|l| l.starts_with("applied V")),
         "{applied}"

@@ -705,7 +705,10 @@ async fn a_queue_deleted_after_start_up_holds_back_only_its_own_events() {
     let (dead, charged) = (count(broken_dead).await, count(broken_charged).await);
     let published_while_broken = count(broken_published).await;
     let logs = relay.logs();
-    assert!(logs.contains("circuit opened"), "the breaker opening is logged");
+    assert!(
+        logs.contains("circuit opened"),
+        "the breaker opening is logged"
+    );
     let gauge = format!("outbox_sqs_queue_unavailable{{queue=\"{}\"}}", broken.url());
     let exposition = http_get(&metrics_addr, "/metrics");
     assert!(
@@ -722,7 +725,12 @@ async fn a_queue_deleted_after_start_up_holds_back_only_its_own_events() {
         .send()
         .await
         .expect("CreateQueue again");
-    wait_drained(db.pool(), Duration::from_secs(90), "after the queue came back").await;
+    wait_drained(
+        db.pool(),
+        Duration::from_secs(90),
+        "after the queue came back",
+    )
+    .await;
     let recovered_in = recovered.elapsed();
     assert!(http_get(&metrics_addr, "/metrics").contains(&format!("{gauge} 0")));
     relay.sigterm();
@@ -748,16 +756,12 @@ async fn a_queue_deleted_after_start_up_holds_back_only_its_own_events() {
         .await,
     );
     let mut all = writes;
-    all.committed.extend(
-        broken_ids
-            .iter()
-            .enumerate()
-            .map(|(k, id)| Written {
-                id: *id,
-                aggregate: format!("b-{}", k % 300),
-                n: k as u64,
-            }),
-    );
+    all.committed
+        .extend(broken_ids.iter().enumerate().map(|(k, id)| Written {
+            id: *id,
+            aggregate: format!("b-{}", k % 300),
+            n: k as u64,
+        }));
     let f = check(&all.committed, &all, &deliveries);
     report(
         "8-queue-deleted-after-start",
@@ -775,7 +779,11 @@ async fn a_queue_deleted_after_start_up_holds_back_only_its_own_events() {
         healthy_in < Duration::from_secs(10),
         "healthy events delivered within seconds: {healthy_in:?}"
     );
-    assert_eq!((dead, charged), (0, 0), "the broken queue's events kept whole");
+    assert_eq!(
+        (dead, charged),
+        (0, 0),
+        "the broken queue's events kept whole"
+    );
     assert_eq!(published_while_broken, 0);
     assert_eq!((f.lost, f.order_violations), (0, 0));
     drop(role);

@@ -67,10 +67,7 @@ fn collect(mut from: impl Read + Send + 'static) -> Arc<Mutex<String>> {
 async fn purge_deletes_exactly_the_dead_letters_it_listed_and_asked_about() {
     let db = TestDb::new().await;
     let shown = dead_letters(&db, &["a", "b"]).await;
-    let command = format!(
-        "{} dead-letters purge --all",
-        env!("CARGO_BIN_EXE_outbox")
-    );
+    let command = format!("{} dead-letters purge --all", env!("CARGO_BIN_EXE_outbox"));
     let mut child = Command::new("script")
         .args(["-qfec", &command, "/dev/null"])
         .env("DATABASE_URL", db.url())
@@ -95,10 +92,7 @@ async fn purge_deletes_exactly_the_dead_letters_it_listed_and_asked_about() {
         for id in &shown {
             assert!(listing.contains(&id.to_string()), "listed: {listing}");
         }
-        assert!(
-            listing.contains("delete these 2 dead letters"),
-            "{listing}"
-        );
+        assert!(listing.contains("delete these 2 dead letters"), "{listing}");
     }
     // A new dead letter, matching `--all`, while the operator reads the question.
     let late = dead_letters(&db, &["c"]).await[0];

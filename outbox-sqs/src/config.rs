@@ -274,7 +274,8 @@ mod tests {
         let e = SqsConfig::from_vars(vars(&[(ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, "1h")]))
             .unwrap_err();
         assert!(
-            e.to_string().contains(ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS),
+            e.to_string()
+                .contains(ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS),
             "{e}"
         );
         let e = SqsConfig::from_vars(vars(&[(ENV_BREAKER_PROBE_INTERVAL_MS, "-1")])).unwrap_err();

@@ -95,11 +95,7 @@ impl SqsPublisher {
         self.inner
             .queues
             .iter()
-            .filter_map(|q| {
-                q.breaker
-                    .broken_for()
-                    .map(|(d, e)| (q.url.clone(), d, e))
-            })
+            .filter_map(|q| q.breaker.broken_for().map(|(d, e)| (q.url.clone(), d, e)))
             .collect()
     }
 

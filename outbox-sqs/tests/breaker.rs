@@ -68,7 +68,11 @@ async fn a_missing_queue_opens_its_breaker_and_the_healthy_queue_keeps_flowing()
     let open = publisher.unavailable_queues();
     assert_eq!(open.len(), 1, "{open:?}");
     assert_eq!(open[0].0, fx.queue_url("broken"));
-    assert_eq!(fx.calls_to("SendMessageBatch"), 3, "1 to the broken queue + 2");
+    assert_eq!(
+        fx.calls_to("SendMessageBatch"),
+        3,
+        "1 to the broken queue + 2"
+    );
     let exposition = publisher.encode_metrics();
     assert!(
         exposition.contains(&format!(
@@ -78,7 +82,9 @@ async fn a_missing_queue_opens_its_breaker_and_the_healthy_queue_keeps_flowing()
         "{exposition}"
     );
     assert!(
-        exposition.contains(&format!("outbox_sqs_queue_unavailable{{queue=\"{healthy}\"}} 0")),
+        exposition.contains(&format!(
+            "outbox_sqs_queue_unavailable{{queue=\"{healthy}\"}} 0"
+        )),
         "{exposition}"
     );
 
@@ -88,7 +94,10 @@ async fn a_missing_queue_opens_its_breaker_and_the_healthy_queue_keeps_flowing()
     for o in &outcomes[..10] {
         let reason = unavailable(o);
         assert!(reason.contains("circuit open, not called"), "{reason}");
-        assert!(reason.contains("does not exist"), "the SQS error is kept: {reason}");
+        assert!(
+            reason.contains("does not exist"),
+            "the SQS error is kept: {reason}"
+        );
     }
     assert_all_published(&outcomes[10..]);
     assert_eq!(fx.calls_to("SendMessageBatch"), 2, "only the healthy queue");
@@ -169,16 +178,27 @@ async fn a_throttled_queue_puts_its_events_back_and_backs_off() {
     let healthy = fx.create_queue("healthy");
     let publisher = publisher(&fx, &healthy, Duration::from_secs(3600)).await;
     fx.fail_next_calls(1, CallFault::Throttling);
-    let outcomes = publisher.publish(&events(5, "order.created")).await.unwrap();
+    let outcomes = publisher
+        .publish(&events(5, "order.created"))
+        .await
+        .unwrap();
     for o in &outcomes {
         assert!(unavailable(o).contains("RequestThrottled"), "{o:?}");
     }
     fx.reset_counters();
-    let outcomes = publisher.publish(&events(5, "order.created")).await.unwrap();
+    let outcomes = publisher
+        .publish(&events(5, "order.created"))
+        .await
+        .unwrap();
     assert!(unavailable(&outcomes[0]).contains("circuit open"));
     assert_eq!(fx.calls(), 0, "no call while the breaker is open");
     tokio::time::sleep(PROBE + Duration::from_millis(50)).await;
-    assert_all_published(&publisher.publish(&events(5, "order.created")).await.unwrap());
+    assert_all_published(
+        &publisher
+            .publish(&events(5, "order.created"))
+            .await
+            .unwrap(),
+    );
 }
 
 #[tokio::test]
@@ -194,9 +214,15 @@ async fn an_entry_failed_for_its_queues_key_opens_the_breaker() {
             message: "access to the key is denied".into(),
         },
     );
-    let outcomes = publisher.publish(&events(3, "order.created")).await.unwrap();
+    let outcomes = publisher
+        .publish(&events(3, "order.created"))
+        .await
+        .unwrap();
     for o in &outcomes {
-        assert!(unavailable(o).contains("KMS.AccessDeniedException"), "{o:?}");
+        assert!(
+            unavailable(o).contains("KMS.AccessDeniedException"),
+            "{o:?}"
+        );
     }
     assert_eq!(publisher.unavailable_queues().len(), 1);
 }
@@ -248,5 +274,9 @@ async fn events_held_back_behind_a_broken_fifo_queue_are_unavailable_too() {
             assert!(reason.contains("not sent"), "{i}: {reason}");
         }
     }
-    assert_eq!(fx.calls_to("SendMessageBatch"), 1, "the second call is not made");
+    assert_eq!(
+        fx.calls_to("SendMessageBatch"),
+        1,
+        "the second call is not made"
+    );
 }
