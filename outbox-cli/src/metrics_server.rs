@@ -107,7 +107,7 @@ async fn serve_with(
                 drop(permit);
                 tokio::select! {
                     _ = shutdown.cancelled() => return,
-                    _ = tokio::time::sleep(backoff) => {}
+                    _ = std::future::ready(()) => {}
                 }
                 backoff = (backoff * 2).min(ACCEPT_BACKOFF.1);
             }

@@ -256,3 +256,97 @@ async fn relay_runs_inbox_retention_and_logs_to_a_file_without_colour_codes() {
         String::from_utf8_lossy(&bytes)
     );
 }
+
+/// CPU time (user + system) of process `pid`, from /proc.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which is in parentheses): state is field 3; utime 14, stime 15.
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split(' ').collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    Duration::from_millis(ticks * 10) // CLK_TCK is 100 on Linux
+}
+
+/// Out of file descriptors, the metrics endpoint's accept fails at once, again and again: it backs
+/// off instead of spinning a core, and answers again once descriptors are free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_endpoint_backs_off_when_out_of_file_descriptors() {
+    let db = TestDb::new().await;
+    let queue = TestQueue::standard().await;
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    // A relay limited to 40 descriptors: 32 metrics connections are more than it has left.
+    let mut relay = Command::new("prlimit")
+        .args(["--nofile=40", "--"])
+        .arg(env!("CARGO_BIN_EXE_outbox"))
+        .args([
+            "relay",
+            "--default-queue",
+            queue.url(),
+            "--metrics-addr",
+            &addr,
+            "--concurrency",
+            "1",
+        ])
+        .env("DATABASE_URL", db.url())
+        .env("AWS_ENDPOINT_URL_SQS", outbox_tests::sqs::endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("prlimit (util-linux) runs the relay");
+    let logs = collect(relay.stderr.take().unwrap());
+    let started = Instant::now();
+    while !logs.lock().unwrap().contains("relay started") {
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = relay.kill();
+            panic!("relay did not start: {}", logs.lock().unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Idle connections until the relay runs out of descriptors.
+    let mut idle = Vec::new();
+    for _ in 0..60 {
+        idle.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = cpu_time(relay.id());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let spent = cpu_time(relay.id()) - before;
+    let text = logs.lock().unwrap().clone();
+    assert!(
+        text.contains("metrics endpoint: accept failed"),
+        "the relay ran out of descriptors: {text}"
+    );
+    assert!(
+        spent < Duration::from_millis(1_000),
+        "no hot accept loop: {spent:?} of CPU in 3 s"
+    );
+    // Descriptors free again: it answers.
+    drop(idle);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let answer = tokio::task::spawn_blocking({
+        let addr = addr.clone();
+        move || {
+            let mut s = std::net::TcpStream::connect(&addr).unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
+                .unwrap();
+            let mut text = String::new();
+            s.read_to_string(&mut text).unwrap();
+            text
+        }
+    })
+    .await
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+    Command::new("kill")
+        .args(["-TERM", &relay.id().to_string()])
+        .status()
+        .unwrap();
+    let _ = relay.wait();
+}
