@@ -157,6 +157,8 @@
 
 mod batch;
 mod breaker;
+mod builder;
+mod check;
 mod classify;
 mod config;
 mod error;
@@ -164,6 +166,7 @@ mod message;
 mod metrics;
 mod publisher;
 mod routing;
+mod sdk_error;
 
 pub use batch::{MAX_BATCH_BYTES, MAX_BATCH_ENTRIES};
 pub use classify::{Class, classify, classify_sdk_error};
