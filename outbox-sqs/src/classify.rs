@@ -121,7 +121,7 @@ pub fn classify(code: &str, sender_fault: bool) -> Class {
         || code.starts_with("KMS.")
         || code.starts_with("Kms")
     {
-        return Class::Retry; // TEMP: the behaviour before the breaker
+        return Class::Unavailable;
     }
     if TRANSIENT_CODES.contains(&code) || ACCOUNT_CODES.contains(&code) {
         return Class::Retry;

@@ -178,4 +178,4 @@ pub use config::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use message::{HASHED_GROUP_ID_PREFIX, MAX_GROUP_ID_LEN, message_group_id};
-pub use publisher::{SqsPublisher, SqsPublisherBuilder};
+pub use publisher::{SqsPublisher, SqsPublisherBuilder, UnavailableQueue};

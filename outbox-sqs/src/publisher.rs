@@ -42,6 +42,17 @@ pub(crate) struct Inner {
     pub(crate) metrics: SqsMetrics,
 }
 
+/// A queue whose circuit breaker is open (see [`SqsPublisher::unavailable_queues`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnavailableQueue {
+    /// The queue's URL.
+    pub url: String,
+    /// How long since its first failure of this open period.
+    pub unavailable_for: Duration,
+    /// The last SQS error seen for it.
+    pub last_error: String,
+}
+
 /// A configured queue and its circuit breaker.
 #[derive(Debug)]
 pub(crate) struct Queue {
@@ -71,14 +82,21 @@ impl SqsPublisher {
         self.inner.queues.iter().map(|q| q.url.as_str()).collect()
     }
 
-    /// The queues whose circuit breaker is open now (they failed as a whole — missing, access or
-    /// key denied, throttled — and have not answered normally since), with how long they have been
-    /// unavailable and their last SQS error.
-    pub fn unavailable_queues(&self) -> Vec<(String, Duration, String)> {
+    /// The queues whose circuit breaker is open now: they failed as a whole — missing, access or
+    /// key denied, throttled — and have not answered normally since.
+    pub fn unavailable_queues(&self) -> Vec<UnavailableQueue> {
         self.inner
             .queues
             .iter()
-            .filter_map(|q| q.breaker.broken_for().map(|(d, e)| (q.url.clone(), d, e)))
+            .filter_map(|q| {
+                q.breaker
+                    .broken_for()
+                    .map(|(unavailable_for, last_error)| UnavailableQueue {
+                        url: q.url.clone(),
+                        unavailable_for,
+                        last_error,
+                    })
+            })
             .collect()
     }
 

@@ -67,7 +67,8 @@ async fn a_missing_queue_opens_its_breaker_and_the_healthy_queue_keeps_flowing()
     assert_all_published(&outcomes[10..]);
     let open = publisher.unavailable_queues();
     assert_eq!(open.len(), 1, "{open:?}");
-    assert_eq!(open[0].0, fx.queue_url("broken"));
+    assert_eq!(open[0].url, fx.queue_url("broken"));
+    assert!(open[0].last_error.contains("does not exist"), "{open:?}");
     assert_eq!(
         fx.calls_to("SendMessageBatch"),
         3,
