@@ -107,7 +107,7 @@ async fn serve_with(
                 drop(permit);
                 tokio::select! {
                     _ = shutdown.cancelled() => return,
-                    _ = std::future::ready(()) => {}
+                    _ = tokio::time::sleep(backoff) => {}
                 }
                 backoff = (backoff * 2).min(ACCEPT_BACKOFF.1);
             }
