@@ -27,11 +27,12 @@ SELECT
     (SELECT count(*) FROM outbox_events
       WHERE processed_at > now() - interval '1 hour') AS published_last_hour;
 
---! list_dead_letters (event_type?, aggregate_type?, aggregate_id?) : (last_error?)
+--! list_dead_letters (ids?, event_type?, aggregate_type?, aggregate_id?) : (last_error?)
 SELECT id, seq, aggregate_type, aggregate_id, event_type, attempts, last_error, created_at,
        dead_lettered_at
   FROM outbox_dead_letters
- WHERE (:event_type::text IS NULL OR event_type = :event_type)
+ WHERE (:ids::uuid[] IS NULL OR id = ANY(:ids))
+   AND (:event_type::text IS NULL OR event_type = :event_type)
    AND (:aggregate_type::text IS NULL OR aggregate_type = :aggregate_type)
    AND (:aggregate_id::text IS NULL OR aggregate_id = :aggregate_id)
  ORDER BY seq
@@ -58,6 +59,26 @@ DELETE FROM outbox_events
    AND (:event_type::text IS NULL OR event_type = :event_type)
    AND (:aggregate_type::text IS NULL OR aggregate_type = :aggregate_type)
    AND (:aggregate_id::text IS NULL OR aggregate_id = :aggregate_id)
+RETURNING id;
+
+-- The ids of the dead letters a filter matches now, oldest first: what an operator is shown and asked
+-- about before a purge, which then deletes exactly these ids (`purge_dead_letters_by_id`).
+--! dead_letter_ids (ids?, event_type?, aggregate_type?, aggregate_id?)
+SELECT id
+  FROM outbox_dead_letters
+ WHERE (:ids::uuid[] IS NULL OR id = ANY(:ids))
+   AND (:event_type::text IS NULL OR event_type = :event_type)
+   AND (:aggregate_type::text IS NULL OR aggregate_type = :aggregate_type)
+   AND (:aggregate_id::text IS NULL OR aggregate_id = :aggregate_id)
+ ORDER BY seq;
+
+-- Deletes these dead letters (one batch of ids per call); a row no longer dead (retried, or published
+-- meanwhile) is kept.
+--! purge_dead_letters_by_id
+DELETE FROM outbox_events
+ WHERE id = ANY(:ids)
+   AND dead_lettered_at IS NOT NULL
+   AND processed_at IS NULL
 RETURNING id;
 
 -- Retention: deletes at most `batch_size` processed rows older than the interval; call it until it

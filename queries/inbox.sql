@@ -7,3 +7,14 @@ INSERT INTO processed_events (consumer, event_id)
 VALUES (:consumer, :event_id)
 ON CONFLICT DO NOTHING
 RETURNING event_id;
+
+-- Inbox retention: deletes at most `batch_size` records older than the interval; call it until it
+-- returns fewer than `batch_size` rows (short statements, no long locks).
+--! delete_processed_events_before
+DELETE FROM processed_events
+ WHERE (consumer, event_id) IN (SELECT consumer, event_id FROM processed_events
+                                 WHERE processed_at < now() - make_interval(secs => :older_than_secs)
+                                 ORDER BY processed_at
+                                 LIMIT :batch_size
+                                   FOR UPDATE SKIP LOCKED)
+RETURNING event_id;

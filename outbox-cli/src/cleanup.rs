@@ -4,10 +4,20 @@ use std::time::Duration;
 
 use crate::{Failure, db};
 
-/// Deletes old processed rows in bounded batches.
-pub async fn run(url: Option<&str>, older_than: Duration) -> Result<(), Failure> {
+/// Deletes old processed rows and/or old inbox records, in bounded batches.
+pub async fn run(
+    url: Option<&str>,
+    older_than: Option<Duration>,
+    inbox_older_than: Option<Duration>,
+) -> Result<(), Failure> {
     let client = db::connect(url).await?;
-    let deleted = outbox_core::cleanup(&client, older_than).await?;
-    println!("deleted {deleted} processed events older than {older_than:?}");
+    if let Some(older_than) = older_than {
+        let deleted = outbox_core::cleanup(&client, older_than).await?;
+        println!("deleted {deleted} processed events older than {older_than:?}");
+    }
+    if let Some(older_than) = inbox_older_than {
+        let deleted = outbox_core::cleanup_inbox(&client, older_than).await?;
+        println!("deleted {deleted} inbox records (processed_events) older than {older_than:?}");
+    }
     Ok(())
 }

@@ -82,9 +82,17 @@ SETTINGS (flag, or environment variable):
   --retention          OUTBOX_RETENTION_SECS      delete processed rows older than this (default off)
   --route              OUTBOX_SQS_ROUTES          `pattern=url,pattern=url`
   --default-queue      OUTBOX_SQS_DEFAULT_QUEUE_URL
+  --broken-queue-dead-letter-after  OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS  (default 1h)
+  --inbox-retention    delete processed_events older than this (default off)
   also OUTBOX_BACKOFF_BASE_MS, OUTBOX_BACKOFF_CAP_MS, OUTBOX_BACKOFF_JITTER, OUTBOX_PUBLISH_TIMEOUT_MS,
   OUTBOX_PER_AGGREGATE_ORDER, OUTBOX_METRICS_INTERVAL_MS, OUTBOX_SQS_MAX_IN_FLIGHT,
-  OUTBOX_SQS_CALL_TIMEOUT_MS.
+  OUTBOX_SQS_CALL_TIMEOUT_MS, OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS.
+
+A BROKEN QUEUE:
+  A queue that fails as a whole (deleted, access or KMS key denied, throttled) has its circuit
+  breaker opened: its events are put back for 5s without counting an attempt and it is not called
+  except for one probe every 5s, while other queues keep flowing. Still broken after
+  --broken-queue-dead-letter-after, its events are dead-lettered with the SQS error.
 
 AWS:
   Credentials and region come from the default AWS chain (environment, profile, instance role).
@@ -106,15 +114,24 @@ hour. With --json, one JSON object with the same figures.")]
     #[command(subcommand)]
     DeadLetters(DeadLettersCommand),
 
-    /// Delete processed events older than a given age.
+    /// Delete processed events (and consumer inbox records) older than a given age.
     #[command(long_about = "\
 Delete processed (published) events older than --older-than, in batches of 1000 rows per
 statement, so no long locks are taken. Pending events and dead letters are never deleted.
-The relay can do the same periodically with --retention.")]
+The relay can do the same periodically with --retention.
+
+With --inbox-older-than, also delete the consumer inbox's records (processed_events, written by
+process_once) recorded longer ago than that. Keep them longer than a message can still be
+redelivered (the queue's message retention, up to 14 days on SQS, plus the relay's retrying):
+an event redelivered after its record is gone is processed again. The relay can do this
+periodically with --inbox-retention when the inbox is in its database.")]
     Cleanup {
         /// Age of the processed rows to delete, e.g. 7d, 12h, 30m.
+        #[arg(long, value_parser = duration::parse, required_unless_present = "inbox_older_than")]
+        older_than: Option<Duration>,
+        /// Age of the inbox records (processed_events) to delete, e.g. 30d.
         #[arg(long, value_parser = duration::parse)]
-        older_than: Duration,
+        inbox_older_than: Option<Duration>,
     },
 }
 
@@ -214,4 +231,13 @@ pub struct RelayArgs {
     /// Apply the schema before starting.
     #[arg(long)]
     pub migrate: bool,
+    /// Dead-letter the events of a queue that has been broken as a whole (missing, access or KMS
+    /// key denied, throttled) this long, e.g. 1h (default 1h; until then they are put back
+    /// without counting an attempt).
+    #[arg(long, value_parser = duration::parse, value_name = "DURATION")]
+    pub broken_queue_dead_letter_after: Option<Duration>,
+    /// Delete consumer inbox records (processed_events) older than this, every minute (e.g. 30d);
+    /// for an inbox in the relay's database.
+    #[arg(long, value_parser = duration::parse, value_name = "DURATION")]
+    pub inbox_retention: Option<Duration>,
 }

@@ -79,25 +79,63 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
         DeadLettersCommand::Purge { select, yes } => {
             let f = selection(&select)?;
             let client = db::connect(url).await?;
+            // The ids are captured now: the purge deletes exactly these, not whatever matches the
+            // filter by the time the operator answers.
+            let ids = outbox_core::dead_letter_ids(&client, &f).await?;
+            if ids.is_empty() {
+                println!("no dead letters match; nothing deleted");
+                return Ok(());
+            }
             if !yes {
-                let count = outbox_core::list_dead_letters(&client, &f, i64::MAX)
-                    .await?
-                    .iter()
-                    .filter(|d| f.ids.as_ref().is_none_or(|ids| ids.contains(&d.id)))
-                    .count();
-                if !confirm(&format!("delete {count} dead letters for good?"))? {
+                show_purge(&client, &ids).await?;
+                if !confirm(&format!(
+                    "delete these {} dead letters for good?",
+                    ids.len()
+                ))? {
                     println!("nothing deleted");
                     return Ok(());
                 }
             }
-            let ids = outbox_core::purge_dead_letters(&client, &f).await?;
-            println!("purged {} dead letters", ids.len());
-            for id in ids {
+            let purged = outbox_core::purge_dead_letter_ids(&client, &ids).await?;
+            println!("purged {} dead letters", purged.len());
+            if purged.len() < ids.len() {
+                println!(
+                    "{} of those shown were no longer dead letters (retried or removed meanwhile) \
+                     and were kept",
+                    ids.len() - purged.len()
+                );
+            }
+            for id in purged {
                 println!("{id}");
             }
             Ok(())
         }
     }
+}
+
+/// How many of the dead letters to be purged are listed before the question.
+const PURGE_SHOWN: usize = 20;
+
+/// Lists (the first [`PURGE_SHOWN`] of) the dead letters with these ids.
+async fn show_purge<C: outbox_core::GenericClient>(
+    client: &C,
+    ids: &[uuid::Uuid],
+) -> Result<(), Failure> {
+    let shown = DeadLetterFilter {
+        ids: Some(ids.iter().take(PURGE_SHOWN).copied().collect()),
+        ..DeadLetterFilter::default()
+    };
+    for r in outbox_core::list_dead_letters(client, &shown, PURGE_SHOWN as i64).await? {
+        let error: String = r.last_error.unwrap_or_default().chars().take(60).collect();
+        println!(
+            "{}  {}  {}/{}  {error}",
+            r.id, r.event_type, r.aggregate_type, r.aggregate_id
+        );
+    }
+    if ids.len() > PURGE_SHOWN {
+        println!("… and {} more", ids.len() - PURGE_SHOWN);
+    }
+    Ok(())
 }
 
 /// Asks on the terminal; without one, refuses (use --yes in scripts).

@@ -2,13 +2,19 @@
 
 use std::time::Duration;
 
-/// Parses a duration such as `7d`, `1h30m` or `250ms`.
+/// The longest duration accepted: 100 years (anything longer is surely a typo, and could overflow
+/// the clocks and intervals it is added to).
+pub const MAX: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// Parses a duration such as `7d`, `1h30m` or `250ms`, of at most [`MAX`]. Integer arithmetic
+/// throughout: an overflowing number is an error, never a panic.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     if text.is_empty() {
         return Err("a duration is needed, e.g. 7d, 12h, 30m, 45s".into());
     }
-    let mut total = Duration::ZERO;
+    let too_large = || format!("`{text}`: too large (at most 100 years)");
+    let mut total_ms: u64 = 0;
     let mut rest = text;
     while !rest.is_empty() {
         let digits = rest
@@ -17,22 +23,20 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         if digits == 0 {
             return Err(format!("`{text}`: expected a number before `{rest}`"));
         }
-        let number: u64 = rest[..digits]
-            .parse()
-            .map_err(|_| format!("`{text}`: number too large"))?;
+        let number: u64 = rest[..digits].parse().map_err(|_| too_large())?;
         rest = &rest[digits..];
         let unit_len = rest
             .find(|c: char| c.is_ascii_digit())
             .unwrap_or(rest.len());
         let unit = &rest[..unit_len];
         rest = &rest[unit_len..];
-        let secs_per_unit: f64 = match unit {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            "d" => 86_400.0,
-            "w" => 604_800.0,
+        let ms_per_unit: u64 = match unit {
+            "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            "w" => 604_800_000,
             "" => return Err(format!("`{text}`: a unit is needed (ms, s, m, h, d, w)")),
             other => {
                 return Err(format!(
@@ -40,7 +44,14 @@ pub fn parse(text: &str) -> Result<Duration, String> {
                 ));
             }
         };
-        total += Duration::from_secs_f64(number as f64 * secs_per_unit);
+        total_ms = number
+            .checked_mul(ms_per_unit)
+            .and_then(|ms| total_ms.checked_add(ms))
+            .ok_or_else(too_large)?;
+    }
+    let total = Duration::from_millis(total_ms);
+    if total > MAX {
+        return Err(too_large());
     }
     Ok(total)
 }
@@ -63,5 +74,21 @@ mod tests {
         for bad in ["", "7", "d", "7x", "1h-3m", "99999999999999999999s"] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn overflow_is_an_error_not_a_panic() {
+        for bad in [
+            "99999999999999w",
+            "18446744073709551615ms1ms",
+            "30000000000000000d",
+            "5200w400d",
+            "18446744073709551615s",
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains("too large"), "{bad}: {e}");
+        }
+        assert_eq!(parse("5200w").unwrap(), Duration::from_secs(5200 * 604_800));
+        assert_eq!(parse("36500d").unwrap(), MAX);
     }
 }

@@ -1,4 +1,7 @@
-//! Log lines to stderr, filtered by `RUST_LOG` (default `info`).
+//! Log lines to stderr, filtered by `RUST_LOG` (default `info`). Text lines are coloured only when
+//! stderr is a terminal (and `NO_COLOR` is unset): a file or a pipe gets no ANSI escapes.
+
+use std::io::IsTerminal;
 
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt;
@@ -13,15 +16,21 @@ pub fn init(format: LogFormat) {
         .and_then(|f| f.parse().ok())
         .unwrap_or_else(|| Targets::new().with_default(tracing::Level::INFO));
     let registry = tracing_subscriber::registry().with(filter);
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let result = match format {
         LogFormat::Text => registry
-            .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(colour)
+                    .with_writer(std::io::stderr),
+            )
             .try_init(),
         LogFormat::Json => registry
             .with(
                 tracing_subscriber::fmt::layer()
                     .json()
                     .flatten_event(true)
+                    .with_ansi(false)
                     .with_writer(std::io::stderr),
             )
             .try_init(),

@@ -49,7 +49,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Relay(args) => relay::run(url, args).await,
         Command::Stats { json } => stats::run(url, json).await,
         Command::DeadLetters(cmd) => dead_letters::run(url, cmd).await,
-        Command::Cleanup { older_than } => cleanup::run(url, older_than).await,
+        Command::Cleanup {
+            older_than,
+            inbox_older_than,
+        } => cleanup::run(url, older_than, inbox_older_than).await,
     }
 }
 

@@ -47,6 +47,9 @@ fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
     if let Some(q) = &args.default_queue {
         c.default_queue = Some(q.clone());
     }
+    if let Some(d) = args.broken_queue_dead_letter_after {
+        c.broken_queue_dead_letter_after = d;
+    }
     if c.routes.is_empty() && c.default_queue.is_none() {
         return Err(
             "no queue configured: pass --default-queue URL or --route PATTERN=URL \
@@ -71,6 +74,8 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
         .await?;
     let pool = db::pool(&pg, config.concurrency + 2)?;
     let metrics = RelayMetrics::new();
+    let inbox_pool = pool.clone();
+    let sqs = publisher.clone();
     let relay = Relay::builder(pool, publisher)
         .config(config)
         .listen(pg)
@@ -81,7 +86,20 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     if let Some(addr) = args.metrics_addr {
         let listener = metrics_server::bind(addr).await?;
         tracing::info!(%addr, "serving metrics at /metrics");
-        tokio::spawn(metrics_server::serve(listener, metrics, shutdown.clone()));
+        // The relay's metrics, then the publisher's (`outbox_sqs_queue_unavailable`).
+        let encode = move || metrics_server::join(&[metrics.encode(), sqs.encode_metrics()]);
+        tokio::spawn(metrics_server::serve(
+            listener,
+            std::sync::Arc::new(encode),
+            shutdown.clone(),
+        ));
+    }
+    if let Some(older_than) = args.inbox_retention {
+        tokio::spawn(outbox_core::run_inbox_retention(
+            inbox_pool,
+            older_than,
+            shutdown.clone(),
+        ));
     }
     tokio::spawn(stop_on_signal(shutdown.clone()));
     relay.run(shutdown).await?;

@@ -34,7 +34,7 @@ impl DeadLetterFilter {
     }
 }
 
-/// Lists up to `limit` dead letters matching `filter` (ids are ignored here), oldest first.
+/// Lists up to `limit` dead letters matching `filter`, oldest first.
 pub async fn list_dead_letters<C: GenericClient>(
     client: &C,
     filter: &DeadLetterFilter,
@@ -43,6 +43,7 @@ pub async fn list_dead_letters<C: GenericClient>(
     Ok(sql::list_dead_letters()
         .bind(
             client,
+            &filter.ids,
             &filter.event_type.as_deref(),
             &filter.aggregate_type.as_deref(),
             &filter.aggregate_id.as_deref(),
@@ -86,4 +87,45 @@ pub async fn purge_dead_letters<C: GenericClient>(
         )
         .all()
         .await?)
+}
+
+/// Dead letters deleted per statement by [`purge_dead_letter_ids`].
+pub const PURGE_BATCH_SIZE: usize = 1_000;
+
+/// The ids of the dead letters matching `filter` now, oldest first — what an operator is shown
+/// before a purge. Hand them to [`purge_dead_letter_ids`] after the confirmation, so that the purge
+/// deletes exactly what was shown: a dead letter that appears in between is not deleted.
+pub async fn dead_letter_ids<C: GenericClient>(
+    client: &C,
+    filter: &DeadLetterFilter,
+) -> Result<Vec<Uuid>, Error> {
+    Ok(sql::dead_letter_ids()
+        .bind(
+            client,
+            &filter.ids,
+            &filter.event_type.as_deref(),
+            &filter.aggregate_type.as_deref(),
+            &filter.aggregate_id.as_deref(),
+        )
+        .all()
+        .await?)
+}
+
+/// Deletes the dead letters with these ids, [`PURGE_BATCH_SIZE`] per statement (each its own
+/// short statement, no long locks); returns the ids deleted. An id that is no longer a dead letter
+/// (retried or published meanwhile, or already gone) is skipped.
+pub async fn purge_dead_letter_ids<C: GenericClient>(
+    client: &C,
+    ids: &[Uuid],
+) -> Result<Vec<Uuid>, Error> {
+    let mut deleted = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(PURGE_BATCH_SIZE) {
+        deleted.extend(
+            sql::purge_dead_letters_by_id()
+                .bind(client, &chunk)
+                .all()
+                .await?,
+        );
+    }
+    Ok(deleted)
 }

@@ -60,7 +60,7 @@
 //!
 //! Pieces: [`OutboxEvent`] (derive it), [`emit`] / [`emit_all`] / [`Emitter`] (write events,
 //! refusing what the broker would reject), [`migrate()`] (the schema), [`Relay`] and [`Publisher`]
-//! (publishing), [`stats()`], the dead-letter functions and [`cleanup`] (operating),
+//! (publishing), [`stats()`], the dead-letter functions, [`cleanup`] and [`cleanup_inbox`] (operating),
 //! [`process_once`] (consumers), [`RelayMetrics`] (Prometheus).
 
 mod backoff;
@@ -84,7 +84,8 @@ pub mod __private;
 
 pub use backoff::{Backoff, Disposition, InfraBackoff, RetryPolicy};
 pub use dead_letters::{
-    DeadLetter, DeadLetterFilter, list_dead_letters, purge_dead_letters, retry_dead_letters,
+    DeadLetter, DeadLetterFilter, PURGE_BATCH_SIZE, dead_letter_ids, list_dead_letters,
+    purge_dead_letter_ids, purge_dead_letters, retry_dead_letters,
 };
 pub use decode::DecodeEvent;
 pub use emit::{Emitter, emit, emit_all};
@@ -99,6 +100,8 @@ pub use publisher::{ClaimedEvent, PublishOutcome, Publisher, UNAVAILABLE_RETRY_D
 pub use relay::{
     BatchReport, LISTENER_APPLICATION_NAME, MAX_BATCH_SIZE, Relay, RelayBuilder, RelayConfig,
 };
-pub use retention::{CLEANUP_BATCH_SIZE, cleanup};
+pub use retention::{
+    CLEANUP_BATCH_SIZE, INBOX_RETENTION_INTERVAL, cleanup, cleanup_inbox, run_inbox_retention,
+};
 pub use stats::{OutboxStats, stats};
 pub use tokio_util::sync::CancellationToken;

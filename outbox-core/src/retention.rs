@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use outbox_queries::client::GenericClient;
 use outbox_queries::queries::admin as sql;
+use outbox_queries::queries::inbox as inbox_sql;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
 
@@ -25,6 +27,60 @@ pub async fn cleanup<C: GenericClient>(client: &C, older_than: Duration) -> Resu
         total += deleted as u64;
         if (deleted as i64) < CLEANUP_BATCH_SIZE {
             return Ok(total);
+        }
+    }
+}
+
+/// Deletes the consumer inbox's records (`processed_events`, written by
+/// [`process_once`](crate::process_once)) older than `older_than`, by when they were recorded on the
+/// database clock, in batches of [`CLEANUP_BATCH_SIZE`], each its own statement. Returns how many
+/// were deleted.
+///
+/// A record is what makes a redelivered event a duplicate: keep records longer than a message can
+/// still arrive — the queue's message retention (SQS: up to 14 days) plus how long the relay may
+/// keep retrying an event. An event redelivered after its record was deleted is processed again.
+pub async fn cleanup_inbox<C: GenericClient>(
+    client: &C,
+    older_than: Duration,
+) -> Result<u64, Error> {
+    let secs = older_than.as_secs_f64();
+    let mut total = 0u64;
+    loop {
+        let deleted = inbox_sql::delete_processed_events_before()
+            .bind(client, &secs, &CLEANUP_BATCH_SIZE)
+            .all()
+            .await?
+            .len();
+        total += deleted as u64;
+        if (deleted as i64) < CLEANUP_BATCH_SIZE {
+            return Ok(total);
+        }
+    }
+}
+
+/// How often [`run_inbox_retention`] runs [`cleanup_inbox`].
+pub const INBOX_RETENTION_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Runs [`cleanup_inbox`] now and then every [`INBOX_RETENTION_INTERVAL`] until `shutdown` is
+/// cancelled; failures are logged and tried again on the next round. Spawn it in a consumer
+/// service (or use `outbox relay --inbox-retention` when the inbox shares the relay's database).
+pub async fn run_inbox_retention(
+    pool: deadpool_postgres::Pool,
+    older_than: Duration,
+    shutdown: CancellationToken,
+) {
+    loop {
+        match pool.get().await {
+            Ok(client) => match cleanup_inbox(&**client, older_than).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(deleted = n, "inbox retention deleted processed_events"),
+                Err(e) => tracing::warn!(error = %e, "inbox retention failed"),
+            },
+            Err(e) => tracing::warn!(error = %e, "inbox retention could not get a connection"),
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(INBOX_RETENTION_INTERVAL) => {}
         }
     }
 }

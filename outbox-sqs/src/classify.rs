@@ -1,27 +1,38 @@
-//! The one place that decides whether an SQS failure is worth retrying.
+//! The one place that decides what an SQS failure means for the events it hit.
 //!
 //! The rule: [`Class::Permanent`] only when the *message itself* is at fault (invalid content, too
-//! large, a malformed request), because the relay dead-letters it at once. Everything else —
-//! throttling, server errors, time-outs, connection failures, and set-up problems such as a missing
-//! queue, missing permissions or a disabled KMS key — is [`Class::Retry`]: the message is fine and
-//! will go through once the cause is fixed.
+//! large, a malformed request), because the relay dead-letters it at once.
+//! [`Class::Unavailable`] when the *queue* is broken as a whole — it does not exist (any more),
+//! access to it or its encryption key is denied or disabled, it is throttled: its events are put
+//! back for a short delay without counting an attempt, and the queue's circuit breaker opens (see
+//! the [crate docs](crate#a-broken-queue-circuit-breaker)). Everything else — server errors,
+//! time-outs, connection failures, and account-wide credential problems — is [`Class::Retry`]: the
+//! message is fine and will go through once the cause is gone; when every call of a `publish` fails
+//! that way the relay backs off as a whole (an SQS outage), which a circuit breaker per queue would
+//! only turn into a dead-lettering clock for every queue at once.
 
 use aws_sdk_sqs::config::http::HttpResponse;
 use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 
-/// Whether a failed message should be retried or dead-lettered.
+/// What a failed message or call means for its events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Class {
-    /// The failure is transient or caused by the set-up: try again later
-    /// ([`PublishOutcome::Retry`](outbox_core::PublishOutcome::Retry)).
+    /// The failure is transient or account-wide: try again later
+    /// ([`PublishOutcome::Retry`](outbox_core::PublishOutcome::Retry), or an `Err` from `publish`
+    /// when every call failed so).
     Retry,
     /// The message can never be accepted: dead-letter it
     /// ([`PublishOutcome::Permanent`](outbox_core::PublishOutcome::Permanent)).
     Permanent,
+    /// The queue is broken as a whole (missing, access or key denied, throttled): put its events
+    /// back without counting an attempt
+    /// ([`PublishOutcome::Unavailable`](outbox_core::PublishOutcome::Unavailable)) and open the
+    /// queue's circuit breaker.
+    Unavailable,
 }
 
-/// Throttling and transient server codes (including those the AWS SDKs retry on).
-const TRANSIENT_CODES: &[&str] = &[
+/// Throttling codes: the queue (or its key) is overloaded; backing off that queue is the cure.
+const THROTTLING_CODES: &[&str] = &[
     "Throttling",
     "ThrottlingException",
     "ThrottledException",
@@ -32,6 +43,11 @@ const TRANSIENT_CODES: &[&str] = &[
     "BandwidthLimitExceeded",
     "LimitExceededException",
     "SlowDown",
+    "KmsThrottled",
+];
+
+/// Transient server codes (including those the AWS SDKs retry on).
+const TRANSIENT_CODES: &[&str] = &[
     "PriorRequestNotComplete",
     "RequestTimeout",
     "RequestTimeoutException",
@@ -41,12 +57,11 @@ const TRANSIENT_CODES: &[&str] = &[
     "ServiceUnavailable",
     "ServiceUnavailableException",
     "Unavailable",
-    "KmsThrottled",
-    "KMS.ThrottlingException",
 ];
 
-/// Codes that blame the set-up (queue, credentials, permissions, encryption key), not the message.
-const SETUP_CODES: &[&str] = &[
+/// Codes that say one queue is broken: it does not exist, its address is wrong, or access to it is
+/// denied. (`KMS.*` / `Kms*` codes — the queue's encryption key — are matched by prefix.)
+const QUEUE_CODES: &[&str] = &[
     "QueueDoesNotExist",
     "NonExistentQueue",
     "QueueDeletedRecently",
@@ -54,6 +69,11 @@ const SETUP_CODES: &[&str] = &[
     "UnsupportedOperation",
     "AccessDenied",
     "AccessDeniedException",
+];
+
+/// Codes that blame the credentials or the account, the same for every queue: an outage of the
+/// relay as a whole, not of one queue.
+const ACCOUNT_CODES: &[&str] = &[
     "InvalidSecurity",
     "InvalidClientTokenId",
     "UnrecognizedClientException",
@@ -80,29 +100,30 @@ pub(crate) fn is_queue_missing(code: &str) -> bool {
 /// Whether `code` means the credentials are missing, invalid, expired or not allowed.
 pub(crate) fn is_auth_failure(code: &str) -> bool {
     let code = normalize(code);
-    SETUP_CODES.contains(&code)
-        && !is_queue_missing(code)
-        && !matches!(
-            code,
-            "QueueDeletedRecently" | "InvalidAddress" | "UnsupportedOperation"
-        )
+    ACCOUNT_CODES.contains(&code) || matches!(code, "AccessDenied" | "AccessDeniedException")
 }
 
 /// Classifies an SQS error `code` — a failed entry of a `SendMessageBatch` response, or a failed
 /// call — given whether SQS blames the sender (`SenderFault`; for a whole call, a 4xx status).
 ///
-/// 1. Throttling and transient server codes → [`Class::Retry`], whatever the fault flag says.
-/// 2. Set-up codes (missing queue, credentials, permissions, `KMS.*`/`Kms*` key problems) →
-///    [`Class::Retry`]: the message is fine.
+/// 1. Throttling codes, missing-queue and access-denied codes, `KMS.*`/`Kms*` key problems →
+///    [`Class::Unavailable`], whatever the fault flag says: the queue is broken, the message is
+///    fine.
+/// 2. Transient server codes and account-wide credential codes (invalid, expired, unsigned) →
+///    [`Class::Retry`].
 /// 3. Any other sender fault (`InvalidMessageContents`, `InvalidParameterValue`,
 ///    `MissingParameter`, `BatchRequestTooLong`, an unknown code, …) → [`Class::Permanent`].
 /// 4. Any other server-side failure → [`Class::Retry`].
 pub fn classify(code: &str, sender_fault: bool) -> Class {
     let code = normalize(code);
-    if TRANSIENT_CODES.contains(&code) {
-        return Class::Retry;
+    if THROTTLING_CODES.contains(&code)
+        || QUEUE_CODES.contains(&code)
+        || code.starts_with("KMS.")
+        || code.starts_with("Kms")
+    {
+        return Class::Unavailable;
     }
-    if SETUP_CODES.contains(&code) || code.starts_with("KMS.") || code.starts_with("Kms") {
+    if TRANSIENT_CODES.contains(&code) || ACCOUNT_CODES.contains(&code) {
         return Class::Retry;
     }
     if sender_fault {
@@ -117,7 +138,8 @@ pub fn classify(code: &str, sender_fault: bool) -> Class {
 /// An error response is classified by its HTTP status and code: 5xx → [`Class::Retry`]; otherwise
 /// [`classify`]`(code, sender_fault = true)`. Every failure without an error response — time-out,
 /// connection or credentials failure (dispatch), an unreadable response, a request that could not
-/// be built — is [`Class::Retry`].
+/// be built — is [`Class::Retry`]: SQS's endpoint is shared by every queue, so such failures are an
+/// outage of SQS, not of one queue.
 pub fn classify_sdk_error<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> Class {
     match err {
         SdkError::ServiceError(ctx) => {
@@ -140,19 +162,30 @@ mod tests {
     use aws_smithy_types::body::SdkBody;
 
     #[test]
-    fn throttling_and_server_codes_retry_whatever_the_fault_flag() {
+    fn throttling_of_a_queue_makes_it_unavailable_whatever_the_fault_flag() {
         for code in [
             "ThrottlingException",
             "RequestThrottled",
             "AWS.SimpleQueueService.RequestThrottled",
             "Throttling",
             "TooManyRequestsException",
+            "RequestLimitExceeded",
+            "KmsThrottled",
+            "KMS.ThrottlingException",
+        ] {
+            assert_eq!(classify(code, true), Class::Unavailable, "{code} sender");
+            assert_eq!(classify(code, false), Class::Unavailable, "{code} receiver");
+        }
+    }
+
+    #[test]
+    fn transient_server_codes_retry_whatever_the_fault_flag() {
+        for code in [
             "RequestTimeout",
             "InternalError",
             "InternalFailure",
             "ServiceUnavailable",
-            "KmsThrottled",
-            "KMS.ThrottlingException",
+            "PriorRequestNotComplete",
         ] {
             assert_eq!(classify(code, true), Class::Retry, "{code} sender");
             assert_eq!(classify(code, false), Class::Retry, "{code} receiver");
@@ -160,7 +193,7 @@ mod tests {
     }
 
     #[test]
-    fn setup_codes_retry_because_the_message_is_fine() {
+    fn a_missing_denied_or_unkeyed_queue_is_unavailable() {
         for code in [
             "QueueDoesNotExist",
             "AWS.SimpleQueueService.NonExistentQueue",
@@ -168,13 +201,30 @@ mod tests {
             "InvalidAddress",
             "AWS.SimpleQueueService.UnsupportedOperation",
             "AccessDenied",
-            "InvalidSecurity",
-            "InvalidClientTokenId",
-            "SignatureDoesNotMatch",
-            "ExpiredToken",
+            "AccessDeniedException",
             "KMS.DisabledException",
             "KMS.NotFoundException",
+            "KMS.InvalidStateException",
+            "KMS.AccessDeniedException",
             "KmsAccessDenied",
+        ] {
+            assert_eq!(classify(code, true), Class::Unavailable, "{code} sender");
+            assert_eq!(classify(code, false), Class::Unavailable, "{code} receiver");
+        }
+    }
+
+    #[test]
+    fn account_wide_credential_failures_retry_because_every_queue_fails_alike() {
+        for code in [
+            "InvalidSecurity",
+            "InvalidClientTokenId",
+            "UnrecognizedClientException",
+            "SignatureDoesNotMatch",
+            "IncompleteSignature",
+            "MissingAuthenticationToken",
+            "ExpiredToken",
+            "RequestExpired",
+            "OptInRequired",
         ] {
             assert_eq!(classify(code, true), Class::Retry, "{code}");
         }
@@ -211,6 +261,7 @@ mod tests {
         assert!(is_queue_missing("QueueDoesNotExist"));
         assert!(!is_queue_missing("AccessDenied"));
         assert!(is_auth_failure("InvalidClientTokenId"));
+        assert!(is_auth_failure("ExpiredToken"));
         assert!(is_auth_failure("AccessDenied"));
         assert!(!is_auth_failure("QueueDoesNotExist"));
         assert!(!is_auth_failure("InvalidParameterValue"));
@@ -234,21 +285,29 @@ mod tests {
         );
         assert_eq!(
             classify_sdk_error(&service_error(400, "RequestThrottled")),
-            Class::Retry
+            Class::Unavailable
         );
         assert_eq!(
             classify_sdk_error(&service_error(400, "ThrottlingException")),
-            Class::Retry
+            Class::Unavailable
         );
         assert_eq!(
             classify_sdk_error(&service_error(
                 400,
                 "AWS.SimpleQueueService.NonExistentQueue"
             )),
-            Class::Retry
+            Class::Unavailable
         );
         assert_eq!(
             classify_sdk_error(&service_error(403, "AccessDenied")),
+            Class::Unavailable
+        );
+        assert_eq!(
+            classify_sdk_error(&service_error(400, "KMS.DisabledException")),
+            Class::Unavailable
+        );
+        assert_eq!(
+            classify_sdk_error(&service_error(403, "InvalidClientTokenId")),
             Class::Retry
         );
         assert_eq!(

@@ -14,10 +14,28 @@ pub const ENV_MAX_IN_FLIGHT: &str = "OUTBOX_SQS_MAX_IN_FLIGHT";
 /// Environment variable: the time limit of one call, in milliseconds.
 pub const ENV_CALL_TIMEOUT_MS: &str = "OUTBOX_SQS_CALL_TIMEOUT_MS";
 
+/// Environment variable: how long a queue may stay broken (missing, access or key denied,
+/// throttled) before its events are dead-lettered, in seconds.
+pub const ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS: &str =
+    "OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS";
+/// Environment variable: how often a broken queue's circuit breaker lets one call through to see
+/// whether the queue is back, in milliseconds.
+pub const ENV_BREAKER_PROBE_INTERVAL_MS: &str = "OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS";
+
 /// Default of [`SqsConfig::max_in_flight`].
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 8;
 /// Default of [`SqsConfig::call_timeout`].
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default of [`SqsConfig::broken_queue_dead_letter_after`]: one hour.
+pub const DEFAULT_BROKEN_QUEUE_DEAD_LETTER_AFTER: Duration = Duration::from_secs(3600);
+/// Upper bound of [`SqsConfig::broken_queue_dead_letter_after`]: 30 days.
+pub const MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER: Duration = Duration::from_secs(30 * 24 * 3600);
+/// Default of [`SqsConfig::breaker_probe_interval`]: the relay's
+/// [`UNAVAILABLE_RETRY_DELAY`](outbox_core::UNAVAILABLE_RETRY_DELAY), so the events put back come
+/// round about when the next probe is due.
+pub const DEFAULT_BREAKER_PROBE_INTERVAL: Duration = outbox_core::UNAVAILABLE_RETRY_DELAY;
+/// Upper bound of [`SqsConfig::breaker_probe_interval`]: one hour.
+pub const MAX_BREAKER_PROBE_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// Sends the events whose type matches `pattern` to `queue`.
 ///
@@ -70,6 +88,18 @@ pub struct SqsConfig {
     /// Overrides the SDK's attempts per call (otherwise `AWS_MAX_ATTEMPTS`, default 3). `Some(1)`
     /// disables the SDK's own retries and leaves retrying to the relay.
     pub max_attempts: Option<u32>,
+    /// How long a queue may stay broken as a whole — missing, access or encryption key denied,
+    /// throttled ([`Class::Unavailable`](crate::Class::Unavailable)) without one successful call —
+    /// before its events are dead-lettered with the SQS error. Until then they are put back
+    /// without counting an attempt. Counted from the first failure seen by this publisher (a
+    /// restarted relay starts counting again). Default
+    /// [`DEFAULT_BROKEN_QUEUE_DEAD_LETTER_AFTER`] (1 h); at most
+    /// [`MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER`] (30 days).
+    pub broken_queue_dead_letter_after: Duration,
+    /// While a queue's circuit breaker is open, its events fail fast without calling SQS, except
+    /// for one probe call per this interval. Default [`DEFAULT_BREAKER_PROBE_INTERVAL`] (5 s); at
+    /// most [`MAX_BREAKER_PROBE_INTERVAL`] (1 h).
+    pub breaker_probe_interval: Duration,
 }
 
 impl Default for SqsConfig {
@@ -82,6 +112,8 @@ impl Default for SqsConfig {
             endpoint_url: None,
             region: None,
             max_attempts: None,
+            broken_queue_dead_letter_after: DEFAULT_BROKEN_QUEUE_DEAD_LETTER_AFTER,
+            breaker_probe_interval: DEFAULT_BREAKER_PROBE_INTERVAL,
         }
     }
 }
@@ -90,7 +122,9 @@ impl SqsConfig {
     /// The defaults, overridden by the variables that are set (and not empty):
     /// [`OUTBOX_SQS_DEFAULT_QUEUE_URL`](ENV_DEFAULT_QUEUE_URL), [`OUTBOX_SQS_ROUTES`](ENV_ROUTES),
     /// [`OUTBOX_SQS_MAX_IN_FLIGHT`](ENV_MAX_IN_FLIGHT) and
-    /// [`OUTBOX_SQS_CALL_TIMEOUT_MS`](ENV_CALL_TIMEOUT_MS). AWS settings are read later, by
+    /// [`OUTBOX_SQS_CALL_TIMEOUT_MS`](ENV_CALL_TIMEOUT_MS),
+    /// [`OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS`](ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS) and
+    /// [`OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS`](ENV_BREAKER_PROBE_INTERVAL_MS). AWS settings are read later, by
     /// `aws-config`, from the standard AWS variables.
     ///
     /// Fails with [`ErrorKind::Config`](crate::ErrorKind::Config), naming the variable, when a value
@@ -124,6 +158,22 @@ impl SqsConfig {
                 ))
             })?;
             config.call_timeout = Duration::from_millis(ms);
+        }
+        if let Some(secs) = var(ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS) {
+            let secs: u64 = secs.trim().parse().map_err(|_| {
+                Error::config(format!(
+                    "{ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS}: `{secs}` is not a whole number of seconds"
+                ))
+            })?;
+            config.broken_queue_dead_letter_after = Duration::from_secs(secs);
+        }
+        if let Some(ms) = var(ENV_BREAKER_PROBE_INTERVAL_MS) {
+            let ms: u64 = ms.trim().parse().map_err(|_| {
+                Error::config(format!(
+                    "{ENV_BREAKER_PROBE_INTERVAL_MS}: `{ms}` is not a whole number of milliseconds"
+                ))
+            })?;
+            config.breaker_probe_interval = Duration::from_millis(ms);
         }
         Ok(config)
     }
@@ -165,6 +215,8 @@ mod tests {
         let d = SqsConfig::default();
         assert_eq!(d.max_in_flight, 8);
         assert_eq!(d.call_timeout, Duration::from_secs(10));
+        assert_eq!(d.broken_queue_dead_letter_after, Duration::from_secs(3600));
+        assert_eq!(d.breaker_probe_interval, Duration::from_secs(5));
         assert!(d.default_queue.is_none() && d.routes.is_empty());
     }
 
@@ -178,6 +230,8 @@ mod tests {
             ),
             (ENV_MAX_IN_FLIGHT, "3"),
             (ENV_CALL_TIMEOUT_MS, "2500"),
+            (ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, "600"),
+            (ENV_BREAKER_PROBE_INTERVAL_MS, "750"),
         ]))
         .unwrap();
         assert_eq!(
@@ -196,6 +250,8 @@ mod tests {
         );
         assert_eq!(c.max_in_flight, 3);
         assert_eq!(c.call_timeout, Duration::from_millis(2500));
+        assert_eq!(c.broken_queue_dead_letter_after, Duration::from_secs(600));
+        assert_eq!(c.breaker_probe_interval, Duration::from_millis(750));
     }
 
     #[test]
@@ -215,6 +271,15 @@ mod tests {
         assert!(e.to_string().contains(ENV_MAX_IN_FLIGHT), "{e}");
         let e = SqsConfig::from_vars(vars(&[(ENV_CALL_TIMEOUT_MS, "1.5s")])).unwrap_err();
         assert!(e.to_string().contains(ENV_CALL_TIMEOUT_MS), "{e}");
+        let e = SqsConfig::from_vars(vars(&[(ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, "1h")]))
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS),
+            "{e}"
+        );
+        let e = SqsConfig::from_vars(vars(&[(ENV_BREAKER_PROBE_INTERVAL_MS, "-1")])).unwrap_err();
+        assert!(e.to_string().contains(ENV_BREAKER_PROBE_INTERVAL_MS), "{e}");
         let e = SqsConfig::from_vars(vars(&[(ENV_ROUTES, "order.*")])).unwrap_err();
         assert!(
             e.to_string().contains("`order.*` is not of the form"),

@@ -21,6 +21,9 @@ pub enum ErrorKind {
     Unavailable,
     /// A call did not finish within the configured call timeout.
     Timeout,
+    /// A queue's circuit breaker is open (the queue recently failed as a whole): the call was not
+    /// made.
+    QueueUnavailable,
 }
 
 impl ErrorKind {
@@ -31,7 +34,10 @@ impl ErrorKind {
     pub fn is_retryable(self) -> bool {
         match self {
             ErrorKind::Config | ErrorKind::Credentials | ErrorKind::QueueNotFound => false,
-            ErrorKind::Service | ErrorKind::Unavailable | ErrorKind::Timeout => true,
+            ErrorKind::Service
+            | ErrorKind::Unavailable
+            | ErrorKind::Timeout
+            | ErrorKind::QueueUnavailable => true,
         }
     }
 
@@ -43,6 +49,7 @@ impl ErrorKind {
             ErrorKind::Service => "SQS error",
             ErrorKind::Unavailable => "SQS unreachable",
             ErrorKind::Timeout => "SQS call timed out",
+            ErrorKind::QueueUnavailable => "SQS queue unavailable",
         }
     }
 }

@@ -64,6 +64,8 @@
 //! | `OUTBOX_SQS_ROUTES`            | `pattern=queue,pattern=queue,…`           | none    |
 //! | `OUTBOX_SQS_MAX_IN_FLIGHT`     | most `SendMessageBatch` calls at once    | 8       |
 //! | `OUTBOX_SQS_CALL_TIMEOUT_MS`   | time limit of one call (SDK retries included) | 10000 |
+//! | `OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS` | a queue broken this long dead-letters its events | 3600 |
+//! | `OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS` | one probe call per interval to a broken queue | 5000 |
 //!
 //! A queue is a URL, or a queue name that [`SqsPublisherBuilder::build`] resolves with
 //! `GetQueueUrl`. Everything AWS — credentials, region, endpoint, SDK retries — comes from
@@ -106,15 +108,42 @@
 //! - A `SendMessageBatch` response can fail single entries; each is classified by [`classify`]
 //!   (code and `SenderFault`): invalid content, too large, other sender faults → `Permanent` with
 //!   SQS's code and message as the reason; throttling, server-side failures → `Retry`.
-//! - A call that fails as a whole is classified by [`classify_sdk_error`]: throttling, 5xx,
-//!   time-outs, connection and credentials failures, and set-up errors (missing queue, access
-//!   denied, KMS) → `Retry` for its entries. A call refused as a whole for its content is re-sent
-//!   one entry per call, so that only the offending events become `Permanent`.
+//! - A call that fails as a whole is classified by [`classify_sdk_error`]: 5xx, time-outs,
+//!   connection and credentials failures → `Retry` for its entries; a broken queue (see below) →
+//!   `Unavailable`. A call refused as a whole for its content is re-sent one entry per call, so
+//!   that only the offending events become `Permanent`.
 //! - When **every** call of a `publish` failed with a retryable whole-call error (SQS unreachable,
-//!   throttling, 5xx, time-outs, a missing queue), `publish` returns `Err`: the relay backs off
-//!   without counting an attempt. When some calls succeeded, the failed calls' events are `Retry`.
-//!   (With `Err`, the call's unroutable or oversized events are released too; they get their
-//!   `Permanent` outcome on a later attempt.)
+//!   5xx, time-outs, bad credentials) — calls to broken queues aside — `publish` returns `Err`: the
+//!   relay backs off without counting an attempt. When some calls succeeded, the failed calls'
+//!   events are `Retry`. (With `Err`, the call's unroutable or oversized events are released too;
+//!   they get their `Permanent` outcome on a later attempt.)
+//!
+//! # A broken queue: circuit breaker
+//!
+//! A queue can break on its own while the others work: deleted, access denied by a policy, its KMS
+//! key disabled or denied (`KMS.*`), throttled. [`classify`] calls these [`Class::Unavailable`].
+//! Each queue has a circuit breaker:
+//!
+//! - The first such failure **opens** it (logged at `warn`: "circuit opened", with the queue and
+//!   the error). The failed events get `PublishOutcome::Unavailable`: the relay puts them back for
+//!   5 s without counting an attempt and holds back only their aggregates.
+//! - While it is open, `publish` does not call SQS for that queue: its events get `Unavailable` at
+//!   once, so a worker spends no call time or in-flight permits on it and the events of healthy
+//!   queues keep flowing. One call per probe interval (default 5 s,
+//!   [`breaker_probe_interval`](SqsPublisherBuilder::breaker_probe_interval)) goes through as a
+//!   **probe**; the first call the queue answers normally **closes** the breaker (logged at `info`:
+//!   "circuit closed").
+//! - A queue still broken after
+//!   [`broken_queue_dead_letter_after`](SqsPublisherBuilder::broken_queue_dead_letter_after)
+//!   (default 1 h, counted from the first failure this publisher saw) makes its events
+//!   `Permanent`: dead-lettered with the SQS error, visible to `outbox dead-letters`, retryable
+//!   once the queue is fixed.
+//!
+//! Connection failures, time-outs, 5xx and credential errors do not open a breaker: they hit every
+//! queue alike (one endpoint, one identity), and the relay treats them as an SQS outage — backing
+//! off, never dead-lettering on a clock. [`SqsPublisher::unavailable_queues`] lists the open
+//! breakers, and [`SqsPublisher::encode_metrics`] exports them as the gauge
+//! `outbox_sqs_queue_unavailable{queue}` (1 while open; `outbox relay --metrics-addr` serves it).
 //!
 //! [`Publisher::check`](outbox_core::Publisher::check) calls `GetQueueAttributes` on every
 //! configured queue and fails with an error naming the queue: [`ErrorKind::QueueNotFound`] when it
@@ -127,19 +156,26 @@
 //! Payloads, attribute values and credentials are never logged.
 
 mod batch;
+mod breaker;
+mod builder;
+mod check;
 mod classify;
 mod config;
 mod error;
 mod message;
+mod metrics;
 mod publisher;
 mod routing;
+mod sdk_error;
 
 pub use batch::{MAX_BATCH_BYTES, MAX_BATCH_ENTRIES};
 pub use classify::{Class, classify, classify_sdk_error};
 pub use config::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_IN_FLIGHT, ENV_CALL_TIMEOUT_MS, ENV_DEFAULT_QUEUE_URL,
-    ENV_MAX_IN_FLIGHT, ENV_ROUTES, Route, SqsConfig,
+    DEFAULT_BREAKER_PROBE_INTERVAL, DEFAULT_BROKEN_QUEUE_DEAD_LETTER_AFTER, DEFAULT_CALL_TIMEOUT,
+    DEFAULT_MAX_IN_FLIGHT, ENV_BREAKER_PROBE_INTERVAL_MS, ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS,
+    ENV_CALL_TIMEOUT_MS, ENV_DEFAULT_QUEUE_URL, ENV_MAX_IN_FLIGHT, ENV_ROUTES,
+    MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use message::{HASHED_GROUP_ID_PREFIX, MAX_GROUP_ID_LEN, message_group_id};
-pub use publisher::{SqsPublisher, SqsPublisherBuilder};
+pub use publisher::{SqsPublisher, SqsPublisherBuilder, UnavailableQueue};

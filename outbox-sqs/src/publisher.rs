@@ -1,30 +1,25 @@
 //! [`SqsPublisher`]: the relay's [`Publisher`] on `aws-sdk-sqs`.
 
 use std::collections::{HashMap, HashSet};
-use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_config::{BehaviorVersion, SdkConfig};
-use aws_credential_types::provider::error::CredentialsError;
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::config::Region;
-use aws_sdk_sqs::config::http::HttpResponse;
-use aws_sdk_sqs::config::retry::RetryConfig;
-use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchOutput;
-use aws_sdk_sqs::types::QueueAttributeName;
 use outbox_core::{ClaimedEvent, PublishOutcome, Publisher};
 use tokio::sync::Semaphore;
 
 use crate::batch::{Chain, plan};
-use crate::classify::{Class, classify, classify_sdk_error, is_auth_failure, is_queue_missing};
-use crate::config::{Route, SqsConfig};
+use crate::breaker::{Admit, Breaker};
+pub use crate::builder::SqsPublisherBuilder;
+use crate::classify::{Class, classify, classify_sdk_error};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Prepared, prepare};
+use crate::metrics::SqsMetrics;
 use crate::routing::Router;
+use crate::sdk_error::{sdk_error, timeout_error};
 
 /// Publishes outbox events to Amazon SQS with `SendMessageBatch`. See the [crate docs](crate) for
 /// the message shape, routing, batching and error handling.
@@ -32,23 +27,38 @@ use crate::routing::Router;
 /// Cheap to clone (the clones share the client and the in-flight limit).
 #[derive(Clone)]
 pub struct SqsPublisher {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
-    client: Client,
-    router: Router<Arc<Queue>>,
+/// What the clones of a publisher share (built by [`SqsPublisherBuilder::build`]).
+pub(crate) struct Inner {
+    pub(crate) client: Client,
+    pub(crate) router: Router<Arc<Queue>>,
     /// Every distinct queue, in configuration order (the default last).
-    queues: Vec<Arc<Queue>>,
-    permits: Semaphore,
-    max_in_flight: usize,
-    call_timeout: Duration,
+    pub(crate) queues: Vec<Arc<Queue>>,
+    pub(crate) permits: Semaphore,
+    pub(crate) max_in_flight: usize,
+    pub(crate) call_timeout: Duration,
+    pub(crate) metrics: SqsMetrics,
 }
 
+/// A queue whose circuit breaker is open (see [`SqsPublisher::unavailable_queues`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnavailableQueue {
+    /// The queue's URL.
+    pub url: String,
+    /// How long since its first failure of this open period.
+    pub unavailable_for: Duration,
+    /// The last SQS error seen for it.
+    pub last_error: String,
+}
+
+/// A configured queue and its circuit breaker.
 #[derive(Debug)]
-struct Queue {
-    url: String,
-    fifo: bool,
+pub(crate) struct Queue {
+    pub(crate) url: String,
+    pub(crate) fifo: bool,
+    pub(crate) breaker: Breaker,
 }
 
 impl fmt::Debug for SqsPublisher {
@@ -61,18 +71,8 @@ impl fmt::Debug for SqsPublisher {
     }
 }
 
-/// Builds an [`SqsPublisher`]: settings in, [`build`](Self::build) validates them, loads the AWS
-/// configuration and resolves queue names.
-#[derive(Debug, Default)]
-#[must_use = "a builder does nothing until `build` is awaited"]
-pub struct SqsPublisherBuilder {
-    config: SqsConfig,
-    sdk_config: Option<SdkConfig>,
-    client: Option<Client>,
-}
-
 impl SqsPublisher {
-    /// A builder with the [default settings](SqsConfig::default).
+    /// A builder with the [default settings](crate::SqsConfig::default).
     pub fn builder() -> SqsPublisherBuilder {
         SqsPublisherBuilder::default()
     }
@@ -82,327 +82,58 @@ impl SqsPublisher {
         self.inner.queues.iter().map(|q| q.url.as_str()).collect()
     }
 
+    /// The queues whose circuit breaker is open now: they failed as a whole — missing, access or
+    /// key denied, throttled — and have not answered normally since.
+    pub fn unavailable_queues(&self) -> Vec<UnavailableQueue> {
+        self.inner
+            .queues
+            .iter()
+            .filter_map(|q| {
+                q.breaker
+                    .broken_for()
+                    .map(|(unavailable_for, last_error)| UnavailableQueue {
+                        url: q.url.clone(),
+                        unavailable_for,
+                        last_error,
+                    })
+            })
+            .collect()
+    }
+
+    /// The publisher's metrics in the Prometheus text format (OpenMetrics, ending in `# EOF`):
+    /// `outbox_sqs_queue_unavailable{queue}`, 1 while the queue's circuit breaker is open, else 0.
+    pub fn encode_metrics(&self) -> String {
+        self.inner.metrics.encode()
+    }
+
     /// The SQS client the publisher uses.
     pub fn client(&self) -> &Client {
         &self.inner.client
     }
 }
 
-impl SqsPublisherBuilder {
-    /// Replaces every setting with `config` (e.g. [`SqsConfig::from_env`]).
-    pub fn config(mut self, config: SqsConfig) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// The queue (URL, or a name resolved at build) for event types no route matches.
-    pub fn default_queue(mut self, queue: impl Into<String>) -> Self {
-        self.config.default_queue = Some(queue.into());
-        self
-    }
-
-    /// Adds a route: events whose type matches `pattern` (an exact type, or a prefix ending in
-    /// `*`) go to `queue` (a URL, or a name resolved at build). See [`Route`].
-    pub fn route(mut self, pattern: impl Into<String>, queue: impl Into<String>) -> Self {
-        self.config.routes.push(Route::new(pattern, queue));
-        self
-    }
-
-    /// The most `SendMessageBatch` calls in flight at once (default 8).
-    pub fn max_in_flight(mut self, n: usize) -> Self {
-        self.config.max_in_flight = n;
-        self
-    }
-
-    /// The time limit of one call, SDK retries included (default 10 s).
-    pub fn call_timeout(mut self, timeout: Duration) -> Self {
-        self.config.call_timeout = timeout;
-        self
-    }
-
-    /// Overrides the SQS endpoint (otherwise `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`, or AWS's).
-    pub fn endpoint_url(mut self, url: impl Into<String>) -> Self {
-        self.config.endpoint_url = Some(url.into());
-        self
-    }
-
-    /// Overrides the AWS region (otherwise `AWS_REGION`, the profile, …).
-    pub fn region(mut self, region: impl Into<String>) -> Self {
-        self.config.region = Some(region.into());
-        self
-    }
-
-    /// Overrides the SDK's attempts per call (otherwise `AWS_MAX_ATTEMPTS`, default 3); `1`
-    /// leaves all retrying to the relay.
-    pub fn max_attempts(mut self, attempts: u32) -> Self {
-        self.config.max_attempts = Some(attempts);
-        self
-    }
-
-    /// Uses this AWS configuration instead of loading the default chain (the endpoint, region
-    /// and attempts settings above still override it).
-    pub fn sdk_config(mut self, sdk_config: SdkConfig) -> Self {
-        self.sdk_config = Some(sdk_config);
-        self
-    }
-
-    /// Uses this client's configuration (the endpoint, region and attempts settings above still
-    /// override it). Takes precedence over [`sdk_config`](Self::sdk_config).
-    pub fn client(mut self, client: Client) -> Self {
-        self.client = Some(client);
-        self
-    }
-
-    /// Validates the settings, loads the AWS configuration (unless one was given) and resolves
-    /// queue names to URLs with `GetQueueUrl`. Does not otherwise contact SQS: call
-    /// [`Publisher::check`] for that.
-    ///
-    /// Fails with [`ErrorKind::Config`] on an invalid setting (no queue at all, `max_in_flight`
-    /// 0, a zero call timeout, `max_attempts` 0, an endpoint that is not an `http(s)://` URL, an
-    /// invalid route pattern, no region), and with the error of `GetQueueUrl` when a queue name
-    /// cannot be resolved.
-    pub async fn build(self) -> Result<SqsPublisher> {
-        let config = self.config;
-        validate(&config)?;
-
-        let conf = match (self.client, self.sdk_config) {
-            (Some(client), _) => client.config().to_builder(),
-            (None, Some(sdk)) => aws_sdk_sqs::config::Builder::from(&sdk),
-            (None, None) => {
-                let mut loader = aws_config::defaults(BehaviorVersion::latest());
-                if let Some(region) = &config.region {
-                    loader = loader.region(Region::new(region.clone()));
-                }
-                if let Some(url) = &config.endpoint_url {
-                    loader = loader.endpoint_url(url);
-                }
-                aws_sdk_sqs::config::Builder::from(&loader.load().await)
-            }
-        };
-        let mut conf = conf;
-        if let Some(region) = &config.region {
-            conf = conf.region(Region::new(region.clone()));
-        }
-        if let Some(url) = &config.endpoint_url {
-            conf = conf.endpoint_url(url);
-        }
-        let mut conf = conf.build();
-        if let Some(attempts) = config.max_attempts {
-            let retry = conf
-                .retry_config()
-                .cloned()
-                .unwrap_or_else(RetryConfig::standard)
-                .with_max_attempts(attempts);
-            conf = conf.to_builder().retry_config(retry).build();
-        }
-        if conf.region().is_none() {
-            return Err(Error::config(
-                "no AWS region: set AWS_REGION (or a region in the AWS profile) or the builder's `region`",
-            ));
-        }
-        let client = Client::from_conf(conf);
-
-        // Resolve names, once each, in configuration order.
-        let mut queues: Vec<Arc<Queue>> = Vec::new();
-        let mut by_name: HashMap<String, Arc<Queue>> = HashMap::new();
-        let configured = config
-            .routes
-            .iter()
-            .map(|r| r.queue.trim())
-            .chain(config.default_queue.as_deref().map(str::trim));
-        for queue in configured {
-            if by_name.contains_key(queue) {
-                continue;
-            }
-            let url = if queue.contains("://") {
-                queue.to_owned()
-            } else {
-                resolve_queue_url(&client, queue, config.call_timeout).await?
-            };
-            let resolved = match queues.iter().find(|q| q.url == url) {
-                Some(q) => q.clone(),
-                None => {
-                    let q = Arc::new(Queue {
-                        fifo: url.trim_end_matches('/').ends_with(".fifo"),
-                        url,
-                    });
-                    queues.push(q.clone());
-                    q
-                }
-            };
-            by_name.insert(queue.to_owned(), resolved);
-        }
-        let router = Router::new(
-            config
-                .routes
-                .iter()
-                .map(|r| (r.pattern.trim().to_owned(), by_name[r.queue.trim()].clone())),
-            config
-                .default_queue
-                .as_deref()
-                .map(|q| by_name[q.trim()].clone()),
-        )
-        .map_err(Error::config)?;
-
-        Ok(SqsPublisher {
-            inner: Arc::new(Inner {
-                client,
-                router,
-                queues,
-                permits: Semaphore::new(config.max_in_flight),
-                max_in_flight: config.max_in_flight,
-                call_timeout: config.call_timeout,
-            }),
-        })
-    }
-}
-
-fn validate(config: &SqsConfig) -> Result<()> {
-    if config.max_in_flight == 0 {
-        return Err(Error::config("max_in_flight must be at least 1"));
-    }
-    if config.call_timeout.is_zero() {
-        return Err(Error::config("call_timeout must be greater than zero"));
-    }
-    if config.max_attempts == Some(0) {
-        return Err(Error::config("max_attempts must be at least 1"));
-    }
-    if let Some(url) = &config.endpoint_url {
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(Error::config(format!(
-                "endpoint_url `{url}` is not an http:// or https:// URL"
-            )));
-        }
-    }
-    if config.default_queue.is_none() && config.routes.is_empty() {
-        return Err(Error::config(
-            "no SQS queue configured: set a default queue or at least one route",
-        ));
-    }
-    if config
-        .default_queue
-        .as_deref()
-        .is_some_and(|q| q.trim().is_empty())
-    {
-        return Err(Error::config("the default queue is empty"));
-    }
-    if let Some(route) = config.routes.iter().find(|r| r.queue.trim().is_empty()) {
-        return Err(Error::config(format!(
-            "route `{}` has an empty queue",
-            route.pattern
-        )));
-    }
-    // Patterns are checked before any network call.
-    Router::new(
-        config
-            .routes
-            .iter()
-            .map(|r| (r.pattern.trim().to_owned(), ())),
-        None,
-    )
-    .map_err(Error::config)?;
-    Ok(())
-}
-
-async fn resolve_queue_url(client: &Client, name: &str, timeout: Duration) -> Result<String> {
-    let call = client.get_queue_url().queue_name(name).send();
-    let what = format!("GetQueueUrl for queue name `{name}`");
-    match tokio::time::timeout(timeout, call).await {
-        Err(_) => Err(timeout_error(&what, timeout)),
-        Ok(Err(e)) => Err(sdk_error(&what, e)),
-        Ok(Ok(out)) => out
-            .queue_url()
-            .map(str::to_owned)
-            .ok_or_else(|| Error::new(ErrorKind::Service, format!("{what}: no URL in the answer"))),
-    }
-}
-
-// ---- errors ---------------------------------------------------------------------------------------
-
-fn timeout_error(what: &str, timeout: Duration) -> Error {
-    Error::new(
-        ErrorKind::Timeout,
-        format!("{what}: no answer within {} ms", timeout.as_millis()),
-    )
-}
-
-/// The messages of `err` and its sources, joined by ": " (repeats dropped).
-fn error_chain(err: &(dyn StdError + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut next = Some(err);
-    while let Some(e) = next {
-        let text = e.to_string();
-        if parts.last().is_none_or(|last| !last.contains(&text)) {
-            parts.push(text);
-        }
-        next = e.source();
-    }
-    parts.join(": ")
-}
-
-fn has_credentials_error(err: &(dyn StdError + 'static)) -> bool {
-    let mut next = Some(err);
-    while let Some(e) = next {
-        if e.downcast_ref::<CredentialsError>().is_some() {
-            return true;
-        }
-        next = e.source();
-    }
-    false
-}
-
-/// An SDK failure of `what` (e.g. "SendMessageBatch to queue `…`") as this crate's error.
-fn sdk_error<E>(what: &str, err: SdkError<E, HttpResponse>) -> Error
-where
-    E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
-{
-    let (kind, detail) = match &err {
-        SdkError::ServiceError(ctx) => {
-            let code = ctx.err().code().unwrap_or("unknown error");
-            let message = ctx.err().message().unwrap_or("");
-            let status = ctx.raw().status().as_u16();
-            let kind = if is_queue_missing(code) {
-                ErrorKind::QueueNotFound
-            } else if is_auth_failure(code) {
-                ErrorKind::Credentials
-            } else {
-                ErrorKind::Service
-            };
-            let detail = if is_queue_missing(code) {
-                format!("the queue does not exist ({code}, HTTP {status})")
-            } else {
-                format!("{code} (HTTP {status}): {message}")
-            };
-            (kind, detail)
-        }
-        SdkError::TimeoutError(_) => (ErrorKind::Timeout, error_chain(&err)),
-        SdkError::DispatchFailure(_) if has_credentials_error(&err) => (
-            ErrorKind::Credentials,
-            format!("no usable AWS credentials: {}", error_chain(&err)),
-        ),
-        SdkError::DispatchFailure(_) => (
-            ErrorKind::Unavailable,
-            format!("cannot reach SQS: {}", error_chain(&err)),
-        ),
-        _ => (ErrorKind::Service, error_chain(&err)),
-    };
-    Error::new(kind, format!("{what}: {detail}")).with_source(err)
-}
-
 // ---- publishing -----------------------------------------------------------------------------------
 
-/// A `SendMessageBatch` call that failed as a whole.
+/// A `SendMessageBatch` call that failed as a whole, or that the queue's open circuit breaker
+/// refused.
 struct CallFailure {
     class: Class,
     error: Error,
+    /// The queue has been unavailable longer than the dead-letter limit.
+    dead_letter: bool,
+    /// Whether the call reached the network (`false`: refused by the breaker).
+    called: bool,
 }
 
 /// What the calls of one chain did.
 #[derive(Default)]
 struct Report {
     outcomes: Vec<(usize, PublishOutcome)>,
+    /// Calls tried, the breaker's refusals included.
     calls: usize,
     transient_failures: usize,
+    /// Calls failed or refused because their queue is unavailable as a whole.
+    unavailable_failures: usize,
     first_failure: Option<Error>,
 }
 
@@ -410,8 +141,10 @@ impl Report {
     fn count(&mut self, result: &std::result::Result<SendMessageBatchOutput, CallFailure>) {
         self.calls += 1;
         if let Err(f) = result {
-            if f.class == Class::Retry {
-                self.transient_failures += 1;
+            match f.class {
+                Class::Retry => self.transient_failures += 1,
+                Class::Unavailable => self.unavailable_failures += 1,
+                Class::Permanent => {}
             }
         }
     }
@@ -420,6 +153,7 @@ impl Report {
         self.outcomes.extend(other.outcomes);
         self.calls += other.calls;
         self.transient_failures += other.transient_failures;
+        self.unavailable_failures += other.unavailable_failures;
         if self.first_failure.is_none() {
             self.first_failure = other.first_failure;
         }
@@ -465,7 +199,12 @@ impl SqsPublisher {
             total.merge(report);
         }
 
-        if total.calls > 0 && total.transient_failures == total.calls {
+        // SQS down as a whole (every call failed transiently, bar those to unavailable queues): the
+        // relay backs off without counting an attempt. Calls failed only by unavailable queues get
+        // their `Unavailable` outcomes instead, so the healthy queues' events keep flowing.
+        if total.transient_failures > 0
+            && total.transient_failures + total.unavailable_failures == total.calls
+        {
             let first = total.first_failure.unwrap_or_else(|| {
                 Error::new(ErrorKind::Service, "every SendMessageBatch call failed")
             });
@@ -498,7 +237,7 @@ impl SqsPublisher {
             for p in batch {
                 match &p.group {
                     Some(group) if failed_groups.contains(group) => {
-                        report.outcomes.push((p.index, held_back(group)));
+                        report.outcomes.push((p.index, held_back(&queue, group)));
                     }
                     _ => send.push(p),
                 }
@@ -531,7 +270,7 @@ impl SqsPublisher {
                 );
                 for p in entries {
                     if let Some(group) = p.group.as_ref().filter(|g| failed_groups.contains(*g)) {
-                        report.outcomes.push((p.index, held_back(group)));
+                        report.outcomes.push((p.index, held_back(queue, group)));
                         continue;
                     }
                     let single = std::slice::from_ref(&p);
@@ -550,6 +289,18 @@ impl SqsPublisher {
         queue: &Queue,
         entries: &[Prepared],
     ) -> std::result::Result<SendMessageBatchOutput, CallFailure> {
+        if let Admit::Refuse {
+            reason,
+            dead_letter,
+        } = queue.breaker.admit()
+        {
+            return Err(CallFailure {
+                class: Class::Unavailable,
+                error: Error::new(ErrorKind::QueueUnavailable, reason),
+                dead_letter,
+                called: false,
+            });
+        }
         let _permit = self.inner.permits.acquire().await.ok();
         let request = self
             .inner
@@ -560,22 +311,47 @@ impl SqsPublisher {
         let what = format!("SendMessageBatch to queue `{}`", queue.url);
         match tokio::time::timeout(self.inner.call_timeout, request.send()).await {
             Ok(Ok(output)) => Ok(output),
-            Ok(Err(e)) => Err(CallFailure {
-                class: classify_sdk_error(&e),
-                error: sdk_error(&what, e),
-            }),
+            Ok(Err(e)) => {
+                let class = classify_sdk_error(&e);
+                let error = sdk_error(&what, e);
+                let dead_letter =
+                    class == Class::Unavailable && queue.breaker.failed(&error.to_string());
+                Err(CallFailure {
+                    class,
+                    error,
+                    dead_letter,
+                    called: true,
+                })
+            }
             Err(_) => Err(CallFailure {
                 class: Class::Retry,
                 error: timeout_error(&what, self.inner.call_timeout),
+                dead_letter: false,
+                called: true,
             }),
         }
     }
 }
 
-fn held_back(group: &str) -> PublishOutcome {
-    PublishOutcome::Retry(format!(
-        "not sent: an earlier event of message group `{group}` failed in the same publish"
-    ))
+fn held_back(queue: &Queue, group: &str) -> PublishOutcome {
+    let reason =
+        format!("not sent: an earlier event of message group `{group}` failed in the same publish");
+    // Held back because the queue broke: no attempt is counted for it either.
+    if queue.breaker.is_open() {
+        PublishOutcome::Unavailable(reason)
+    } else {
+        PublishOutcome::Retry(reason)
+    }
+}
+
+/// The outcome of an event whose queue is unavailable as a whole: put back, or dead-lettered once
+/// the queue has been broken longer than the limit.
+fn unavailable(reason: String, dead_letter: bool) -> PublishOutcome {
+    if dead_letter {
+        PublishOutcome::Permanent(reason)
+    } else {
+        PublishOutcome::Unavailable(reason)
+    }
 }
 
 /// Records the outcome of every entry of a call.
@@ -598,6 +374,24 @@ fn settle(
         Ok(output) => {
             let accepted: HashSet<&str> = output.successful().iter().map(|s| s.id()).collect();
             let failed: HashMap<&str, _> = output.failed().iter().map(|f| (f.id(), f)).collect();
+            // An entry failed for its queue's sake (e.g. a KMS key) opens the breaker; any other
+            // answer shows the queue working.
+            let queue_failure = output
+                .failed()
+                .iter()
+                .find(|f| classify(f.code(), f.sender_fault()) == Class::Unavailable);
+            let dead_letter = match queue_failure {
+                Some(f) => queue.breaker.failed(&format!(
+                    "SendMessageBatch to queue `{}`: {}: {}",
+                    queue.url,
+                    f.code(),
+                    f.message().unwrap_or("")
+                )),
+                None => {
+                    queue.breaker.succeeded();
+                    false
+                }
+            };
             for p in &entries {
                 let id = p.entry.id();
                 let outcome = if accepted.contains(id) {
@@ -615,6 +409,10 @@ fn settle(
                         Class::Retry => PublishOutcome::Retry(format!(
                             "SQS did not accept the message: {code}: {message}"
                         )),
+                        Class::Unavailable => unavailable(
+                            format!("SQS queue `{}` unavailable: {code}: {message}", queue.url),
+                            dead_letter,
+                        ),
                     }
                 } else {
                     PublishOutcome::Retry("SQS did not report on this message".into())
@@ -623,49 +421,25 @@ fn settle(
             }
         }
         Err(failure) => {
-            tracing::warn!(
-                queue = %queue.url, entries = entries.len(), error = %failure.error,
-                "SendMessageBatch failed"
-            );
+            // A refusal by the open breaker was logged when it opened.
+            if failure.called {
+                tracing::warn!(
+                    queue = %queue.url, entries = entries.len(), error = %failure.error,
+                    "SendMessageBatch failed"
+                );
+            }
             let reason = failure.error.to_string();
             for p in &entries {
                 let outcome = match failure.class {
                     Class::Retry => PublishOutcome::Retry(reason.clone()),
                     Class::Permanent => PublishOutcome::Permanent(reason.clone()),
+                    Class::Unavailable => unavailable(reason.clone(), failure.dead_letter),
                 };
                 record(p, outcome);
             }
             if failure.class == Class::Retry && report.first_failure.is_none() {
                 report.first_failure = Some(failure.error);
             }
-        }
-    }
-}
-
-// ---- checking -------------------------------------------------------------------------------------
-
-impl SqsPublisher {
-    async fn check_queues(&self) -> Result<()> {
-        let checks = self.inner.queues.iter().map(|q| self.check_queue(q));
-        for result in futures::future::join_all(checks).await {
-            result?;
-        }
-        Ok(())
-    }
-
-    async fn check_queue(&self, queue: &Queue) -> Result<()> {
-        let call = self
-            .inner
-            .client
-            .get_queue_attributes()
-            .queue_url(&queue.url)
-            .attribute_names(QueueAttributeName::QueueArn)
-            .send();
-        let what = format!("GetQueueAttributes on queue `{}`", queue.url);
-        match tokio::time::timeout(self.inner.call_timeout, call).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(sdk_error(&what, e)),
-            Err(_) => Err(timeout_error(&what, self.inner.call_timeout)),
         }
     }
 }

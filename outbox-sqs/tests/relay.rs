@@ -221,7 +221,7 @@ async fn permanent_entry_failure_is_dead_lettered_with_the_reason() {
 }
 
 #[tokio::test]
-async fn throttling_and_server_errors_are_retried_without_losing_anything() {
+async fn server_errors_are_retried_without_losing_anything() {
     let db = TestDb::new().await;
     let fx = SqsFixture::start().await;
     let url = fx.create_queue("throttled");
@@ -238,8 +238,9 @@ async fn throttling_and_server_errors_are_retried_without_losing_anything() {
     .await
     .unwrap();
 
-    // Every call throttled: the publish fails as a whole, nothing is counted against the events.
-    fx.fail_next_calls(100, CallFault::Throttling);
+    // Every call failed by SQS (503): the publish fails as a whole, nothing is counted against
+    // the events.
+    fx.fail_next_calls(100, CallFault::ServiceUnavailable);
     let e = relay.run_once().await.unwrap_err();
     assert_eq!(e.kind(), outbox_core::ErrorKind::Publish, "{e}");
     assert!(

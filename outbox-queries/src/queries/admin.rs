@@ -1,10 +1,16 @@
 // This file was generated with `cornucopia`. Do not modify.
 
 #[derive(Debug)]
-pub struct ListDeadLettersParams<T1: crate::StringSql, T2: crate::StringSql, T3: crate::StringSql> {
-    pub event_type: Option<T1>,
-    pub aggregate_type: Option<T2>,
-    pub aggregate_id: Option<T3>,
+pub struct ListDeadLettersParams<
+    T1: crate::ArraySql<Item = uuid::Uuid>,
+    T2: crate::StringSql,
+    T3: crate::StringSql,
+    T4: crate::StringSql,
+> {
+    pub ids: Option<T1>,
+    pub event_type: Option<T2>,
+    pub aggregate_type: Option<T3>,
+    pub aggregate_id: Option<T4>,
     pub limit: i64,
 }
 #[derive(Debug)]
@@ -21,6 +27,18 @@ pub struct RetryDeadLettersParams<
 }
 #[derive(Debug)]
 pub struct PurgeDeadLettersParams<
+    T1: crate::ArraySql<Item = uuid::Uuid>,
+    T2: crate::StringSql,
+    T3: crate::StringSql,
+    T4: crate::StringSql,
+> {
+    pub ids: Option<T1>,
+    pub event_type: Option<T2>,
+    pub aggregate_type: Option<T3>,
+    pub aggregate_id: Option<T4>,
+}
+#[derive(Debug)]
+pub struct DeadLetterIdsParams<
     T1: crate::ArraySql<Item = uuid::Uuid>,
     T2: crate::StringSql,
     T3: crate::StringSql,
@@ -565,7 +583,7 @@ impl OutboxStatsStmt {
 pub struct ListDeadLettersStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn list_dead_letters() -> ListDeadLettersStmt {
     ListDeadLettersStmt(
-        "SELECT id, seq, aggregate_type, aggregate_id, event_type, attempts, last_error, created_at, dead_lettered_at FROM outbox_dead_letters WHERE ($1::text IS NULL OR event_type = $1) AND ($2::text IS NULL OR aggregate_type = $2) AND ($3::text IS NULL OR aggregate_id = $3) ORDER BY seq LIMIT $4",
+        "SELECT id, seq, aggregate_type, aggregate_id, event_type, attempts, last_error, created_at, dead_lettered_at FROM outbox_dead_letters WHERE ($1::uuid[] IS NULL OR id = ANY($1)) AND ($2::text IS NULL OR event_type = $2) AND ($3::text IS NULL OR aggregate_type = $3) AND ($4::text IS NULL OR aggregate_id = $4) ORDER BY seq LIMIT $5",
         None,
     )
 }
@@ -582,20 +600,22 @@ impl ListDeadLettersStmt {
         'a,
         's,
         C: GenericClient,
-        T1: crate::StringSql,
+        T1: crate::ArraySql<Item = uuid::Uuid>,
         T2: crate::StringSql,
         T3: crate::StringSql,
+        T4: crate::StringSql,
     >(
         &'s self,
         client: &'c C,
-        event_type: &'a Option<T1>,
-        aggregate_type: &'a Option<T2>,
-        aggregate_id: &'a Option<T3>,
+        ids: &'a Option<T1>,
+        event_type: &'a Option<T2>,
+        aggregate_type: &'a Option<T3>,
+        aggregate_id: &'a Option<T4>,
         limit: &'a i64,
-    ) -> ListDeadLettersQuery<'c, 'a, 's, C, ListDeadLetters, 4> {
+    ) -> ListDeadLettersQuery<'c, 'a, 's, C, ListDeadLetters, 5> {
         ListDeadLettersQuery {
             client,
-            params: [event_type, aggregate_type, aggregate_id, limit],
+            params: [ids, event_type, aggregate_type, aggregate_id, limit],
             query: self.0,
             cached: self.1.as_ref(),
             extractor: |
@@ -617,23 +637,33 @@ impl ListDeadLettersStmt {
         }
     }
 }
-impl<'c, 'a, 's, C: GenericClient, T1: crate::StringSql, T2: crate::StringSql, T3: crate::StringSql>
+impl<
+    'c,
+    'a,
+    's,
+    C: GenericClient,
+    T1: crate::ArraySql<Item = uuid::Uuid>,
+    T2: crate::StringSql,
+    T3: crate::StringSql,
+    T4: crate::StringSql,
+>
     crate::client::async_::Params<
         'c,
         'a,
         's,
-        ListDeadLettersParams<T1, T2, T3>,
-        ListDeadLettersQuery<'c, 'a, 's, C, ListDeadLetters, 4>,
+        ListDeadLettersParams<T1, T2, T3, T4>,
+        ListDeadLettersQuery<'c, 'a, 's, C, ListDeadLetters, 5>,
         C,
     > for ListDeadLettersStmt
 {
     fn params(
         &'s self,
         client: &'c C,
-        params: &'a ListDeadLettersParams<T1, T2, T3>,
-    ) -> ListDeadLettersQuery<'c, 'a, 's, C, ListDeadLetters, 4> {
+        params: &'a ListDeadLettersParams<T1, T2, T3, T4>,
+    ) -> ListDeadLettersQuery<'c, 'a, 's, C, ListDeadLetters, 5> {
         self.bind(
             client,
+            &params.ids,
             &params.event_type,
             &params.aggregate_type,
             &params.aggregate_id,
@@ -789,6 +819,111 @@ impl<
             &params.aggregate_type,
             &params.aggregate_id,
         )
+    }
+}
+pub struct DeadLetterIdsStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn dead_letter_ids() -> DeadLetterIdsStmt {
+    DeadLetterIdsStmt(
+        "SELECT id FROM outbox_dead_letters WHERE ($1::uuid[] IS NULL OR id = ANY($1)) AND ($2::text IS NULL OR event_type = $2) AND ($3::text IS NULL OR aggregate_type = $3) AND ($4::text IS NULL OR aggregate_id = $4) ORDER BY seq",
+        None,
+    )
+}
+impl DeadLetterIdsStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<
+        'c,
+        'a,
+        's,
+        C: GenericClient,
+        T1: crate::ArraySql<Item = uuid::Uuid>,
+        T2: crate::StringSql,
+        T3: crate::StringSql,
+        T4: crate::StringSql,
+    >(
+        &'s self,
+        client: &'c C,
+        ids: &'a Option<T1>,
+        event_type: &'a Option<T2>,
+        aggregate_type: &'a Option<T3>,
+        aggregate_id: &'a Option<T4>,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 4> {
+        UuidUuidQuery {
+            client,
+            params: [ids, event_type, aggregate_type, aggregate_id],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
+impl<
+    'c,
+    'a,
+    's,
+    C: GenericClient,
+    T1: crate::ArraySql<Item = uuid::Uuid>,
+    T2: crate::StringSql,
+    T3: crate::StringSql,
+    T4: crate::StringSql,
+>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        DeadLetterIdsParams<T1, T2, T3, T4>,
+        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 4>,
+        C,
+    > for DeadLetterIdsStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a DeadLetterIdsParams<T1, T2, T3, T4>,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 4> {
+        self.bind(
+            client,
+            &params.ids,
+            &params.event_type,
+            &params.aggregate_type,
+            &params.aggregate_id,
+        )
+    }
+}
+pub struct PurgeDeadLettersByIdStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn purge_dead_letters_by_id() -> PurgeDeadLettersByIdStmt {
+    PurgeDeadLettersByIdStmt(
+        "DELETE FROM outbox_events WHERE id = ANY($1) AND dead_lettered_at IS NOT NULL AND processed_at IS NULL RETURNING id",
+        None,
+    )
+}
+impl PurgeDeadLettersByIdStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>(
+        &'s self,
+        client: &'c C,
+        ids: &'a T1,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 1> {
+        UuidUuidQuery {
+            client,
+            params: [ids],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
     }
 }
 pub struct DeleteProcessedBeforeStmt(&'static str, Option<tokio_postgres::Statement>);

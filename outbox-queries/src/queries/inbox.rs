@@ -5,6 +5,11 @@ pub struct RecordProcessedEventParams<T1: crate::StringSql> {
     pub consumer: T1,
     pub event_id: uuid::Uuid,
 }
+#[derive(Clone, Copy, Debug)]
+pub struct DeleteProcessedEventsBeforeParams {
+    pub older_than_secs: f64,
+    pub batch_size: i64,
+}
 use crate::client::async_::GenericClient;
 use futures::{self, StreamExt, TryStreamExt};
 pub struct UuidUuidQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
@@ -118,5 +123,54 @@ impl<'c, 'a, 's, C: GenericClient, T1: crate::StringSql>
         params: &'a RecordProcessedEventParams<T1>,
     ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 2> {
         self.bind(client, &params.consumer, &params.event_id)
+    }
+}
+pub struct DeleteProcessedEventsBeforeStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn delete_processed_events_before() -> DeleteProcessedEventsBeforeStmt {
+    DeleteProcessedEventsBeforeStmt(
+        "DELETE FROM processed_events WHERE (consumer, event_id) IN (SELECT consumer, event_id FROM processed_events WHERE processed_at < now() - make_interval(secs => $1) ORDER BY processed_at LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING event_id",
+        None,
+    )
+}
+impl DeleteProcessedEventsBeforeStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+        older_than_secs: &'a f64,
+        batch_size: &'a i64,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 2> {
+        UuidUuidQuery {
+            client,
+            params: [older_than_secs, batch_size],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
+impl<'c, 'a, 's, C: GenericClient>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        DeleteProcessedEventsBeforeParams,
+        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 2>,
+        C,
+    > for DeleteProcessedEventsBeforeStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a DeleteProcessedEventsBeforeParams,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 2> {
+        self.bind(client, &params.older_than_secs, &params.batch_size)
     }
 }

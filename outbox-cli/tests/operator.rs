@@ -1,0 +1,352 @@
+//! Operator commands do what they showed: `dead-letters purge` deletes exactly the dead letters it
+//! listed and asked about, durations that overflow are usage errors, the inbox gets retention, and
+//! logs written to a file carry no colour codes.
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use outbox_core::{emit_all, process_once};
+use outbox_tests::sqs::TestQueue;
+use outbox_tests::{TestDb, TestEvent};
+use uuid::Uuid;
+
+fn outbox(db: &TestDb) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_outbox"));
+    cmd.env("DATABASE_URL", db.url()).env_remove("RUST_LOG");
+    cmd
+}
+
+/// Emits one event per aggregate and dead-letters them all.
+async fn dead_letters(db: &TestDb, aggregates: &[&str]) -> Vec<Uuid> {
+    let client = db.pool().get().await.unwrap();
+    let events: Vec<TestEvent> = aggregates.iter().map(|a| TestEvent::new(*a, 1)).collect();
+    let ids = emit_all(&client, &events).await.unwrap();
+    client
+        .execute(
+            "UPDATE outbox_events SET dead_lettered_at = now(), last_error = 'rejected' \
+             WHERE id = ANY($1)",
+            &[&ids],
+        )
+        .await
+        .unwrap();
+    ids
+}
+
+async fn exists(db: &TestDb, id: Uuid) -> bool {
+    let client = db.pool().get().await.unwrap();
+    client
+        .query_opt("SELECT 1 FROM outbox_events WHERE id = $1", &[&id])
+        .await
+        .unwrap()
+        .is_some()
+}
+
+/// Collects a child's output in the background.
+fn collect(mut from: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+    let text = Arc::new(Mutex::new(String::new()));
+    let sink = text.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    text
+}
+
+/// The purge runs on a terminal (`script` gives it one): it lists the dead letters, asks, and a dead
+/// letter added while the question is open is not deleted with them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn purge_deletes_exactly_the_dead_letters_it_listed_and_asked_about() {
+    let db = TestDb::new().await;
+    let shown = dead_letters(&db, &["a", "b"]).await;
+    let command = format!("{} dead-letters purge --all", env!("CARGO_BIN_EXE_outbox"));
+    let mut child = Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .env("DATABASE_URL", db.url())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("`script` (util-linux) runs the purge on a pseudo-terminal");
+    let out = collect(child.stdout.take().unwrap());
+    let started = Instant::now();
+    while !out.lock().unwrap().contains("[y/N]") {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no question asked: {}",
+            out.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    {
+        let listing = out.lock().unwrap().clone();
+        for id in &shown {
+            assert!(listing.contains(&id.to_string()), "listed: {listing}");
+        }
+        assert!(listing.contains("delete these 2 dead letters"), "{listing}");
+    }
+    // A new dead letter, matching `--all`, while the operator reads the question.
+    let late = dead_letters(&db, &["c"]).await[0];
+    child.stdin.as_mut().unwrap().write_all(b"y\n").unwrap();
+    let status = child.wait().unwrap();
+    let text = out.lock().unwrap().clone();
+    assert!(status.success(), "{text}");
+    assert!(text.contains("purged 2 dead letters"), "{text}");
+    for id in &shown {
+        assert!(!exists(&db, *id).await, "a shown dead letter was deleted");
+    }
+    assert!(exists(&db, late).await, "the late dead letter is kept");
+    assert!(!text.contains(&late.to_string()), "{text}");
+}
+
+#[tokio::test]
+async fn purge_with_yes_deletes_what_matched_in_batches() {
+    let db = TestDb::new().await;
+    let aggregates: Vec<String> = (0..2_500).map(|i| format!("agg-{i}")).collect();
+    let refs: Vec<&str> = aggregates.iter().map(String::as_str).collect();
+    let ids = dead_letters(&db, &refs).await;
+    let out = outbox(&db)
+        .args(["dead-letters", "purge", "--all", "--yes"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("purged 2500 dead letters"), "{text}");
+    assert!(!exists(&db, ids[0]).await && !exists(&db, ids[2_499]).await);
+}
+
+#[tokio::test]
+async fn a_duration_that_overflows_is_a_usage_error() {
+    let db = TestDb::new().await;
+    for bad in ["99999999999999w", "18446744073709551615s1s", "200000d"] {
+        let out = outbox(&db)
+            .args(["cleanup", "--older-than", bad])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {stderr}");
+        assert!(stderr.contains("too large"), "{bad}: {stderr}");
+    }
+}
+
+/// Backdates the inbox records of these ids by `days`.
+async fn backdate(db: &TestDb, ids: &[Uuid], days: f64) {
+    let client = db.pool().get().await.unwrap();
+    client
+        .execute(
+            "UPDATE processed_events SET processed_at = now() - make_interval(days => $2::float8::int) \
+             WHERE event_id = ANY($1)",
+            &[&ids, &days],
+        )
+        .await
+        .unwrap();
+}
+
+async fn inbox_ids(db: &TestDb) -> Vec<Uuid> {
+    let client = db.pool().get().await.unwrap();
+    let mut ids: Vec<Uuid> = client
+        .query("SELECT event_id FROM processed_events", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[tokio::test]
+async fn cleanup_deletes_old_inbox_records_only() {
+    let db = TestDb::new().await;
+    let client = db.pool().get().await.unwrap();
+    let ids: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
+    for id in &ids {
+        assert!(process_once(&client, "billing", *id).await.unwrap());
+    }
+    backdate(&db, &ids[..2], 40.0).await;
+    let out = outbox(&db)
+        .args(["cleanup", "--inbox-older-than", "30d"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("deleted 2 inbox records"), "{text}");
+    assert_eq!(inbox_ids(&db).await, vec![ids[2]]);
+    // The library function, in batches of 1000.
+    let many: Vec<Uuid> = (0..2_100).map(|_| Uuid::new_v4()).collect();
+    for id in &many {
+        process_once(&client, "shipping", *id).await.unwrap();
+    }
+    backdate(&db, &many, 2.0).await;
+    let deleted = outbox_core::cleanup_inbox(&client, Duration::from_secs(86_400))
+        .await
+        .unwrap();
+    assert_eq!(deleted, 2_100);
+    assert_eq!(inbox_ids(&db).await, vec![ids[2]]);
+
+    // Nothing to clean named: a usage error.
+    let out = outbox(&db).arg("cleanup").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// `outbox relay --inbox-retention` deletes old inbox records; its text logs, written to a file,
+/// carry no ANSI escape codes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relay_runs_inbox_retention_and_logs_to_a_file_without_colour_codes() {
+    let db = TestDb::new().await;
+    let queue = TestQueue::standard().await;
+    let client = db.pool().get().await.unwrap();
+    let old = Uuid::new_v4();
+    let fresh = Uuid::new_v4();
+    process_once(&client, "billing", old).await.unwrap();
+    process_once(&client, "billing", fresh).await.unwrap();
+    backdate(&db, &[old], 10.0).await;
+    let log_path = std::env::temp_dir().join(format!("outbox-relay-{}.log", Uuid::new_v4()));
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut relay = outbox(&db)
+        .args([
+            "relay",
+            "--default-queue",
+            queue.url(),
+            "--inbox-retention",
+            "7d",
+        ])
+        .env("AWS_ENDPOINT_URL_SQS", outbox_tests::sqs::endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if text.contains("inbox retention deleted") && text.contains("relay started") {
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = relay.kill();
+            panic!("no inbox retention within 30 s: {text}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(inbox_ids(&db).await, vec![fresh]);
+    Command::new("kill")
+        .args(["-TERM", &relay.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(relay.wait().unwrap().success());
+    let bytes = std::fs::read(&log_path).unwrap();
+    let _ = std::fs::remove_file(&log_path);
+    assert!(!bytes.is_empty());
+    assert!(
+        !bytes.contains(&0x1b),
+        "ANSI escapes in a log file: {}",
+        String::from_utf8_lossy(&bytes)
+    );
+}
+
+/// CPU time (user + system) of process `pid`, from /proc.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which is in parentheses): state is field 3; utime 14, stime 15.
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split(' ').collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    Duration::from_millis(ticks * 10) // CLK_TCK is 100 on Linux
+}
+
+/// Out of file descriptors, the metrics endpoint's accept fails at once, again and again: it backs
+/// off instead of spinning a core, and answers again once descriptors are free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_endpoint_backs_off_when_out_of_file_descriptors() {
+    let db = TestDb::new().await;
+    let queue = TestQueue::standard().await;
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    // A relay limited to 40 descriptors: 32 metrics connections are more than it has left.
+    let mut relay = Command::new("prlimit")
+        .args(["--nofile=40", "--"])
+        .arg(env!("CARGO_BIN_EXE_outbox"))
+        .args([
+            "relay",
+            "--default-queue",
+            queue.url(),
+            "--metrics-addr",
+            &addr,
+            "--concurrency",
+            "1",
+        ])
+        .env("DATABASE_URL", db.url())
+        .env("AWS_ENDPOINT_URL_SQS", outbox_tests::sqs::endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("prlimit (util-linux) runs the relay");
+    let logs = collect(relay.stderr.take().unwrap());
+    let started = Instant::now();
+    while !logs.lock().unwrap().contains("relay started") {
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = relay.kill();
+            panic!("relay did not start: {}", logs.lock().unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Idle connections until the relay runs out of descriptors.
+    let mut idle = Vec::new();
+    for _ in 0..60 {
+        idle.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = cpu_time(relay.id());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let spent = cpu_time(relay.id()) - before;
+    let text = logs.lock().unwrap().clone();
+    assert!(
+        text.contains("metrics endpoint: accept failed"),
+        "the relay ran out of descriptors: {text}"
+    );
+    assert!(
+        spent < Duration::from_millis(1_000),
+        "no hot accept loop: {spent:?} of CPU in 3 s"
+    );
+    // Descriptors free again: it answers.
+    drop(idle);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let answer = tokio::task::spawn_blocking({
+        let addr = addr.clone();
+        move || {
+            let mut s = std::net::TcpStream::connect(&addr).unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
+                .unwrap();
+            let mut text = String::new();
+            s.read_to_string(&mut text).unwrap();
+            text
+        }
+    })
+    .await
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+    Command::new("kill")
+        .args(["-TERM", &relay.id().to_string()])
+        .status()
+        .unwrap();
+    let _ = relay.wait();
+}

@@ -1,0 +1,258 @@
+//! The circuit breaker of one queue: a queue that failed as a whole ([`Class::Unavailable`]) is
+//! not called again until a probe is due, so its events fail fast and the calls (and the relay's
+//! time) go to the healthy queues.
+//!
+//! States: *closed* (calls go through); *open* since the first whole-queue failure (calls are
+//! refused without touching the network, except one probe call per probe interval); a successful
+//! call closes it again. Once it has been open for the configured time, its events become
+//! `Permanent` (dead-lettered) instead of `Unavailable`.
+//!
+//! [`Class::Unavailable`]: crate::Class::Unavailable
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use prometheus_client::metrics::gauge::Gauge;
+
+/// A queue's breaker. Shared by every `publish` of the publisher.
+#[derive(Debug)]
+pub(crate) struct Breaker {
+    url: String,
+    probe_interval: Duration,
+    dead_letter_after: Duration,
+    open: Mutex<Option<Open>>,
+    /// `outbox_sqs_queue_unavailable{queue}`: 1 while open.
+    gauge: Gauge,
+}
+
+#[derive(Debug, Clone)]
+struct Open {
+    /// The first failure of this open period.
+    since: Instant,
+    /// When the next call may go through as a probe.
+    next_probe: Instant,
+    /// The last SQS error seen for the queue.
+    last_error: String,
+}
+
+/// Whether a call may go to SQS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Admit {
+    /// The breaker is closed.
+    Call,
+    /// The breaker is open and this call is its probe.
+    Probe,
+    /// The breaker is open: do not call. `dead_letter` once it has been open too long.
+    Refuse {
+        /// Why, with the queue's last SQS error.
+        reason: String,
+        /// The queue has been broken longer than the dead-letter limit.
+        dead_letter: bool,
+    },
+}
+
+impl Breaker {
+    pub(crate) fn new(
+        url: String,
+        probe_interval: Duration,
+        dead_letter_after: Duration,
+        gauge: Gauge,
+    ) -> Self {
+        gauge.set(0);
+        Breaker {
+            url,
+            probe_interval,
+            dead_letter_after,
+            open: Mutex::new(None),
+            gauge,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Open>> {
+        // The state is a plain value: a panic elsewhere cannot leave it half-written.
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the breaker is open now.
+    pub(crate) fn is_open(&self) -> bool {
+        self.lock().is_some()
+    }
+
+    /// Asks to make a call now.
+    pub(crate) fn admit(&self) -> Admit {
+        self.admit_at(Instant::now())
+    }
+
+    pub(crate) fn admit_at(&self, now: Instant) -> Admit {
+        let mut state = self.lock();
+        let Some(open) = state.as_mut() else {
+            return Admit::Call;
+        };
+        if now >= open.next_probe {
+            // Whoever comes first probes; a probe whose caller is cancelled just lets the next
+            // probe come one interval later.
+            open.next_probe = now + self.probe_interval;
+            tracing::debug!(queue = %self.url, "probing an unavailable SQS queue");
+            return Admit::Probe;
+        }
+        let broken_for = now.saturating_duration_since(open.since);
+        Admit::Refuse {
+            reason: self.reason(broken_for, &open.last_error),
+            dead_letter: broken_for >= self.dead_letter_after,
+        }
+    }
+
+    /// Records a whole-queue failure; returns `true` when the queue has now been broken longer
+    /// than the dead-letter limit (its events are to be dead-lettered).
+    pub(crate) fn failed(&self, error: &str) -> bool {
+        self.failed_at(Instant::now(), error)
+    }
+
+    pub(crate) fn failed_at(&self, now: Instant, error: &str) -> bool {
+        let mut state = self.lock();
+        match state.as_mut() {
+            None => {
+                tracing::warn!(
+                    queue = %self.url, error,
+                    probe_every_ms = self.probe_interval.as_millis() as u64,
+                    dead_letter_after_secs = self.dead_letter_after.as_secs(),
+                    "SQS queue unavailable: circuit opened; its events are put back without \
+                     counting an attempt and the queue is probed until it works again"
+                );
+                self.gauge.set(1);
+                *state = Some(Open {
+                    since: now,
+                    next_probe: now + self.probe_interval,
+                    last_error: error.to_owned(),
+                });
+                self.dead_letter_after.is_zero()
+            }
+            Some(open) => {
+                open.last_error = error.to_owned();
+                open.next_probe = open.next_probe.max(now + self.probe_interval);
+                now.saturating_duration_since(open.since) >= self.dead_letter_after
+            }
+        }
+    }
+
+    /// Records a call the queue answered normally: closes the breaker.
+    pub(crate) fn succeeded(&self) {
+        self.succeeded_at(Instant::now())
+    }
+
+    pub(crate) fn succeeded_at(&self, now: Instant) {
+        let mut state = self.lock();
+        if let Some(open) = state.take() {
+            self.gauge.set(0);
+            tracing::info!(
+                queue = %self.url,
+                unavailable_for_ms = now.saturating_duration_since(open.since).as_millis() as u64,
+                "SQS queue available again: circuit closed"
+            );
+        }
+    }
+
+    /// The reason given for an event refused or failed while the breaker is open.
+    pub(crate) fn reason(&self, broken_for: Duration, last_error: &str) -> String {
+        if broken_for >= self.dead_letter_after {
+            format!(
+                "SQS queue `{}` unavailable for {} s, longer than the limit of {} s: {last_error}",
+                self.url,
+                broken_for.as_secs(),
+                self.dead_letter_after.as_secs()
+            )
+        } else {
+            format!(
+                "SQS queue `{}` unavailable for {} s (circuit open, not called): {last_error}",
+                self.url,
+                broken_for.as_secs()
+            )
+        }
+    }
+
+    /// How long the breaker has been open, and the last error (`None` when closed).
+    pub(crate) fn broken_for(&self) -> Option<(Duration, String)> {
+        self.lock()
+            .as_ref()
+            .map(|o| (o.since.elapsed(), o.last_error.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROBE: Duration = Duration::from_secs(5);
+    const LIMIT: Duration = Duration::from_secs(60);
+
+    fn breaker() -> Breaker {
+        Breaker::new("https://sqs/q".into(), PROBE, LIMIT, Gauge::default())
+    }
+
+    #[test]
+    fn closed_until_a_failure_then_refuses_until_the_probe_is_due() {
+        let b = breaker();
+        let t0 = Instant::now();
+        assert_eq!(b.admit_at(t0), Admit::Call);
+        assert!(!b.failed_at(t0, "QueueDoesNotExist"));
+        assert!(b.is_open());
+        assert_eq!(b.gauge.get(), 1, "the gauge shows it open");
+        match b.admit_at(t0 + Duration::from_secs(1)) {
+            Admit::Refuse {
+                reason,
+                dead_letter,
+            } => {
+                assert!(!dead_letter);
+                assert!(reason.contains("QueueDoesNotExist"), "{reason}");
+                assert!(reason.contains("https://sqs/q"), "{reason}");
+            }
+            other => panic!("expected Refuse, got {other:?}"),
+        }
+        // One probe when due; the others keep being refused until the next interval.
+        assert_eq!(b.admit_at(t0 + PROBE), Admit::Probe);
+        assert!(matches!(
+            b.admit_at(t0 + PROBE + Duration::from_millis(1)),
+            Admit::Refuse { .. }
+        ));
+        assert_eq!(b.admit_at(t0 + PROBE * 2), Admit::Probe);
+    }
+
+    #[test]
+    fn a_success_closes_it() {
+        let b = breaker();
+        let t0 = Instant::now();
+        b.failed_at(t0, "AccessDenied");
+        assert_eq!(b.admit_at(t0 + PROBE), Admit::Probe);
+        b.succeeded_at(t0 + PROBE);
+        assert!(!b.is_open());
+        assert_eq!(b.gauge.get(), 0);
+        assert_eq!(b.admit_at(t0 + PROBE), Admit::Call);
+        // A new failure starts a new open period (the dead-letter clock restarts).
+        assert!(!b.failed_at(t0 + LIMIT * 2, "AccessDenied"));
+    }
+
+    #[test]
+    fn a_failed_probe_keeps_it_open_and_after_the_limit_events_are_dead_lettered() {
+        let b = breaker();
+        let t0 = Instant::now();
+        b.failed_at(t0, "QueueDoesNotExist");
+        assert_eq!(b.admit_at(t0 + PROBE), Admit::Probe);
+        assert!(!b.failed_at(t0 + PROBE, "KMS.DisabledException"));
+        match b.admit_at(t0 + PROBE + Duration::from_secs(1)) {
+            Admit::Refuse { reason, .. } => assert!(reason.contains("KMS.DisabledException")),
+            other => panic!("expected Refuse, got {other:?}"),
+        }
+        // Past the limit: a failed probe dead-letters, and so does a refusal.
+        assert!(b.failed_at(t0 + LIMIT, "QueueDoesNotExist"));
+        match b.admit_at(t0 + LIMIT + Duration::from_secs(1)) {
+            Admit::Refuse {
+                reason,
+                dead_letter,
+            } => {
+                assert!(dead_letter);
+                assert!(reason.contains("longer than the limit of 60 s"), "{reason}");
+            }
+            other => panic!("expected Refuse, got {other:?}"),
+        }
+    }
+}

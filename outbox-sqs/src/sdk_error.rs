@@ -1,0 +1,81 @@
+//! SDK failures turned into this crate's [`Error`], with a kind and a readable message.
+
+use std::error::Error as StdError;
+use std::time::Duration;
+
+use aws_credential_types::provider::error::CredentialsError;
+use aws_sdk_sqs::config::http::HttpResponse;
+use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
+
+use crate::classify::{is_auth_failure, is_queue_missing};
+use crate::error::{Error, ErrorKind};
+
+pub(crate) fn timeout_error(what: &str, timeout: Duration) -> Error {
+    Error::new(
+        ErrorKind::Timeout,
+        format!("{what}: no answer within {} ms", timeout.as_millis()),
+    )
+}
+
+/// The messages of `err` and its sources, joined by ": " (repeats dropped).
+fn error_chain(err: &(dyn StdError + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(err);
+    while let Some(e) = next {
+        let text = e.to_string();
+        if parts.last().is_none_or(|last| !last.contains(&text)) {
+            parts.push(text);
+        }
+        next = e.source();
+    }
+    parts.join(": ")
+}
+
+fn has_credentials_error(err: &(dyn StdError + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if e.downcast_ref::<CredentialsError>().is_some() {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
+/// An SDK failure of `what` (e.g. "SendMessageBatch to queue `…`") as this crate's error.
+pub(crate) fn sdk_error<E>(what: &str, err: SdkError<E, HttpResponse>) -> Error
+where
+    E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
+{
+    let (kind, detail) = match &err {
+        SdkError::ServiceError(ctx) => {
+            let code = ctx.err().code().unwrap_or("unknown error");
+            let message = ctx.err().message().unwrap_or("");
+            let status = ctx.raw().status().as_u16();
+            let kind = if is_queue_missing(code) {
+                ErrorKind::QueueNotFound
+            } else if is_auth_failure(code) {
+                ErrorKind::Credentials
+            } else {
+                ErrorKind::Service
+            };
+            let detail = if is_queue_missing(code) {
+                format!("the queue does not exist ({code}, HTTP {status})")
+            } else {
+                format!("{code} (HTTP {status}): {message}")
+            };
+            (kind, detail)
+        }
+        SdkError::TimeoutError(_) => (ErrorKind::Timeout, error_chain(&err)),
+        SdkError::DispatchFailure(_) if has_credentials_error(&err) => (
+            ErrorKind::Credentials,
+            format!("no usable AWS credentials: {}", error_chain(&err)),
+        ),
+        SdkError::DispatchFailure(_) => (
+            ErrorKind::Unavailable,
+            format!("cannot reach SQS: {}", error_chain(&err)),
+        ),
+        _ => (ErrorKind::Service, error_chain(&err)),
+    };
+    Error::new(kind, format!("{what}: {detail}")).with_source(err)
+}
