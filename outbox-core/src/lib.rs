@@ -64,6 +64,7 @@
 //! [`process_once`] (consumers), [`RelayMetrics`] (Prometheus).
 
 mod backoff;
+pub mod connect;
 mod dead_letters;
 mod emit;
 mod error;
@@ -84,6 +85,9 @@ pub mod __private;
 pub use backoff::{Backoff, Disposition, InfraBackoff, RetryPolicy};
 pub use dead_letters::{
     DeadLetter, DeadLetterFilter, list_dead_letters, purge_dead_letters, retry_dead_letters,
+};
+pub use connect::{
+    ConnectConfig, Password, PasswordProvider, PgConnection, PgConnector, RootCerts, SslMode, Tls,
 };
 pub use emit::{Emitter, emit, emit_all};
 pub use error::{Error, ErrorKind, Result};
