@@ -1,6 +1,6 @@
 //! `outbox relay`.
 
-use outbox_core::{CancellationToken, Relay, RelayConfig, RelayMetrics};
+use outbox_core::{CancellationToken, PgConnector, Relay, RelayConfig, RelayMetrics};
 use outbox_sqs::{Route, SqsConfig, SqsPublisher};
 
 use crate::cli::RelayArgs;
@@ -60,22 +60,21 @@ fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
 /// Runs the relay until SIGINT or SIGTERM.
 pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     let config = relay_config(&args)?;
-    let pg = db::config(url)?;
-    if args.migrate {
-        let mut client = db::connect(url).await?;
-        outbox_core::migrate(&mut client).await?;
-    }
+    let connector = db::connector(url).await?;
+    let listen = check_database(&connector, &args, config.retention.is_some()).await?;
     let publisher = SqsPublisher::builder()
         .config(sqs_config(&args)?)
         .build()
         .await?;
-    let pool = db::pool(&pg, config.concurrency + 2)?;
+    let pool = connector.pool(config.concurrency + 2)?;
     let metrics = RelayMetrics::new();
-    let relay = Relay::builder(pool, publisher)
+    let mut relay = Relay::builder(pool, publisher)
         .config(config)
-        .listen(pg)
-        .metrics(metrics.clone())
-        .build()?;
+        .metrics(metrics.clone());
+    if let Some(listen) = listen {
+        relay = relay.listen_with(listen);
+    }
+    let relay = relay.build()?;
 
     let shutdown = CancellationToken::new();
     if let Some(addr) = args.metrics_addr {
@@ -86,6 +85,48 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     tokio::spawn(stop_on_signal(shutdown.clone()));
     relay.run(shutdown).await?;
     Ok(())
+}
+
+/// The start-up checks: connect (failing within the connect timeout), migrate when asked, check the
+/// schema version and the grants, and open the LISTEN connection once. Returns the LISTEN connector
+/// (`None` with `--no-listen`).
+async fn check_database(
+    connector: &PgConnector,
+    args: &RelayArgs,
+    retention: bool,
+) -> Result<Option<PgConnector>, Failure> {
+    let mut client = connector.connect_spawned().await?;
+    if args.migrate {
+        outbox_core::migrate(&mut client).await?;
+    }
+    let db = outbox_core::check_relay_database(&client, retention).await?;
+    let sslmode = connector.tls().mode;
+    tracing::info!(target = %connector.target(), database = %db.database, user = %db.user,
+        tls = db.tls, %sslmode, server_version = %db.server_version,
+        schema_version = db.schema_version, "database ready");
+    if !db.tls {
+        tracing::warn!(%sslmode,
+            "connected to PostgreSQL in plaintext; set sslmode=verify-full to require TLS");
+    }
+    drop(client);
+    if args.no_listen {
+        tracing::info!("LISTEN off (--no-listen): new events are found by polling");
+        return Ok(None);
+    }
+    let listen = match &args.listen_url {
+        Some(u) => db::connector(Some(u))
+            .await
+            .map_err(|e| format!("--listen-url: {}", crate::report(&*e)))?,
+        None => connector.clone(),
+    };
+    if args.listen_url.is_some() {
+        // Fail now on a wrong LISTEN URL rather than fall back to polling in silence.
+        listen
+            .connect_spawned()
+            .await
+            .map_err(|e| format!("--listen-url: {}", crate::report(&e)))?;
+    }
+    Ok(Some(listen))
 }
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.

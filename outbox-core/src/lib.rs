@@ -73,6 +73,7 @@ mod inbox;
 pub mod message;
 mod metrics;
 mod migrate;
+mod preflight;
 mod publisher;
 mod relay;
 mod retention;
@@ -83,20 +84,21 @@ pub mod trace;
 pub mod __private;
 
 pub use backoff::{Backoff, Disposition, InfraBackoff, RetryPolicy};
-pub use dead_letters::{
-    DeadLetter, DeadLetterFilter, list_dead_letters, purge_dead_letters, retry_dead_letters,
-};
 pub use connect::{
     ConnectConfig, Password, PasswordProvider, PgConnection, PgConnector, RootCerts, SslMode, Tls,
+};
+pub use dead_letters::{
+    DeadLetter, DeadLetterFilter, list_dead_letters, purge_dead_letters, retry_dead_letters,
 };
 pub use emit::{Emitter, emit, emit_all};
 pub use error::{Error, ErrorKind, Result};
 pub use event::OutboxEvent;
 pub use inbox::process_once;
 pub use metrics::RelayMetrics;
-pub use migrate::{MigrationReport, SCHEMA_HISTORY_TABLE, migrate};
+pub use migrate::{MigrationReport, SCHEMA_HISTORY_TABLE, migrate, schema_version};
 pub use outbox_macros::OutboxEvent;
 pub use outbox_queries::client::GenericClient;
+pub use preflight::{DatabaseReport, check_relay_database};
 pub use publisher::{ClaimedEvent, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
 pub use relay::{
     BatchReport, LISTENER_APPLICATION_NAME, MAX_BATCH_SIZE, Relay, RelayBuilder, RelayConfig,

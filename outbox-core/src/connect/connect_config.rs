@@ -211,8 +211,15 @@ mod tests {
         let c: ConnectConfig = "postgres://u@h/db".parse().unwrap();
         assert_eq!(c.tls.mode, SslMode::Prefer);
         let c: ConnectConfig = "host=h sslmode=disable".parse().unwrap();
-        assert_eq!(c.pg.get_ssl_mode(), tokio_postgres::config::SslMode::Disable);
-        assert!("postgres://u@h/db?sslmode=verify".parse::<ConnectConfig>().is_err());
+        assert_eq!(
+            c.pg.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Disable
+        );
+        assert!(
+            "postgres://u@h/db?sslmode=verify"
+                .parse::<ConnectConfig>()
+                .is_err()
+        );
         assert!("host=h user".parse::<ConnectConfig>().is_err());
     }
 }

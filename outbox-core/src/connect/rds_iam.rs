@@ -90,7 +90,11 @@ pub fn rds_auth_token(
         .map_err(|e| RdsIamError::new("cannot sign the RDS auth token").with_source(e))?
         .into_parts();
     let (_, signed) = instructions.into_parts();
-    query.extend(signed.into_iter().map(|(k, v)| (k.to_string(), v.into_owned())));
+    query.extend(
+        signed
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.into_owned())),
+    );
     // The order botocore and the other SDKs print: the signature last.
     query.sort_by(|a, b| {
         (a.0 == "X-Amz-Signature")
@@ -175,9 +179,7 @@ impl RdsIamTokenProvider {
         let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         let region = aws
             .region()
-            .ok_or_else(|| {
-                RdsIamError::new("RDS IAM auth needs an AWS region: set AWS_REGION")
-            })?
+            .ok_or_else(|| RdsIamError::new("RDS IAM auth needs an AWS region: set AWS_REGION"))?
             .to_string();
         let credentials = aws.credentials_provider().ok_or_else(|| {
             RdsIamError::new("RDS IAM auth needs AWS credentials (none in the default chain)")
@@ -265,6 +267,9 @@ mod tests {
         let creds = Credentials::new("AKIDEXAMPLE", "SECRETKEY", None, None, "test");
         let p = RdsIamTokenProvider::new(HOST, 5432, "u", "eu-west-1", creds);
         let text = format!("{p:?}");
-        assert!(!text.contains("SECRETKEY") && !text.contains("AKIDEXAMPLE"), "{text}");
+        assert!(
+            !text.contains("SECRETKEY") && !text.contains("AKIDEXAMPLE"),
+            "{text}"
+        );
     }
 }

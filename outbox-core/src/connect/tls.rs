@@ -144,7 +144,9 @@ impl Tls {
             let roots = Arc::new(self.root_store()?);
             let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
                 .build()
-                .map_err(|e| Error::config("cannot build the certificate verifier").with_source(e))?;
+                .map_err(|e| {
+                    Error::config("cannot build the certificate verifier").with_source(e)
+                })?;
             if self.mode == SslMode::VerifyFull {
                 webpki
             } else {
@@ -197,8 +199,11 @@ impl Tls {
 
 fn add_pem_file(roots: &mut RootCertStore, path: &std::path::Path) -> Result<(), Error> {
     let unreadable = |e: rustls::pki_types::pem::Error| {
-        Error::config(format!("sslrootcert {}: cannot read certificates", path.display()))
-            .with_source(e)
+        Error::config(format!(
+            "sslrootcert {}: cannot read certificates",
+            path.display()
+        ))
+        .with_source(e)
     };
     let certs = CertificateDer::pem_file_iter(path)
         .map_err(unreadable)?
@@ -223,7 +228,10 @@ mod tests {
         let t = |m: Option<&str>, r: Option<&str>| Tls::resolve(m, r).map(|t| t.mode);
         assert_eq!(t(None, None).unwrap(), SslMode::Prefer);
         assert_eq!(t(Some("require"), None).unwrap(), SslMode::Require);
-        assert_eq!(t(Some("require"), Some("/ca.pem")).unwrap(), SslMode::VerifyCa);
+        assert_eq!(
+            t(Some("require"), Some("/ca.pem")).unwrap(),
+            SslMode::VerifyCa
+        );
         assert_eq!(t(None, Some("system")).unwrap(), SslMode::VerifyFull);
         assert!(t(Some("verify-ca"), Some("system")).is_err());
         assert!(t(Some("allow"), None).is_err());
