@@ -143,17 +143,18 @@ impl PgConnector {
     /// A deadpool pool of at most `max_size` connections, each opened by this connector (same TLS,
     /// fresh password per new connection).
     pub fn pool(&self, max_size: usize) -> Result<Pool, Error> {
-        let manager = Manager::from_connect(
-            self.pg.clone(),
-            PoolConnect(self.clone()),
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        Pool::builder(manager)
-            .max_size(max_size)
-            .build()
-            .map_err(|e| Error::config("cannot build the connection pool").with_source(e))
+        Pool::builder(self.manager(ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        }))
+        .max_size(max_size)
+        .build()
+        .map_err(|e| Error::config("cannot build the connection pool").with_source(e))
+    }
+
+    /// A deadpool manager opening connections through this connector, for a pool built by hand
+    /// (other recycling, time-outs, hooks): `Pool::builder(connector.manager(config))`.
+    pub fn manager(&self, config: ManagerConfig) -> Manager {
+        Manager::from_connect(self.pg.clone(), PoolConnect(self.clone()), config)
     }
 
     async fn raw_connect(&self) -> Result<(Client, PgConnection), RawError> {
