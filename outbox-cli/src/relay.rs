@@ -100,6 +100,22 @@ async fn check_database(
         outbox_core::migrate(&mut client).await?;
     }
     let db = outbox_core::check_relay_database(&client, retention).await?;
+    drop(client);
+    let listen = match (&args.listen_url, args.no_listen) {
+        (_, true) => None,
+        (Some(u), false) => {
+            let listen = db::connector(Some(u))
+                .await
+                .map_err(|e| format!("--listen-url: {}", crate::report(&*e)))?;
+            // Fail now on a wrong LISTEN URL rather than fall back to polling in silence.
+            listen
+                .connect_spawned()
+                .await
+                .map_err(|e| format!("--listen-url: {}", crate::report(&e)))?;
+            Some(listen)
+        }
+        (None, false) => Some(connector.clone()),
+    };
     let sslmode = connector.tls().mode;
     tracing::info!(target = %connector.target(), database = %db.database, user = %db.user,
         tls = db.tls, %sslmode, server_version = %db.server_version,
@@ -108,25 +124,10 @@ async fn check_database(
         tracing::warn!(%sslmode,
             "connected to PostgreSQL in plaintext; set sslmode=verify-full to require TLS");
     }
-    drop(client);
-    if args.no_listen {
+    if listen.is_none() {
         tracing::info!("LISTEN off (--no-listen): new events are found by polling");
-        return Ok(None);
     }
-    let listen = match &args.listen_url {
-        Some(u) => db::connector(Some(u))
-            .await
-            .map_err(|e| format!("--listen-url: {}", crate::report(&*e)))?,
-        None => connector.clone(),
-    };
-    if args.listen_url.is_some() {
-        // Fail now on a wrong LISTEN URL rather than fall back to polling in silence.
-        listen
-            .connect_spawned()
-            .await
-            .map_err(|e| format!("--listen-url: {}", crate::report(&e)))?;
-    }
-    Ok(Some(listen))
+    Ok(listen)
 }
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.

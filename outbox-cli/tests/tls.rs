@@ -299,6 +299,36 @@ async fn relay_start_up_checks_fail_fast_with_one_line() {
         relay_cmd(&role_url("relay_ok", "right-password")).args(["--retention", "7d"]),
         &["lacks DELETE ON outbox_events"],
     );
+    // --rds-iam: the password is an auth token made from the default AWS chain (here: the
+    // environment). This server is not RDS, so it refuses the token as a wrong password; the token
+    // appears nowhere, not even in debug logs.
+    let out = relay_cmd(&role_url("relay_ok", "not-used"))
+        .arg("--rds-iam")
+        .env("AWS_REGION", "eu-west-1")
+        .env("RUST_LOG", "debug")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("wrong password") && err.contains("relay_ok"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("X-Amz-Signature") && !err.contains("Action=connect"),
+        "{err}"
+    );
+    fails_fast(
+        relay_cmd(&role_url("relay_ok", "not-used"))
+            .arg("--rds-iam")
+            .env_remove("AWS_REGION")
+            .env_remove("AWS_DEFAULT_REGION")
+            .env("AWS_CONFIG_FILE", "/nonexistent")
+            .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+            // The AWS SDK warns about each place it looked for a region: not ours to count.
+            .env("RUST_LOG", "off"),
+        &["RDS IAM auth needs an AWS region"],
+    );
     // With the grants the README lists, the checks pass and the relay starts (then is stopped).
     let queue = TestQueue::standard().await;
     let mut ok = outbox(&role_url("relay_ok", "right-password"));
@@ -442,4 +472,81 @@ async fn password_provider_gives_each_new_connection_the_current_password() {
     assert!(chain(&e).contains("the vault is sealed"), "{}", chain(&e));
     let e = failing.connect_spawned().await.expect_err("no password");
     assert!(chain(&e).contains("the vault is sealed"), "{}", chain(&e));
+}
+
+/// PgBouncer in transaction mode cannot carry LISTEN: `--no-listen` polls only, `--listen-url`
+/// listens on a direct connection (here: the same server, told apart by its application name).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_listen_polls_only_and_listen_url_listens_on_its_own_connection() {
+    let _serial = SERIAL.lock().await;
+    let pg = TlsCluster::start();
+    let url = pg.url("postgres", "postgres", &pg.verify_full());
+    succeeds(outbox(&url).arg("migrate"));
+    let pool = PgConnector::from_url(&url).unwrap().pool(2).unwrap();
+    let client = pool.get().await.unwrap();
+    let queue = TestQueue::standard().await;
+    let listeners = async |name: &str| -> i64 {
+        client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                &[&name],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    };
+    let spec = RelaySpec::new(
+        url.clone(),
+        outbox_tests::sqs::endpoint(),
+        queue.url().into(),
+    );
+
+    let mut relay = spec
+        .clone()
+        .arg("--no-listen")
+        .arg("--poll-interval")
+        .arg("300ms")
+        .spawn();
+    emit_all(&**client, &[TestEvent::new("a", 1)])
+        .await
+        .unwrap();
+    wait_drained(&pool, Duration::from_secs(10), "polling only").await;
+    assert_eq!(listeners(outbox_core::LISTENER_APPLICATION_NAME).await, 0);
+    assert!(relay.logs().contains("LISTEN off"), "{}", relay.logs());
+    relay.sigterm();
+    assert!(relay.wait(Duration::from_secs(10)).success());
+
+    let direct = pg.url(
+        "postgres",
+        "postgres",
+        &format!("{}&application_name=direct-listen", pg.verify_full()),
+    );
+    let mut relay = spec
+        .clone()
+        .arg("--listen-url")
+        .arg(&direct)
+        .arg("--poll-interval")
+        .arg("60s")
+        .spawn();
+    assert!(
+        outbox_tests::running::eventually(Duration::from_secs(10), async || {
+            listeners("direct-listen").await == 1
+        })
+        .await,
+        "the LISTEN connection uses --listen-url: {}",
+        relay.logs()
+    );
+    emit_all(&**client, &[TestEvent::new("b", 1)])
+        .await
+        .unwrap();
+    wait_drained(&pool, Duration::from_secs(5), "woken through --listen-url").await;
+    relay.sigterm();
+    assert!(relay.wait(Duration::from_secs(10)).success());
+
+    // A wrong --listen-url fails at start instead of silently polling.
+    let wrong = pg.url("postgres", "postgres", "sslmode=disable");
+    fails_fast(
+        relay_cmd(&url).args(["--listen-url", &wrong]),
+        &["--listen-url", "no encryption"],
+    );
 }
