@@ -5,8 +5,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use outbox_core::connect::RdsIamTokenProvider;
-use outbox_core::{ConnectConfig, PgConnector, SslMode};
+use outbox_core::{ConnectConfig, PgConnector};
 
 use crate::Failure;
 
@@ -41,17 +40,10 @@ pub async fn connector(url: Option<&str>) -> Result<PgConnector, Failure> {
     if !OPTIONS.get().copied().unwrap_or_default().rds_iam {
         return Ok(connector);
     }
-    if connector.tls().mode < SslMode::Require {
-        return Err(format!(
-            "--rds-iam needs TLS, but sslmode is {}: RDS refuses IAM auth over plaintext and a token \
-             sent in clear is a credential for 15 minutes; add sslmode=verify-full&sslrootcert=<RDS \
-             CA bundle> to DATABASE_URL",
-            connector.tls().mode
-        )
-        .into());
-    }
-    let provider = RdsIamTokenProvider::from_env(connector.pg_config()).await?;
-    Ok(connector.password_provider(provider))
+    Ok(connector
+        .with_rds_iam()
+        .await
+        .map_err(|e| format!("--rds-iam: {}", crate::report(&e)))?)
 }
 
 /// One connection, driven on a task.

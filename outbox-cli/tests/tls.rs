@@ -204,7 +204,10 @@ async fn certificate_host_and_plaintext_failures_are_fast_one_line_errors() {
     let prefer = pg.url("postgres", "postgres", "sslmode=prefer");
     fails_fast(
         outbox(&prefer).args(["--rds-iam", "migrate"]),
-        &["--rds-iam needs TLS", "sslmode is prefer"],
+        &[
+            "--rds-iam: ",
+            "RDS IAM auth needs TLS, but sslmode is prefer",
+        ],
     );
 }
 

@@ -78,6 +78,26 @@ impl PgConnector {
         self
     }
 
+    /// Authenticates every new connection with a fresh RDS IAM auth token for this connector's host,
+    /// port and user, signed with the default AWS credential chain and region (see
+    /// [`RdsIamTokenProvider`](super::RdsIamTokenProvider)). Refuses `sslmode` below `require`: RDS
+    /// rejects IAM auth in plaintext, and a token sent in clear is a credential for 15 minutes.
+    #[cfg(feature = "rds-iam")]
+    pub async fn with_rds_iam(self) -> Result<PgConnector, Error> {
+        if self.tls.mode < SslMode::Require {
+            return Err(Error::config(format!(
+                "RDS IAM auth needs TLS, but sslmode is {}: RDS refuses IAM auth over plaintext and \
+                 a token sent in clear is a credential for 15 minutes; use sslmode=verify-full with \
+                 sslrootcert=<RDS CA bundle>",
+                self.tls.mode
+            )));
+        }
+        let provider = super::RdsIamTokenProvider::from_env(&self.pg)
+            .await
+            .map_err(|e| Error::config(e.to_string()).with_source(e))?;
+        Ok(self.password_provider(provider))
+    }
+
     /// The tokio-postgres settings (host, user, ...).
     pub fn pg_config(&self) -> &tokio_postgres::Config {
         &self.pg
