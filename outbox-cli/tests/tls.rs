@@ -553,3 +553,58 @@ async fn no_listen_polls_only_and_listen_url_listens_on_its_own_connection() {
         &["--listen-url", "no encryption"],
     );
 }
+
+/// The library: a certificate error is not retryable, a wrong password is; a LISTEN connection
+/// whose certificate is refused is tried once (one error), and polling keeps the relay working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_certificate_is_final_and_the_listener_does_not_retry_it() {
+    let _serial = SERIAL.lock().await;
+    let pg = TlsCluster::start();
+    let good = pg.url("postgres", "postgres", &pg.verify_full());
+    succeeds(outbox(&good).arg("migrate"));
+    let bad = PgConnector::from_url(&pg.url(
+        "postgres",
+        "postgres",
+        &format!("sslmode=verify-full&sslrootcert={}", pg.wrong_ca.display()),
+    ))
+    .unwrap();
+    let e = bad.connect_spawned().await.expect_err("wrong CA");
+    assert_eq!(e.kind(), outbox_core::ErrorKind::Config, "{e}");
+    let refusals = |pg: &TlsCluster| {
+        std::fs::read_to_string(pg.cluster.dir.join("server.log"))
+            .unwrap()
+            .matches("could not accept SSL connection")
+            .count()
+    };
+    let before = refusals(&pg);
+    assert!(before >= 1, "the server logs refused handshakes");
+
+    let good = PgConnector::from_url(&good).unwrap();
+    let relay = outbox_core::Relay::builder(
+        good.pool(2).unwrap(),
+        outbox_tests::RecordingPublisher::new(),
+    )
+    .poll_interval(Duration::from_millis(200))
+    .listen_with(bad)
+    .build()
+    .unwrap();
+    let running = outbox_tests::RunningRelay::start(&relay);
+    let client = good.connect_spawned().await.unwrap();
+    emit_all(&client, &[TestEvent::new("a", 1)]).await.unwrap();
+    assert!(
+        outbox_tests::eventually(Duration::from_secs(5), async || relay
+            .publisher()
+            .ids()
+            .len()
+            == 1)
+        .await,
+        "polling delivers without LISTEN"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        refusals(&pg) - before,
+        1,
+        "one LISTEN attempt, no retry loop"
+    );
+    running.stop().await;
+}

@@ -133,12 +133,13 @@ impl PgConnector {
     }
 
     /// Opens one connection. The error names the host and says what failed (unreachable, password,
-    /// TLS required, certificate not trusted or not valid for the host, ...); certificate and
-    /// password failures are [`ErrorKind::Config`] (not worth retrying unchanged).
+    /// TLS required, certificate not trusted or not valid for the host, ...). Certificate and
+    /// host-name failures are [`ErrorKind::Config`] (retrying unchanged cannot help); password and
+    /// password-provider failures stay retryable (a secret may be mid-rotation).
     pub async fn connect(&self) -> Result<(Client, PgConnection), Error> {
         self.raw_connect().await.map_err(|e| match e {
             RawError::Password(e) => Error::new(
-                ErrorKind::Config,
+                ErrorKind::Database,
                 format!(
                     "cannot connect to PostgreSQL at {}: no password for the new connection",
                     self.target()

@@ -25,8 +25,10 @@ fn reason(e: &tokio_postgres::Error, mode: SslMode) -> (ErrorKind, String) {
     if let Some(db) = e.as_db_error() {
         let code = db.code();
         let mut text = db.message().to_string();
+        // Authentication failures stay retryable: a password or token may be mid-rotation. (The
+        // CLI's start-up check exits on them at once.)
         if *code == SqlState::INVALID_PASSWORD {
-            return (ErrorKind::Config, format!("wrong password ({text})"));
+            return (ErrorKind::Database, format!("wrong password ({text})"));
         }
         if *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION {
             if text.contains("no encryption") && mode < SslMode::Require {
@@ -34,7 +36,7 @@ fn reason(e: &tokio_postgres::Error, mode: SslMode) -> (ErrorKind, String) {
                     " (the server requires TLS: use sslmode=require, or verify-full with sslrootcert)",
                 );
             }
-            return (ErrorKind::Config, format!("access refused: {text}"));
+            return (ErrorKind::Database, format!("access refused: {text}"));
         }
         return (ErrorKind::Database, format!("the server said: {text}"));
     }

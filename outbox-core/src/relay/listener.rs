@@ -52,7 +52,7 @@ pub(crate) async fn run(
         match listen(&connector, &wakeups, &token, &mut backoff).await {
             Ok(()) => return,
             Err(e) if !e.is_retryable() => {
-                // A certificate, host name or password problem: trying again changes nothing.
+                // A certificate or host-name problem: trying again changes nothing.
                 tracing::error!(error = %e,
                     "cannot open the LISTEN connection; relying on polling only");
                 wake(&wakeups);
