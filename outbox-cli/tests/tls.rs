@@ -82,9 +82,12 @@ async fn cli_and_relay_work_over_tls_only_and_never_try_plaintext() {
         succeeds(outbox(&verify_full).arg("migrate")).trim(),
         "schema is up to date"
     );
-    let stats = succeeds(outbox(&verify_full).args(["stats", "--json"]));
-    assert!(stats.contains("\"pending\": 0"), "{stats}");
-    succeeds(outbox(&require).args(["dead-letters", "list"]));
+    for url in [&require, &verify_full] {
+        let stats = succeeds(outbox(url).args(["stats", "--json"]));
+        assert!(stats.contains("\"pending\": 0"), "{stats}");
+        succeeds(outbox(url).args(["dead-letters", "list"]));
+        succeeds(outbox(url).args(["dead-letters", "retry", "--all"]));
+    }
 
     // The relay, end to end to fauxqs; a 60 s poll so only LISTEN can deliver new events quickly.
     let pool = PgConnector::from_url(&verify_full)
@@ -504,12 +507,16 @@ async fn no_listen_polls_only_and_listen_url_listens_on_its_own_connection() {
         queue.url().into(),
     );
 
-    let mut relay = spec
-        .clone()
-        .arg("--no-listen")
-        .arg("--poll-interval")
-        .arg("300ms")
-        .spawn();
+    // This one with sslmode=require (no verification), the next with verify-full.
+    let mut relay = RelaySpec::new(
+        pg.url("postgres", "postgres", "sslmode=require"),
+        outbox_tests::sqs::endpoint(),
+        queue.url().into(),
+    )
+    .arg("--no-listen")
+    .arg("--poll-interval")
+    .arg("300ms")
+    .spawn();
     emit_all(&**client, &[TestEvent::new("a", 1)])
         .await
         .unwrap();

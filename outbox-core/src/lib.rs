@@ -61,7 +61,9 @@
 //! Pieces: [`OutboxEvent`] (derive it), [`emit`] / [`emit_all`] / [`Emitter`] (write events,
 //! refusing what the broker would reject), [`migrate()`] (the schema), [`Relay`] and [`Publisher`]
 //! (publishing), [`stats()`], the dead-letter functions and [`cleanup`] (operating),
-//! [`process_once`] (consumers), [`RelayMetrics`] (Prometheus).
+//! [`process_once`] (consumers), [`RelayMetrics`] (Prometheus), [`PgConnector`] (connections: TLS with
+//! libpq's `sslmode`, one connector for the pool and the relay's LISTEN connection, RDS IAM tokens
+//! with the `rds-iam` feature) and [`check_relay_database`] (start-up checks).
 
 mod backoff;
 pub mod connect;
