@@ -431,6 +431,7 @@ pub async fn processed_ids(pool: &deadpool_postgres::Pool, ids: &[Uuid]) -> Hash
     out
 }
 
+pub mod commands;
 pub mod tls_cluster;
 
 /// The throwaway PostgreSQL cluster of the restart scenario: `initdb` + `pg_ctl` on a free port,

@@ -15,7 +15,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use super::connect_config::ConnectConfig;
 use super::describe::describe;
 use super::password::{BoxError, DynPasswordProvider, PasswordProvider};
-use super::tls::{SslMode, Tls};
+use super::tls::Tls;
 use crate::error::{Error, ErrorKind};
 
 /// The connection [`PgConnector::connect`] returns: drive it (await it, or poll its messages).
@@ -84,7 +84,7 @@ impl PgConnector {
     /// rejects IAM auth in plaintext, and a token sent in clear is a credential for 15 minutes.
     #[cfg(feature = "rds-iam")]
     pub async fn with_rds_iam(self) -> Result<PgConnector, Error> {
-        if self.tls.mode < SslMode::Require {
+        if self.tls.mode < super::SslMode::Require {
             return Err(Error::config(format!(
                 "RDS IAM auth needs TLS, but sslmode is {}: RDS refuses IAM auth over plaintext and \
                  a token sent in clear is a credential for 15 minutes; use sslmode=verify-full with \
@@ -195,18 +195,6 @@ impl PgConnector {
             self.pg.application_name(name);
         }
         self
-    }
-
-    /// The same connector with another tokio-postgres configuration (e.g. a direct connection for
-    /// LISTEN beside a PgBouncer pool), keeping the TLS settings and password provider.
-    pub fn with_pg_config(mut self, pg: tokio_postgres::Config) -> PgConnector {
-        self.pg = pg;
-        self
-    }
-
-    /// Whether this connector never sends plaintext.
-    pub fn requires_tls(&self) -> bool {
-        self.tls.mode >= SslMode::Require
     }
 }
 
