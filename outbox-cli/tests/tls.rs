@@ -158,6 +158,10 @@ async fn certificate_host_and_plaintext_failures_are_fast_one_line_errors() {
             "RDS IAM auth needs TLS, but sslmode is prefer",
         ],
     );
+    fails_fast(
+        outbox(&prefer).env("OUTBOX_PG_RDS_IAM", "1").arg("migrate"),
+        &["RDS IAM auth needs TLS"],
+    );
 }
 
 /// PgBouncer in transaction mode cannot carry LISTEN: `--no-listen` polls only, `--listen-url`
