@@ -8,14 +8,24 @@ use uuid::Uuid;
 
 use crate::duration;
 
+/// Use RDS IAM auth tokens as passwords (`1`/`true`).
+pub const ENV_RDS_IAM: &str = "OUTBOX_PG_RDS_IAM";
+/// A separate connection string for the relay's LISTEN connection.
+pub const ENV_LISTEN_URL: &str = "OUTBOX_LISTEN_URL";
+/// Do not LISTEN, poll only (`1`/`true`).
+pub const ENV_NO_LISTEN: &str = "OUTBOX_NO_LISTEN";
+
 /// Operate a transactional outbox on PostgreSQL: apply its schema, relay its events to AWS SQS, and
 /// inspect or repair it without writing SQL.
 #[derive(Debug, Parser)]
 #[command(name = "outbox", version)]
 #[command(after_long_help = "\
 ENVIRONMENT:
-  DATABASE_URL      PostgreSQL connection string (postgres://user:pass@host:port/db). The password
-                    is never logged.
+  DATABASE_URL      PostgreSQL connection string (postgres://user:pass@host:port/db?sslmode=...).
+                    sslmode is read as libpq does: disable, prefer (default), require, verify-ca,
+                    verify-full; sslrootcert=<PEM file> or sslrootcert=system. The password is
+                    never logged. Without connect_timeout, connecting gives up after 10 s.
+  OUTBOX_PG_RDS_IAM RDS IAM authentication (like --rds-iam).
   RUST_LOG          log filter, e.g. `info` or `outbox_core=debug,info` (default: info)
   AWS_*             the standard AWS variables and files configure SQS credentials, region and
                     endpoint (AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL_SQS, ...)
@@ -27,6 +37,11 @@ pub struct Cli {
     /// PostgreSQL connection string of the database holding the outbox.
     #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
     pub database_url: Option<String>,
+
+    /// Authenticate with RDS IAM: the password of every new connection is a fresh auth token signed
+    /// with the default AWS credential chain (needs sslmode=require or stronger).
+    #[arg(long, env = ENV_RDS_IAM, global = true, action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new())]
+    pub rds_iam: bool,
 
     /// Log format.
     #[arg(long, env = "OUTBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
@@ -84,6 +99,8 @@ SETTINGS (flag, or environment variable):
   --default-queue      OUTBOX_SQS_DEFAULT_QUEUE_URL
   --broken-queue-dead-letter-after  OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS  (default 1h)
   --inbox-retention    delete processed_events older than this (default off)
+  --no-listen          OUTBOX_NO_LISTEN           poll only (PgBouncer transaction mode)
+  --listen-url         OUTBOX_LISTEN_URL          direct connection for LISTEN
   also OUTBOX_BACKOFF_BASE_MS, OUTBOX_BACKOFF_CAP_MS, OUTBOX_BACKOFF_JITTER, OUTBOX_PUBLISH_TIMEOUT_MS,
   OUTBOX_PER_AGGREGATE_ORDER, OUTBOX_METRICS_INTERVAL_MS, OUTBOX_SQS_MAX_IN_FLIGHT,
   OUTBOX_SQS_CALL_TIMEOUT_MS, OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS.
@@ -93,6 +110,11 @@ A BROKEN QUEUE:
   breaker opened: its events are put back for 5s without counting an attempt and it is not called
   except for one probe every 5s, while other queues keep flowing. Still broken after
   --broken-queue-dead-letter-after, its events are dead-lettered with the SQS error.
+
+START-UP CHECKS:
+  Before it starts, the relay connects and checks the database: reachable, password accepted, TLS
+  as sslmode demands, the outbox schema present and at the version this binary needs, and the
+  role's grants. Any failure is one line on stderr and exit status 1.
 
 AWS:
   Credentials and region come from the default AWS chain (environment, profile, instance role).
@@ -240,4 +262,12 @@ pub struct RelayArgs {
     /// for an inbox in the relay's database.
     #[arg(long, value_parser = duration::parse, value_name = "DURATION")]
     pub inbox_retention: Option<Duration>,
+    /// Do not LISTEN for wake-ups: poll only (for PgBouncer in transaction mode without a direct
+    /// connection).
+    #[arg(long, env = ENV_NO_LISTEN, action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new(), conflicts_with = "listen_url")]
+    pub no_listen: bool,
+    /// Connection string for the LISTEN connection, when DATABASE_URL goes through PgBouncer in
+    /// transaction mode: a direct connection to the database (same sslmode rules).
+    #[arg(long, env = ENV_LISTEN_URL, hide_env_values = true)]
+    pub listen_url: Option<String>,
 }

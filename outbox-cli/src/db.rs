@@ -1,42 +1,52 @@
-//! Connections from `DATABASE_URL`.
+//! Every connection the CLI opens (pool, LISTEN, one-offs, migrate) goes through one
+//! [`PgConnector`]: `DATABASE_URL` read as libpq reads it (`sslmode`, `sslrootcert`), TLS with
+//! rustls, and with `--rds-iam` a fresh RDS auth token as the password of each new connection.
 
-use std::str::FromStr;
+use std::sync::OnceLock;
+use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
+use outbox_core::{ConnectConfig, PgConnector};
 
 use crate::Failure;
 
-/// The parsed connection settings. Their `Debug` redacts the password; nothing here logs them.
-pub fn config(url: Option<&str>) -> Result<tokio_postgres::Config, Failure> {
-    let url = url.ok_or("no database given: set DATABASE_URL or pass --database-url")?;
-    tokio_postgres::Config::from_str(url)
-        .map_err(|e| format!("DATABASE_URL is not a valid connection string: {e}").into())
+/// How long one connection attempt may take when the URL sets no `connect_timeout`: start-up fails
+/// within seconds on an unreachable host instead of hanging.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Settings for every connection, set once by `main` from the global flags.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DbOptions {
+    /// Use RDS IAM auth tokens as passwords.
+    pub rds_iam: bool,
 }
 
-/// A pool of `size` connections.
-pub fn pool(config: &tokio_postgres::Config, size: usize) -> Result<Pool, Failure> {
-    let manager = Manager::from_config(
-        config.clone(),
-        NoTls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
-    Ok(Pool::builder(manager).max_size(size).build()?)
+static OPTIONS: OnceLock<DbOptions> = OnceLock::new();
+
+/// Records the global connection settings (first call wins).
+pub fn init(options: DbOptions) {
+    let _ = OPTIONS.set(options);
+}
+
+/// The connector for `url` (the main database, or the relay's `--listen-url`).
+pub async fn connector(url: Option<&str>) -> Result<PgConnector, Failure> {
+    let url = url.ok_or("no database given: set DATABASE_URL or pass --database-url")?;
+    let mut config: ConnectConfig = url
+        .parse()
+        .map_err(|e| format!("DATABASE_URL: {}", crate::report(&e)))?;
+    if config.pg.get_connect_timeout().is_none() {
+        config.pg.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
+    }
+    let connector = PgConnector::new(config)?;
+    if !OPTIONS.get().copied().unwrap_or_default().rds_iam {
+        return Ok(connector);
+    }
+    Ok(connector
+        .with_rds_iam()
+        .await
+        .map_err(|e| format!("--rds-iam: {}", crate::report(&e)))?)
 }
 
 /// One connection, driven on a task.
 pub async fn connect(url: Option<&str>) -> Result<tokio_postgres::Client, Failure> {
-    let config = config(url)?;
-    let (client, connection) = config
-        .connect(NoTls)
-        .await
-        .map_err(|e| format!("cannot connect to PostgreSQL: {e}"))?;
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::warn!(error = %e, "database connection closed");
-        }
-    });
-    Ok(client)
+    Ok(connector(url).await?.connect_spawned().await?)
 }

@@ -43,6 +43,9 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
+    db::init(db::DbOptions {
+        rds_iam: cli.rds_iam,
+    });
     let url = cli.database_url.as_deref();
     match cli.command {
         Command::Migrate => migrate::run(url).await,

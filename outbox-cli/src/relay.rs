@@ -1,6 +1,6 @@
 //! `outbox relay`.
 
-use outbox_core::{CancellationToken, Relay, RelayConfig, RelayMetrics};
+use outbox_core::{CancellationToken, PgConnector, Relay, RelayConfig, RelayMetrics};
 use outbox_sqs::{Route, SqsConfig, SqsPublisher};
 
 use crate::cli::RelayArgs;
@@ -63,24 +63,23 @@ fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
 /// Runs the relay until SIGINT or SIGTERM.
 pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     let config = relay_config(&args)?;
-    let pg = db::config(url)?;
-    if args.migrate {
-        let mut client = db::connect(url).await?;
-        outbox_core::migrate(&mut client).await?;
-    }
+    let connector = db::connector(url).await?;
+    let listen = check_database(&connector, &args, config.retention.is_some()).await?;
     let publisher = SqsPublisher::builder()
         .config(sqs_config(&args)?)
         .build()
         .await?;
-    let pool = db::pool(&pg, config.concurrency + 2)?;
+    let pool = connector.pool(config.concurrency + 2)?;
     let metrics = RelayMetrics::new();
     let inbox_pool = pool.clone();
     let sqs = publisher.clone();
-    let relay = Relay::builder(pool, publisher)
+    let mut relay = Relay::builder(pool, publisher)
         .config(config)
-        .listen(pg)
-        .metrics(metrics.clone())
-        .build()?;
+        .metrics(metrics.clone());
+    if let Some(listen) = listen {
+        relay = relay.listen_with(listen);
+    }
+    let relay = relay.build()?;
 
     let shutdown = CancellationToken::new();
     if let Some(addr) = args.metrics_addr {
@@ -104,6 +103,49 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     tokio::spawn(stop_on_signal(shutdown.clone()));
     relay.run(shutdown).await?;
     Ok(())
+}
+
+/// The start-up checks: connect (failing within the connect timeout), migrate when asked, check the
+/// schema version and the grants, and open the LISTEN connection once. Returns the LISTEN connector
+/// (`None` with `--no-listen`).
+async fn check_database(
+    connector: &PgConnector,
+    args: &RelayArgs,
+    retention: bool,
+) -> Result<Option<PgConnector>, Failure> {
+    let mut client = connector.connect_spawned().await?;
+    if args.migrate {
+        outbox_core::migrate(&mut client).await?;
+    }
+    let db = outbox_core::check_relay_database(&client, retention).await?;
+    drop(client);
+    let listen = match (&args.listen_url, args.no_listen) {
+        (_, true) => None,
+        (Some(u), false) => {
+            let listen = db::connector(Some(u))
+                .await
+                .map_err(|e| format!("--listen-url: {}", crate::report(&*e)))?;
+            // Fail now on a wrong LISTEN URL rather than fall back to polling in silence.
+            listen
+                .connect_spawned()
+                .await
+                .map_err(|e| format!("--listen-url: {}", crate::report(&e)))?;
+            Some(listen)
+        }
+        (None, false) => Some(connector.clone()),
+    };
+    let sslmode = connector.tls().mode;
+    tracing::info!(target = %connector.target(), database = %db.database, user = %db.user,
+        tls = db.tls, %sslmode, server_version = %db.server_version,
+        schema_version = db.schema_version, "database ready");
+    if !db.tls {
+        tracing::warn!(%sslmode,
+            "connected to PostgreSQL in plaintext; set sslmode=verify-full to require TLS");
+    }
+    if listen.is_none() {
+        tracing::info!("LISTEN off (--no-listen): new events are found by polling");
+    }
+    Ok(listen)
 }
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.

@@ -200,27 +200,52 @@ async fn sqs_outage_of_30_seconds_loses_nothing_and_backs_off() {
 /// 3. PostgreSQL restart mid-drain (a throwaway cluster): relays reconnect, LISTEN resumes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_restart_mid_drain_loses_nothing_and_listen_resumes() {
+    postgres_restart_scenario(false).await;
+}
+
+/// 3b. The same against a TLS-only server, every connection `verify-full`: the pool and LISTEN
+///     reconnect over TLS after the restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_restart_over_tls_loses_nothing_and_listen_resumes() {
+    postgres_restart_scenario(true).await;
+}
+
+async fn postgres_restart_scenario(tls: bool) {
     let _serial = SERIAL.lock().await;
     let started = Instant::now();
-    let cluster = Cluster::start();
-    let admin_client = {
-        let config = tokio_postgres::Config::from_str(&cluster.url("postgres")).unwrap();
-        outbox_tests::db::connect(&config).await
+    let tls_cluster = tls.then(tls_cluster::TlsCluster::start);
+    let plain_cluster = (!tls).then(Cluster::start);
+    let (cluster, query) = match (&tls_cluster, &plain_cluster) {
+        (Some(t), _) => (&t.cluster, t.verify_full()),
+        (None, Some(c)) => (c, "sslmode=disable".to_string()),
+        (None, None) => unreachable!("one cluster was started"),
     };
+    let url = |db: &str| format!("{}?{query}", cluster.url(db));
+    let admin_client = outbox_core::PgConnector::from_url(&url("postgres"))
+        .unwrap()
+        .connect_spawned()
+        .await
+        .unwrap();
     admin_client
         .batch_execute("CREATE DATABASE outbox")
         .await
         .unwrap();
-    let config = tokio_postgres::Config::from_str(&cluster.url("outbox")).unwrap();
-    let mut client = outbox_tests::db::connect(&config).await;
+    let connector = outbox_core::PgConnector::from_url(&url("outbox")).unwrap();
+    let mut client = connector.connect_spawned().await.unwrap();
     outbox_core::migrate(&mut client).await.unwrap();
-    let pool = pool_for(&config);
+    let pool =
+        deadpool_postgres::Pool::builder(connector.manager(deadpool_postgres::ManagerConfig {
+            recycling_method: deadpool_postgres::RecyclingMethod::Verified,
+        }))
+        .max_size(8)
+        .build()
+        .unwrap();
 
     let queue = TestQueue::fifo().await;
     let mut writes = write_events(&pool, "r", EVENTS, 200, 100, true, |_| String::new()).await;
     // A long poll: after the restart, only a resumed LISTEN delivers new events quickly.
     let spec = RelaySpec::new(
-        cluster.url("outbox"),
+        url("outbox"),
         outbox_tests::sqs::endpoint(),
         queue.url().to_string(),
     )
@@ -257,8 +282,21 @@ async fn postgres_restart_mid_drain_loses_nothing_and_listen_resumes() {
     )
     .await;
     let f = check(&writes.committed, &writes, &deliveries);
+    if let Some(t) = &tls_cluster {
+        let logs: String = relays.iter().map(|r| r.logs()).collect();
+        assert_eq!(
+            logs.matches("\"tls\":true").count(),
+            2,
+            "both relays on TLS: {logs}"
+        );
+        assert_eq!(t.plaintext_refusals(), 0, "nothing tried plaintext");
+    }
     report(
-        "3-postgres-restart",
+        if tls {
+            "3b-postgres-restart-tls"
+        } else {
+            "3-postgres-restart"
+        },
         &f,
         started.elapsed(),
         &format!(
@@ -674,20 +712,6 @@ async fn interleaved_writers_without_business_locks_keep_per_aggregate_order() {
         (0, 0, 0, 0, 0)
     );
     drop(role);
-}
-
-fn pool_for(config: &tokio_postgres::Config) -> deadpool_postgres::Pool {
-    let manager = deadpool_postgres::Manager::from_config(
-        config.clone(),
-        tokio_postgres::NoTls,
-        deadpool_postgres::ManagerConfig {
-            recycling_method: deadpool_postgres::RecyclingMethod::Verified,
-        },
-    );
-    deadpool_postgres::Pool::builder(manager)
-        .max_size(8)
-        .build()
-        .unwrap()
 }
 
 fn rand_u64() -> u64 {

@@ -61,9 +61,12 @@
 //! Pieces: [`OutboxEvent`] (derive it), [`emit`] / [`emit_all`] / [`Emitter`] (write events,
 //! refusing what the broker would reject), [`migrate()`] (the schema), [`Relay`] and [`Publisher`]
 //! (publishing), [`stats()`], the dead-letter functions, [`cleanup`] and [`cleanup_inbox`] (operating),
-//! [`process_once`] (consumers), [`RelayMetrics`] (Prometheus).
+//! [`process_once`] (consumers), [`RelayMetrics`] (Prometheus), [`PgConnector`] (connections: TLS with
+//! libpq's `sslmode`, one connector for the pool and the relay's LISTEN connection, RDS IAM tokens
+//! with the `rds-iam` feature) and [`check_relay_database`] (start-up checks).
 
 mod backoff;
+pub mod connect;
 mod dead_letters;
 mod decode;
 mod emit;
@@ -73,6 +76,7 @@ mod inbox;
 pub mod message;
 mod metrics;
 mod migrate;
+mod preflight;
 mod publisher;
 mod relay;
 mod retention;
@@ -83,6 +87,9 @@ pub mod trace;
 pub mod __private;
 
 pub use backoff::{Backoff, Disposition, InfraBackoff, RetryPolicy};
+pub use connect::{
+    ConnectConfig, Password, PasswordProvider, PgConnection, PgConnector, RootCerts, SslMode, Tls,
+};
 pub use dead_letters::{
     DeadLetter, DeadLetterFilter, PURGE_BATCH_SIZE, dead_letter_ids, list_dead_letters,
     purge_dead_letter_ids, purge_dead_letters, retry_dead_letters,
@@ -93,9 +100,10 @@ pub use error::{Error, ErrorKind, Result};
 pub use event::OutboxEvent;
 pub use inbox::process_once;
 pub use metrics::RelayMetrics;
-pub use migrate::{MigrationReport, SCHEMA_HISTORY_TABLE, migrate};
+pub use migrate::{MigrationReport, SCHEMA_HISTORY_TABLE, migrate, schema_version};
 pub use outbox_macros::OutboxEvent;
 pub use outbox_queries::client::GenericClient;
+pub use preflight::{DatabaseReport, check_relay_database};
 pub use publisher::{ClaimedEvent, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
 pub use relay::{
     BatchReport, LISTENER_APPLICATION_NAME, MAX_BATCH_SIZE, Relay, RelayBuilder, RelayConfig,

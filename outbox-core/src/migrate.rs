@@ -15,6 +15,17 @@ mod embedded {
 /// refinery history table).
 pub const SCHEMA_HISTORY_TABLE: &str = "outbox_schema_history";
 
+/// The schema version this library expects: the latest migration it embeds. A database whose
+/// [`SCHEMA_HISTORY_TABLE`] records less needs [`migrate()`].
+pub fn schema_version() -> i64 {
+    embedded::migrations::runner()
+        .get_migrations()
+        .iter()
+        .map(|m| i64::from(m.version()))
+        .max()
+        .unwrap_or(0)
+}
+
 /// What [`migrate()`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MigrationReport {

@@ -33,7 +33,7 @@ impl RelayRole {
                 "CREATE ROLE {name} LOGIN;
                  GRANT CONNECT ON DATABASE {db} TO {name};
                  GRANT USAGE ON SCHEMA public TO {name};
-                 GRANT SELECT ON outbox_events TO {name};
+                 GRANT SELECT ON outbox_events, outbox_schema_history TO {name};
                  GRANT UPDATE (attempts, retry_after, last_error, processed_at, dead_lettered_at)
                      ON outbox_events TO {name};",
                 db = db.name()
@@ -431,12 +431,17 @@ pub async fn processed_ids(pool: &deadpool_postgres::Pool, ids: &[Uuid]) -> Hash
     out
 }
 
+pub mod commands;
+pub mod tls_cluster;
+
 /// The throwaway PostgreSQL cluster of the restart scenario: `initdb` + `pg_ctl` on a free port,
 /// run as the `postgres` user (initdb refuses root), removed when dropped.
 pub struct Cluster {
     pub dir: std::path::PathBuf,
     pub port: u16,
     bin: std::path::PathBuf,
+    /// Extra server options (`-c ssl=on`, ...).
+    pub opts: String,
 }
 
 fn pg_bin() -> std::path::PathBuf {
@@ -476,6 +481,13 @@ fn as_postgres(bin: &std::path::Path, tool: &str, args: &[&str]) -> std::process
 impl Cluster {
     /// Creates and starts a cluster on a free port.
     pub fn start() -> Cluster {
+        let cluster = Cluster::init();
+        cluster.pg_ctl("start");
+        cluster
+    }
+
+    /// Creates a cluster on a free port without starting it (see [`Cluster::launch`]).
+    pub fn init() -> Cluster {
         let bin = pg_bin();
         let dir = std::env::temp_dir().join(format!("outbox-pg-{}", Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -500,18 +512,27 @@ impl Cluster {
                 "-N",
             ],
         );
-        let cluster = Cluster { dir, port, bin };
-        cluster.pg_ctl("start");
-        cluster
+        Cluster {
+            dir,
+            port,
+            bin,
+            opts: String::new(),
+        }
+    }
+
+    /// Starts a cluster made by [`Cluster::init`].
+    pub fn launch(&self) {
+        self.pg_ctl("start");
     }
 
     fn pg_ctl(&self, action: &str) {
         let data = self.dir.join("data");
         let log = self.dir.join("server.log");
         let opts = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off {}",
             self.port,
-            self.dir.display()
+            self.dir.display(),
+            self.opts
         );
         as_postgres(
             &self.bin,

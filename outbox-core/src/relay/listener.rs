@@ -9,11 +9,31 @@ use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
 use crate::backoff::InfraBackoff;
+use crate::connect::{ConnectConfig, PgConnector};
 use crate::error::Error;
 
 /// The `application_name` of the LISTEN connection (unless the given config sets one), so operators
 /// can tell it apart in `pg_stat_activity`.
 pub const LISTENER_APPLICATION_NAME: &str = "outbox-relay-listener";
+
+/// What the relay listens through, as given to the builder; made a connector in `build()`.
+pub(crate) enum ListenTarget {
+    /// A tokio-postgres configuration: TLS by its `sslmode`, certificates not checked.
+    Config(tokio_postgres::Config),
+    /// A connector (the pool's TLS, password provider, ...).
+    Connector(PgConnector),
+}
+
+impl ListenTarget {
+    /// The connector of the LISTEN connection, named for `pg_stat_activity`.
+    pub(crate) fn resolve(self) -> Result<PgConnector, Error> {
+        let connector = match self {
+            ListenTarget::Config(config) => PgConnector::new(ConnectConfig::from_pg(config))?,
+            ListenTarget::Connector(c) => c,
+        };
+        Ok(connector.with_default_application_name(LISTENER_APPLICATION_NAME))
+    }
+}
 
 /// Bumps the wake-up generation: every idle worker claims again.
 fn wake(tx: &watch::Sender<u64>) {
@@ -23,17 +43,21 @@ fn wake(tx: &watch::Sender<u64>) {
 /// Listens until `token` is cancelled. After every (re)connection it wakes the workers once, so
 /// events committed while the connection was down are claimed without waiting for the poll.
 pub(crate) async fn run(
-    mut config: tokio_postgres::Config,
+    connector: PgConnector,
     wakeups: watch::Sender<u64>,
     token: CancellationToken,
 ) {
-    if config.get_application_name().is_none() {
-        config.application_name(LISTENER_APPLICATION_NAME);
-    }
     let mut backoff = InfraBackoff::new(Duration::from_millis(100), Duration::from_secs(30));
     loop {
-        match listen(&config, &wakeups, &token, &mut backoff).await {
+        match listen(&connector, &wakeups, &token, &mut backoff).await {
             Ok(()) => return,
+            Err(e) if !e.is_retryable() => {
+                // A certificate or host-name problem: trying again changes nothing.
+                tracing::error!(error = %e,
+                    "cannot open the LISTEN connection; relying on polling only");
+                wake(&wakeups);
+                return;
+            }
             Err(e) => {
                 let delay = backoff.failed();
                 tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64,
@@ -50,14 +74,14 @@ pub(crate) async fn run(
 
 /// One connection's life: connect, LISTEN, forward notifications. `Ok` only when cancelled.
 async fn listen(
-    config: &tokio_postgres::Config,
+    connector: &PgConnector,
     wakeups: &watch::Sender<u64>,
     token: &CancellationToken,
     backoff: &mut InfraBackoff,
 ) -> Result<(), Error> {
     let (client, mut connection) = tokio::select! {
         _ = token.cancelled() => return Ok(()),
-        c = config.connect(tokio_postgres::NoTls) => c?,
+        c = connector.connect() => c?,
     };
     // A plain `tokio::spawn(connection)` would drop notifications: drive it here and read them.
     let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 pub use batch::BatchReport;
 pub use config::{MAX_BATCH_SIZE, RelayConfig};
 pub use listener::LISTENER_APPLICATION_NAME;
+use listener::ListenTarget;
 
 use crate::backoff::{InfraBackoff, RetryPolicy};
 use crate::error::{Error, ErrorKind};
@@ -52,7 +53,7 @@ pub(crate) struct Inner<P> {
     publisher: P,
     config: RelayConfig,
     policy: RetryPolicy,
-    listen: Option<tokio_postgres::Config>,
+    listen: Option<crate::connect::PgConnector>,
     metrics: Option<RelayMetrics>,
 }
 
@@ -61,7 +62,7 @@ pub struct RelayBuilder<P> {
     pool: deadpool_postgres::Pool,
     publisher: P,
     config: RelayConfig,
-    listen: Option<tokio_postgres::Config>,
+    listen: Option<ListenTarget>,
     metrics: Option<RelayMetrics>,
 }
 
@@ -137,8 +138,22 @@ impl<P: Publisher> RelayBuilder<P> {
 
     /// Wake up on `NOTIFY` through a dedicated connection made from `config` (the same database as
     /// the pool). Without it the relay only polls.
+    ///
+    /// TLS follows the config's `sslmode` (disable, prefer, require) without checking the
+    /// certificate, as tokio-postgres knows no more: to verify it (and for the pool's password
+    /// provider), use [`listen_with`](Self::listen_with) and the pool's [`PgConnector`].
+    ///
+    /// [`PgConnector`]: crate::PgConnector
     pub fn listen(mut self, config: tokio_postgres::Config) -> Self {
-        self.listen = Some(config);
+        self.listen = Some(ListenTarget::Config(config));
+        self
+    }
+
+    /// Wake up on `NOTIFY` through a dedicated connection opened by `connector`: give it the
+    /// connector that made the pool, so LISTEN gets the same TLS and credentials. (Behind PgBouncer
+    /// in transaction mode, give a connector to the database itself, or do not listen.)
+    pub fn listen_with(mut self, connector: crate::connect::PgConnector) -> Self {
+        self.listen = Some(ListenTarget::Connector(connector));
         self
     }
 
@@ -158,7 +173,7 @@ impl<P: Publisher> RelayBuilder<P> {
                 pool: self.pool,
                 publisher: self.publisher,
                 config: self.config,
-                listen: self.listen,
+                listen: self.listen.map(ListenTarget::resolve).transpose()?,
                 metrics: self.metrics,
             }),
         })
@@ -209,9 +224,9 @@ impl<P: Publisher> Relay<P> {
         })?;
         let (wake_tx, wake_rx) = watch::channel(0u64);
         let mut tasks = JoinSet::new();
-        if let Some(config) = &self.inner.listen {
+        if let Some(connector) = &self.inner.listen {
             tasks.spawn(listener::run(
-                config.clone(),
+                connector.clone(),
                 wake_tx.clone(),
                 shutdown.clone(),
             ));

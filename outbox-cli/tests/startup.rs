@@ -1,0 +1,281 @@
+//! The relay's start-up checks and the per-connection password seam, against a throwaway TLS-only
+//! PostgreSQL (roles with SCRAM passwords; `postgres` trusted over TLS).
+
+mod support;
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use outbox_core::{Password, PasswordProvider, PgConnector};
+use outbox_tests::sqs::TestQueue;
+use support::SERIAL;
+use support::commands::{fails_fast, outbox, relay_cmd, succeeds};
+use support::tls_cluster::TlsCluster;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relay_start_up_checks_fail_fast_with_one_line() {
+    let _serial = SERIAL.lock().await;
+    let pg = TlsCluster::start();
+    let admin = pg.admin("postgres").await;
+    for db in ["fresh", "old", "app"] {
+        admin
+            .batch_execute(&format!("CREATE DATABASE {db}"))
+            .await
+            .unwrap();
+    }
+    admin
+        .batch_execute(
+            "CREATE ROLE relay_ok LOGIN PASSWORD 'right-password';
+             CREATE ROLE relay_ro LOGIN PASSWORD 'right-password';
+             CREATE ROLE relay_nohist LOGIN PASSWORD 'right-password';",
+        )
+        .await
+        .unwrap();
+    let vf = pg.verify_full();
+    for db in ["old", "app"] {
+        succeeds(outbox(&pg.url("postgres", db, &vf)).arg("migrate"));
+    }
+    pg.admin("old")
+        .await
+        .batch_execute("DELETE FROM outbox_schema_history")
+        .await
+        .unwrap();
+    pg.admin("app")
+        .await
+        .batch_execute(
+            "GRANT USAGE ON SCHEMA public TO relay_ok, relay_ro, relay_nohist;
+             GRANT SELECT ON outbox_events, outbox_schema_history TO relay_ok, relay_ro;
+             GRANT SELECT ON outbox_events TO relay_nohist;
+             GRANT UPDATE (attempts, retry_after, last_error, processed_at, dead_lettered_at)
+                ON outbox_events TO relay_ok, relay_nohist;",
+        )
+        .await
+        .unwrap();
+    let role_url = |user: &str, password: &str| {
+        format!(
+            "postgres://{user}:{password}@127.0.0.1:{}/app?{vf}",
+            pg.port()
+        )
+    };
+
+    let free_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    fails_fast(
+        &mut relay_cmd(&format!(
+            "postgres://postgres@127.0.0.1:{free_port}/app?sslmode=require"
+        )),
+        &[&format!("127.0.0.1:{free_port}"), "Connection refused"],
+    );
+    fails_fast(
+        &mut relay_cmd(&role_url("relay_ok", "wrong-password")),
+        &["wrong password", "relay_ok"],
+    );
+    fails_fast(
+        &mut relay_cmd(&pg.url("postgres", "app", "sslmode=disable")),
+        &["the server requires TLS"],
+    );
+    fails_fast(
+        &mut relay_cmd(&pg.url("postgres", "fresh", &vf)),
+        &[
+            "the outbox schema is missing in database fresh",
+            "outbox migrate",
+        ],
+    );
+    fails_fast(
+        &mut relay_cmd(&pg.url("postgres", "old", &vf)),
+        &[
+            "is at version 0, this binary needs version",
+            "outbox migrate",
+        ],
+    );
+    fails_fast(
+        &mut relay_cmd(&role_url("relay_ro", "right-password")),
+        &["role relay_ro lacks UPDATE (attempts, retry_after", "GRANT"],
+    );
+    fails_fast(
+        &mut relay_cmd(&role_url("relay_nohist", "right-password")),
+        &["role relay_nohist lacks SELECT ON outbox_schema_history"],
+    );
+    fails_fast(
+        relay_cmd(&role_url("relay_ok", "right-password")).args(["--retention", "7d"]),
+        &["lacks DELETE ON outbox_events"],
+    );
+    // --rds-iam: the password is an auth token made from the default AWS chain (here: the
+    // environment). This server is not RDS, so it refuses the token as a wrong password; the token
+    // appears nowhere, not even in debug logs.
+    let out = relay_cmd(&role_url("relay_ok", "not-used"))
+        .arg("--rds-iam")
+        .env("AWS_REGION", "eu-west-1")
+        .env("RUST_LOG", "debug")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("wrong password") && err.contains("relay_ok"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("X-Amz-Signature") && !err.contains("Action=connect"),
+        "{err}"
+    );
+    fails_fast(
+        relay_cmd(&role_url("relay_ok", "not-used"))
+            .arg("--rds-iam")
+            .env_remove("AWS_REGION")
+            .env_remove("AWS_DEFAULT_REGION")
+            .env("AWS_CONFIG_FILE", "/nonexistent")
+            .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+            // The AWS SDK warns about each place it looked for a region: not ours to count.
+            .env("RUST_LOG", "off"),
+        &["RDS IAM auth needs an AWS region"],
+    );
+    // With the grants the README lists, the checks pass and the relay starts (then is stopped).
+    let queue = TestQueue::standard().await;
+    let mut ok = outbox(&role_url("relay_ok", "right-password"));
+    let mut child = ok
+        .args(["relay", "--default-queue", queue.url()])
+        .env("AWS_ENDPOINT_URL_SQS", outbox_tests::sqs::endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("RUST_LOG", "info")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let running = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let logs = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        running,
+        "the relay with the right grants keeps running: {logs}"
+    );
+    assert!(logs.contains("database ready"), "{logs}");
+}
+
+/// Hands out whatever password the test set last, and counts the calls.
+#[derive(Clone, Default)]
+struct Rotating {
+    current: Arc<Mutex<String>>,
+    calls: Arc<AtomicUsize>,
+}
+
+impl PasswordProvider for Rotating {
+    type Error = Infallible;
+
+    async fn password(&self) -> Result<Password, Infallible> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Ok(Password::new(self.current.lock().unwrap().clone()))
+    }
+}
+
+#[derive(Debug)]
+struct Sealed;
+
+impl std::fmt::Display for Sealed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the vault is sealed")
+    }
+}
+
+impl std::error::Error for Sealed {}
+
+struct Failing;
+
+impl PasswordProvider for Failing {
+    type Error = Sealed;
+
+    async fn password(&self) -> Result<Password, Sealed> {
+        Err(Sealed)
+    }
+}
+
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_provider_gives_each_new_connection_the_current_password() {
+    let _serial = SERIAL.lock().await;
+    let pg = TlsCluster::start();
+    let admin = pg.admin("postgres").await;
+    admin
+        .batch_execute("CREATE ROLE rotating LOGIN PASSWORD 'first'")
+        .await
+        .unwrap();
+    let provider = Rotating::default();
+    *provider.current.lock().unwrap() = "first".into();
+    // The URL's password is wrong on purpose: the provider's wins.
+    let url = format!(
+        "postgres://rotating:not-this-one@127.0.0.1:{}/postgres?{}",
+        pg.port(),
+        pg.verify_full()
+    );
+    let connector = PgConnector::from_url(&url)
+        .unwrap()
+        .password_provider(provider.clone());
+    assert!(!format!("{connector:?}").contains("not-this-one"));
+    let pool = connector.pool(3).unwrap();
+    let old = pool
+        .get()
+        .await
+        .expect("first connection with the first password");
+    assert_eq!(provider.calls.load(Ordering::SeqCst), 1);
+
+    admin
+        .batch_execute("ALTER ROLE rotating PASSWORD 'second'")
+        .await
+        .unwrap();
+    let refused = pool
+        .get()
+        .await
+        .expect_err("the first password no longer works");
+    assert!(
+        chain(&refused).contains("password authentication failed"),
+        "{}",
+        chain(&refused)
+    );
+    *provider.current.lock().unwrap() = "second".into();
+    let new = pool
+        .get()
+        .await
+        .expect("a new connection with the rotated password");
+    assert_eq!(
+        provider.calls.load(Ordering::SeqCst),
+        3,
+        "one call per new connection"
+    );
+    // The connection opened with the old password keeps working.
+    let one: i32 = old.query_one("SELECT 1", &[]).await.unwrap().get(0);
+    let two: i32 = new.query_one("SELECT 2", &[]).await.unwrap().get(0);
+    assert_eq!((one, two), (1, 2));
+    drop((old, new));
+
+    // A provider that fails: a clear error through the pool and through `connect`.
+    let failing = PgConnector::from_url(&url)
+        .unwrap()
+        .password_provider(Failing);
+    let e = failing
+        .pool(1)
+        .unwrap()
+        .get()
+        .await
+        .expect_err("no password");
+    assert!(chain(&e).contains("the vault is sealed"), "{}", chain(&e));
+    let e = failing.connect_spawned().await.expect_err("no password");
+    assert!(chain(&e).contains("the vault is sealed"), "{}", chain(&e));
+}

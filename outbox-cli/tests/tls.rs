@@ -1,0 +1,305 @@
+//! The product against a PostgreSQL that refuses plaintext (as RDS with `rds.force_ssl=1`): the CLI,
+//! the relay (pool and LISTEN), libpq's `sslmode` semantics, PgBouncer's LISTEN options. Each test
+//! starts its own throwaway TLS-only cluster (`initdb` as the `postgres` user). The start-up checks
+//! and the password seam are in `startup.rs`.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use outbox_core::{PgConnector, emit_all};
+use outbox_tests::TestEvent;
+use outbox_tests::sqs::TestQueue;
+use support::commands::{fails_fast, outbox, relay_cmd, succeeds};
+use support::tls_cluster::TlsCluster;
+use support::{RelaySpec, SERIAL, pending, wait_drained};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_and_relay_work_over_tls_only_and_never_try_plaintext() {
+    let _serial = SERIAL.lock().await;
+    let pg = TlsCluster::start();
+    let require = pg.url("postgres", "postgres", "sslmode=require");
+    let verify_full = pg.url("postgres", "postgres", &pg.verify_full());
+    let refusals = pg.plaintext_refusals();
+
+    let first = succeeds(outbox(&require).arg("migrate"));
+    assert!(first.contains("applied V1__"), "{first}");
+    assert_eq!(
+        succeeds(outbox(&verify_full).arg("migrate")).trim(),
+        "schema is up to date"
+    );
+    for url in [&require, &verify_full] {
+        let stats = succeeds(outbox(url).args(["stats", "--json"]));
+        assert!(stats.contains("\"pending\": 0"), "{stats}");
+        succeeds(outbox(url).args(["dead-letters", "list"]));
+        succeeds(outbox(url).args(["dead-letters", "retry", "--all"]));
+    }
+
+    // The relay, end to end to fauxqs; a 60 s poll so only LISTEN can deliver new events quickly.
+    let pool = PgConnector::from_url(&verify_full)
+        .unwrap()
+        .pool(4)
+        .unwrap();
+    let queue = TestQueue::standard().await;
+    let client = pool.get().await.unwrap();
+    emit_all(&**client, &[TestEvent::new("a", 1), TestEvent::new("b", 1)])
+        .await
+        .unwrap();
+    let mut relay = RelaySpec::new(
+        verify_full.clone(),
+        outbox_tests::sqs::endpoint(),
+        queue.url().to_string(),
+    )
+    .arg("--poll-interval")
+    .arg("60s")
+    .spawn();
+    wait_drained(
+        &pool,
+        Duration::from_secs(20),
+        "events written before the relay",
+    )
+    .await;
+    let logs = relay.logs();
+    assert!(
+        logs.contains("database ready") && logs.contains("\"tls\":true"),
+        "{logs}"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let woken = Instant::now();
+    emit_all(&**client, &[TestEvent::new("c", 1)])
+        .await
+        .unwrap();
+    wait_drained(&pool, Duration::from_secs(10), "an event after start-up").await;
+    assert!(
+        woken.elapsed() < Duration::from_secs(5),
+        "LISTEN woke the relay"
+    );
+    let listener_tls: Vec<bool> = client
+        .query(
+            "SELECT s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid)
+              WHERE a.application_name = $1",
+            &[&outbox_core::LISTENER_APPLICATION_NAME],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(listener_tls, vec![true], "one LISTEN connection, over TLS");
+    relay.sigterm();
+    assert!(
+        relay.wait(Duration::from_secs(10)).success(),
+        "{}",
+        relay.logs()
+    );
+    assert_eq!(queue.receive_all(3, Duration::from_secs(10)).await.len(), 3);
+    assert_eq!(pending(&pool).await, 0);
+    // The server logs every refused plaintext attempt: with require and above there was none.
+    assert_eq!(
+        pg.plaintext_refusals(),
+        refusals,
+        "a plaintext connection was tried"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificate_host_and_plaintext_failures_are_fast_one_line_errors() {
+    let _serial = SERIAL.lock().await;
+    let pg = TlsCluster::start();
+    let target = format!("127.0.0.1:{}", pg.port());
+    let wrong_ca = pg.url(
+        "postgres",
+        "postgres",
+        &format!("sslmode=verify-full&sslrootcert={}", pg.wrong_ca.display()),
+    );
+    fails_fast(
+        outbox(&wrong_ca).arg("migrate"),
+        &[&target, "not signed by a trusted CA"],
+    );
+    fails_fast(
+        &mut relay_cmd(&wrong_ca),
+        &[&target, "not signed by a trusted CA"],
+    );
+    // verify-ca with the wrong CA fails too; with the right CA it ignores the host name.
+    let ca_only = |ca: &std::path::Path| {
+        format!(
+            "postgres://postgres@localhost:{}/postgres?sslmode=verify-ca&sslrootcert={}",
+            pg.port(),
+            ca.display()
+        )
+    };
+    fails_fast(
+        outbox(&ca_only(&pg.wrong_ca)).arg("stats"),
+        &["not signed by a trusted CA"],
+    );
+    succeeds(outbox(&ca_only(&pg.ca)).arg("migrate"));
+    // The certificate is for 127.0.0.1, not for `localhost`.
+    let wrong_host = format!(
+        "postgres://postgres@localhost:{}/postgres?{}",
+        pg.port(),
+        pg.verify_full()
+    );
+    fails_fast(
+        outbox(&wrong_host).arg("migrate"),
+        &["localhost", "not valid for this host name"],
+    );
+    let disable = pg.url("postgres", "postgres", "sslmode=disable");
+    fails_fast(
+        outbox(&disable).arg("migrate"),
+        &[&target, "no encryption", "the server requires TLS"],
+    );
+    fails_fast(&mut relay_cmd(&disable), &["no encryption"]);
+    // IAM auth is refused before any token is made when the connection could be plaintext.
+    let prefer = pg.url("postgres", "postgres", "sslmode=prefer");
+    fails_fast(
+        outbox(&prefer).args(["--rds-iam", "migrate"]),
+        &[
+            "--rds-iam: ",
+            "RDS IAM auth needs TLS, but sslmode is prefer",
+        ],
+    );
+    fails_fast(
+        outbox(&prefer).env("OUTBOX_PG_RDS_IAM", "1").arg("migrate"),
+        &["RDS IAM auth needs TLS"],
+    );
+}
+
+/// PgBouncer in transaction mode cannot carry LISTEN: `--no-listen` polls only, `--listen-url`
+/// listens on a direct connection (here: the same server, told apart by its application name).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_listen_polls_only_and_listen_url_listens_on_its_own_connection() {
+    let _serial = SERIAL.lock().await;
+    let pg = TlsCluster::start();
+    let url = pg.url("postgres", "postgres", &pg.verify_full());
+    succeeds(outbox(&url).arg("migrate"));
+    let pool = PgConnector::from_url(&url).unwrap().pool(2).unwrap();
+    let client = pool.get().await.unwrap();
+    let queue = TestQueue::standard().await;
+    let listeners = async |name: &str| -> i64 {
+        client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                &[&name],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    };
+    let spec = RelaySpec::new(
+        url.clone(),
+        outbox_tests::sqs::endpoint(),
+        queue.url().into(),
+    );
+
+    // This one with sslmode=require (no verification), the next with verify-full.
+    let mut relay = RelaySpec::new(
+        pg.url("postgres", "postgres", "sslmode=require"),
+        outbox_tests::sqs::endpoint(),
+        queue.url().into(),
+    )
+    .arg("--no-listen")
+    .arg("--poll-interval")
+    .arg("300ms")
+    .spawn();
+    emit_all(&**client, &[TestEvent::new("a", 1)])
+        .await
+        .unwrap();
+    wait_drained(&pool, Duration::from_secs(10), "polling only").await;
+    assert_eq!(listeners(outbox_core::LISTENER_APPLICATION_NAME).await, 0);
+    assert!(relay.logs().contains("LISTEN off"), "{}", relay.logs());
+    relay.sigterm();
+    assert!(relay.wait(Duration::from_secs(10)).success());
+
+    let direct = pg.url(
+        "postgres",
+        "postgres",
+        &format!("{}&application_name=direct-listen", pg.verify_full()),
+    );
+    let mut relay = spec
+        .clone()
+        .arg("--listen-url")
+        .arg(&direct)
+        .arg("--poll-interval")
+        .arg("60s")
+        .spawn();
+    assert!(
+        outbox_tests::running::eventually(Duration::from_secs(10), async || {
+            listeners("direct-listen").await == 1
+        })
+        .await,
+        "the LISTEN connection uses --listen-url: {}",
+        relay.logs()
+    );
+    emit_all(&**client, &[TestEvent::new("b", 1)])
+        .await
+        .unwrap();
+    wait_drained(&pool, Duration::from_secs(5), "woken through --listen-url").await;
+    relay.sigterm();
+    assert!(relay.wait(Duration::from_secs(10)).success());
+
+    // A wrong --listen-url fails at start instead of silently polling.
+    let wrong = pg.url("postgres", "postgres", "sslmode=disable");
+    fails_fast(
+        relay_cmd(&url).args(["--listen-url", &wrong]),
+        &["--listen-url", "no encryption"],
+    );
+}
+
+/// The library: a certificate error is not retryable, a wrong password is; a LISTEN connection
+/// whose certificate is refused is tried once (one error), and polling keeps the relay working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_certificate_is_final_and_the_listener_does_not_retry_it() {
+    let _serial = SERIAL.lock().await;
+    let pg = TlsCluster::start();
+    let good = pg.url("postgres", "postgres", &pg.verify_full());
+    succeeds(outbox(&good).arg("migrate"));
+    let bad = PgConnector::from_url(&pg.url(
+        "postgres",
+        "postgres",
+        &format!("sslmode=verify-full&sslrootcert={}", pg.wrong_ca.display()),
+    ))
+    .unwrap();
+    let e = bad.connect_spawned().await.expect_err("wrong CA");
+    assert_eq!(e.kind(), outbox_core::ErrorKind::Config, "{e}");
+    let refusals = |pg: &TlsCluster| {
+        std::fs::read_to_string(pg.cluster.dir.join("server.log"))
+            .unwrap()
+            .matches("could not accept SSL connection")
+            .count()
+    };
+    // The server logs the refused handshake a moment after the client gave up.
+    assert!(
+        outbox_tests::eventually(Duration::from_secs(3), async || refusals(&pg) == 1).await,
+        "the server logs refused handshakes"
+    );
+    let before = refusals(&pg);
+
+    let good = PgConnector::from_url(&good).unwrap();
+    let relay = outbox_core::Relay::builder(
+        good.pool(2).unwrap(),
+        outbox_tests::RecordingPublisher::new(),
+    )
+    .poll_interval(Duration::from_millis(200))
+    .listen_with(bad)
+    .build()
+    .unwrap();
+    let running = outbox_tests::RunningRelay::start(&relay);
+    let client = good.connect_spawned().await.unwrap();
+    emit_all(&client, &[TestEvent::new("a", 1)]).await.unwrap();
+    assert!(
+        outbox_tests::eventually(Duration::from_secs(5), async || relay
+            .publisher()
+            .ids()
+            .len()
+            == 1)
+        .await,
+        "polling delivers without LISTEN"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        refusals(&pg) - before,
+        1,
+        "one LISTEN attempt, no retry loop"
+    );
+    running.stop().await;
+}

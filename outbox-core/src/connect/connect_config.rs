@@ -1,0 +1,225 @@
+//! A connection string as libpq reads it: tokio-postgres' settings plus the TLS ones it lacks.
+
+use std::str::FromStr;
+
+use super::tls::Tls;
+use crate::error::Error;
+
+/// A parsed connection string: everything tokio-postgres understands, plus `sslmode` with libpq's
+/// five values and `sslrootcert` (which tokio-postgres does not read).
+///
+/// Both forms are accepted: `postgres://user:pass@host:5432/db?sslmode=verify-full&sslrootcert=/ca.pem`
+/// and `host=... user=... sslmode=verify-full sslrootcert=system`. `Debug` redacts the password.
+///
+/// ```
+/// use outbox_core::{ConnectConfig, SslMode};
+/// let c: ConnectConfig = "postgres://app@db.example.com/app?sslmode=verify-full&sslrootcert=system"
+///     .parse()?;
+/// assert_eq!(c.tls.mode, SslMode::VerifyFull);
+/// # Ok::<(), outbox_core::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct ConnectConfig {
+    /// Host, port, user, password, database and the other settings.
+    pub pg: tokio_postgres::Config,
+    /// `sslmode` and `sslrootcert`.
+    pub tls: Tls,
+}
+
+impl ConnectConfig {
+    /// Settings from a tokio-postgres configuration: its `sslmode` (disable, prefer, require) and no
+    /// certificate verification (tokio-postgres has no other).
+    pub fn from_pg(pg: tokio_postgres::Config) -> ConnectConfig {
+        let mode = match pg.get_ssl_mode() {
+            tokio_postgres::config::SslMode::Disable => super::SslMode::Disable,
+            tokio_postgres::config::SslMode::Require => super::SslMode::Require,
+            _ => super::SslMode::Prefer,
+        };
+        ConnectConfig {
+            pg,
+            tls: Tls {
+                mode,
+                root_certs: super::RootCerts::Unset,
+            },
+        }
+    }
+}
+
+impl FromStr for ConnectConfig {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let (rest, mode, root) = if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+            split_url(s)
+        } else {
+            split_key_values(s)?
+        };
+        let tls = Tls::resolve(mode.as_deref(), root.as_deref())?;
+        let mut pg = tokio_postgres::Config::from_str(&rest).map_err(|e| {
+            Error::config("the database URL is not a valid connection string").with_source(e)
+        })?;
+        pg.ssl_mode(match tls.mode {
+            super::SslMode::Disable => tokio_postgres::config::SslMode::Disable,
+            super::SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
+            _ => tokio_postgres::config::SslMode::Require,
+        });
+        Ok(ConnectConfig { pg, tls })
+    }
+}
+
+type Split = (String, Option<String>, Option<String>);
+
+/// Takes `sslmode` and `sslrootcert` out of a URL's query string.
+fn split_url(url: &str) -> Split {
+    let Some((base, query)) = url.split_once('?') else {
+        return (url.to_string(), None, None);
+    };
+    let (mut mode, mut root) = (None, None);
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            match percent_decode(k).as_str() {
+                "sslmode" => mode = Some(percent_decode(v)),
+                "sslrootcert" => root = Some(percent_decode(v)),
+                _ => return !pair.is_empty(),
+            }
+            false
+        })
+        .collect();
+    let rest = if kept.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    };
+    (rest, mode, root)
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Takes `sslmode` and `sslrootcert` out of a `key=value ...` string, re-quoting the rest.
+fn split_key_values(s: &str) -> Result<Split, Error> {
+    let (mut mode, mut root) = (None, None);
+    let mut rest = Vec::new();
+    for (key, value) in key_values(s)? {
+        match key.as_str() {
+            "sslmode" => mode = Some(value),
+            "sslrootcert" => root = Some(value),
+            _ => rest.push(format!(
+                "{key}='{}'",
+                value.replace('\\', "\\\\").replace('\'', "\\'")
+            )),
+        }
+    }
+    Ok((rest.join(" "), mode, root))
+}
+
+/// libpq's `key = value` syntax: values may be single-quoted, `\` escapes the next character.
+fn key_values(s: &str) -> Result<Vec<(String, String)>, Error> {
+    let bad = || Error::config("the database URL is not a valid `key=value` connection string");
+    let mut chars = s.chars().peekable();
+    let mut pairs = Vec::new();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.peek().is_none() {
+            return Ok(pairs);
+        }
+        let mut key = String::new();
+        while let Some(c) = chars.next_if(|c| *c != '=' && !c.is_whitespace()) {
+            key.push(c);
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.next() != Some('=') || key.is_empty() {
+            return Err(bad());
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut value = String::new();
+        if chars.next_if_eq(&'\'').is_some() {
+            loop {
+                match chars.next().ok_or_else(bad)? {
+                    '\'' => break,
+                    '\\' => value.push(chars.next().ok_or_else(bad)?),
+                    c => value.push(c),
+                }
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+                if c == '\\' {
+                    value.push(chars.next().ok_or_else(bad)?);
+                } else {
+                    value.push(c);
+                }
+            }
+        }
+        pairs.push((key, value));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{RootCerts, SslMode};
+    use super::*;
+
+    #[test]
+    fn url_ssl_parameters_are_ours_the_rest_goes_to_tokio_postgres() {
+        let c: ConnectConfig = "postgres://u:p%3Fw@h:6543/db?application_name=x&sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem"
+            .parse()
+            .unwrap();
+        assert_eq!(c.tls.mode, SslMode::VerifyFull);
+        assert_eq!(c.tls.root_certs, RootCerts::File("/etc/ca.pem".into()));
+        assert_eq!(c.pg.get_application_name(), Some("x"));
+        assert_eq!(c.pg.get_password(), Some(&b"p?w"[..]));
+        assert_eq!(c.pg.get_ports(), &[6543]);
+        assert_eq!(
+            c.pg.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Require
+        );
+    }
+
+    #[test]
+    fn key_value_form_keeps_quoted_values() {
+        let c: ConnectConfig =
+            r"host=h user=u password='it\'s x' sslmode = verify-ca sslrootcert='/a b.pem' dbname=d"
+                .parse()
+                .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(c.tls.mode, SslMode::VerifyCa);
+        assert_eq!(c.tls.root_certs, RootCerts::File("/a b.pem".into()));
+        assert_eq!(c.pg.get_dbname(), Some("d"));
+        assert_eq!(c.pg.get_password(), Some(&b"it's x"[..]));
+    }
+
+    #[test]
+    fn defaults_and_disable() {
+        let c: ConnectConfig = "postgres://u@h/db".parse().unwrap();
+        assert_eq!(c.tls.mode, SslMode::Prefer);
+        let c: ConnectConfig = "host=h sslmode=disable".parse().unwrap();
+        assert_eq!(
+            c.pg.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Disable
+        );
+        assert!(
+            "postgres://u@h/db?sslmode=verify"
+                .parse::<ConnectConfig>()
+                .is_err()
+        );
+        assert!("host=h user".parse::<ConnectConfig>().is_err());
+    }
+}

@@ -1,0 +1,283 @@
+//! One place that opens connections: the TLS connector, the per-connection password, clear errors.
+
+use std::fmt;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{Client, Socket};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use super::connect_config::ConnectConfig;
+use super::describe::describe;
+use super::password::{BoxError, DynPasswordProvider, PasswordProvider};
+use super::tls::Tls;
+use crate::error::{Error, ErrorKind};
+
+/// The connection [`PgConnector::connect`] returns: drive it (await it, or poll its messages).
+pub type PgConnection =
+    tokio_postgres::Connection<Socket, <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream>;
+
+/// Opens connections to one database with one TLS setting (and optionally a fresh password for each
+/// connection): the pool ([`PgConnector::pool`]), the relay's LISTEN connection
+/// ([`RelayBuilder::listen_with`](crate::RelayBuilder::listen_with)) and one-off connections all
+/// go through it, so they all get the same TLS.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), outbox_core::Error> {
+/// let db = outbox_core::PgConnector::from_url(
+///     "postgres://app@db.example.com/app?sslmode=verify-full&sslrootcert=/etc/rds-global-bundle.pem",
+/// )?;
+/// let pool = db.pool(8)?;
+/// # let _ = pool; Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct PgConnector {
+    pg: tokio_postgres::Config,
+    tls: Tls,
+    make_tls: MakeRustlsConnect,
+    password: Option<Arc<dyn DynPasswordProvider>>,
+}
+
+impl fmt::Debug for PgConnector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PgConnector")
+            .field("pg", &self.pg)
+            .field("tls", &self.tls)
+            .field("password_provider", &self.password.is_some())
+            .finish()
+    }
+}
+
+impl PgConnector {
+    /// A connector for `config`; fails when the TLS settings cannot be met (e.g. an unreadable
+    /// `sslrootcert`).
+    pub fn new(config: ConnectConfig) -> Result<PgConnector, Error> {
+        let make_tls = MakeRustlsConnect::new(config.tls.client_config()?);
+        Ok(PgConnector {
+            pg: config.pg,
+            tls: config.tls,
+            make_tls,
+            password: None,
+        })
+    }
+
+    /// A connector for a connection string (URL or `key=value`), see [`ConnectConfig`].
+    pub fn from_url(url: &str) -> Result<PgConnector, Error> {
+        PgConnector::new(url.parse()?)
+    }
+
+    /// Takes the password of every new connection from `provider` (the connection string's
+    /// password, if any, is then ignored).
+    pub fn password_provider(mut self, provider: impl PasswordProvider) -> PgConnector {
+        self.password = Some(Arc::new(provider));
+        self
+    }
+
+    /// Authenticates every new connection with a fresh RDS IAM auth token for this connector's host,
+    /// port and user, signed with the default AWS credential chain and region (see
+    /// [`RdsIamTokenProvider`](super::RdsIamTokenProvider)). Refuses `sslmode` below `require`: RDS
+    /// rejects IAM auth in plaintext, and a token sent in clear is a credential for 15 minutes.
+    #[cfg(feature = "rds-iam")]
+    pub async fn with_rds_iam(self) -> Result<PgConnector, Error> {
+        if self.tls.mode < super::SslMode::Require {
+            return Err(Error::config(format!(
+                "RDS IAM auth needs TLS, but sslmode is {}: RDS refuses IAM auth over plaintext and \
+                 a token sent in clear is a credential for 15 minutes; use sslmode=verify-full with \
+                 sslrootcert=<RDS CA bundle>",
+                self.tls.mode
+            )));
+        }
+        let provider = super::RdsIamTokenProvider::from_env(&self.pg)
+            .await
+            .map_err(|e| Error::config(e.to_string()).with_source(e))?;
+        Ok(self.password_provider(provider))
+    }
+
+    /// The tokio-postgres settings (host, user, ...).
+    pub fn pg_config(&self) -> &tokio_postgres::Config {
+        &self.pg
+    }
+
+    /// The TLS settings.
+    pub fn tls(&self) -> &Tls {
+        &self.tls
+    }
+
+    /// The rustls `MakeTlsConnect` these settings give, for code that connects by itself.
+    pub fn make_tls_connect(&self) -> MakeRustlsConnect {
+        self.make_tls.clone()
+    }
+
+    /// `host:port` (or the list of them), for messages.
+    pub fn target(&self) -> String {
+        let ports = self.pg.get_ports();
+        self.pg
+            .get_hosts()
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let host = match h {
+                    tokio_postgres::config::Host::Tcp(h) => h.clone(),
+                    tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+                };
+                let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+                format!("{host}:{port}")
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Opens one connection. The error names the host and says what failed (unreachable, password,
+    /// TLS required, certificate not trusted or not valid for the host, ...). Certificate and
+    /// host-name failures are [`ErrorKind::Config`] (retrying unchanged cannot help); password and
+    /// password-provider failures stay retryable (a secret may be mid-rotation).
+    pub async fn connect(&self) -> Result<(Client, PgConnection), Error> {
+        self.raw_connect().await.map_err(|e| match e {
+            RawError::Password(e) => Error::new(
+                ErrorKind::Database,
+                format!(
+                    "cannot connect to PostgreSQL at {}: no password for the new connection",
+                    self.target()
+                ),
+            )
+            .with_source(e),
+            RawError::Pg(e) => describe(&e, &self.target(), self.tls.mode),
+        })
+    }
+
+    /// Opens one connection and drives it on a task.
+    pub async fn connect_spawned(&self) -> Result<Client, Error> {
+        let (client, connection) = self.connect().await?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!(error = %e, "database connection closed");
+            }
+        });
+        Ok(client)
+    }
+
+    /// A deadpool pool of at most `max_size` connections, each opened by this connector (same TLS,
+    /// fresh password per new connection).
+    pub fn pool(&self, max_size: usize) -> Result<Pool, Error> {
+        Pool::builder(self.manager(ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        }))
+        .max_size(max_size)
+        .build()
+        .map_err(|e| Error::config("cannot build the connection pool").with_source(e))
+    }
+
+    /// A deadpool manager opening connections through this connector, for a pool built by hand
+    /// (other recycling, time-outs, hooks): `Pool::builder(connector.manager(config))`.
+    pub fn manager(&self, config: ManagerConfig) -> Manager {
+        Manager::from_connect(self.pg.clone(), PoolConnect(self.clone()), config)
+    }
+
+    async fn raw_connect(&self) -> Result<(Client, PgConnection), RawError> {
+        let mut pg = self.pg.clone();
+        if let Some(provider) = &self.password {
+            let password = provider.password().await.map_err(RawError::Password)?;
+            pg.password(password.expose());
+        }
+        pg.connect(self.make_tls.clone())
+            .await
+            .map_err(RawError::Pg)
+    }
+
+    /// The same connector with `application_name` set, unless the connection string sets one.
+    pub fn with_default_application_name(mut self, name: &str) -> PgConnector {
+        if self.pg.get_application_name().is_none() {
+            self.pg.application_name(name);
+        }
+        self
+    }
+}
+
+enum RawError {
+    Password(BoxError),
+    Pg(tokio_postgres::Error),
+}
+
+/// The pool's way of opening connections: through the connector.
+struct PoolConnect(PgConnector);
+
+impl deadpool_postgres::Connect for PoolConnect {
+    fn connect(
+        &self,
+        _pg_config: &tokio_postgres::Config,
+    ) -> futures::future::BoxFuture<
+        '_,
+        Result<(Client, tokio::task::JoinHandle<()>), tokio_postgres::Error>,
+    > {
+        Box::pin(async move {
+            let (client, connection) = match self.0.raw_connect().await {
+                Ok(c) => c,
+                Err(RawError::Pg(e)) => return Err(e),
+                Err(RawError::Password(e)) => return Err(password_failure(e).await),
+            };
+            let task = tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::warn!(error = %e, "database connection closed");
+                }
+            });
+            Ok((client, task))
+        })
+    }
+}
+
+/// deadpool wants a `tokio_postgres::Error`, which has no public constructor: get one carrying the
+/// provider's error by "connecting" over a stream that fails with it.
+async fn password_failure(e: BoxError) -> tokio_postgres::Error {
+    let message = format!("no password for the new connection: {e}");
+    tracing::warn!(error = %message, "cannot open a database connection");
+    let mut config = tokio_postgres::Config::new();
+    config
+        .user("outbox")
+        .ssl_mode(tokio_postgres::config::SslMode::Disable);
+    match config
+        .connect_raw(FailingStream(message), tokio_postgres::NoTls)
+        .await
+    {
+        Err(e) => e,
+        // Cannot happen (the start-up message cannot be written); still no panic.
+        Ok(_) => tokio_postgres::Error::__private_api_timeout(),
+    }
+}
+
+/// A stream whose every read and write fails with one message.
+struct FailingStream(String);
+
+impl FailingStream {
+    fn error(&self) -> io::Error {
+        io::Error::other(self.0.clone())
+    }
+}
+
+impl AsyncRead for FailingStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        _: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Poll::Ready(Err(self.error()))
+    }
+}
+
+impl AsyncWrite for FailingStream {
+    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, _: &[u8]) -> Poll<io::Result<usize>> {
+        Poll::Ready(Err(self.error()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Err(self.error()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}

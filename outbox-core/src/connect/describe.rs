@@ -1,0 +1,101 @@
+//! Connection failures as one clear sentence naming the host and the reason.
+
+use std::error::Error as StdError;
+use std::io;
+
+use rustls::CertificateError;
+use tokio_postgres::error::SqlState;
+
+use super::tls::SslMode;
+use crate::error::{Error, ErrorKind};
+
+/// Turns a failed connection attempt into an error that says what to fix.
+pub(crate) fn describe(e: &tokio_postgres::Error, target: &str, mode: SslMode) -> Error {
+    let (kind, reason) = reason(e, mode);
+    Error::new(
+        kind,
+        format!("cannot connect to PostgreSQL at {target} (sslmode={mode}): {reason}"),
+    )
+}
+
+fn reason(e: &tokio_postgres::Error, mode: SslMode) -> (ErrorKind, String) {
+    if let Some(tls) = find_rustls_error(e) {
+        return (ErrorKind::Config, tls_reason(&tls));
+    }
+    if let Some(db) = e.as_db_error() {
+        let code = db.code();
+        let mut text = db.message().to_string();
+        // Authentication failures stay retryable: a password or token may be mid-rotation. (The
+        // CLI's start-up check exits on them at once.)
+        if *code == SqlState::INVALID_PASSWORD {
+            return (ErrorKind::Database, format!("wrong password ({text})"));
+        }
+        if *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION {
+            if text.contains("no encryption") && mode < SslMode::Require {
+                text.push_str(
+                    " (the server requires TLS: use sslmode=require, or verify-full with sslrootcert)",
+                );
+            }
+            return (ErrorKind::Database, format!("access refused: {text}"));
+        }
+        return (ErrorKind::Database, format!("the server said: {text}"));
+    }
+    // tokio-postgres' own text and its causes, e.g. "error connecting to server: Connection refused".
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    if text.contains("server does not support TLS") {
+        return (
+            ErrorKind::Config,
+            format!("the server does not offer TLS, which sslmode={mode} demands"),
+        );
+    }
+    (ErrorKind::Database, text)
+}
+
+/// The rustls error behind a failed handshake (tokio-rustls wraps it in an `io::Error`).
+fn find_rustls_error(e: &tokio_postgres::Error) -> Option<rustls::Error> {
+    let mut source: Option<&(dyn StdError + 'static)> = e.source();
+    while let Some(s) = source {
+        if let Some(r) = s.downcast_ref::<rustls::Error>() {
+            return Some(r.clone());
+        }
+        if let Some(r) = s
+            .downcast_ref::<io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return Some(r.clone());
+        }
+        source = s.source();
+    }
+    None
+}
+
+fn tls_reason(e: &rustls::Error) -> String {
+    match e {
+        rustls::Error::InvalidCertificate(c) => match c {
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+                format!(
+                    "TLS: the server's certificate is not valid for this host name ({e}); \
+                     connect by a name the certificate lists, or use sslmode=verify-ca"
+                )
+            }
+            CertificateError::UnknownIssuer => "TLS: the server's certificate is not signed by a \
+                 trusted CA (check sslrootcert: for RDS, the global bundle)"
+                .to_string(),
+            CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+                "TLS: the server's certificate has expired".to_string()
+            }
+            _ => format!("TLS: the server's certificate was refused ({e})"),
+        },
+        other => format!("TLS handshake failed: {other}"),
+    }
+}

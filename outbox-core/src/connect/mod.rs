@@ -1,0 +1,31 @@
+//! Connecting to PostgreSQL in production: TLS with libpq's `sslmode` semantics (rustls, no
+//! OpenSSL), one connector shared by the pool, the relay's LISTEN connection and one-off
+//! connections, a per-connection password seam (RDS IAM auth tokens with the `rds-iam` feature),
+//! and errors that name the host and the reason.
+//!
+//! | `sslmode`     | encrypted | certificate checked             | plaintext fallback          |
+//! |---------------|-----------|---------------------------------|-----------------------------|
+//! | `disable`     | no        | -                               | -                           |
+//! | `prefer`      | if offered| no                              | only if the server refuses TLS |
+//! | `require`     | yes       | no (chain if `sslrootcert` set) | never                       |
+//! | `verify-ca`   | yes       | chain to `sslrootcert`          | never                       |
+//! | `verify-full` | yes       | chain and host name             | never                       |
+//!
+//! `sslrootcert` is a PEM file (e.g. the RDS global bundle) or `system` (the OS trust store, which
+//! implies `verify-full`). Without it, `verify-ca` / `verify-full` read `~/.postgresql/root.crt`.
+
+mod connect_config;
+mod connector;
+mod describe;
+mod password;
+#[cfg(feature = "rds-iam")]
+mod rds_iam;
+mod tls;
+mod verifier;
+
+pub use connect_config::ConnectConfig;
+pub use connector::{PgConnection, PgConnector};
+pub use password::{Password, PasswordProvider};
+#[cfg(feature = "rds-iam")]
+pub use rds_iam::{RDS_TOKEN_LIFETIME, RdsIamError, RdsIamTokenProvider, rds_auth_token};
+pub use tls::{RootCerts, SslMode, Tls};

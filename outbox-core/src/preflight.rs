@@ -1,0 +1,138 @@
+//! Start-up checks: is this database ready for a relay, and is this role allowed to run one?
+//!
+//! The queries are catalog lookups that must work on a database without the outbox schema, so they
+//! are plain SQL here rather than generated (cornucopia prepares against a migrated schema).
+
+use crate::error::{Error, ErrorKind};
+use crate::migrate::{SCHEMA_HISTORY_TABLE, schema_version};
+
+/// The columns the relay updates (a column-level `UPDATE` grant on them is enough).
+const UPDATED_COLUMNS: [&str; 5] = [
+    "attempts",
+    "retry_after",
+    "last_error",
+    "processed_at",
+    "dead_lettered_at",
+];
+
+/// What [`check_relay_database`] found, for the start-up log line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatabaseReport {
+    /// The role connected as.
+    pub user: String,
+    /// The database connected to.
+    pub database: String,
+    /// Whether this connection is encrypted (from `pg_stat_ssl`).
+    pub tls: bool,
+    /// The server's `server_version`.
+    pub server_version: String,
+    /// The latest applied outbox schema version.
+    pub schema_version: i64,
+}
+
+/// Checks, on one connection, that a relay can work: the outbox schema is there and at least at the
+/// [version](schema_version()) this library expects, and the role has the grants the relay needs
+/// (`DELETE` too when `retention` is on). Each failure is one [`ErrorKind::Config`] error saying
+/// what to run or grant.
+pub async fn check_relay_database(
+    client: &tokio_postgres::Client,
+    retention: bool,
+) -> Result<DatabaseReport, Error> {
+    let row = client
+        .query_one(
+            "SELECT current_user::text, current_database()::text,
+                    coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false),
+                    current_setting('server_version'),
+                    to_regclass('outbox_events') IS NOT NULL,
+                    to_regclass($1::text) IS NOT NULL",
+            &[&SCHEMA_HISTORY_TABLE],
+        )
+        .await?;
+    let user: String = row.try_get(0)?;
+    let database: String = row.try_get(1)?;
+    let (has_events, has_history): (bool, bool) = (row.try_get(4)?, row.try_get(5)?);
+    if !has_events || !has_history {
+        return Err(config(format!(
+            "the outbox schema is missing in database {database} (no outbox_events or \
+             {SCHEMA_HISTORY_TABLE} visible to role {user}): run `outbox migrate` as the schema \
+             owner (or grant {user} USAGE on the schema)"
+        )));
+    }
+    let grant = |what: &str| {
+        config(format!(
+            "role {user} lacks {what}: run `GRANT {what} TO {user};` (see the README, Least privilege)"
+        ))
+    };
+    if !privilege(
+        client,
+        "has_table_privilege($1::text, 'SELECT'::text)",
+        SCHEMA_HISTORY_TABLE,
+    )
+    .await?
+    {
+        return Err(grant(&format!("SELECT ON {SCHEMA_HISTORY_TABLE}")));
+    }
+    let applied: Option<i64> = client
+        .query_one(
+            &format!("SELECT max(version)::int8 FROM {SCHEMA_HISTORY_TABLE}"),
+            &[],
+        )
+        .await?
+        .try_get(0)?;
+    let applied = applied.unwrap_or(0);
+    let expected = schema_version();
+    if applied < expected {
+        return Err(config(format!(
+            "the outbox schema in database {database} is at version {applied}, this binary needs \
+             version {expected}: run `outbox migrate` as the schema owner"
+        )));
+    }
+    if !privilege(
+        client,
+        "has_table_privilege($1::text, 'SELECT'::text)",
+        "outbox_events",
+    )
+    .await?
+    {
+        return Err(grant("SELECT ON outbox_events"));
+    }
+    for column in UPDATED_COLUMNS {
+        let sql = format!("has_column_privilege($1::text, '{column}'::text, 'UPDATE'::text)");
+        if !privilege(client, &sql, "outbox_events").await? {
+            return Err(grant(&format!(
+                "UPDATE ({}) ON outbox_events",
+                UPDATED_COLUMNS.join(", ")
+            )));
+        }
+    }
+    if retention
+        && !privilege(
+            client,
+            "has_table_privilege($1::text, 'DELETE'::text)",
+            "outbox_events",
+        )
+        .await?
+    {
+        return Err(grant("DELETE ON outbox_events (needed by --retention)"));
+    }
+    Ok(DatabaseReport {
+        user,
+        database,
+        tls: row.try_get(2)?,
+        server_version: row.try_get(3)?,
+        schema_version: applied,
+    })
+}
+
+async fn privilege(
+    client: &tokio_postgres::Client,
+    check: &str,
+    table: &str,
+) -> Result<bool, Error> {
+    let sql = format!("SELECT {check}");
+    Ok(client.query_one(&sql, &[&table]).await?.try_get(0)?)
+}
+
+fn config(message: String) -> Error {
+    Error::new(ErrorKind::Config, message)
+}
