@@ -627,7 +627,7 @@ async fn bad_input_is_refused_at_emit_and_the_caller_keeps_control() {
     assert_eq!(refused, cases.len());
 }
 
-/// 8. Writers that interleave on shared aggregates without any business lock of their own: 8
+/// 9. Writers that interleave on shared aggregates without any business lock of their own: 8
 ///    writers × 10 aggregates, random pauses between emit and commit (the writer of an earlier event
 ///    often commits last), 10 % rolled back, four relay processes. Order is judged by `seq`, which
 ///    the aggregate lock taken by `emit` makes the commit order within each aggregate.
@@ -692,7 +692,7 @@ async fn interleaved_writers_without_business_locks_keep_per_aggregate_order() {
         .collect();
     let f = check(&writes.committed, &writes, &deliveries);
     report(
-        "8-interleaved-writers",
+        "9-interleaved-writers",
         &f,
         started.elapsed(),
         &format!(
@@ -718,7 +718,7 @@ fn rand_u64() -> u64 {
     (uuid::Uuid::new_v4().as_u128() >> 64) as u64
 }
 
-/// 8. A queue deleted after the relay started (issue 13): 3 000 older events routed to it, 1 000
+/// 8. A queue deleted after the relay started 3 000 older events routed to it, 1 000
 ///    newer events of other aggregates for a healthy queue. The deleted queue's circuit breaker
 ///    opens: every healthy event is delivered within seconds, none of the broken queue's events is
 ///    dead-lettered or charged an attempt meanwhile; once the queue is back, they all drain.
