@@ -718,7 +718,7 @@ fn rand_u64() -> u64 {
     (uuid::Uuid::new_v4().as_u128() >> 64) as u64
 }
 
-/// 8. A queue deleted after the relay started 3 000 older events routed to it, 1 000
+/// 8. A queue deleted after the relay started: 3 000 older events routed to it, 1 000
 ///    newer events of other aggregates for a healthy queue. The deleted queue's circuit breaker
 ///    opens: every healthy event is delivered within seconds, none of the broken queue's events is
 ///    dead-lettered or charged an attempt meanwhile; once the queue is back, they all drain.
