@@ -32,7 +32,7 @@ pub async fn connector(url: Option<&str>) -> Result<PgConnector, Failure> {
     let url = url.ok_or("no database given: set DATABASE_URL or pass --database-url")?;
     let mut config: ConnectConfig = url
         .parse()
-        .map_err(|e| format!("DATABASE_URL: {}", crate::report(&e)))?;
+        .map_err(|e| format!("DATABASE_URL: {}", outbox_core::error_chain(&e)))?;
     if config.pg.get_connect_timeout().is_none() {
         config.pg.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
     }
@@ -43,7 +43,7 @@ pub async fn connector(url: Option<&str>) -> Result<PgConnector, Failure> {
     Ok(connector
         .with_rds_iam()
         .await
-        .map_err(|e| format!("--rds-iam: {}", crate::report(&e)))?)
+        .map_err(|e| format!("--rds-iam: {}", outbox_core::error_chain(&e)))?)
 }
 
 /// One connection, driven on a task.

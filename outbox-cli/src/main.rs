@@ -36,7 +36,7 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", report(&*e));
+            eprintln!("error: {}", outbox_core::error_chain(&*e));
             ExitCode::FAILURE
         }
     }
@@ -57,19 +57,4 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             inbox_older_than,
         } => cleanup::run(url, older_than, inbox_older_than).await,
     }
-}
-
-/// An error with its chain of causes, on one line.
-fn report(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
-    text
 }

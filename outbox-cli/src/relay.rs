@@ -124,12 +124,12 @@ async fn check_database(
         (Some(u), false) => {
             let listen = db::connector(Some(u))
                 .await
-                .map_err(|e| format!("--listen-url: {}", crate::report(&*e)))?;
+                .map_err(|e| format!("--listen-url: {}", outbox_core::error_chain(&*e)))?;
             // Fail now on a wrong LISTEN URL rather than fall back to polling in silence.
             listen
                 .connect_spawned()
                 .await
-                .map_err(|e| format!("--listen-url: {}", crate::report(&e)))?;
+                .map_err(|e| format!("--listen-url: {}", outbox_core::error_chain(&e)))?;
             Some(listen)
         }
         (None, false) => Some(connector.clone()),

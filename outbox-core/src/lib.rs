@@ -66,6 +66,7 @@
 //! with the `rds-iam` feature) and [`check_relay_database`] (start-up checks).
 
 mod backoff;
+mod chain;
 pub mod connect;
 mod dead_letters;
 mod decode;
@@ -87,6 +88,7 @@ pub mod trace;
 pub mod __private;
 
 pub use backoff::{Backoff, Disposition, InfraBackoff, RetryPolicy};
+pub use chain::error_chain;
 pub use connect::{
     ConnectConfig, Password, PasswordProvider, PgConnection, PgConnector, RootCerts, SslMode, Tls,
 };

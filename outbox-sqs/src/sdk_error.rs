@@ -17,20 +17,6 @@ pub(crate) fn timeout_error(what: &str, timeout: Duration) -> Error {
     )
 }
 
-/// The messages of `err` and its sources, joined by ": " (repeats dropped).
-fn error_chain(err: &(dyn StdError + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut next = Some(err);
-    while let Some(e) = next {
-        let text = e.to_string();
-        if parts.last().is_none_or(|last| !last.contains(&text)) {
-            parts.push(text);
-        }
-        next = e.source();
-    }
-    parts.join(": ")
-}
-
 fn has_credentials_error(err: &(dyn StdError + 'static)) -> bool {
     let mut next = Some(err);
     while let Some(e) = next {
@@ -66,16 +52,19 @@ where
             };
             (kind, detail)
         }
-        SdkError::TimeoutError(_) => (ErrorKind::Timeout, error_chain(&err)),
+        SdkError::TimeoutError(_) => (ErrorKind::Timeout, outbox_core::error_chain(&err)),
         SdkError::DispatchFailure(_) if has_credentials_error(&err) => (
             ErrorKind::Credentials,
-            format!("no usable AWS credentials: {}", error_chain(&err)),
+            format!(
+                "no usable AWS credentials: {}",
+                outbox_core::error_chain(&err)
+            ),
         ),
         SdkError::DispatchFailure(_) => (
             ErrorKind::Unavailable,
-            format!("cannot reach SQS: {}", error_chain(&err)),
+            format!("cannot reach SQS: {}", outbox_core::error_chain(&err)),
         ),
-        _ => (ErrorKind::Service, error_chain(&err)),
+        _ => (ErrorKind::Service, outbox_core::error_chain(&err)),
     };
     Error::new(kind, format!("{what}: {detail}")).with_source(err)
 }

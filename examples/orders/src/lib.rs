@@ -21,18 +21,6 @@ pub use migrate::migrate;
 /// The errors of this example: anything, boxed. (A real service would have its own error type.)
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
-/// `error` and its sources, joined with `: ` (the `Display` of a database error alone is only
+/// `error` and its sources on one line (the `Display` of a database error alone is only
 /// "db error").
-pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let next = e.to_string();
-        if !text.ends_with(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = e.source();
-    }
-    text
-}
+pub use outbox_core::error_chain;

@@ -41,16 +41,7 @@ fn reason(e: &tokio_postgres::Error, mode: SslMode) -> (ErrorKind, String) {
         return (ErrorKind::Database, format!("the server said: {text}"));
     }
     // tokio-postgres' own text and its causes, e.g. "error connecting to server: Connection refused".
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
+    let text = crate::error_chain(e);
     if text.contains("server does not support TLS") {
         return (
             ErrorKind::Config,
