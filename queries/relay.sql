@@ -1,10 +1,13 @@
 -- The relay's hot path: claim, acknowledge, record failures.
 
---: ClaimedEvent()
+-- Payload and metadata are selected as text: the relay never parses them (a payload serde_json would
+-- refuse, e.g. nested deeper than 127 levels, must not fail the claim).
+--: ClaimedRow()
 
 -- Claim the oldest due events, skipping rows another relay holds. No per-aggregate order.
---! fetch_outbox_batch : ClaimedEvent
-SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at
+--! fetch_outbox_batch : ClaimedRow
+SELECT id, seq, aggregate_type, aggregate_id, event_type, payload::text AS payload, metadata::text AS metadata,
+       attempts, created_at
   FROM outbox_events
  WHERE processed_at IS NULL
    AND dead_lettered_at IS NULL
@@ -18,8 +21,9 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
 -- relay can claim a later event of it while the head is unpublished.
 -- Fast path: look for heads among the oldest `window` pending events only, so the cost stays bounded
 -- when a few aggregates carry a long backlog (most pending rows are then not heads).
---! fetch_outbox_heads : ClaimedEvent
-SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts,
+--! fetch_outbox_heads : ClaimedRow
+SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload,
+       e.metadata::text AS metadata, e.attempts,
        e.created_at
   FROM outbox_events e
  WHERE e.processed_at IS NULL
@@ -55,7 +59,7 @@ SELECT EXISTS (
 -- Slow path: the first unpublished event of every aggregate, found by skipping through the aggregate
 -- index (one probe per aggregate with unpublished events, however long their backlogs), keeping those
 -- that are due and not dead, oldest first. `exclude` holds heads this transaction already claimed.
---! fetch_outbox_heads_by_aggregate : ClaimedEvent
+--! fetch_outbox_heads_by_aggregate : ClaimedRow
 WITH RECURSIVE firsts AS (
     (SELECT aggregate_type, aggregate_id, seq
        FROM outbox_events
@@ -72,7 +76,8 @@ WITH RECURSIVE firsts AS (
                       ORDER BY o.aggregate_type, o.aggregate_id, o.seq
                       LIMIT 1) n)
 )
-SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts,
+SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload,
+       e.metadata::text AS metadata, e.attempts,
        e.created_at
   FROM firsts f
   JOIN outbox_events e ON e.seq = f.seq
@@ -86,8 +91,9 @@ SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e
 
 -- The due events that follow claimed heads in their aggregates, up to the first one that is waiting for
 -- a retry or dead. The heads' locks already reserve these aggregates.
---! fetch_outbox_followers : ClaimedEvent
-SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts,
+--! fetch_outbox_followers : ClaimedRow
+SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload,
+       e.metadata::text AS metadata, e.attempts,
        e.created_at
   FROM outbox_events e
   JOIN unnest(:aggregate_types::text[], :aggregate_ids::text[], :head_seqs::bigint[])
@@ -110,23 +116,25 @@ SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e
  LIMIT :limit
    FOR UPDATE OF e;
 
--- Acknowledge every published event of a batch in one statement.
+-- Acknowledge every published event of a batch in one statement, stamped with the database clock at
+-- acknowledgement (`clock_timestamp()`), not the claim transaction's start.
 --! mark_outbox_processed
 UPDATE outbox_events
-   SET processed_at = now(), retry_after = NULL
+   SET processed_at = clock_timestamp(), retry_after = NULL
  WHERE id = ANY(:ids)
    AND processed_at IS NULL
 RETURNING id;
 
 -- Record every failure of a batch in one statement: attempts + 1 (unless the failure was the
 -- destination's, not the event's: `counted` false), the error kept, and either a retry time computed
--- from the database clock plus the backoff the relay chose, or dead-lettering.
+-- from the database clock at the time of recording (`clock_timestamp()`, not the claim transaction's
+-- start) plus the backoff the relay chose, or dead-lettering.
 --! record_outbox_failures
 UPDATE outbox_events e
    SET attempts = e.attempts + CASE WHEN f.counted THEN 1 ELSE 0 END,
        last_error = f.error,
-       retry_after = CASE WHEN f.dead THEN NULL ELSE now() + make_interval(secs => f.delay_secs) END,
-       dead_lettered_at = CASE WHEN f.dead THEN now() ELSE NULL END
+       retry_after = CASE WHEN f.dead THEN NULL ELSE clock_timestamp() + make_interval(secs => f.delay_secs) END,
+       dead_lettered_at = CASE WHEN f.dead THEN clock_timestamp() ELSE NULL END
   FROM unnest(:ids::uuid[], :errors::text[], :delay_secs::float8[], :dead::bool[], :counted::bool[])
        AS f(id, error, delay_secs, dead, counted)
  WHERE e.id = f.id

@@ -17,6 +17,9 @@ pub enum ErrorKind {
     InvalidText,
     /// The event's aggregate id is empty. Nothing was written.
     EmptyAggregateId,
+    /// The payload is nested deeper than [`MAX_JSON_DEPTH`](crate::message::MAX_JSON_DEPTH)
+    /// levels (consumers' JSON parsers refuse it). Nothing was written.
+    TooDeep,
     /// PostgreSQL returned an error or the connection failed.
     Database,
     /// No connection could be taken from the pool.
@@ -29,6 +32,9 @@ pub enum ErrorKind {
     Publish,
     /// An operation did not finish within its time limit.
     Timeout,
+    /// A task panicked (a bug, e.g. in a publisher). The relay records what it can, logs it and
+    /// restarts the worker.
+    Panic,
 }
 
 impl ErrorKind {
@@ -42,9 +48,14 @@ impl ErrorKind {
             | ErrorKind::TooLarge
             | ErrorKind::InvalidText
             | ErrorKind::EmptyAggregateId
+            | ErrorKind::TooDeep
             | ErrorKind::Migration
             | ErrorKind::Config => false,
-            ErrorKind::Database | ErrorKind::Pool | ErrorKind::Publish | ErrorKind::Timeout => true,
+            ErrorKind::Database
+            | ErrorKind::Pool
+            | ErrorKind::Publish
+            | ErrorKind::Timeout
+            | ErrorKind::Panic => true,
         }
     }
 
@@ -54,12 +65,14 @@ impl ErrorKind {
             ErrorKind::TooLarge => "message too large",
             ErrorKind::InvalidText => "invalid text",
             ErrorKind::EmptyAggregateId => "empty aggregate id",
+            ErrorKind::TooDeep => "payload nested too deep",
             ErrorKind::Database => "database error",
             ErrorKind::Pool => "connection pool error",
             ErrorKind::Migration => "migration failed",
             ErrorKind::Config => "invalid configuration",
             ErrorKind::Publish => "publisher failed",
             ErrorKind::Timeout => "timed out",
+            ErrorKind::Panic => "panicked",
         }
     }
 }

@@ -64,6 +64,7 @@
 //! [`process_once`] (consumers), [`RelayMetrics`] (Prometheus).
 
 mod backoff;
+mod claimed_event;
 mod dead_letters;
 mod emit;
 mod error;
@@ -95,7 +96,9 @@ pub use outbox_macros::OutboxEvent;
 pub use outbox_queries::client::GenericClient;
 pub use publisher::{ClaimedEvent, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
 pub use relay::{
-    BatchReport, LISTENER_APPLICATION_NAME, MAX_BATCH_SIZE, Relay, RelayBuilder, RelayConfig,
+    BatchReport, CLAIM_IDLE_MARGIN, LISTENER_APPLICATION_NAME, MAX_BACKOFF, MAX_BATCH_SIZE,
+    MAX_LAST_ERROR_CHARS, MAX_RETENTION, MAX_TIMEOUT, MAX_WORKER_RESTARTS, Relay, RelayBuilder,
+    RelayConfig, WORKER_RESTART_WINDOW,
 };
 pub use retention::{CLEANUP_BATCH_SIZE, cleanup};
 pub use stats::{OutboxStats, stats};

@@ -2,9 +2,7 @@
 
 use std::future::Future;
 
-/// An event the relay has claimed and hands to a [`Publisher`]: the row of `outbox_events` as the
-/// generated claim query returns it.
-pub use outbox_queries::queries::relay::ClaimedEvent;
+pub use crate::claimed_event::ClaimedEvent;
 
 /// What became of one event handed to [`Publisher::publish`].
 #[derive(Debug, Clone, PartialEq, Eq)]
