@@ -65,6 +65,7 @@
 
 mod backoff;
 mod claimed_event;
+pub mod connection;
 mod dead_letters;
 mod emit;
 mod error;

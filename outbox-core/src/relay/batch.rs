@@ -1,5 +1,8 @@
 //! One batch: claim, publish, acknowledge — all inside one transaction.
 
+use std::future::Future;
+use std::time::Duration;
+
 use outbox_queries::queries::relay as sql;
 use tokio::time::Instant;
 use tokio_postgres::IsolationLevel;
@@ -8,7 +11,7 @@ use uuid::Uuid;
 use super::Inner;
 use super::claim::{claim, waves};
 use super::guard::{Guarded, publish_guarded};
-use super::outcome::Recorder;
+use super::outcome::{Failure, Recorder};
 use crate::error::{Error, ErrorKind};
 use crate::publisher::{PublishOutcome, Publisher};
 
@@ -64,29 +67,86 @@ fn session_limits(publish_timeout: std::time::Duration) -> String {
     )
 }
 
+/// Runs `fut` (a database round trip) for at most `bound`; past it, marks the connection `stalled`.
+async fn bounded<T>(
+    stalled: &mut bool,
+    bound: Duration,
+    fut: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    match tokio::time::timeout(bound, fut).await {
+        Ok(result) => result,
+        Err(_) => {
+            *stalled = true;
+            Err(Error::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the database did not answer within {bound:?}; the connection is discarded \
+                     and the batch's events will be claimed again"
+                ),
+            ))
+        }
+    }
+}
+
 async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport, Error> {
+    // No wait on the database outlasts the point where PostgreSQL itself ends a silent claim
+    // transaction (`idle_in_transaction_session_timeout`), whatever the pool's own settings.
+    let bound = inner
+        .config
+        .publish_timeout
+        .saturating_add(super::config::CLAIM_IDLE_MARGIN);
+    let mut client = match tokio::time::timeout(bound, inner.pool.get()).await {
+        Ok(client) => client?,
+        Err(_) => {
+            return Err(Error::new(
+                ErrorKind::Pool,
+                format!("no connection from the pool within {bound:?}"),
+            ));
+        }
+    };
+    let mut stalled = false;
+    let result = on_connection(inner, &mut client, bound, &mut stalled).await;
+    if stalled {
+        // The connection stopped answering mid-conversation: never hand it to the next batch.
+        drop(deadpool_postgres::Client::take(client));
+    }
+    result
+}
+
+async fn on_connection<P: Publisher>(
+    inner: &Inner<P>,
+    client: &mut deadpool_postgres::Client,
+    bound: Duration,
+    stalled: &mut bool,
+) -> Result<BatchReport, Error> {
     let (batch_size, ordered) = (inner.config.batch_size, inner.config.per_aggregate_order);
     let publish_timeout = inner.config.publish_timeout;
-    let mut client = inner.pool.get().await?;
-    let tx = client
-        .build_transaction()
-        .isolation_level(IsolationLevel::ReadCommitted)
-        .start()
-        .await?;
+    let tx = bounded(stalled, bound, async {
+        Ok(client
+            .build_transaction()
+            .isolation_level(IsolationLevel::ReadCommitted)
+            .start()
+            .await?)
+    })
+    .await?;
     // The limits are sent ahead of the claim, pipelined on the connection: no extra round trip.
     let limits = session_limits(publish_timeout);
-    // `futures::future::join` polls in order: the limits are queued before the claim's first message.
-    let (set, claimed) =
-        futures::future::join(tx.batch_execute(&limits), claim(&tx, batch_size, ordered)).await;
-    set?;
-    let events = claimed?;
+    let events = bounded(stalled, bound, async {
+        // `futures::future::join` polls in order: the limits are queued before the claim's first
+        // message.
+        let (set, claimed) =
+            futures::future::join(tx.batch_execute(&limits), claim(&tx, batch_size, ordered)).await;
+        set?;
+        claimed
+    })
+    .await?;
     let mut report = BatchReport {
         claimed: events.len(),
         full: events.len() >= batch_size,
         ..BatchReport::default()
     };
     if events.is_empty() {
-        tx.commit().await?;
+        bounded(stalled, bound, async { Ok(tx.commit().await?) }).await?;
         return Ok(report);
     }
     // The claim transaction never stays open longer than the publish timeout (bounded by
@@ -165,28 +225,11 @@ async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport
     }
 
     let (published, failures) = rec.finish();
-    if !published.is_empty() {
-        sql::mark_outbox_processed()
-            .prepare(&tx)
-            .await?
-            .bind(&tx, &published)
-            .all()
-            .await?;
-    }
-    if !failures.is_empty() {
-        let ids: Vec<Uuid> = failures.iter().map(|f| f.id).collect();
-        let errors: Vec<&str> = failures.iter().map(|f| f.error.as_str()).collect();
-        let delays: Vec<f64> = failures.iter().map(|f| f.delay_secs).collect();
-        let dead: Vec<bool> = failures.iter().map(|f| f.dead).collect();
-        let counted: Vec<bool> = failures.iter().map(|f| f.counted).collect();
-        sql::record_outbox_failures()
-            .prepare(&tx)
-            .await?
-            .bind(&tx, &ids, &errors, &delays, &dead, &counted)
-            .all()
-            .await?;
-    }
-    tx.commit().await?;
+    bounded(stalled, bound, async {
+        record(&tx, &published, &failures).await?;
+        Ok(tx.commit().await?)
+    })
+    .await?;
     report.published = published.len();
     if let Some(message) = panicked {
         return Err(Error::new(
@@ -198,6 +241,36 @@ async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport
         Some(e) => Err(e),
         None => Ok(report),
     }
+}
+
+/// Marks the published events and records the failures, one statement each.
+async fn record(
+    tx: &deadpool_postgres::Transaction<'_>,
+    published: &[Uuid],
+    failures: &[Failure],
+) -> Result<(), Error> {
+    if !published.is_empty() {
+        sql::mark_outbox_processed()
+            .prepare(tx)
+            .await?
+            .bind(tx, &published)
+            .all()
+            .await?;
+    }
+    if !failures.is_empty() {
+        let ids: Vec<Uuid> = failures.iter().map(|f| f.id).collect();
+        let errors: Vec<&str> = failures.iter().map(|f| f.error.as_str()).collect();
+        let delays: Vec<f64> = failures.iter().map(|f| f.delay_secs).collect();
+        let dead: Vec<bool> = failures.iter().map(|f| f.dead).collect();
+        let counted: Vec<bool> = failures.iter().map(|f| f.counted).collect();
+        sql::record_outbox_failures()
+            .prepare(tx)
+            .await?
+            .bind(tx, &ids, &errors, &delays, &dead, &counted)
+            .all()
+            .await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
