@@ -95,7 +95,9 @@ pub use metrics::RelayMetrics;
 pub use migrate::{MigrationReport, SCHEMA_HISTORY_TABLE, migrate};
 pub use outbox_macros::OutboxEvent;
 pub use outbox_queries::client::GenericClient;
-pub use publisher::{ClaimedEvent, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
+pub use publisher::{
+    ClaimedEvent, PUBLISH_OVERRUN, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY,
+};
 pub use relay::{
     BatchReport, CLAIM_IDLE_MARGIN, LISTENER_APPLICATION_NAME, MAX_BACKOFF, MAX_BATCH_SIZE,
     MAX_LAST_ERROR_CHARS, MAX_RETENTION, MAX_TIMEOUT, MAX_WORKER_RESTARTS, Relay, RelayBuilder,

@@ -424,3 +424,101 @@ async fn a_relay_black_holed_mid_batch_releases_its_rows_within_the_bound() {
     let e = stuck.expect_err("its batch could not be acknowledged");
     assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
 }
+
+/// Publishes the first `accepted` events of each call, then waits out the deadline and reports
+/// the rest as not sent in time, as a deadline-aware broker client does.
+struct OutOfTime {
+    accepted: usize,
+    published: std::sync::Mutex<Vec<Uuid>>,
+}
+
+impl Publisher for OutOfTime {
+    type Error = std::io::Error;
+
+    async fn publish(&self, _: &[ClaimedEvent]) -> Result<Vec<PublishOutcome>, Self::Error> {
+        unreachable!("the relay calls publish_within")
+    }
+
+    async fn publish_within(
+        &self,
+        events: &[ClaimedEvent],
+        deadline: tokio::time::Instant,
+    ) -> Result<Vec<PublishOutcome>, Self::Error> {
+        let n = self.accepted.min(events.len());
+        self.published
+            .lock()
+            .unwrap()
+            .extend(events[..n].iter().map(|e| e.id));
+        tokio::time::sleep_until(deadline).await;
+        let mut outcomes = vec![PublishOutcome::Published; n];
+        outcomes.resize(
+            events.len(),
+            PublishOutcome::Unavailable("not sent before the deadline".into()),
+        );
+        Ok(outcomes)
+    }
+
+    fn min_publish_timeout(&self, events: usize) -> Duration {
+        Duration::from_millis(100) * u32::try_from(events).unwrap_or(u32::MAX)
+    }
+}
+
+#[tokio::test]
+async fn a_wave_out_of_time_keeps_what_the_broker_accepted() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(OutOfTime {
+        accepted: 3,
+        published: Default::default(),
+    });
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .publish_timeout(Duration::from_millis(800))
+        .batch_size(20)
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    // Wave 1: the first event of 8 aggregates; wave 2: their second events.
+    let events: Vec<TestEvent> = (0..16)
+        .map(|i| TestEvent::new(format!("o-{}", i % 8), i))
+        .collect();
+    let ids = emit_all(&client, &events).await.unwrap();
+    let started = Instant::now();
+    let report = relay
+        .run_once()
+        .await
+        .expect("running out of time is not an error");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(report.published, 3);
+    assert_eq!(report.deferred, 5);
+    assert_eq!(
+        report.released, 8,
+        "the second wave waits for the next claim"
+    );
+    let accepted = publisher.published.lock().unwrap().clone();
+    assert_eq!(accepted.len(), 3);
+    for id in &ids {
+        let (processed, _, _) = state(&db, *id).await;
+        assert_eq!(processed, accepted.contains(id), "{id}");
+        let attempts: i32 = client
+            .query_one("SELECT attempts FROM outbox_events WHERE id = $1", &[id])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(attempts, 0, "running out of time counts no attempt");
+    }
+}
+
+#[tokio::test]
+async fn build_refuses_a_publish_timeout_the_publisher_cannot_work_with() {
+    let db = TestDb::new().await;
+    let publisher = OutOfTime {
+        accepted: 0,
+        published: Default::default(),
+    };
+    let e = Relay::builder(db.pool().clone(), publisher)
+        .publish_timeout(Duration::from_millis(100))
+        .build()
+        .err()
+        .expect("100 ms is not above one call's 100 ms");
+    assert_eq!(e.kind(), ErrorKind::Config);
+    assert!(e.to_string().contains("publish_timeout"), "{e}");
+}

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::Inner;
 use super::claim::{claim, waves};
-use super::guard::{Guarded, publish_guarded};
+use super::guard::{Guarded, overrun, publish_guarded};
 use super::outcome::{Failure, Recorder};
 use crate::error::{Error, ErrorKind};
 use crate::publisher::{PublishOutcome, Publisher};
@@ -160,9 +160,23 @@ async fn on_connection<P: Publisher>(
     let mut rec = Recorder::new(inner, ordered);
     let mut whole_failure: Option<Error> = None;
     let mut panicked: Option<String> = None;
+    let mut out_of_time = false;
 
     for mut wave in waves {
         if whole_failure.is_some() {
+            report.released += wave.len();
+            continue;
+        }
+        if Instant::now() >= deadline {
+            // Out of time: what was published is kept (marked below); the rest waits for the
+            // next claim, without an attempt counted.
+            if !out_of_time {
+                tracing::warn!(
+                    timeout_ms = publish_timeout.as_millis() as u64,
+                    "the publish timeout passed mid-batch; releasing the events not yet published"
+                );
+                out_of_time = true;
+            }
             report.released += wave.len();
             continue;
         }
@@ -173,7 +187,7 @@ async fn on_connection<P: Publisher>(
         if wave.is_empty() {
             continue;
         }
-        match publish_guarded(&inner.publisher, &wave, deadline).await {
+        match publish_guarded(&inner.publisher, &wave, deadline, overrun(publish_timeout)).await {
             Guarded::Done(Ok(outcomes)) => rec.record_all(&wave, outcomes, &mut report),
             Guarded::Done(Err(e)) => {
                 report.released += wave.len();
@@ -184,7 +198,10 @@ async fn on_connection<P: Publisher>(
                 report.released += wave.len();
                 whole_failure = Some(Error::new(
                     ErrorKind::Timeout,
-                    format!("publishing did not finish within {publish_timeout:?}"),
+                    format!(
+                        "publishing did not finish within {publish_timeout:?} (+ {:?})",
+                        overrun(publish_timeout)
+                    ),
                 ));
             }
             Guarded::Panicked(message) => {
@@ -199,7 +216,14 @@ async fn on_connection<P: Publisher>(
                 for event in &wave {
                     let single = std::slice::from_ref(event);
                     outcomes.push(
-                        match publish_guarded(&inner.publisher, single, deadline).await {
+                        match publish_guarded(
+                            &inner.publisher,
+                            single,
+                            deadline,
+                            overrun(publish_timeout),
+                        )
+                        .await
+                        {
                             Guarded::Done(Ok(mut o)) if o.len() == 1 => {
                                 o.pop().unwrap_or(PublishOutcome::Published)
                             }

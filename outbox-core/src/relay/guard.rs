@@ -6,7 +6,7 @@ use std::panic::AssertUnwindSafe;
 use futures::FutureExt;
 use tokio::time::Instant;
 
-use crate::publisher::{ClaimedEvent, PublishOutcome, Publisher};
+use crate::publisher::{ClaimedEvent, PUBLISH_OVERRUN, PublishOutcome, Publisher};
 
 /// How a guarded publish call ended.
 pub(crate) enum Guarded<E> {
@@ -18,14 +18,23 @@ pub(crate) enum Guarded<E> {
     Panicked(String),
 }
 
-/// Calls `publisher.publish(events)` until `deadline`, catching a panic.
+/// How long past its deadline a publish call is waited for: a tenth of the publish timeout, at most
+/// [`PUBLISH_OVERRUN`].
+pub(crate) fn overrun(publish_timeout: std::time::Duration) -> std::time::Duration {
+    (publish_timeout / 10).min(PUBLISH_OVERRUN)
+}
+
+/// Calls `publisher.publish_within(events, deadline)`, waiting for it until `deadline` plus
+/// `overrun`, catching a panic.
 pub(crate) async fn publish_guarded<P: Publisher>(
     publisher: &P,
     events: &[ClaimedEvent],
     deadline: Instant,
+    overrun: std::time::Duration,
 ) -> Guarded<P::Error> {
-    let call = AssertUnwindSafe(publisher.publish(events)).catch_unwind();
-    match tokio::time::timeout_at(deadline, call).await {
+    let call = AssertUnwindSafe(publisher.publish_within(events, deadline)).catch_unwind();
+    let hard = deadline.checked_add(overrun).unwrap_or(deadline);
+    match tokio::time::timeout_at(hard, call).await {
         Err(_) => Guarded::TimedOut,
         Ok(Ok(result)) => Guarded::Done(result),
         Ok(Err(payload)) => Guarded::Panicked(panic_message(payload.as_ref())),

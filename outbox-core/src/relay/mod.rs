@@ -154,8 +154,31 @@ impl<P: Publisher> RelayBuilder<P> {
     }
 
     /// Checks the settings and builds the relay.
+    ///
+    /// Besides [`RelayConfig::validate`], the publish timeout must be above what the publisher
+    /// needs for one call ([`Publisher::min_publish_timeout`]`(1)`, e.g. the SQS call timeout); a
+    /// timeout below what a full batch needs is only warned about (the publisher then returns
+    /// what it could send by the deadline and the rest waits for the next claim).
     pub fn build(self) -> Result<Relay<P>, Error> {
         self.config.validate()?;
+        let timeout = self.config.publish_timeout;
+        let one_call = self.publisher.min_publish_timeout(1);
+        if timeout <= one_call {
+            return Err(Error::config(format!(
+                "publish_timeout ({timeout:?}) must be above what the publisher needs for one call \
+                 ({one_call:?}, e.g. its broker call timeout)"
+            )));
+        }
+        let full = self.publisher.min_publish_timeout(self.config.batch_size);
+        if timeout < full {
+            tracing::warn!(
+                publish_timeout_ms = timeout.as_millis() as u64,
+                full_batch_ms = full.as_millis() as u64,
+                batch_size = self.config.batch_size,
+                "the publish timeout may be too short for a full batch; what does not fit waits \
+                 for the next claim"
+            );
+        }
         Ok(Relay {
             inner: Arc::new(Inner {
                 policy: self.config.retry_policy(),
