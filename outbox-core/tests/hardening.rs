@@ -522,3 +522,34 @@ async fn build_refuses_a_publish_timeout_the_publisher_cannot_work_with() {
     assert_eq!(e.kind(), ErrorKind::Config);
     assert!(e.to_string().contains("publish_timeout"), "{e}");
 }
+
+#[tokio::test]
+async fn a_claim_stops_at_its_byte_budget_but_always_takes_one_event() {
+    let db = TestDb::new().await;
+    let client = db.pool().get().await.unwrap();
+    let events: Vec<TestEvent> = (0..5)
+        .map(|i| TestEvent::new(format!("o-{i}"), i).note("x".repeat(1_000)))
+        .collect();
+    emit_all(&client, &events).await.unwrap();
+    let publisher = Arc::new(RecordingPublisher::new());
+    // Each payload is a little over 1 000 bytes: 2 500 bytes hold the first three (the third
+    // starts below the budget).
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .batch_max_bytes(2_500)
+        .build()
+        .unwrap();
+    assert_eq!(relay.run_once().await.unwrap().claimed, 3);
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .batch_max_bytes(1)
+        .per_aggregate_order(false)
+        .build()
+        .unwrap();
+    assert_eq!(
+        relay.run_once().await.unwrap().claimed,
+        1,
+        "one event, however large"
+    );
+    assert_eq!(relay.run_once().await.unwrap().claimed, 1);
+    assert_eq!(relay.run_once().await.unwrap().claimed, 0);
+    assert_eq!(publisher.ids().len(), 5);
+}

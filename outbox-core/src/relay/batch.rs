@@ -134,8 +134,17 @@ async fn on_connection<P: Publisher>(
     let events = bounded(stalled, bound, async {
         // `futures::future::join` polls in order: the limits are queued before the claim's first
         // message.
-        let (set, claimed) =
-            futures::future::join(tx.batch_execute(&limits), claim(&tx, batch_size, ordered)).await;
+        let (set, claimed) = futures::future::join(
+            tx.batch_execute(&limits),
+            claim(
+                &tx,
+                batch_size,
+                ordered,
+                inner.config.batch_max_bytes,
+                &inner.row_size,
+            ),
+        )
+        .await;
         set?;
         claimed
     })

@@ -1,6 +1,7 @@
 //! Claiming: which events one batch takes, and the waves it publishes them in.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use outbox_queries::queries::relay as sql;
 
@@ -30,8 +31,37 @@ const HEAD_WINDOW_PER_EVENT: usize = 10;
 /// The fast head search looks at no fewer pending events than this.
 const MIN_HEAD_WINDOW: usize = 1_000;
 
+/// The relay's running estimate of the payload size of a claimed row, so that the row limit of a
+/// claim follows the byte budget: the database then locks (and converts to text) about as many rows
+/// as the budget lets through, not `batch_size` large rows of which most are trimmed.
+#[derive(Debug, Default)]
+pub(crate) struct RowSize(AtomicUsize);
+
+impl RowSize {
+    /// The row limit for a claim: `batch_size`, or fewer when recent rows were large (twice the
+    /// rows the budget holds at the recent size, so the budget, not the limit, trims).
+    fn limit(&self, batch_size: usize, max_bytes: usize) -> usize {
+        match self.0.load(Ordering::Relaxed) {
+            0 => batch_size,
+            avg => (max_bytes / avg).saturating_mul(2).clamp(1, batch_size),
+        }
+    }
+
+    fn observe(&self, events: &[ClaimedEvent]) {
+        if let Some(avg) = bytes(events).checked_div(events.len()) {
+            self.0.store(avg.max(1), Ordering::Relaxed);
+        }
+    }
+}
+
+/// The payload bytes of `events`.
+fn bytes(events: &[ClaimedEvent]) -> usize {
+    events.iter().map(|e| e.payload().len()).sum()
+}
+
 /// Claims the next events: with per-aggregate order, the heads of aggregates plus the due events
-/// that follow them; without, simply the oldest due events.
+/// that follow them; without, simply the oldest due events. At most `batch_size` events, and no
+/// more than `max_bytes` of payload beyond the first event (a larger first event is claimed alone).
 ///
 /// Heads are searched among the oldest pending events first (cheap when events spread over many
 /// aggregates); when that finds too few and more events are pending beyond it, the search walks the
@@ -41,17 +71,23 @@ pub(crate) async fn claim(
     tx: &deadpool_postgres::Transaction<'_>,
     batch_size: usize,
     ordered: bool,
+    max_bytes: usize,
+    row_size: &RowSize,
 ) -> Result<Vec<ClaimedEvent>, Error> {
     let as_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let batch_size = row_size.limit(batch_size, max_bytes);
     let limit = as_i64(batch_size);
+    let budget = as_i64(max_bytes);
     if !ordered {
-        return Ok(sql::fetch_outbox_batch()
+        let events = sql::fetch_outbox_batch()
             .prepare(tx)
             .await?
-            .bind(tx, &limit)
+            .bind(tx, &limit, &budget)
             .map(ClaimedEvent::from_row)
             .all()
-            .await?);
+            .await?;
+        row_size.observe(&events);
+        return Ok(events);
     }
     let window = as_i64(
         batch_size
@@ -61,11 +97,14 @@ pub(crate) async fn claim(
     let mut events = sql::fetch_outbox_heads()
         .prepare(tx)
         .await?
-        .bind(tx, &window, &limit)
+        .bind(tx, &window, &limit, &budget)
         .map(ClaimedEvent::from_row)
         .all()
         .await?;
+    // The budget left for more events (none once it is spent).
+    let left = |events: &[ClaimedEvent]| max_bytes.saturating_sub(bytes(events));
     if events.len() < batch_size
+        && left(&events) > 0
         && sql::outbox_pending_beyond()
             .prepare(tx)
             .await?
@@ -77,26 +116,39 @@ pub(crate) async fn claim(
         let more = sql::fetch_outbox_heads_by_aggregate()
             .prepare(tx)
             .await?
-            .bind(tx, &exclude, &as_i64(batch_size - events.len()))
+            .bind(
+                tx,
+                &exclude,
+                &as_i64(batch_size - events.len()),
+                &as_i64(left(&events)),
+            )
             .map(ClaimedEvent::from_row)
             .all()
             .await?;
         events.extend(more);
     }
     let room = batch_size.saturating_sub(events.len());
-    if room > 0 && !events.is_empty() {
+    if room > 0 && !events.is_empty() && left(&events) > 0 {
         let types: Vec<&str> = events.iter().map(|e| e.aggregate_type.as_str()).collect();
         let ids: Vec<&str> = events.iter().map(|e| e.aggregate_id.as_str()).collect();
         let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
         let followers = sql::fetch_outbox_followers()
             .prepare(tx)
             .await?
-            .bind(tx, &types, &ids, &seqs, &as_i64(room))
+            .bind(
+                tx,
+                &types,
+                &ids,
+                &seqs,
+                &as_i64(room),
+                &as_i64(left(&events)),
+            )
             .map(ClaimedEvent::from_row)
             .all()
             .await?;
         events.extend(followers);
     }
+    row_size.observe(&events);
     events.sort_by_key(|e| e.seq);
     Ok(events)
 }

@@ -8,6 +8,12 @@ use crate::error::Error;
 /// The largest batch a relay claims at once.
 pub const MAX_BATCH_SIZE: usize = 10_000;
 
+/// The largest byte budget of one claim ([`RelayConfig::batch_max_bytes`]): 256 MiB.
+pub const MAX_BATCH_MAX_BYTES: usize = 256 * 1024 * 1024;
+
+/// The environment variable of [`RelayConfig::batch_max_bytes`].
+pub const ENV_BATCH_MAX_BYTES: &str = "OUTBOX_BATCH_MAX_BYTES";
+
 /// The longest retry delay ([`RelayConfig::backoff_cap`], and so the base) accepted: 7 days.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(7 * 24 * 3600);
 
@@ -29,6 +35,11 @@ pub struct RelayConfig {
     /// Events claimed per transaction (default 100, at most [`MAX_BATCH_SIZE`]).
     /// Env: `OUTBOX_BATCH_SIZE`.
     pub batch_size: usize,
+    /// Payload bytes one claim loads into the relay, beyond its first event (default 4 MiB, at
+    /// most [`MAX_BATCH_MAX_BYTES`]): the claim returns the oldest events whose payloads fit, so a
+    /// backlog of large payloads is never loaded `batch_size` at a time. An event larger than the
+    /// budget is claimed alone. Env: `OUTBOX_BATCH_MAX_BYTES`.
+    pub batch_max_bytes: usize,
     /// Attempts before an event is dead-lettered (default 10). Env: `OUTBOX_MAX_ATTEMPTS`.
     pub max_attempts: u32,
     /// First retry delay (default 1 s, at most the cap). Env: `OUTBOX_BACKOFF_BASE_MS`.
@@ -66,6 +77,7 @@ impl Default for RelayConfig {
     fn default() -> Self {
         RelayConfig {
             batch_size: 100,
+            batch_max_bytes: 4 * 1024 * 1024,
             max_attempts: 10,
             backoff_base: Duration::from_secs(1),
             backoff_cap: Duration::from_secs(300),
@@ -102,6 +114,9 @@ impl RelayConfig {
         let ms = |key: &str| parse(key).map(|v| v.map(Duration::from_millis));
         if let Some(v) = parse("OUTBOX_BATCH_SIZE")? {
             c.batch_size = usize::try_from(v).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = parse(ENV_BATCH_MAX_BYTES)? {
+            c.batch_max_bytes = usize::try_from(v).unwrap_or(usize::MAX);
         }
         if let Some(v) = parse("OUTBOX_MAX_ATTEMPTS")? {
             c.max_attempts = u32::try_from(v).unwrap_or(u32::MAX);
@@ -156,6 +171,12 @@ impl RelayConfig {
             return fail(format!(
                 "batch_size must be within 1..={MAX_BATCH_SIZE}, got {}",
                 self.batch_size
+            ));
+        }
+        if self.batch_max_bytes == 0 || self.batch_max_bytes > MAX_BATCH_MAX_BYTES {
+            return fail(format!(
+                "batch_max_bytes must be within 1..={MAX_BATCH_MAX_BYTES}, got {}",
+                self.batch_max_bytes
             ));
         }
         if self.max_attempts == 0 {
@@ -379,6 +400,20 @@ mod tests {
                     ..Default::default()
                 },
                 "retention",
+            ),
+            (
+                RelayConfig {
+                    batch_max_bytes: MAX_BATCH_MAX_BYTES + 1,
+                    ..Default::default()
+                },
+                "batch_max_bytes",
+            ),
+            (
+                RelayConfig {
+                    batch_max_bytes: 0,
+                    ..Default::default()
+                },
+                "batch_max_bytes",
             ),
         ] {
             let e = c.validate().unwrap_err();

@@ -17,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use batch::BatchReport;
 pub use config::{
-    CLAIM_IDLE_MARGIN, MAX_BACKOFF, MAX_BATCH_SIZE, MAX_RETENTION, MAX_TIMEOUT, RelayConfig,
+    CLAIM_IDLE_MARGIN, ENV_BATCH_MAX_BYTES, MAX_BACKOFF, MAX_BATCH_MAX_BYTES, MAX_BATCH_SIZE,
+    MAX_RETENTION, MAX_TIMEOUT, RelayConfig,
 };
 pub use listener::LISTENER_APPLICATION_NAME;
 pub use outcome::MAX_LAST_ERROR_CHARS;
@@ -58,6 +59,7 @@ pub(crate) struct Inner<P> {
     policy: RetryPolicy,
     listen: Option<tokio_postgres::Config>,
     metrics: Option<RelayMetrics>,
+    row_size: claim::RowSize,
 }
 
 /// Builds a [`Relay`]: takes and returns `self`, validates in [`build`](RelayBuilder::build).
@@ -79,6 +81,12 @@ impl<P: Publisher> RelayBuilder<P> {
     /// Events claimed per transaction (default 100).
     pub fn batch_size(mut self, n: usize) -> Self {
         self.config.batch_size = n;
+        self
+    }
+
+    /// Payload bytes claimed per transaction, beyond the first event (default 4 MiB).
+    pub fn batch_max_bytes(mut self, n: usize) -> Self {
+        self.config.batch_max_bytes = n;
         self
     }
 
@@ -187,6 +195,7 @@ impl<P: Publisher> RelayBuilder<P> {
                 config: self.config,
                 listen: self.listen,
                 metrics: self.metrics,
+                row_size: claim::RowSize::default(),
             }),
         })
     }

@@ -1,14 +1,21 @@
 // This file was generated with `cornucopia`. Do not modify.
 
 #[derive(Clone, Copy, Debug)]
+pub struct FetchOutboxBatchParams {
+    pub batch_size: i64,
+    pub max_bytes: i64,
+}
+#[derive(Clone, Copy, Debug)]
 pub struct FetchOutboxHeadsParams {
     pub window: i64,
     pub batch_size: i64,
+    pub max_bytes: i64,
 }
 #[derive(Debug)]
 pub struct FetchOutboxHeadsByAggregateParams<T1: crate::ArraySql<Item = uuid::Uuid>> {
     pub exclude: T1,
     pub batch_size: i64,
+    pub max_bytes: i64,
 }
 #[derive(Debug)]
 pub struct FetchOutboxFollowersParams<
@@ -22,6 +29,7 @@ pub struct FetchOutboxFollowersParams<
     pub aggregate_ids: T4,
     pub head_seqs: T5,
     pub limit: i64,
+    pub max_bytes: i64,
 }
 #[derive(Debug)]
 pub struct RecordOutboxFailuresParams<
@@ -288,7 +296,7 @@ where
 pub struct FetchOutboxBatchStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn fetch_outbox_batch() -> FetchOutboxBatchStmt {
     FetchOutboxBatchStmt(
-        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload::text AS payload, metadata::text AS metadata, attempts, created_at FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL AND (retry_after IS NULL OR retry_after <= now()) ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
+        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( SELECT id, seq, aggregate_type, aggregate_id, event_type, payload::text AS payload, metadata::text AS metadata, attempts, created_at FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL AND (retry_after IS NULL OR retry_after <= now()) ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED ) c) w WHERE w.running_bytes - octet_length(w.payload) < $2 ORDER BY w.seq",
         None,
     )
 }
@@ -304,10 +312,11 @@ impl FetchOutboxBatchStmt {
         &'s self,
         client: &'c C,
         batch_size: &'a i64,
-    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 1> {
+        max_bytes: &'a i64,
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 2> {
         ClaimedRowQuery {
             client,
-            params: [batch_size],
+            params: [batch_size, max_bytes],
             query: self.0,
             cached: self.1.as_ref(),
             extractor:
@@ -328,10 +337,28 @@ impl FetchOutboxBatchStmt {
         }
     }
 }
+impl<'c, 'a, 's, C: GenericClient>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        FetchOutboxBatchParams,
+        ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 2>,
+        C,
+    > for FetchOutboxBatchStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a FetchOutboxBatchParams,
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 2> {
+        self.bind(client, &params.batch_size, &params.max_bytes)
+    }
+}
 pub struct FetchOutboxHeadsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn fetch_outbox_heads() -> FetchOutboxHeadsStmt {
     FetchOutboxHeadsStmt(
-        "SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at FROM outbox_events e WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND e.seq <= COALESCE((SELECT seq FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq OFFSET $1::bigint - 1 LIMIT 1), 9223372036854775807) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.seq < e.seq) ORDER BY e.seq LIMIT $2 FOR UPDATE OF e SKIP LOCKED",
+        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at FROM outbox_events e WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND e.seq <= COALESCE((SELECT seq FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq OFFSET $1::bigint - 1 LIMIT 1), 9223372036854775807) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.seq < e.seq) ORDER BY e.seq LIMIT $2 FOR UPDATE OF e SKIP LOCKED ) c) w WHERE w.running_bytes - octet_length(w.payload) < $3 ORDER BY w.seq",
         None,
     )
 }
@@ -348,10 +375,11 @@ impl FetchOutboxHeadsStmt {
         client: &'c C,
         window: &'a i64,
         batch_size: &'a i64,
-    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 2> {
+        max_bytes: &'a i64,
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3> {
         ClaimedRowQuery {
             client,
-            params: [window, batch_size],
+            params: [window, batch_size, max_bytes],
             query: self.0,
             cached: self.1.as_ref(),
             extractor:
@@ -378,7 +406,7 @@ impl<'c, 'a, 's, C: GenericClient>
         'a,
         's,
         FetchOutboxHeadsParams,
-        ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 2>,
+        ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3>,
         C,
     > for FetchOutboxHeadsStmt
 {
@@ -386,8 +414,13 @@ impl<'c, 'a, 's, C: GenericClient>
         &'s self,
         client: &'c C,
         params: &'a FetchOutboxHeadsParams,
-    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 2> {
-        self.bind(client, &params.window, &params.batch_size)
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3> {
+        self.bind(
+            client,
+            &params.window,
+            &params.batch_size,
+            &params.max_bytes,
+        )
     }
 }
 pub struct OutboxPendingBeyondStmt(&'static str, Option<tokio_postgres::Statement>);
@@ -423,7 +456,7 @@ impl OutboxPendingBeyondStmt {
 pub struct FetchOutboxHeadsByAggregateStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn fetch_outbox_heads_by_aggregate() -> FetchOutboxHeadsByAggregateStmt {
     FetchOutboxHeadsByAggregateStmt(
-        "WITH RECURSIVE firsts AS ( (SELECT aggregate_type, aggregate_id, seq FROM outbox_events WHERE processed_at IS NULL ORDER BY aggregate_type, aggregate_id, seq LIMIT 1) UNION ALL (SELECT n.aggregate_type, n.aggregate_id, n.seq FROM firsts f, LATERAL (SELECT o.aggregate_type, o.aggregate_id, o.seq FROM outbox_events o WHERE o.processed_at IS NULL AND (o.aggregate_type, o.aggregate_id) > (f.aggregate_type, f.aggregate_id) ORDER BY o.aggregate_type, o.aggregate_id, o.seq LIMIT 1) n) ) SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at FROM firsts f JOIN outbox_events e ON e.seq = f.seq WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND e.id <> ALL($1) ORDER BY e.seq LIMIT $2 FOR UPDATE OF e SKIP LOCKED",
+        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( WITH RECURSIVE firsts AS ( (SELECT aggregate_type, aggregate_id, seq FROM outbox_events WHERE processed_at IS NULL ORDER BY aggregate_type, aggregate_id, seq LIMIT 1) UNION ALL (SELECT n.aggregate_type, n.aggregate_id, n.seq FROM firsts f, LATERAL (SELECT o.aggregate_type, o.aggregate_id, o.seq FROM outbox_events o WHERE o.processed_at IS NULL AND (o.aggregate_type, o.aggregate_id) > (f.aggregate_type, f.aggregate_id) ORDER BY o.aggregate_type, o.aggregate_id, o.seq LIMIT 1) n) ) SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at FROM firsts f JOIN outbox_events e ON e.seq = f.seq WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND e.id <> ALL($1) ORDER BY e.seq LIMIT $2 FOR UPDATE OF e SKIP LOCKED ) c) w WHERE w.running_bytes - octet_length(w.payload) < $3 ORDER BY w.seq",
         None,
     )
 }
@@ -440,10 +473,11 @@ impl FetchOutboxHeadsByAggregateStmt {
         client: &'c C,
         exclude: &'a T1,
         batch_size: &'a i64,
-    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 2> {
+        max_bytes: &'a i64,
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3> {
         ClaimedRowQuery {
             client,
-            params: [exclude, batch_size],
+            params: [exclude, batch_size, max_bytes],
             query: self.0,
             cached: self.1.as_ref(),
             extractor:
@@ -470,7 +504,7 @@ impl<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>
         'a,
         's,
         FetchOutboxHeadsByAggregateParams<T1>,
-        ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 2>,
+        ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3>,
         C,
     > for FetchOutboxHeadsByAggregateStmt
 {
@@ -478,14 +512,19 @@ impl<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>
         &'s self,
         client: &'c C,
         params: &'a FetchOutboxHeadsByAggregateParams<T1>,
-    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 2> {
-        self.bind(client, &params.exclude, &params.batch_size)
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3> {
+        self.bind(
+            client,
+            &params.exclude,
+            &params.batch_size,
+            &params.max_bytes,
+        )
     }
 }
 pub struct FetchOutboxFollowersStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn fetch_outbox_followers() -> FetchOutboxFollowersStmt {
     FetchOutboxFollowersStmt(
-        "SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at FROM outbox_events e JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS h(aggregate_type, aggregate_id, seq) ON e.aggregate_type = h.aggregate_type AND e.aggregate_id = h.aggregate_id AND e.seq > h.seq WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND (b.dead_lettered_at IS NOT NULL OR b.retry_after IS NOT NULL) AND b.seq > h.seq AND b.seq < e.seq AND (b.dead_lettered_at IS NOT NULL OR b.retry_after > now())) ORDER BY e.seq LIMIT $4 FOR UPDATE OF e",
+        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at FROM outbox_events e JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS h(aggregate_type, aggregate_id, seq) ON e.aggregate_type = h.aggregate_type AND e.aggregate_id = h.aggregate_id AND e.seq > h.seq WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND (b.dead_lettered_at IS NOT NULL OR b.retry_after IS NOT NULL) AND b.seq > h.seq AND b.seq < e.seq AND (b.dead_lettered_at IS NOT NULL OR b.retry_after > now())) ORDER BY e.seq LIMIT $4 FOR UPDATE OF e ) c) w WHERE w.running_bytes - octet_length(w.payload) < $5 ORDER BY w.seq",
         None,
     )
 }
@@ -514,10 +553,11 @@ impl FetchOutboxFollowersStmt {
         aggregate_ids: &'a T4,
         head_seqs: &'a T5,
         limit: &'a i64,
-    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 4> {
+        max_bytes: &'a i64,
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 5> {
         ClaimedRowQuery {
             client,
-            params: [aggregate_types, aggregate_ids, head_seqs, limit],
+            params: [aggregate_types, aggregate_ids, head_seqs, limit, max_bytes],
             query: self.0,
             cached: self.1.as_ref(),
             extractor:
@@ -554,7 +594,7 @@ impl<
         'a,
         's,
         FetchOutboxFollowersParams<T1, T2, T3, T4, T5>,
-        ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 4>,
+        ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 5>,
         C,
     > for FetchOutboxFollowersStmt
 {
@@ -562,13 +602,14 @@ impl<
         &'s self,
         client: &'c C,
         params: &'a FetchOutboxFollowersParams<T1, T2, T3, T4, T5>,
-    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 4> {
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 5> {
         self.bind(
             client,
             &params.aggregate_types,
             &params.aggregate_ids,
             &params.head_seqs,
             &params.limit,
+            &params.max_bytes,
         )
     }
 }
