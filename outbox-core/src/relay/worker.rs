@@ -21,7 +21,7 @@ const INFRA_BACKOFF_BASE: Duration = Duration::from_millis(100);
 const INFRA_BACKOFF_CAP: Duration = Duration::from_secs(30);
 
 /// A relay gives up (its `run` returns an error) when its workers died more than this many times…
-pub const MAX_WORKER_RESTARTS: usize = 30;
+pub const MAX_WORKER_RESTARTS: usize = 10;
 /// …within this window.
 pub const WORKER_RESTART_WINDOW: Duration = Duration::from_secs(60);
 /// A restarted worker waits a delay doubling from this (per restart within the window)…
