@@ -725,6 +725,106 @@ async fn draining_1_mb_payloads_keeps_the_relay_memory_bounded() {
     drop(role);
 }
 
+/// 10. The database connection black-holed mid-batch: a relay process whose batches are in the
+///     middle of publishing loses every packet to and from PostgreSQL (no FIN, no RST). PostgreSQL
+///     ends its silent claim transactions after the publish timeout + 5 s, and a second relay
+///     publishes those events within that bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_black_holed_mid_batch_holds_its_rows_no_longer_than_the_bound() {
+    let _serial = SERIAL.lock().await;
+    let started = Instant::now();
+    let db = TestDb::new().await;
+    let role = RelayRole::create(&db).await;
+    let fx = SqsFixture::start().await;
+    let url = fx.create_queue("black-hole");
+    let writes = write_events(db.pool(), "b", EVENTS, 200, 100, true, |_| String::new()).await;
+    let proxy = outbox_tests::BlackHoleProxy::start("127.0.0.1:5432".parse().unwrap()).await;
+    let direct = role.url(&db);
+    assert!(direct.contains("127.0.0.1:5432"), "{direct}");
+    let through_proxy = format!(
+        "{}?application_name=cut-off-relay",
+        direct.replace("127.0.0.1:5432", &proxy.addr().to_string())
+    );
+    let publish_timeout = Duration::from_secs(4);
+    let spec = |database_url: String| {
+        RelaySpec::new(database_url, fx.endpoint_url(), url.clone())
+            .env("OUTBOX_PUBLISH_TIMEOUT_MS", "4000")
+            .env("OUTBOX_SQS_CALL_TIMEOUT_MS", "3000")
+    };
+    // Every SQS call of the first relay takes 2 s: its batches are mid-publish when the cut comes.
+    fx.set_latency(Duration::from_secs(2));
+    let mut cut_off = spec(through_proxy).spawn();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while fx.calls_to("SendMessageBatch") == 0 {
+        assert!(Instant::now() < deadline, "the first relay never published");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    proxy.black_hole();
+    let cut = Instant::now();
+    fx.set_latency(Duration::ZERO);
+    let mut healthy = spec(direct).spawn();
+    // The cut-off relay's claim transactions, as PostgreSQL sees them, until it ends them.
+    let client = db.pool().get().await.unwrap();
+    let open_claims = async || -> i64 {
+        client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity \
+                  WHERE application_name = 'cut-off-relay' AND xact_start IS NOT NULL",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    };
+    let claims_at_cut = open_claims().await;
+    while open_claims().await > 0 && cut.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let released = cut.elapsed();
+    wait_drained(db.pool(), Duration::from_secs(90), "after the black hole").await;
+    let took = cut.elapsed();
+    if std::env::var("SHOW_LOGS").is_ok() {
+        for (name, logs) in [("healthy", healthy.logs()), ("cut-off", cut_off.logs())] {
+            for line in logs.lines().filter(|l| !l.contains("\"INFO\"")).take(15) {
+                eprintln!("{name}: {}", &line[..line.len().min(400)]);
+            }
+        }
+    }
+    healthy.sigterm();
+    assert!(healthy.wait(Duration::from_secs(10)).success());
+    cut_off.kill9();
+    let f = check(&writes.committed, &writes, &fixture_deliveries(&fx));
+    // PostgreSQL ends a silent claim transaction at publish timeout + margin after its last
+    // statement, which came at the latest at the cut; 2 s of slack for a loaded machine.
+    let bound = publish_timeout + outbox_core::CLAIM_IDLE_MARGIN + Duration::from_secs(2);
+    report(
+        "10-db-black-holed-mid-batch",
+        &f,
+        started.elapsed(),
+        &format!(
+            "claims_at_cut={claims_at_cut} rows_released_after={:.1}s bound={:.1}s \
+             drained_after={:.1}s",
+            released.as_secs_f64(),
+            bound.as_secs_f64(),
+            took.as_secs_f64()
+        ),
+    );
+    assert!(
+        claims_at_cut > 0,
+        "the cut came while the relay held claims"
+    );
+    assert!(
+        released <= bound,
+        "the cut-off relay's rows were released {released:?} after the cut; bound {bound:?}"
+    );
+    assert_eq!(
+        (f.lost, f.order_violations, f.rolled_back_delivered),
+        (0, 0, 0)
+    );
+    drop(role);
+}
+
 fn pool_for(config: &tokio_postgres::Config) -> deadpool_postgres::Pool {
     let manager = deadpool_postgres::Manager::from_config(
         config.clone(),
