@@ -450,14 +450,21 @@ pub async fn run(config: DemoConfig) -> Result<Report, Error> {
     crate::migrate(&mut client).await?;
 
     let pool_size = config.writers + config.consumers + 4 + 2;
-    let pool = Pool::builder(Manager::from_config(
-        config.database.clone(),
-        NoTls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    ))
-    .max_size(pool_size)
+    // TCP keepalives, a TCP user timeout and pool time-outs sized to the relay's publish timeout.
+    let publish_timeout = outbox_core::RelayConfig::default().publish_timeout;
+    let mut database = config.database.clone();
+    outbox_core::connection::harden(&mut database, publish_timeout);
+    let pool = outbox_core::connection::pool_timeouts(
+        Pool::builder(Manager::from_config(
+            database,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        ))
+        .max_size(pool_size),
+        publish_timeout,
+    )
     .build()?;
 
     // The relay: in-process, woken by NOTIFY, publishing every `order.*` event to the FIFO queue.
