@@ -1,46 +1,65 @@
 -- The relay's hot path: claim, acknowledge, record failures.
 
---: ClaimedEvent()
+-- Payload and metadata are selected as text: the relay never parses them (a payload serde_json would
+-- refuse, e.g. nested deeper than 127 levels, must not fail the claim).
+-- Every claim also has a byte budget: it returns the longest prefix (in `seq` order) of the rows it
+-- locked whose payloads, before the last row, stay under `max_bytes` — so always at least one row.
+-- Rows past the budget stay locked until the batch commits but are not loaded into the relay.
+--: ClaimedRow()
 
 -- Claim the oldest due events, skipping rows another relay holds. No per-aggregate order.
---! fetch_outbox_batch : ClaimedEvent
+--! fetch_outbox_batch : ClaimedRow
 SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at
-  FROM outbox_events
- WHERE processed_at IS NULL
-   AND dead_lettered_at IS NULL
-   AND (retry_after IS NULL OR retry_after <= now())
- ORDER BY seq
- LIMIT :batch_size
-   FOR UPDATE SKIP LOCKED;
+  FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes
+          FROM (
+               SELECT id, seq, aggregate_type, aggregate_id, event_type, payload::text AS payload, metadata::text AS metadata,
+                      attempts, created_at
+                 FROM outbox_events
+                WHERE processed_at IS NULL
+                  AND dead_lettered_at IS NULL
+                  AND (retry_after IS NULL OR retry_after <= now())
+                ORDER BY seq
+                LIMIT :batch_size
+                  FOR UPDATE SKIP LOCKED
+               ) c) w
+ WHERE w.running_bytes - octet_length(w.payload) < :max_bytes
+ ORDER BY w.seq;
 
 -- Claim the head of each aggregate: a due event with no earlier unpublished (pending, waiting for retry
 -- or dead) event of its aggregate. Holding the head's row lock reserves the whole aggregate: no other
 -- relay can claim a later event of it while the head is unpublished.
 -- Fast path: look for heads among the oldest `window` pending events only, so the cost stays bounded
 -- when a few aggregates carry a long backlog (most pending rows are then not heads).
---! fetch_outbox_heads : ClaimedEvent
-SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts,
-       e.created_at
-  FROM outbox_events e
- WHERE e.processed_at IS NULL
-   AND e.dead_lettered_at IS NULL
-   AND (e.retry_after IS NULL OR e.retry_after <= now())
-   AND e.seq <= COALESCE((SELECT seq
-                            FROM outbox_events
-                           WHERE processed_at IS NULL AND dead_lettered_at IS NULL
-                           ORDER BY seq
-                          OFFSET :window::bigint - 1
-                           LIMIT 1), 9223372036854775807)
-   AND NOT EXISTS (
-           SELECT 1
-             FROM outbox_events b
-            WHERE b.aggregate_type = e.aggregate_type
-              AND b.aggregate_id = e.aggregate_id
-              AND b.processed_at IS NULL
-              AND b.seq < e.seq)
- ORDER BY e.seq
- LIMIT :batch_size
-   FOR UPDATE OF e SKIP LOCKED;
+--! fetch_outbox_heads : ClaimedRow
+SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at
+  FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes
+          FROM (
+               SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload,
+                      e.metadata::text AS metadata, e.attempts,
+                      e.created_at
+                 FROM outbox_events e
+                WHERE e.processed_at IS NULL
+                  AND e.dead_lettered_at IS NULL
+                  AND (e.retry_after IS NULL OR e.retry_after <= now())
+                  AND e.seq <= COALESCE((SELECT seq
+                                           FROM outbox_events
+                                          WHERE processed_at IS NULL AND dead_lettered_at IS NULL
+                                          ORDER BY seq
+                                         OFFSET :window::bigint - 1
+                                          LIMIT 1), 9223372036854775807)
+                  AND NOT EXISTS (
+                          SELECT 1
+                            FROM outbox_events b
+                           WHERE b.aggregate_type = e.aggregate_type
+                             AND b.aggregate_id = e.aggregate_id
+                             AND b.processed_at IS NULL
+                             AND b.seq < e.seq)
+                ORDER BY e.seq
+                LIMIT :batch_size
+                  FOR UPDATE OF e SKIP LOCKED
+               ) c) w
+ WHERE w.running_bytes - octet_length(w.payload) < :max_bytes
+ ORDER BY w.seq;
 
 -- Whether pending events lie beyond the fast path's window (then heads may hide there).
 --! outbox_pending_beyond
@@ -55,78 +74,94 @@ SELECT EXISTS (
 -- Slow path: the first unpublished event of every aggregate, found by skipping through the aggregate
 -- index (one probe per aggregate with unpublished events, however long their backlogs), keeping those
 -- that are due and not dead, oldest first. `exclude` holds heads this transaction already claimed.
---! fetch_outbox_heads_by_aggregate : ClaimedEvent
-WITH RECURSIVE firsts AS (
-    (SELECT aggregate_type, aggregate_id, seq
-       FROM outbox_events
-      WHERE processed_at IS NULL
-      ORDER BY aggregate_type, aggregate_id, seq
-      LIMIT 1)
-    UNION ALL
-    (SELECT n.aggregate_type, n.aggregate_id, n.seq
-       FROM firsts f,
-            LATERAL (SELECT o.aggregate_type, o.aggregate_id, o.seq
-                       FROM outbox_events o
-                      WHERE o.processed_at IS NULL
-                        AND (o.aggregate_type, o.aggregate_id) > (f.aggregate_type, f.aggregate_id)
-                      ORDER BY o.aggregate_type, o.aggregate_id, o.seq
-                      LIMIT 1) n)
-)
-SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts,
-       e.created_at
-  FROM firsts f
-  JOIN outbox_events e ON e.seq = f.seq
- WHERE e.processed_at IS NULL
-   AND e.dead_lettered_at IS NULL
-   AND (e.retry_after IS NULL OR e.retry_after <= now())
-   AND e.id <> ALL(:exclude)
- ORDER BY e.seq
- LIMIT :batch_size
-   FOR UPDATE OF e SKIP LOCKED;
+--! fetch_outbox_heads_by_aggregate : ClaimedRow
+SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at
+  FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes
+          FROM (
+               WITH RECURSIVE firsts AS (
+                   (SELECT aggregate_type, aggregate_id, seq
+                      FROM outbox_events
+                     WHERE processed_at IS NULL
+                     ORDER BY aggregate_type, aggregate_id, seq
+                     LIMIT 1)
+                   UNION ALL
+                   (SELECT n.aggregate_type, n.aggregate_id, n.seq
+                      FROM firsts f,
+                           LATERAL (SELECT o.aggregate_type, o.aggregate_id, o.seq
+                                      FROM outbox_events o
+                                     WHERE o.processed_at IS NULL
+                                       AND (o.aggregate_type, o.aggregate_id) > (f.aggregate_type, f.aggregate_id)
+                                     ORDER BY o.aggregate_type, o.aggregate_id, o.seq
+                                     LIMIT 1) n)
+               )
+               SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload,
+                      e.metadata::text AS metadata, e.attempts,
+                      e.created_at
+                 FROM firsts f
+                 JOIN outbox_events e ON e.seq = f.seq
+                WHERE e.processed_at IS NULL
+                  AND e.dead_lettered_at IS NULL
+                  AND (e.retry_after IS NULL OR e.retry_after <= now())
+                  AND e.id <> ALL(:exclude)
+                ORDER BY e.seq
+                LIMIT :batch_size
+                  FOR UPDATE OF e SKIP LOCKED
+               ) c) w
+ WHERE w.running_bytes - octet_length(w.payload) < :max_bytes
+ ORDER BY w.seq;
 
 -- The due events that follow claimed heads in their aggregates, up to the first one that is waiting for
 -- a retry or dead. The heads' locks already reserve these aggregates.
---! fetch_outbox_followers : ClaimedEvent
-SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts,
-       e.created_at
-  FROM outbox_events e
-  JOIN unnest(:aggregate_types::text[], :aggregate_ids::text[], :head_seqs::bigint[])
-       AS h(aggregate_type, aggregate_id, seq)
-    ON e.aggregate_type = h.aggregate_type AND e.aggregate_id = h.aggregate_id AND e.seq > h.seq
- WHERE e.processed_at IS NULL
-   AND e.dead_lettered_at IS NULL
-   AND (e.retry_after IS NULL OR e.retry_after <= now())
-   AND NOT EXISTS (
-           SELECT 1
-             FROM outbox_events b
-            WHERE b.aggregate_type = e.aggregate_type
-              AND b.aggregate_id = e.aggregate_id
-              AND b.processed_at IS NULL
-              AND (b.dead_lettered_at IS NOT NULL OR b.retry_after IS NOT NULL)
-              AND b.seq > h.seq
-              AND b.seq < e.seq
-              AND (b.dead_lettered_at IS NOT NULL OR b.retry_after > now()))
- ORDER BY e.seq
- LIMIT :limit
-   FOR UPDATE OF e;
+--! fetch_outbox_followers : ClaimedRow
+SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at
+  FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes
+          FROM (
+               SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload,
+                      e.metadata::text AS metadata, e.attempts,
+                      e.created_at
+                 FROM outbox_events e
+                 JOIN unnest(:aggregate_types::text[], :aggregate_ids::text[], :head_seqs::bigint[])
+                      AS h(aggregate_type, aggregate_id, seq)
+                   ON e.aggregate_type = h.aggregate_type AND e.aggregate_id = h.aggregate_id AND e.seq > h.seq
+                WHERE e.processed_at IS NULL
+                  AND e.dead_lettered_at IS NULL
+                  AND (e.retry_after IS NULL OR e.retry_after <= now())
+                  AND NOT EXISTS (
+                          SELECT 1
+                            FROM outbox_events b
+                           WHERE b.aggregate_type = e.aggregate_type
+                             AND b.aggregate_id = e.aggregate_id
+                             AND b.processed_at IS NULL
+                             AND (b.dead_lettered_at IS NOT NULL OR b.retry_after IS NOT NULL)
+                             AND b.seq > h.seq
+                             AND b.seq < e.seq
+                             AND (b.dead_lettered_at IS NOT NULL OR b.retry_after > now()))
+                ORDER BY e.seq
+                LIMIT :limit
+                  FOR UPDATE OF e
+               ) c) w
+ WHERE w.running_bytes - octet_length(w.payload) < :max_bytes
+ ORDER BY w.seq;
 
--- Acknowledge every published event of a batch in one statement.
+-- Acknowledge every published event of a batch in one statement, stamped with the database clock at
+-- acknowledgement (`clock_timestamp()`), not the claim transaction's start.
 --! mark_outbox_processed
 UPDATE outbox_events
-   SET processed_at = now(), retry_after = NULL
+   SET processed_at = clock_timestamp(), retry_after = NULL
  WHERE id = ANY(:ids)
    AND processed_at IS NULL
 RETURNING id;
 
 -- Record every failure of a batch in one statement: attempts + 1 (unless the failure was the
 -- destination's, not the event's: `counted` false), the error kept, and either a retry time computed
--- from the database clock plus the backoff the relay chose, or dead-lettering.
+-- from the database clock at the time of recording (`clock_timestamp()`, not the claim transaction's
+-- start) plus the backoff the relay chose, or dead-lettering.
 --! record_outbox_failures
 UPDATE outbox_events e
    SET attempts = e.attempts + CASE WHEN f.counted THEN 1 ELSE 0 END,
        last_error = f.error,
-       retry_after = CASE WHEN f.dead THEN NULL ELSE now() + make_interval(secs => f.delay_secs) END,
-       dead_lettered_at = CASE WHEN f.dead THEN now() ELSE NULL END
+       retry_after = CASE WHEN f.dead THEN NULL ELSE clock_timestamp() + make_interval(secs => f.delay_secs) END,
+       dead_lettered_at = CASE WHEN f.dead THEN clock_timestamp() ELSE NULL END
   FROM unnest(:ids::uuid[], :errors::text[], :delay_secs::float8[], :dead::bool[], :counted::bool[])
        AS f(id, error, delay_secs, dead, counted)
  WHERE e.id = f.id

@@ -25,14 +25,21 @@ const CONCURRENCY: usize = 2;
 
 /// A pool of its own for one relay instance, on `db`'s database.
 fn own_pool(db: &TestDb, size: usize) -> Result<Pool> {
+    let publish_timeout = outbox_core::RelayConfig::default().publish_timeout;
+    let mut config = db.config().clone();
+    outbox_core::connection::harden(&mut config, publish_timeout);
     let manager = Manager::from_config(
-        db.config().clone(),
+        config,
         NoTls,
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
     );
-    Ok(Pool::builder(manager).max_size(size).build()?)
+    Ok(outbox_core::connection::pool_timeouts(
+        Pool::builder(manager).max_size(size),
+        publish_timeout,
+    )
+    .build()?)
 }
 
 /// One drain by `instances` relays: the drain and the duplicates the fixture saw.

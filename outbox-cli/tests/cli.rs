@@ -388,7 +388,8 @@ async fn relay_dead_letters_are_visible_to_stats() {
     let relay = Relay::builder(
         db.pool().clone(),
         FlakyPublisher::new(|e| {
-            (e.payload["note"] == "poison").then(|| PublishOutcome::Permanent("poison".into()))
+            (outbox_tests::note(e).as_deref() == Some("poison"))
+                .then(|| PublishOutcome::Permanent("poison".into()))
         }),
     )
     .build()

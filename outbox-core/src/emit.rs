@@ -218,6 +218,7 @@ impl Emitter {
             .with_source(e)
         })?;
         message::check_json("payload", &payload)?;
+        message::check_depth("payload", &payload)?;
         let metadata = trace::current_metadata();
         let size = message::message_size(
             payload.len(),

@@ -17,6 +17,9 @@ pub enum ErrorKind {
     InvalidText,
     /// The event's aggregate id is empty. Nothing was written.
     EmptyAggregateId,
+    /// The payload is nested deeper than [`MAX_JSON_DEPTH`](crate::message::MAX_JSON_DEPTH)
+    /// levels (consumers' JSON parsers refuse it). Nothing was written.
+    TooDeep,
     /// PostgreSQL returned an error or the connection failed.
     Database,
     /// No connection could be taken from the pool.
@@ -34,6 +37,9 @@ pub enum ErrorKind {
     UnknownEventType,
     /// A received event's body does not decode into the type its event type names.
     Decode,
+    /// A task panicked (a bug, e.g. in a publisher). The relay records what it can, logs it and
+    /// restarts the worker.
+    Panic,
 }
 
 impl ErrorKind {
@@ -47,11 +53,16 @@ impl ErrorKind {
             | ErrorKind::TooLarge
             | ErrorKind::InvalidText
             | ErrorKind::EmptyAggregateId
+            | ErrorKind::TooDeep
             | ErrorKind::Migration
             | ErrorKind::Config
             | ErrorKind::UnknownEventType
             | ErrorKind::Decode => false,
-            ErrorKind::Database | ErrorKind::Pool | ErrorKind::Publish | ErrorKind::Timeout => true,
+            ErrorKind::Database
+            | ErrorKind::Pool
+            | ErrorKind::Publish
+            | ErrorKind::Timeout
+            | ErrorKind::Panic => true,
         }
     }
 
@@ -61,6 +72,7 @@ impl ErrorKind {
             ErrorKind::TooLarge => "message too large",
             ErrorKind::InvalidText => "invalid text",
             ErrorKind::EmptyAggregateId => "empty aggregate id",
+            ErrorKind::TooDeep => "payload nested too deep",
             ErrorKind::Database => "database error",
             ErrorKind::Pool => "connection pool error",
             ErrorKind::Migration => "migration failed",
@@ -69,6 +81,7 @@ impl ErrorKind {
             ErrorKind::Timeout => "timed out",
             ErrorKind::UnknownEventType => "unknown event type",
             ErrorKind::Decode => "event does not decode",
+            ErrorKind::Panic => "panicked",
         }
     }
 }

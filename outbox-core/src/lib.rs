@@ -67,7 +67,9 @@
 
 mod backoff;
 mod chain;
+mod claimed_event;
 pub mod connect;
+pub mod connection;
 mod dead_letters;
 mod decode;
 mod emit;
@@ -106,9 +108,13 @@ pub use migrate::{MigrationReport, SCHEMA_HISTORY_TABLE, migrate, schema_version
 pub use outbox_macros::OutboxEvent;
 pub use outbox_queries::client::GenericClient;
 pub use preflight::{DatabaseReport, check_relay_database};
-pub use publisher::{ClaimedEvent, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
+pub use publisher::{
+    ClaimedEvent, PUBLISH_OVERRUN, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY,
+};
 pub use relay::{
-    BatchReport, LISTENER_APPLICATION_NAME, MAX_BATCH_SIZE, Relay, RelayBuilder, RelayConfig,
+    BatchReport, CLAIM_IDLE_MARGIN, ENV_BATCH_MAX_BYTES, LISTENER_APPLICATION_NAME, MAX_BACKOFF,
+    MAX_BATCH_MAX_BYTES, MAX_BATCH_SIZE, MAX_LAST_ERROR_CHARS, MAX_RETENTION, MAX_TIMEOUT,
+    MAX_WORKER_RESTARTS, Relay, RelayBuilder, RelayConfig, WORKER_RESTART_WINDOW,
 };
 pub use retention::{
     CLEANUP_BATCH_SIZE, INBOX_RETENTION_INTERVAL, cleanup, cleanup_inbox, run_inbox_retention,

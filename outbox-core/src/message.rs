@@ -72,6 +72,51 @@ pub fn check_json(field: &'static str, json: &str) -> Result<(), Error> {
     check_text(field, json)
 }
 
+/// The deepest nesting of arrays and objects `emit` accepts in a payload: what serde_json accepts by
+/// default (its recursion limit of 128 admits 127 levels), so that consumers' parsers can read it.
+/// PostgreSQL stores deeper documents; the relay publishes them as text, unparsed, but `emit`
+/// refuses to write them.
+pub const MAX_JSON_DEPTH: usize = 127;
+
+/// The deepest nesting of arrays and objects in a JSON text (0 for a scalar), found without
+/// recursion. Brackets inside strings do not count.
+pub fn json_depth(json: &str) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for b in json.bytes() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Refuses a payload nested deeper than [`MAX_JSON_DEPTH`].
+pub fn check_depth(field: &'static str, json: &str) -> Result<(), Error> {
+    let depth = json_depth(json);
+    if depth > MAX_JSON_DEPTH {
+        return Err(Error::new(
+            ErrorKind::TooDeep,
+            format!("{field} is nested {depth} levels deep; the limit is {MAX_JSON_DEPTH}"),
+        ));
+    }
+    Ok(())
+}
+
 /// The size SQS counts for a message: body plus every attribute (name, data type and value).
 pub fn message_size(
     body_len: usize,
@@ -148,6 +193,27 @@ mod tests {
         assert!(check_json("payload", &ctrl).is_ok());
         let nonchar = serde_json::to_string(&serde_json::json!({"a": "\u{FFFF}"})).unwrap();
         assert!(check_json("payload", &nonchar).is_err());
+    }
+
+    #[test]
+    fn json_depth_counts_nesting_outside_strings() {
+        assert_eq!(json_depth("1"), 0);
+        assert_eq!(json_depth(r#"{"a": [1, {"b": []}]}"#), 4);
+        assert_eq!(json_depth(r#"{"a": "[[[[\"[["}"#), 1);
+        let at_limit = format!(
+            "{}{}",
+            "[".repeat(MAX_JSON_DEPTH),
+            "]".repeat(MAX_JSON_DEPTH)
+        );
+        assert!(check_depth("payload", &at_limit).is_ok());
+        // The limit is what serde_json accepts.
+        assert!(serde_json::from_str::<serde_json::Value>(&at_limit).is_ok());
+        assert!(serde_json::from_str::<serde_json::Value>(&format!("[{at_limit}]")).is_err());
+        let over = format!("[{at_limit}]");
+        assert_eq!(
+            check_depth("payload", &over).unwrap_err().kind(),
+            ErrorKind::TooDeep
+        );
     }
 
     #[test]

@@ -28,6 +28,7 @@ struct EventTypeLabel {
 /// | `outbox_events_failed_total{event_type}` | counter | failed publish attempts of single events |
 /// | `outbox_events_dead_lettered_total{event_type}` | counter | events dead-lettered |
 /// | `outbox_relay_errors_total` | counter | batches failed by the database or the broker as a whole |
+/// | `outbox_relay_worker_restarts_total` | counter | relay workers that died (panic, fatal error) and were restarted |
 /// | `outbox_pending_events` | gauge | events not yet published (excluding dead letters) |
 /// | `outbox_dead_letter_events` | gauge | dead letters |
 /// | `outbox_oldest_pending_age_seconds` | gauge | age of the oldest pending event (0 when none) |
@@ -43,6 +44,7 @@ pub struct RelayMetrics {
     failed: Family<EventTypeLabel, Counter>,
     dead_lettered: Family<EventTypeLabel, Counter>,
     relay_errors: Counter,
+    worker_restarts: Counter,
     pending: Gauge,
     dead_letters: Gauge,
     oldest_pending_age: Gauge<f64, AtomicU64>,
@@ -71,6 +73,7 @@ impl RelayMetrics {
         let failed = Family::<EventTypeLabel, Counter>::default();
         let dead_lettered = Family::<EventTypeLabel, Counter>::default();
         let relay_errors = Counter::default();
+        let worker_restarts = Counter::default();
         let pending = Gauge::default();
         let dead_letters = Gauge::default();
         let oldest_pending_age = Gauge::<f64, AtomicU64>::default();
@@ -97,6 +100,11 @@ impl RelayMetrics {
             "outbox_relay_errors",
             "Batches failed by the database or by the broker as a whole",
             relay_errors.clone(),
+        );
+        registry.register(
+            "outbox_relay_worker_restarts",
+            "Relay workers that died (a panic or a fatal error) and were restarted",
+            worker_restarts.clone(),
         );
         registry.register(
             "outbox_pending_events",
@@ -134,6 +142,7 @@ impl RelayMetrics {
             failed,
             dead_lettered,
             relay_errors,
+            worker_restarts,
             pending,
             dead_letters,
             oldest_pending_age,
@@ -173,6 +182,15 @@ impl RelayMetrics {
 
     pub(crate) fn relay_error(&self) {
         self.relay_errors.inc();
+    }
+
+    pub(crate) fn worker_restart(&self) {
+        self.worker_restarts.inc();
+    }
+
+    /// Relay workers restarted so far (`outbox_relay_worker_restarts_total`).
+    pub fn worker_restarts(&self) -> u64 {
+        self.worker_restarts.get()
     }
 
     pub(crate) fn batch(&self, secs: f64) {

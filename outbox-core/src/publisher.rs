@@ -2,9 +2,7 @@
 
 use std::future::Future;
 
-/// An event the relay has claimed and hands to a [`Publisher`]: the row of `outbox_events` as the
-/// generated claim query returns it.
-pub use outbox_queries::queries::relay::ClaimedEvent;
+pub use crate::claimed_event::ClaimedEvent;
 
 /// What became of one event handed to [`Publisher::publish`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +24,10 @@ pub enum PublishOutcome {
     /// a destination broken for too long returns [`Permanent`](PublishOutcome::Permanent) instead.
     Unavailable(String),
 }
+
+/// The longest the relay still waits for a [`publish_within`](Publisher::publish_within) call past
+/// the batch's deadline before dropping it (a tenth of the publish timeout, at most this).
+pub const PUBLISH_OVERRUN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How long the relay puts back an event whose destination was
 /// [unavailable](PublishOutcome::Unavailable) (less up to 20 % jitter).
@@ -64,6 +66,38 @@ pub trait Publisher: Send + Sync + 'static {
         events: &[ClaimedEvent],
     ) -> impl Future<Output = Result<Vec<PublishOutcome>, Self::Error>> + Send;
 
+    /// Like [`publish`](Publisher::publish), knowing the batch's deadline: the relay calls this one.
+    ///
+    /// Return by `deadline` with an outcome for every event: what the broker accepted as
+    /// [`Published`](PublishOutcome::Published) (the relay marks it, so it is not published again),
+    /// and the events you did not get to send in time as
+    /// [`Unavailable`](PublishOutcome::Unavailable) (put back without an attempt counted). The relay
+    /// stops waiting a tenth of the publish timeout (at most [`PUBLISH_OVERRUN`]) after `deadline`
+    /// and then drops the call, releasing every event of it — including any the broker accepted,
+    /// which are then published again.
+    ///
+    /// The default ignores the deadline and calls [`publish`](Publisher::publish).
+    fn publish_within(
+        &self,
+        events: &[ClaimedEvent],
+        deadline: tokio::time::Instant,
+    ) -> impl Future<Output = Result<Vec<PublishOutcome>, Self::Error>> + Send {
+        let _ = deadline;
+        self.publish(events)
+    }
+
+    /// The shortest publish timeout this publisher can work with for a call of `events` events
+    /// (e.g. its broker-call timeout times the rounds of calls it needs). [`RelayBuilder::build`]
+    /// refuses a [`publish_timeout`](crate::RelayConfig::publish_timeout) not above
+    /// `min_publish_timeout(1)` and warns when it is below `min_publish_timeout(batch_size)`. The
+    /// default is zero.
+    ///
+    /// [`RelayBuilder::build`]: crate::RelayBuilder::build
+    fn min_publish_timeout(&self, events: usize) -> std::time::Duration {
+        let _ = events;
+        std::time::Duration::ZERO
+    }
+
     /// Checks at start-up that the broker is reachable and configured (queues exist, credentials
     /// work). The relay refuses to start when it fails. The default checks nothing.
     fn check(&self) -> impl Future<Output = Result<(), Self::Error>> + Send {
@@ -80,6 +114,18 @@ impl<P: Publisher> Publisher for std::sync::Arc<P> {
         events: &[ClaimedEvent],
     ) -> impl Future<Output = Result<Vec<PublishOutcome>, Self::Error>> + Send {
         (**self).publish(events)
+    }
+
+    fn publish_within(
+        &self,
+        events: &[ClaimedEvent],
+        deadline: tokio::time::Instant,
+    ) -> impl Future<Output = Result<Vec<PublishOutcome>, Self::Error>> + Send {
+        (**self).publish_within(events, deadline)
+    }
+
+    fn min_publish_timeout(&self, events: usize) -> std::time::Duration {
+        (**self).min_publish_timeout(events)
     }
 
     fn check(&self) -> impl Future<Output = Result<(), Self::Error>> + Send {

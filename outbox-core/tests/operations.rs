@@ -60,10 +60,12 @@ async fn concurrent_consumers_of_one_event_get_exactly_one_true() {
 #[tokio::test]
 async fn metrics_report_a_known_run() {
     let db = TestDb::new().await;
-    let publisher = Arc::new(FlakyPublisher::new(|e| match e.payload["note"].as_str() {
-        Some("poison") => Some(PublishOutcome::Permanent("rejected".into())),
-        Some("retry") => Some(PublishOutcome::Retry("throttled".into())),
-        _ => None,
+    let publisher = Arc::new(FlakyPublisher::new(|e| {
+        match outbox_tests::note(e).as_deref() {
+            Some("poison") => Some(PublishOutcome::Permanent("rejected".into())),
+            Some("retry") => Some(PublishOutcome::Retry("throttled".into())),
+            _ => None,
+        }
     }));
     let metrics = RelayMetrics::new();
     let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))

@@ -46,7 +46,7 @@ async fn committed_event_is_published_exactly_once_and_rolled_back_never() {
 async fn failed_events_are_retried_after_backoff_and_dead_lettered_when_permanent_or_exhausted() {
     let db = TestDb::new().await;
     let publisher = Arc::new(FlakyPublisher::new({
-        move |e| match e.payload["note"].as_str() {
+        move |e| match outbox_tests::note(e).as_deref() {
             Some("retry-once") if e.attempts == 0 => {
                 Some(PublishOutcome::Retry("throttled".into()))
             }
@@ -220,7 +220,7 @@ async fn a_dead_event_blocks_its_aggregate_only() {
     let publisher = Arc::new(FlakyPublisher::new({
         let poisoned = Arc::clone(&poisoned);
         move |e| {
-            (e.payload["note"] == "poison" && poisoned.load(Ordering::SeqCst))
+            (outbox_tests::note(e).as_deref() == Some("poison") && poisoned.load(Ordering::SeqCst))
                 .then(|| PublishOutcome::Permanent("poison".into()))
         }
     }));
@@ -273,7 +273,8 @@ async fn a_dead_event_blocks_its_aggregate_only() {
 async fn aggregates_behind_a_long_blocked_backlog_do_not_starve() {
     let db = TestDb::new().await;
     let publisher = Arc::new(FlakyPublisher::new(|e| {
-        (e.payload["note"] == "poison").then(|| PublishOutcome::Permanent("poison".into()))
+        (outbox_tests::note(e).as_deref() == Some("poison"))
+            .then(|| PublishOutcome::Permanent("poison".into()))
     }));
     let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
         .batch_size(50)
@@ -314,7 +315,8 @@ async fn aggregates_behind_a_long_blocked_backlog_do_not_starve() {
 async fn without_ordering_a_dead_event_blocks_nothing() {
     let db = TestDb::new().await;
     let publisher = Arc::new(FlakyPublisher::new(|e| {
-        (e.payload["note"] == "poison").then(|| PublishOutcome::Permanent("poison".into()))
+        (outbox_tests::note(e).as_deref() == Some("poison"))
+            .then(|| PublishOutcome::Permanent("poison".into()))
     }));
     let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
         .per_aggregate_order(false)
@@ -481,8 +483,9 @@ async fn an_unavailable_destination_puts_its_events_back_without_an_attempt_and_
     let publisher = Arc::new(FlakyPublisher::new({
         let broken = Arc::clone(&broken);
         move |e| {
-            (e.payload["note"] == "broken-queue" && broken.load(Ordering::SeqCst))
-                .then(|| PublishOutcome::Unavailable("QueueDoesNotExist".into()))
+            (outbox_tests::note(e).as_deref() == Some("broken-queue")
+                && broken.load(Ordering::SeqCst))
+            .then(|| PublishOutcome::Unavailable("QueueDoesNotExist".into()))
         }
     }));
     let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))

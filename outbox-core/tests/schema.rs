@@ -22,7 +22,7 @@ async fn claim_all(db: &TestDb) -> Vec<Uuid> {
     let mut client = db.pool().get().await.unwrap();
     let tx = client.transaction().await.unwrap();
     let ids = relay::fetch_outbox_batch()
-        .bind(&tx, &1000)
+        .bind(&tx, &1000, &i64::MAX)
         .all()
         .await
         .unwrap()
@@ -165,7 +165,7 @@ async fn concurrent_claims_with_skip_locked_get_disjoint_rows() {
     let t1 = c1.transaction().await.unwrap();
     let t2 = c2.transaction().await.unwrap();
     let first: Vec<Uuid> = relay::fetch_outbox_batch()
-        .bind(&t1, &6)
+        .bind(&t1, &6, &i64::MAX)
         .all()
         .await
         .unwrap()
@@ -173,7 +173,7 @@ async fn concurrent_claims_with_skip_locked_get_disjoint_rows() {
         .map(|e| e.id)
         .collect();
     let second: Vec<Uuid> = relay::fetch_outbox_batch()
-        .bind(&t2, &100)
+        .bind(&t2, &100, &i64::MAX)
         .all()
         .await
         .unwrap()
@@ -188,13 +188,13 @@ async fn concurrent_claims_with_skip_locked_get_disjoint_rows() {
     );
     // Heads (per-aggregate claim) skip locked rows too.
     let heads = relay::fetch_outbox_heads()
-        .bind(&t2, &1000, &100)
+        .bind(&t2, &1000, &100, &i64::MAX)
         .all()
         .await
         .unwrap();
     assert!(heads.iter().all(|e| !first.contains(&e.id)));
     let by_aggregate = relay::fetch_outbox_heads_by_aggregate()
-        .bind(&t2, &Vec::<Uuid>::new(), &100)
+        .bind(&t2, &Vec::<Uuid>::new(), &100, &i64::MAX)
         .all()
         .await
         .unwrap();
@@ -319,7 +319,7 @@ async fn dead_letters_show_in_the_view_are_never_claimed_and_retry_resets_them()
     let mut c = db.pool().get().await.unwrap();
     let tx = c.transaction().await.unwrap();
     let heads: Vec<Uuid> = relay::fetch_outbox_heads()
-        .bind(&tx, &1000, &10)
+        .bind(&tx, &1000, &10, &i64::MAX)
         .all()
         .await
         .unwrap()
@@ -328,7 +328,7 @@ async fn dead_letters_show_in_the_view_are_never_claimed_and_retry_resets_them()
         .collect();
     assert_eq!(heads, vec![ids[2]]);
     let by_aggregate: Vec<Uuid> = relay::fetch_outbox_heads_by_aggregate()
-        .bind(&tx, &Vec::<Uuid>::new(), &10)
+        .bind(&tx, &Vec::<Uuid>::new(), &10, &i64::MAX)
         .all()
         .await
         .unwrap()

@@ -4,7 +4,7 @@ use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
 use outbox_core::ClaimedEvent;
 use outbox_core::message::{
     ATTR_AGGREGATE_ID, ATTR_AGGREGATE_TYPE, ATTR_EVENT_ID, ATTR_EVENT_TYPE, ATTR_TRACEPARENT,
-    SQS_MAX_MESSAGE_BYTES, message_size, traceparent,
+    SQS_MAX_MESSAGE_BYTES, message_size,
 };
 use sha2::{Digest, Sha256};
 
@@ -71,9 +71,10 @@ fn string_attribute(value: &str) -> Result<MessageAttributeValue, String> {
 /// Builds the entry of `event` (at `index` in the call) for a queue that is FIFO or not. `Err` is
 /// the reason the event can never be sent (too large), for a permanent outcome.
 pub(crate) fn prepare(index: usize, event: &ClaimedEvent, fifo: bool) -> Result<Prepared, String> {
-    let body = serde_json::to_string(&event.payload)
-        .map_err(|e| format!("the payload does not serialise to JSON: {e}"))?;
-    let trace = traceparent(&event.metadata).filter(|t| !t.is_empty());
+    // The payload's JSON text as stored, sent as is: never parsed (a document nested deeper than a
+    // parser accepts, or a number beyond f64, goes through unchanged).
+    let body = event.payload();
+    let trace = event.traceparent().filter(|t| !t.is_empty());
     let size = message_size(
         body.len(),
         &event.event_type,

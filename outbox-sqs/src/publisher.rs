@@ -161,7 +161,11 @@ impl Report {
 }
 
 impl SqsPublisher {
-    async fn publish_events(&self, events: &[ClaimedEvent]) -> Result<Vec<PublishOutcome>> {
+    async fn publish_events(
+        &self,
+        events: &[ClaimedEvent],
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Vec<PublishOutcome>> {
         let mut outcomes: Vec<Option<PublishOutcome>> = vec![None; events.len()];
 
         // Route and build the messages, per queue, in `seq` order.
@@ -191,9 +195,10 @@ impl SqsPublisher {
                 .into_iter()
                 .map(move |chain| (queue.clone(), chain))
         });
-        let reports =
-            futures::future::join_all(chains.map(|(queue, chain)| self.run_chain(queue, chain)))
-                .await;
+        let reports = futures::future::join_all(
+            chains.map(|(queue, chain)| self.run_chain(queue, chain, deadline)),
+        )
+        .await;
         let mut total = Report::default();
         for report in reports {
             total.merge(report);
@@ -229,10 +234,37 @@ impl SqsPublisher {
 
     /// Sends a chain's batches one after the other; on a FIFO queue, a message whose group had a
     /// failure earlier in the chain is not sent (so that it cannot overtake the failed one).
-    async fn run_chain(&self, queue: Arc<Queue>, chain: Chain<Prepared>) -> Report {
+    ///
+    /// A batch that could not be answered before `deadline` (a call timeout from now would pass
+    /// it) is not sent: its events are put back without an attempt, and what was sent is kept.
+    async fn run_chain(
+        &self,
+        queue: Arc<Queue>,
+        chain: Chain<Prepared>,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Report {
         let mut report = Report::default();
         let mut failed_groups: HashSet<String> = HashSet::new();
         for batch in chain {
+            // The in-flight limit, taken before the deadline check so that a batch waiting for a
+            // slot is judged by when it would really be sent (and held for its re-sends).
+            let _permit = self.inner.permits.acquire().await.ok();
+            let late = deadline.is_some_and(|d| {
+                tokio::time::Instant::now()
+                    .checked_add(self.inner.call_timeout)
+                    .is_none_or(|answered_by| answered_by > d)
+            });
+            if late {
+                for p in batch {
+                    report.outcomes.push((
+                        p.index,
+                        PublishOutcome::Unavailable(
+                            "not sent: the relay's publish deadline would pass first".into(),
+                        ),
+                    ));
+                }
+                continue;
+            }
             let mut send = Vec::with_capacity(batch.len());
             for p in batch {
                 match &p.group {
@@ -283,7 +315,8 @@ impl SqsPublisher {
         }
     }
 
-    /// One `SendMessageBatch` call, within the in-flight limit and the call timeout.
+    /// One `SendMessageBatch` call, within the call timeout (the caller holds an in-flight
+    /// permit).
     async fn call(
         &self,
         queue: &Queue,
@@ -301,7 +334,6 @@ impl SqsPublisher {
                 called: false,
             });
         }
-        let _permit = self.inner.permits.acquire().await.ok();
         let request = self
             .inner
             .client
@@ -451,7 +483,25 @@ impl Publisher for SqsPublisher {
         &self,
         events: &[ClaimedEvent],
     ) -> impl Future<Output = Result<Vec<PublishOutcome>, Error>> + Send {
-        self.publish_events(events)
+        self.publish_events(events, None)
+    }
+
+    fn publish_within(
+        &self,
+        events: &[ClaimedEvent],
+        deadline: tokio::time::Instant,
+    ) -> impl Future<Output = Result<Vec<PublishOutcome>, Error>> + Send {
+        self.publish_events(events, Some(deadline))
+    }
+
+    /// One call timeout per round of `SendMessageBatch` calls (10 entries each, `max_in_flight`
+    /// at a time).
+    fn min_publish_timeout(&self, events: usize) -> Duration {
+        let calls = events.div_ceil(10).max(1);
+        let rounds = calls.div_ceil(self.inner.max_in_flight.max(1));
+        self.inner
+            .call_timeout
+            .saturating_mul(u32::try_from(rounds).unwrap_or(u32::MAX))
     }
 
     fn check(&self) -> impl Future<Output = Result<(), Error>> + Send {

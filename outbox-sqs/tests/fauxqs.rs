@@ -33,7 +33,7 @@ fn expected_attributes(e: &ClaimedEvent) -> BTreeMap<String, String> {
         ("aggregate_type".to_owned(), e.aggregate_type.clone()),
         ("aggregate_id".to_owned(), e.aggregate_id.clone()),
     ]);
-    if let Some(tp) = e.metadata.get("traceparent").and_then(|v| v.as_str()) {
+    if let Some(tp) = e.traceparent() {
         m.insert("traceparent".to_owned(), tp.to_owned());
     }
     m
@@ -58,11 +58,15 @@ async fn standard_queue_receives_every_event_with_exact_body_and_attributes() {
     publisher.check().await.unwrap();
 
     let mut evs = events(13, "order.created");
-    evs[0].payload = json!({"nested": {"list": [1, 2.5, "x"], "null": null}, "unicode": "ünï ✓"});
-    evs[1].payload = json!("a bare string");
-    evs[2].payload = json!([]);
-    evs[3].metadata =
-        json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"});
+    evs[0].set_payload(
+        json!({"nested": {"list": [1, 2.5, "x"], "null": null}, "unicode": "ünï ✓"}).to_string(),
+    );
+    evs[1].set_payload(json!("a bare string").to_string());
+    evs[2].set_payload(json!([]).to_string());
+    evs[3].set_metadata(
+        json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
+            .to_string(),
+    );
     evs[4].aggregate_id = "id with spaces / and: punctuation".into();
 
     let outcomes = publisher.publish(&evs).await.unwrap();
@@ -169,7 +173,7 @@ async fn payload_just_under_one_mib_is_delivered_and_one_over_is_permanent() {
     let attributes_only = message_size(0, &e.event_type, &e.aggregate_type, &e.aggregate_id, None);
     // A JSON string body is the text plus two quotes.
     let fill = SQS_MAX_MESSAGE_BYTES - attributes_only - 2;
-    e.payload = json!("x".repeat(fill));
+    e.set_payload(json!("x".repeat(fill)).to_string());
     assert_eq!(
         message_size(
             body(&e).len(),
@@ -273,7 +277,7 @@ async fn content_the_server_rejects_is_permanent_and_batch_mates_are_published()
 
     let mut evs = events(5, "order.created");
     // U+FFFF is not a character SQS accepts; emit would have refused it, the relay would not.
-    evs[2].payload = json!({"bad": "\u{FFFF}"});
+    evs[2].set_payload(json!({"bad": "\u{FFFF}"}).to_string());
     let outcomes = publisher.publish(&evs).await.unwrap();
     for (i, o) in outcomes.iter().enumerate() {
         if i == 2 {

@@ -62,8 +62,8 @@ async fn partial_batch_failure_fails_only_the_failed_entries() {
     );
 
     let mut evs = events(12, "order.created");
-    evs[1].payload = json!({"note": "poison"});
-    evs[7].payload = json!({"note": "poison"});
+    evs[1].set_payload(json!({"note": "poison"}).to_string());
+    evs[7].set_payload(json!({"note": "poison"}).to_string());
     evs[4].event_type = "order.flaky".into();
     evs[11].event_type = "order.flaky".into();
     let outcomes = publisher.publish(&evs).await.unwrap();
@@ -191,7 +191,7 @@ async fn a_batch_refused_as_a_whole_for_its_content_is_resent_entry_by_entry() {
         EntryFault::sender_fault("InvalidMessageContents", "bad body"),
     );
     let mut evs = events(3, "order.created");
-    evs[1].payload = json!("poison");
+    evs[1].set_payload(json!("poison").to_string());
     let outcomes = publisher.publish(&evs).await.unwrap();
     assert_eq!(outcomes[0], PublishOutcome::Published);
     assert!(permanent(&outcomes[1]).contains("InvalidMessageContents"));

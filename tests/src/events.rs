@@ -1,6 +1,6 @@
 //! Event types for tests, implementing `OutboxEvent` by hand (the derive has its own tests).
 
-use outbox_core::OutboxEvent;
+use outbox_core::{ClaimedEvent, OutboxEvent};
 use serde::Serialize;
 
 /// A test event about aggregate `order`/`order_id`.
@@ -81,4 +81,11 @@ impl OutboxEvent for Unserialisable {
     fn aggregate_id(&self) -> impl std::fmt::Display + '_ {
         &self.id
     }
+}
+
+/// The `note` of a claimed [`TestEvent`]'s payload, if it has one (`None` for other payloads,
+/// including ones too deep to parse).
+pub fn note(event: &ClaimedEvent) -> Option<String> {
+    let payload: serde_json::Value = event.payload_json().ok()?;
+    payload.get("note")?.as_str().map(str::to_owned)
 }

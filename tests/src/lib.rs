@@ -9,12 +9,14 @@
 pub mod db;
 pub mod events;
 pub mod interleaved;
+pub mod proxy;
 pub mod publishers;
 pub mod running;
 #[cfg(feature = "sqs")]
 pub mod sqs;
 
 pub use db::TestDb;
-pub use events::{TestEvent, Unserialisable};
+pub use events::{TestEvent, Unserialisable, note};
+pub use proxy::BlackHoleProxy;
 pub use publishers::{FlakyPublisher, RecordingPublisher};
 pub use running::{RunningRelay, eventually};

@@ -169,6 +169,16 @@ impl RelaySpec {
 }
 
 impl RelayProcess {
+    /// The process id (for `/proc/<pid>/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// `kill -9`: no chance to clean up.
     pub fn kill9(&mut self) {
         let _ = self.child.kill();

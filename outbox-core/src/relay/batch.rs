@@ -1,15 +1,19 @@
 //! One batch: claim, publish, acknowledge — all inside one transaction.
 
-use std::collections::HashMap;
+use std::future::Future;
+use std::time::Duration;
 
 use outbox_queries::queries::relay as sql;
 use tokio::time::Instant;
+use tokio_postgres::IsolationLevel;
 use uuid::Uuid;
 
 use super::Inner;
-use crate::backoff::Disposition;
+use super::claim::{claim, waves};
+use super::guard::{Guarded, overrun, publish_guarded};
+use super::outcome::{Failure, Recorder};
 use crate::error::{Error, ErrorKind};
-use crate::publisher::{ClaimedEvent, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
+use crate::publisher::{PublishOutcome, Publisher};
 
 /// What one batch did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -32,111 +36,12 @@ pub struct BatchReport {
     pub full: bool,
 }
 
-/// A failed event, as recorded in one statement.
-struct Failure {
-    id: Uuid,
-    error: String,
-    delay_secs: f64,
-    dead: bool,
-    /// Whether the failure counts as an attempt (not when the destination was unavailable).
-    counted: bool,
-}
-
-/// Splits events (in `seq` order) into waves: wave `k` holds the `k`-th event of every aggregate, so
-/// a wave never holds two events of one aggregate and waves run in order.
-pub(crate) fn waves(events: Vec<ClaimedEvent>) -> Vec<Vec<ClaimedEvent>> {
-    let mut depth: HashMap<(String, String), usize> = HashMap::new();
-    let mut waves: Vec<Vec<ClaimedEvent>> = Vec::new();
-    for event in events {
-        let d = depth
-            .entry((event.aggregate_type.clone(), event.aggregate_id.clone()))
-            .or_insert(0);
-        if waves.len() <= *d {
-            waves.push(Vec::new());
-        }
-        waves[*d].push(event);
-        *d += 1;
-    }
-    waves
-}
-
-/// How many of the oldest pending events the fast head search looks at, per event of the batch.
-const HEAD_WINDOW_PER_EVENT: usize = 10;
-/// The fast head search looks at no fewer pending events than this.
-const MIN_HEAD_WINDOW: usize = 1_000;
-
-/// Claims the next events: with per-aggregate order, the heads of aggregates plus the due events
-/// that follow them; without, simply the oldest due events.
-///
-/// Heads are searched among the oldest pending events first (cheap when events spread over many
-/// aggregates); when that finds too few and more events are pending beyond it, the search walks the
-/// aggregate index instead (one probe per aggregate: cheap when a few aggregates carry a long backlog,
-/// and no aggregate starves behind a blocked one).
-async fn claim(
-    tx: &deadpool_postgres::Transaction<'_>,
-    batch_size: usize,
-    ordered: bool,
-) -> Result<Vec<ClaimedEvent>, Error> {
-    let as_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-    let limit = as_i64(batch_size);
-    if !ordered {
-        return Ok(sql::fetch_outbox_batch()
-            .prepare(tx)
-            .await?
-            .bind(tx, &limit)
-            .all()
-            .await?);
-    }
-    let window = as_i64(
-        batch_size
-            .saturating_mul(HEAD_WINDOW_PER_EVENT)
-            .max(MIN_HEAD_WINDOW),
-    );
-    let mut events = sql::fetch_outbox_heads()
-        .prepare(tx)
-        .await?
-        .bind(tx, &window, &limit)
-        .all()
-        .await?;
-    if events.len() < batch_size
-        && sql::outbox_pending_beyond()
-            .prepare(tx)
-            .await?
-            .bind(tx, &window)
-            .one()
-            .await?
-    {
-        let exclude: Vec<uuid::Uuid> = events.iter().map(|e| e.id).collect();
-        let more = sql::fetch_outbox_heads_by_aggregate()
-            .prepare(tx)
-            .await?
-            .bind(tx, &exclude, &as_i64(batch_size - events.len()))
-            .all()
-            .await?;
-        events.extend(more);
-    }
-    let room = batch_size.saturating_sub(events.len());
-    if room > 0 && !events.is_empty() {
-        let types: Vec<&str> = events.iter().map(|e| e.aggregate_type.as_str()).collect();
-        let ids: Vec<&str> = events.iter().map(|e| e.aggregate_id.as_str()).collect();
-        let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
-        let followers = sql::fetch_outbox_followers()
-            .prepare(tx)
-            .await?
-            .bind(tx, &types, &ids, &seqs, &as_i64(room))
-            .all()
-            .await?;
-        events.extend(followers);
-    }
-    events.sort_by_key(|e| e.seq);
-    Ok(events)
-}
-
 /// Claims a batch, publishes it and records the outcome in the claiming transaction.
 ///
 /// Returns `Err` when the database failed (the transaction rolls back: every claim is released and
-/// nothing is marked) or when the publisher failed as a whole (what was published before is still
-/// recorded and committed; the rest is released).
+/// nothing is marked), when the publisher failed as a whole (what was published before is still
+/// recorded and committed; the rest is released), or when the publisher panicked (recorded and
+/// committed as well; the error's kind is [`ErrorKind::Panic`] so the worker is restarted).
 pub(crate) async fn run_batch<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport, Error> {
     let started = Instant::now();
     let result = claim_publish_ack(inner).await;
@@ -150,154 +55,238 @@ pub(crate) async fn run_batch<P: Publisher>(inner: &Inner<P>) -> Result<BatchRep
     result
 }
 
+/// The server-side limits of the claim transaction, from the publish timeout: no statement and no
+/// lock wait may outlast it, and a relay that stops talking (partitioned, frozen) has its session
+/// ended by the server, releasing its row locks, soon after the batch's deadline.
+fn session_limits(publish_timeout: std::time::Duration) -> String {
+    let ms = publish_timeout.as_millis();
+    let idle = ms.saturating_add(super::config::CLAIM_IDLE_MARGIN.as_millis());
+    format!(
+        "SET LOCAL statement_timeout = {ms}; SET LOCAL lock_timeout = {ms}; \
+         SET LOCAL idle_in_transaction_session_timeout = {idle}"
+    )
+}
+
+/// Runs `fut` (a database round trip) for at most `bound`; past it, marks the connection `stalled`.
+async fn bounded<T>(
+    stalled: &mut bool,
+    bound: Duration,
+    fut: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    match tokio::time::timeout(bound, fut).await {
+        Ok(result) => result,
+        Err(_) => {
+            *stalled = true;
+            Err(Error::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the database did not answer within {bound:?}; the connection is discarded \
+                     and the batch's events will be claimed again"
+                ),
+            ))
+        }
+    }
+}
+
 async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport, Error> {
+    // No wait on the database outlasts the point where PostgreSQL itself ends a silent claim
+    // transaction (`idle_in_transaction_session_timeout`), whatever the pool's own settings.
+    let bound = inner
+        .config
+        .publish_timeout
+        .saturating_add(super::config::CLAIM_IDLE_MARGIN);
+    let mut client = match tokio::time::timeout(bound, inner.pool.get()).await {
+        Ok(client) => client?,
+        Err(_) => {
+            return Err(Error::new(
+                ErrorKind::Pool,
+                format!("no connection from the pool within {bound:?}"),
+            ));
+        }
+    };
+    let mut stalled = false;
+    let result = on_connection(inner, &mut client, bound, &mut stalled).await;
+    if stalled {
+        // The connection stopped answering mid-conversation: never hand it to the next batch.
+        drop(deadpool_postgres::Client::take(client));
+    }
+    result
+}
+
+async fn on_connection<P: Publisher>(
+    inner: &Inner<P>,
+    client: &mut deadpool_postgres::Client,
+    bound: Duration,
+    stalled: &mut bool,
+) -> Result<BatchReport, Error> {
     let (batch_size, ordered) = (inner.config.batch_size, inner.config.per_aggregate_order);
-    let (publisher, policy, metrics) = (&inner.publisher, &inner.policy, inner.metrics.as_ref());
     let publish_timeout = inner.config.publish_timeout;
-    let mut client = inner.pool.get().await?;
-    let tx = client.transaction().await?;
-    let events = claim(&tx, batch_size, ordered).await?;
+    let tx = bounded(stalled, bound, async {
+        Ok(client
+            .build_transaction()
+            .isolation_level(IsolationLevel::ReadCommitted)
+            .start()
+            .await?)
+    })
+    .await?;
+    // The limits are sent ahead of the claim, pipelined on the connection: no extra round trip.
+    let limits = session_limits(publish_timeout);
+    let events = bounded(stalled, bound, async {
+        // `futures::future::join` polls in order: the limits are queued before the claim's first
+        // message.
+        let (set, claimed) = futures::future::join(
+            tx.batch_execute(&limits),
+            claim(
+                &tx,
+                batch_size,
+                ordered,
+                inner.config.batch_max_bytes,
+                &inner.row_size,
+            ),
+        )
+        .await;
+        set?;
+        claimed
+    })
+    .await?;
     let mut report = BatchReport {
         claimed: events.len(),
         full: events.len() >= batch_size,
         ..BatchReport::default()
     };
     if events.is_empty() {
-        tx.commit().await?;
+        bounded(stalled, bound, async { Ok(tx.commit().await?) }).await?;
         return Ok(report);
     }
-    // The claim transaction never stays open longer than the publish timeout.
-    let deadline = Instant::now() + publish_timeout;
+    // The claim transaction never stays open longer than the publish timeout (bounded by
+    // `RelayConfig::validate`, so this cannot overflow; a far deadline would do if it did).
+    let now = Instant::now();
+    let deadline = now
+        .checked_add(publish_timeout)
+        .unwrap_or_else(|| now + super::config::MAX_TIMEOUT);
     let waves = if ordered { waves(events) } else { vec![events] };
 
-    let mut published: Vec<Uuid> = Vec::new();
-    let mut failures: Vec<Failure> = Vec::new();
-    let mut blocked: Vec<(String, String)> = Vec::new();
+    let mut rec = Recorder::new(inner, ordered);
     let mut whole_failure: Option<Error> = None;
+    let mut panicked: Option<String> = None;
+    let mut out_of_time = false;
 
     for mut wave in waves {
         if whole_failure.is_some() {
             report.released += wave.len();
             continue;
         }
+        if Instant::now() >= deadline {
+            // Out of time: what was published is kept (marked below); the rest waits for the
+            // next claim, without an attempt counted.
+            if !out_of_time {
+                tracing::warn!(
+                    timeout_ms = publish_timeout.as_millis() as u64,
+                    "the publish timeout passed mid-batch; releasing the events not yet published"
+                );
+                out_of_time = true;
+            }
+            report.released += wave.len();
+            continue;
+        }
         // An aggregate whose earlier event failed in this batch waits: its later events are released.
         let before = wave.len();
-        wave.retain(|e| {
-            !blocked
-                .iter()
-                .any(|(t, i)| *t == e.aggregate_type && *i == e.aggregate_id)
-        });
+        wave.retain(|e| !rec.is_blocked(e));
         report.released += before - wave.len();
         if wave.is_empty() {
             continue;
         }
-        match tokio::time::timeout_at(deadline, publisher.publish(&wave)).await {
-            Ok(Ok(outcomes)) => {
-                let mut outcomes = outcomes.into_iter();
-                for event in &wave {
-                    let outcome = outcomes.next().unwrap_or_else(|| {
-                        PublishOutcome::Retry("the publisher returned no outcome".into())
-                    });
-                    let (error, permanent) = match outcome {
-                        PublishOutcome::Published => {
-                            tracing::debug!(
-                                event_id = %event.id, event_type = %event.event_type,
-                                aggregate_id = %event.aggregate_id, attempt = event.attempts + 1,
-                                "published"
-                            );
-                            published.push(event.id);
-                            if let Some(m) = metrics {
-                                let age = chrono::Utc::now() - event.created_at;
-                                m.published(&event.event_type, age.as_seconds_f64());
-                            }
-                            continue;
-                        }
-                        PublishOutcome::Retry(e) => (e, false),
-                        PublishOutcome::Permanent(e) => (e, true),
-                        PublishOutcome::Unavailable(e) => {
-                            report.deferred += 1;
-                            let delay =
-                                UNAVAILABLE_RETRY_DELAY.mul_f64(1.0 - 0.2 * rand::random::<f64>());
-                            tracing::warn!(
-                                event_id = %event.id, event_type = %event.event_type,
-                                aggregate_id = %event.aggregate_id, attempt = event.attempts + 1,
-                                retry_in_ms = delay.as_millis() as u64, error = %e,
-                                "destination unavailable; event put back without counting an attempt"
-                            );
-                            if ordered {
-                                blocked.push((
-                                    event.aggregate_type.clone(),
-                                    event.aggregate_id.clone(),
-                                ));
-                            }
-                            failures.push(Failure {
-                                id: event.id,
-                                error: e,
-                                delay_secs: delay.as_secs_f64(),
-                                dead: false,
-                                counted: false,
-                            });
-                            continue;
-                        }
-                    };
-                    let attempts = u32::try_from(event.attempts).unwrap_or(0);
-                    let disposition = policy.on_failure(attempts, permanent, rand::random());
-                    let (dead, delay_secs) = match disposition {
-                        Disposition::DeadLetter => {
-                            report.dead_lettered += 1;
-                            tracing::error!(
-                                event_id = %event.id, event_type = %event.event_type,
-                                aggregate_id = %event.aggregate_id, attempt = event.attempts + 1,
-                                permanent, error = %error, "event dead-lettered"
-                            );
-                            (true, 0.0)
-                        }
-                        Disposition::RetryAfter(d) => {
-                            report.retried += 1;
-                            tracing::warn!(
-                                event_id = %event.id, event_type = %event.event_type,
-                                aggregate_id = %event.aggregate_id, attempt = event.attempts + 1,
-                                retry_in_ms = d.as_millis() as u64, error = %error,
-                                "publish failed; will retry"
-                            );
-                            (false, d.as_secs_f64())
-                        }
-                    };
-                    if let Some(m) = metrics {
-                        m.failed(&event.event_type, dead);
-                    }
-                    if ordered {
-                        blocked.push((event.aggregate_type.clone(), event.aggregate_id.clone()));
-                    }
-                    failures.push(Failure {
-                        id: event.id,
-                        error,
-                        delay_secs,
-                        dead,
-                        counted: true,
-                    });
-                }
-            }
-            Ok(Err(e)) => {
+        match publish_guarded(&inner.publisher, &wave, deadline, overrun(publish_timeout)).await {
+            Guarded::Done(Ok(outcomes)) => rec.record_all(&wave, outcomes, &mut report),
+            Guarded::Done(Err(e)) => {
                 report.released += wave.len();
                 whole_failure =
                     Some(Error::new(ErrorKind::Publish, "the publisher failed").with_source(e));
             }
-            Err(_) => {
+            Guarded::TimedOut => {
                 report.released += wave.len();
                 whole_failure = Some(Error::new(
                     ErrorKind::Timeout,
-                    format!("publishing did not finish within {publish_timeout:?}"),
+                    format!(
+                        "publishing did not finish within {publish_timeout:?} (+ {:?})",
+                        overrun(publish_timeout)
+                    ),
                 ));
+            }
+            Guarded::Panicked(message) => {
+                // Find the event(s) it panics on: publish the wave one event at a time. An event
+                // the publisher panics on alone counts an attempt (dead-lettered when they are used
+                // up, with the panic as its reason); the others go through normally.
+                tracing::error!(
+                    events = wave.len(), panic = %message,
+                    "the publisher panicked; publishing this wave one event at a time"
+                );
+                let mut outcomes = Vec::with_capacity(wave.len());
+                for event in &wave {
+                    let single = std::slice::from_ref(event);
+                    outcomes.push(
+                        match publish_guarded(
+                            &inner.publisher,
+                            single,
+                            deadline,
+                            overrun(publish_timeout),
+                        )
+                        .await
+                        {
+                            Guarded::Done(Ok(mut o)) if o.len() == 1 => {
+                                o.pop().unwrap_or(PublishOutcome::Published)
+                            }
+                            Guarded::Done(Ok(_)) => {
+                                PublishOutcome::Retry("the publisher returned no outcome".into())
+                            }
+                            Guarded::Done(Err(e)) => {
+                                PublishOutcome::Unavailable(format!("the publisher failed: {e}"))
+                            }
+                            Guarded::TimedOut => PublishOutcome::Unavailable(format!(
+                                "publishing did not finish within {publish_timeout:?}"
+                            )),
+                            Guarded::Panicked(m) => {
+                                PublishOutcome::Retry(format!("the publisher panicked: {m}"))
+                            }
+                        },
+                    );
+                }
+                rec.record_all(&wave, outcomes, &mut report);
+                panicked = Some(message);
             }
         }
     }
 
+    let (published, failures) = rec.finish();
+    bounded(stalled, bound, async {
+        record(&tx, &published, &failures).await?;
+        Ok(tx.commit().await?)
+    })
+    .await?;
+    report.published = published.len();
+    if let Some(message) = panicked {
+        return Err(Error::new(
+            ErrorKind::Panic,
+            format!("the publisher panicked: {message}"),
+        ));
+    }
+    match whole_failure {
+        Some(e) => Err(e),
+        None => Ok(report),
+    }
+}
+
+/// Marks the published events and records the failures, one statement each.
+async fn record(
+    tx: &deadpool_postgres::Transaction<'_>,
+    published: &[Uuid],
+    failures: &[Failure],
+) -> Result<(), Error> {
     if !published.is_empty() {
         sql::mark_outbox_processed()
-            .prepare(&tx)
+            .prepare(tx)
             .await?
-            .bind(&tx, &published)
+            .bind(tx, &published)
             .all()
             .await?;
     }
@@ -308,61 +297,28 @@ async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport
         let dead: Vec<bool> = failures.iter().map(|f| f.dead).collect();
         let counted: Vec<bool> = failures.iter().map(|f| f.counted).collect();
         sql::record_outbox_failures()
-            .prepare(&tx)
+            .prepare(tx)
             .await?
-            .bind(&tx, &ids, &errors, &delays, &dead, &counted)
+            .bind(tx, &ids, &errors, &delays, &dead, &counted)
             .all()
             .await?;
     }
-    tx.commit().await?;
-    report.published = published.len();
-    match whole_failure {
-        Some(e) => Err(e),
-        None => Ok(report),
-    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn event(seq: i64, aggregate: &str) -> ClaimedEvent {
-        ClaimedEvent {
-            id: Uuid::new_v4(),
-            seq,
-            aggregate_type: "order".into(),
-            aggregate_id: aggregate.into(),
-            event_type: "order.created".into(),
-            payload: serde_json::json!({}),
-            metadata: serde_json::json!({}),
-            attempts: 0,
-            created_at: chrono::Utc::now(),
-        }
-    }
-
     #[test]
-    fn waves_hold_one_event_per_aggregate_in_seq_order() {
-        let events = vec![
-            event(1, "a"),
-            event(2, "b"),
-            event(3, "a"),
-            event(4, "a"),
-            event(5, "c"),
-            event(6, "b"),
-        ];
-        let w: Vec<Vec<i64>> = waves(events)
-            .iter()
-            .map(|w| w.iter().map(|e| e.seq).collect())
-            .collect();
-        assert_eq!(w, vec![vec![1, 2, 5], vec![3, 6], vec![4]]);
-    }
-
-    #[test]
-    fn aggregates_of_different_types_do_not_share_a_wave_slot() {
-        let mut other = event(2, "a");
-        other.aggregate_type = "payment".into();
-        let w = waves(vec![event(1, "a"), other]);
-        assert_eq!(w.len(), 1);
-        assert_eq!(w[0].len(), 2);
+    fn session_limits_derive_from_the_publish_timeout() {
+        let s = session_limits(std::time::Duration::from_millis(2_500));
+        assert!(s.contains("statement_timeout = 2500;"), "{s}");
+        assert!(s.contains("lock_timeout = 2500;"), "{s}");
+        let idle = 2_500 + super::super::config::CLAIM_IDLE_MARGIN.as_millis();
+        assert!(
+            s.ends_with(&format!("idle_in_transaction_session_timeout = {idle}")),
+            "{s}"
+        );
     }
 }

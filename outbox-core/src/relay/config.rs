@@ -8,6 +8,26 @@ use crate::error::Error;
 /// The largest batch a relay claims at once.
 pub const MAX_BATCH_SIZE: usize = 10_000;
 
+/// The largest byte budget of one claim ([`RelayConfig::batch_max_bytes`]): 256 MiB.
+pub const MAX_BATCH_MAX_BYTES: usize = 256 * 1024 * 1024;
+
+/// The environment variable of [`RelayConfig::batch_max_bytes`].
+pub const ENV_BATCH_MAX_BYTES: &str = "OUTBOX_BATCH_MAX_BYTES";
+
+/// The longest retry delay ([`RelayConfig::backoff_cap`], and so the base) accepted: 7 days.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The longest publish timeout, shutdown grace, poll interval and metrics interval accepted: 1 hour.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// The longest retention accepted: 10 years.
+pub const MAX_RETENTION: Duration = Duration::from_secs(10 * 366 * 24 * 3600);
+
+/// How long past the publish timeout PostgreSQL lets a claim transaction sit idle before it ends the
+/// session (`idle_in_transaction_session_timeout`), releasing the rows of a relay that stopped
+/// talking (partitioned from the database, frozen).
+pub const CLAIM_IDLE_MARGIN: Duration = Duration::from_secs(5);
+
 /// The relay's settings. Every field has a default (see [`RelayConfig::default`]); load overrides
 /// from the environment with [`RelayConfig::from_env`], check them with [`RelayConfig::validate`].
 #[derive(Debug, Clone, PartialEq)]
@@ -15,21 +35,29 @@ pub struct RelayConfig {
     /// Events claimed per transaction (default 100, at most [`MAX_BATCH_SIZE`]).
     /// Env: `OUTBOX_BATCH_SIZE`.
     pub batch_size: usize,
+    /// Payload bytes one claim loads into the relay, beyond its first event (default 4 MiB, at
+    /// most [`MAX_BATCH_MAX_BYTES`]): the claim returns the oldest events whose payloads fit, so a
+    /// backlog of large payloads is never loaded `batch_size` at a time. An event larger than the
+    /// budget is claimed alone. Env: `OUTBOX_BATCH_MAX_BYTES`.
+    pub batch_max_bytes: usize,
     /// Attempts before an event is dead-lettered (default 10). Env: `OUTBOX_MAX_ATTEMPTS`.
     pub max_attempts: u32,
-    /// First retry delay (default 1 s). Env: `OUTBOX_BACKOFF_BASE_MS`.
+    /// First retry delay (default 1 s, at most the cap). Env: `OUTBOX_BACKOFF_BASE_MS`.
     pub backoff_base: Duration,
-    /// Largest retry delay (default 5 min). Env: `OUTBOX_BACKOFF_CAP_MS`.
+    /// Largest retry delay (default 5 min, at most [`MAX_BACKOFF`]). Env: `OUTBOX_BACKOFF_CAP_MS`.
     pub backoff_cap: Duration,
     /// Fraction of a retry delay removed at random, 0.0–1.0 (default 0.2). Env: `OUTBOX_BACKOFF_JITTER`.
     pub backoff_jitter: f64,
-    /// Fallback poll when no notification arrives (default 2 s). Env: `OUTBOX_POLL_INTERVAL_MS`.
+    /// Fallback poll when no notification arrives (default 2 s, at most [`MAX_TIMEOUT`]).
+    /// Env: `OUTBOX_POLL_INTERVAL_MS`.
     pub poll_interval: Duration,
-    /// Longest time a batch may spend publishing; the claim transaction is never held open longer
-    /// (default 30 s). Env: `OUTBOX_PUBLISH_TIMEOUT_MS`.
+    /// Longest time a batch may spend publishing (default 30 s, at most [`MAX_TIMEOUT`]). The
+    /// claim transaction runs with `statement_timeout` and `lock_timeout` of this value and an
+    /// `idle_in_transaction_session_timeout` of this plus [`CLAIM_IDLE_MARGIN`], so PostgreSQL
+    /// releases the rows of a relay that stops talking to it. Env: `OUTBOX_PUBLISH_TIMEOUT_MS`.
     pub publish_timeout: Duration,
-    /// How long shutdown waits for batches in flight before releasing them (default 30 s).
-    /// Env: `OUTBOX_SHUTDOWN_GRACE_MS`.
+    /// How long shutdown waits for batches in flight before releasing them (default 30 s, at most
+    /// [`MAX_TIMEOUT`]). Env: `OUTBOX_SHUTDOWN_GRACE_MS`.
     pub shutdown_grace: Duration,
     /// Batches processed concurrently by one relay, each in its own transaction (default 4).
     /// Env: `OUTBOX_CONCURRENCY`.
@@ -37,11 +65,11 @@ pub struct RelayConfig {
     /// Keep per-aggregate order (default true): an event is never published while an earlier event
     /// of its aggregate is unpublished. Env: `OUTBOX_PER_AGGREGATE_ORDER` (`true`/`false`).
     pub per_aggregate_order: bool,
-    /// Delete processed rows older than this, periodically (default off). Env:
-    /// `OUTBOX_RETENTION_SECS`.
+    /// Delete processed rows older than this, periodically (default off, at most
+    /// [`MAX_RETENTION`]). Env: `OUTBOX_RETENTION_SECS`.
     pub retention: Option<Duration>,
-    /// How often the metrics' gauges are refreshed when metrics are on (default 5 s).
-    /// Env: `OUTBOX_METRICS_INTERVAL_MS`.
+    /// How often the metrics' gauges are refreshed when metrics are on (default 5 s, at most
+    /// [`MAX_TIMEOUT`]). Env: `OUTBOX_METRICS_INTERVAL_MS`.
     pub metrics_interval: Duration,
 }
 
@@ -49,6 +77,7 @@ impl Default for RelayConfig {
     fn default() -> Self {
         RelayConfig {
             batch_size: 100,
+            batch_max_bytes: 4 * 1024 * 1024,
             max_attempts: 10,
             backoff_base: Duration::from_secs(1),
             backoff_cap: Duration::from_secs(300),
@@ -85,6 +114,9 @@ impl RelayConfig {
         let ms = |key: &str| parse(key).map(|v| v.map(Duration::from_millis));
         if let Some(v) = parse("OUTBOX_BATCH_SIZE")? {
             c.batch_size = usize::try_from(v).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = parse(ENV_BATCH_MAX_BYTES)? {
+            c.batch_max_bytes = usize::try_from(v).unwrap_or(usize::MAX);
         }
         if let Some(v) = parse("OUTBOX_MAX_ATTEMPTS")? {
             c.max_attempts = u32::try_from(v).unwrap_or(u32::MAX);
@@ -141,12 +173,21 @@ impl RelayConfig {
                 self.batch_size
             ));
         }
+        if self.batch_max_bytes == 0 || self.batch_max_bytes > MAX_BATCH_MAX_BYTES {
+            return fail(format!(
+                "batch_max_bytes must be within 1..={MAX_BATCH_MAX_BYTES}, got {}",
+                self.batch_max_bytes
+            ));
+        }
         if self.max_attempts == 0 {
             return fail("max_attempts must be at least 1".into());
         }
-        if self.backoff_base.is_zero() || self.backoff_cap < self.backoff_base {
+        if self.backoff_base.is_zero()
+            || self.backoff_cap < self.backoff_base
+            || self.backoff_cap > MAX_BACKOFF
+        {
             return fail(format!(
-                "backoff needs 0 < base <= cap, got base {:?} and cap {:?}",
+                "backoff needs 0 < base <= cap <= {MAX_BACKOFF:?}, got base {:?} and cap {:?}",
                 self.backoff_base, self.backoff_cap
             ));
         }
@@ -156,11 +197,20 @@ impl RelayConfig {
                 self.backoff_jitter
             ));
         }
-        if self.poll_interval.is_zero() {
-            return fail("poll_interval must be above zero".into());
-        }
-        if self.publish_timeout.is_zero() {
-            return fail("publish_timeout must be above zero".into());
+        for (name, value) in [
+            ("poll_interval", self.poll_interval),
+            ("publish_timeout", self.publish_timeout),
+            ("shutdown_grace", self.shutdown_grace),
+            ("metrics_interval", self.metrics_interval),
+        ] {
+            if value.is_zero() && name != "shutdown_grace" {
+                return fail(format!("{name} must be above zero"));
+            }
+            if value > MAX_TIMEOUT {
+                return fail(format!(
+                    "{name} must be at most {MAX_TIMEOUT:?}, got {value:?}"
+                ));
+            }
         }
         if self.concurrency == 0 || self.concurrency > 256 {
             return fail(format!(
@@ -168,11 +218,14 @@ impl RelayConfig {
                 self.concurrency
             ));
         }
-        if self.metrics_interval.is_zero() {
-            return fail("metrics_interval must be above zero".into());
-        }
-        if self.retention.is_some_and(|r| r.is_zero()) {
-            return fail("retention must be above zero when set".into());
+        if self
+            .retention
+            .is_some_and(|r| r.is_zero() || r > MAX_RETENTION)
+        {
+            return fail(format!(
+                "retention must be above zero and at most {MAX_RETENTION:?} when set, got {:?}",
+                self.retention
+            ));
         }
         Ok(())
     }
@@ -192,6 +245,21 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         RelayConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn upper_bounds_themselves_are_valid() {
+        RelayConfig {
+            backoff_cap: MAX_BACKOFF,
+            publish_timeout: MAX_TIMEOUT,
+            poll_interval: MAX_TIMEOUT,
+            shutdown_grace: MAX_TIMEOUT,
+            metrics_interval: MAX_TIMEOUT,
+            retention: Some(MAX_RETENTION),
+            ..Default::default()
+        }
+        .validate()
+        .unwrap();
     }
 
     #[test]
@@ -262,6 +330,90 @@ mod tests {
                     ..Default::default()
                 },
                 "poll_interval",
+            ),
+        ] {
+            let e = c.validate().unwrap_err();
+            assert!(e.to_string().contains(field), "{e} should name {field}");
+        }
+    }
+
+    /// Every duration has an upper bound: a value past it is a config error naming the setting,
+    /// never a panic (`Instant + Duration`) or a database error (`timestamp out of range`) later.
+    #[test]
+    fn values_past_their_upper_bound_are_config_errors() {
+        let over = |d: Duration| d + Duration::from_millis(1);
+        let huge = Duration::from_millis(u64::MAX);
+        for (c, field) in [
+            (
+                RelayConfig {
+                    backoff_cap: over(MAX_BACKOFF),
+                    ..Default::default()
+                },
+                "backoff",
+            ),
+            (
+                RelayConfig {
+                    backoff_base: huge,
+                    backoff_cap: huge,
+                    ..Default::default()
+                },
+                "backoff",
+            ),
+            (
+                RelayConfig {
+                    publish_timeout: over(MAX_TIMEOUT),
+                    ..Default::default()
+                },
+                "publish_timeout",
+            ),
+            (
+                RelayConfig {
+                    publish_timeout: huge,
+                    ..Default::default()
+                },
+                "publish_timeout",
+            ),
+            (
+                RelayConfig {
+                    poll_interval: huge,
+                    ..Default::default()
+                },
+                "poll_interval",
+            ),
+            (
+                RelayConfig {
+                    shutdown_grace: over(MAX_TIMEOUT),
+                    ..Default::default()
+                },
+                "shutdown_grace",
+            ),
+            (
+                RelayConfig {
+                    metrics_interval: over(MAX_TIMEOUT),
+                    ..Default::default()
+                },
+                "metrics_interval",
+            ),
+            (
+                RelayConfig {
+                    retention: Some(over(MAX_RETENTION)),
+                    ..Default::default()
+                },
+                "retention",
+            ),
+            (
+                RelayConfig {
+                    batch_max_bytes: MAX_BATCH_MAX_BYTES + 1,
+                    ..Default::default()
+                },
+                "batch_max_bytes",
+            ),
+            (
+                RelayConfig {
+                    batch_max_bytes: 0,
+                    ..Default::default()
+                },
+                "batch_max_bytes",
             ),
         ] {
             let e = c.validate().unwrap_err();

@@ -1,8 +1,12 @@
 //! The relay: claims committed events, publishes them, marks them processed.
 
 mod batch;
+mod claim;
 mod config;
+mod guard;
 mod listener;
+mod outcome;
+mod worker;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,20 +16,21 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 pub use batch::BatchReport;
-pub use config::{MAX_BATCH_SIZE, RelayConfig};
+pub use config::{
+    CLAIM_IDLE_MARGIN, ENV_BATCH_MAX_BYTES, MAX_BACKOFF, MAX_BATCH_MAX_BYTES, MAX_BATCH_SIZE,
+    MAX_RETENTION, MAX_TIMEOUT, RelayConfig,
+};
 pub use listener::LISTENER_APPLICATION_NAME;
 use listener::ListenTarget;
+pub use outcome::MAX_LAST_ERROR_CHARS;
+pub use worker::{MAX_WORKER_RESTARTS, WORKER_RESTART_WINDOW};
 
-use crate::backoff::{InfraBackoff, RetryPolicy};
+use crate::backoff::RetryPolicy;
 use crate::error::{Error, ErrorKind};
 use crate::metrics::RelayMetrics;
 use crate::publisher::Publisher;
 use crate::{retention, stats};
 
-/// Infrastructure failures are retried with a delay doubling from this…
-const INFRA_BACKOFF_BASE: Duration = Duration::from_millis(100);
-/// …up to this.
-const INFRA_BACKOFF_CAP: Duration = Duration::from_secs(30);
 /// How often the relay runs retention, when configured.
 const RETENTION_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -55,6 +60,7 @@ pub(crate) struct Inner<P> {
     policy: RetryPolicy,
     listen: Option<crate::connect::PgConnector>,
     metrics: Option<RelayMetrics>,
+    row_size: claim::RowSize,
 }
 
 /// Builds a [`Relay`]: takes and returns `self`, validates in [`build`](RelayBuilder::build).
@@ -76,6 +82,12 @@ impl<P: Publisher> RelayBuilder<P> {
     /// Events claimed per transaction (default 100).
     pub fn batch_size(mut self, n: usize) -> Self {
         self.config.batch_size = n;
+        self
+    }
+
+    /// Payload bytes claimed per transaction, beyond the first event (default 4 MiB).
+    pub fn batch_max_bytes(mut self, n: usize) -> Self {
+        self.config.batch_max_bytes = n;
         self
     }
 
@@ -165,8 +177,31 @@ impl<P: Publisher> RelayBuilder<P> {
     }
 
     /// Checks the settings and builds the relay.
+    ///
+    /// Besides [`RelayConfig::validate`], the publish timeout must be above what the publisher
+    /// needs for one call ([`Publisher::min_publish_timeout`]`(1)`, e.g. the SQS call timeout); a
+    /// timeout below what a full batch needs is only warned about (the publisher then returns
+    /// what it could send by the deadline and the rest waits for the next claim).
     pub fn build(self) -> Result<Relay<P>, Error> {
         self.config.validate()?;
+        let timeout = self.config.publish_timeout;
+        let one_call = self.publisher.min_publish_timeout(1);
+        if timeout <= one_call {
+            return Err(Error::config(format!(
+                "publish_timeout ({timeout:?}) must be above what the publisher needs for one call \
+                 ({one_call:?}, e.g. its broker call timeout)"
+            )));
+        }
+        let full = self.publisher.min_publish_timeout(self.config.batch_size);
+        if timeout < full {
+            tracing::warn!(
+                publish_timeout_ms = timeout.as_millis() as u64,
+                full_batch_ms = full.as_millis() as u64,
+                batch_size = self.config.batch_size,
+                "the publish timeout may be too short for a full batch; what does not fit waits \
+                 for the next claim"
+            );
+        }
         Ok(Relay {
             inner: Arc::new(Inner {
                 policy: self.config.retry_policy(),
@@ -175,6 +210,7 @@ impl<P: Publisher> RelayBuilder<P> {
                 config: self.config,
                 listen: self.listen.map(ListenTarget::resolve).transpose()?,
                 metrics: self.metrics,
+                row_size: claim::RowSize::default(),
             }),
         })
     }
@@ -215,36 +251,32 @@ impl<P: Publisher> Relay<P> {
     /// finish within the [grace period](RelayConfig::shutdown_grace) (after it, their claims are
     /// released by rolling back) and returns.
     ///
-    /// Fails at once if the publisher's start-up [check](Publisher::check) fails. After that it
-    /// never returns an error: database and broker failures are logged and retried with a delay
-    /// doubling up to 30 s.
+    /// Fails at once if the publisher's start-up [check](Publisher::check) fails. After that,
+    /// database and broker failures are logged and retried with a delay doubling up to 30 s; a
+    /// worker that panics or fails is logged, counted (`outbox_relay_worker_restarts_total`) and
+    /// restarted with a backoff. `run` returns an error (kind [`ErrorKind::Panic`]) when workers
+    /// died more than [`MAX_WORKER_RESTARTS`] times within [`WORKER_RESTART_WINDOW`]: the relay
+    /// cannot keep them alive, and a supervisor (systemd, Kubernetes) should see it exit.
     pub async fn run(&self, shutdown: CancellationToken) -> Result<(), Error> {
         self.inner.publisher.check().await.map_err(|e| {
             Error::new(ErrorKind::Publish, "the publisher's start-up check failed").with_source(e)
         })?;
         let (wake_tx, wake_rx) = watch::channel(0u64);
+        // The helper tasks stop with the workers, whether on shutdown or when the relay gives up.
+        let stop = shutdown.child_token();
         let mut tasks = JoinSet::new();
         if let Some(connector) = &self.inner.listen {
             tasks.spawn(listener::run(
                 connector.clone(),
                 wake_tx.clone(),
-                shutdown.clone(),
+                stop.clone(),
             ));
         }
-        for _ in 0..self.inner.config.concurrency {
-            tasks.spawn(
-                self.clone()
-                    .worker(wake_tx.clone(), wake_rx.clone(), shutdown.clone()),
-            );
-        }
         if let Some(metrics) = &self.inner.metrics {
-            tasks.spawn(
-                self.clone()
-                    .refresh_gauges(metrics.clone(), shutdown.clone()),
-            );
+            tasks.spawn(self.clone().refresh_gauges(metrics.clone(), stop.clone()));
         }
         if let Some(older_than) = self.inner.config.retention {
-            tasks.spawn(self.clone().retention(older_than, shutdown.clone()));
+            tasks.spawn(self.clone().retention(older_than, stop.clone()));
         }
         tracing::info!(
             concurrency = self.inner.config.concurrency,
@@ -253,68 +285,21 @@ impl<P: Publisher> Relay<P> {
             listen = self.inner.listen.is_some(),
             "relay started"
         );
-        shutdown.cancelled().await;
+        let result = self.supervise_workers(&wake_tx, &wake_rx, &stop).await;
+        stop.cancel();
         let grace = self.inner.config.shutdown_grace;
         let drained =
             tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
         if drained.is_err() {
-            tracing::warn!(
-                grace_ms = grace.as_millis() as u64,
-                "batches still in flight after the grace period; releasing their claims"
-            );
             tasks.abort_all();
             while tasks.join_next().await.is_some() {}
         }
         drop(wake_tx);
-        tracing::info!("relay stopped");
-        Ok(())
-    }
-
-    /// One worker: claim batches back to back while there is work; when idle, sleep until a
-    /// notification or the poll tick.
-    async fn worker(
-        self,
-        wake_others: watch::Sender<u64>,
-        mut wakeups: watch::Receiver<u64>,
-        shutdown: CancellationToken,
-    ) {
-        let mut infra = InfraBackoff::new(INFRA_BACKOFF_BASE, INFRA_BACKOFF_CAP);
-        while !shutdown.is_cancelled() {
-            // Notifications from now on wake this worker, even those arriving during the claim.
-            wakeups.borrow_and_update();
-            let delay = match self.run_once().await {
-                Ok(report) => {
-                    infra.succeeded();
-                    if report.claimed > 0 {
-                        // This batch's commit unblocked the next events of its aggregates: idle
-                        // workers may claim them now instead of at their next poll.
-                        if report.published
-                            + report.retried
-                            + report.dead_lettered
-                            + report.deferred
-                            > 0
-                        {
-                            wake_others.send_modify(|g| *g = g.wrapping_add(1));
-                        }
-                        continue;
-                    }
-                    self.inner.config.poll_interval
-                }
-                Err(e) => {
-                    let delay = infra.failed();
-                    tracing::warn!(
-                        error = %e, consecutive_failures = infra.failures(),
-                        retry_in_ms = delay.as_millis() as u64, "relay batch failed"
-                    );
-                    delay
-                }
-            };
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = wakeups.changed(), if infra.failures() == 0 => {}
-                _ = tokio::time::sleep(delay) => {}
-            }
+        match &result {
+            Ok(()) => tracing::info!("relay stopped"),
+            Err(e) => tracing::error!(error = %e, "relay stopped"),
         }
+        result
     }
 
     /// Refreshes the metrics' gauges from one cheap query on an interval.

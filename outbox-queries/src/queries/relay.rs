@@ -1,14 +1,21 @@
 // This file was generated with `cornucopia`. Do not modify.
 
 #[derive(Clone, Copy, Debug)]
+pub struct FetchOutboxBatchParams {
+    pub batch_size: i64,
+    pub max_bytes: i64,
+}
+#[derive(Clone, Copy, Debug)]
 pub struct FetchOutboxHeadsParams {
     pub window: i64,
     pub batch_size: i64,
+    pub max_bytes: i64,
 }
 #[derive(Debug)]
 pub struct FetchOutboxHeadsByAggregateParams<T1: crate::ArraySql<Item = uuid::Uuid>> {
     pub exclude: T1,
     pub batch_size: i64,
+    pub max_bytes: i64,
 }
 #[derive(Debug)]
 pub struct FetchOutboxFollowersParams<
@@ -22,6 +29,7 @@ pub struct FetchOutboxFollowersParams<
     pub aggregate_ids: T4,
     pub head_seqs: T5,
     pub limit: i64,
+    pub max_bytes: i64,
 }
 #[derive(Debug)]
 pub struct RecordOutboxFailuresParams<
@@ -39,31 +47,31 @@ pub struct RecordOutboxFailuresParams<
     pub counted: T6,
 }
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ClaimedEvent {
+pub struct ClaimedRow {
     pub id: uuid::Uuid,
     pub seq: i64,
     pub aggregate_type: String,
     pub aggregate_id: String,
     pub event_type: String,
-    pub payload: serde_json::Value,
-    pub metadata: serde_json::Value,
+    pub payload: String,
+    pub metadata: String,
     pub attempts: i32,
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
-pub struct ClaimedEventBorrowed<'a> {
+pub struct ClaimedRowBorrowed<'a> {
     pub id: uuid::Uuid,
     pub seq: i64,
     pub aggregate_type: &'a str,
     pub aggregate_id: &'a str,
     pub event_type: &'a str,
-    pub payload: postgres_types::Json<&'a serde_json::value::RawValue>,
-    pub metadata: postgres_types::Json<&'a serde_json::value::RawValue>,
+    pub payload: &'a str,
+    pub metadata: &'a str,
     pub attempts: i32,
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
-impl<'a> From<ClaimedEventBorrowed<'a>> for ClaimedEvent {
+impl<'a> From<ClaimedRowBorrowed<'a>> for ClaimedRow {
     fn from(
-        ClaimedEventBorrowed {
+        ClaimedRowBorrowed {
             id,
             seq,
             aggregate_type,
@@ -73,7 +81,7 @@ impl<'a> From<ClaimedEventBorrowed<'a>> for ClaimedEvent {
             metadata,
             attempts,
             created_at,
-        }: ClaimedEventBorrowed<'a>,
+        }: ClaimedRowBorrowed<'a>,
     ) -> Self {
         Self {
             id,
@@ -81,8 +89,8 @@ impl<'a> From<ClaimedEventBorrowed<'a>> for ClaimedEvent {
             aggregate_type: aggregate_type.into(),
             aggregate_id: aggregate_id.into(),
             event_type: event_type.into(),
-            payload: serde_json::from_str(payload.0.get()).unwrap(),
-            metadata: serde_json::from_str(metadata.0.get()).unwrap(),
+            payload: payload.into(),
+            metadata: metadata.into(),
             attempts,
             created_at,
         }
@@ -90,23 +98,23 @@ impl<'a> From<ClaimedEventBorrowed<'a>> for ClaimedEvent {
 }
 use crate::client::async_::GenericClient;
 use futures::{self, StreamExt, TryStreamExt};
-pub struct ClaimedEventQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
+pub struct ClaimedRowQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
     client: &'c C,
     params: [&'a (dyn postgres_types::ToSql + Sync); N],
     query: &'static str,
     cached: Option<&'s tokio_postgres::Statement>,
-    extractor: fn(&tokio_postgres::Row) -> Result<ClaimedEventBorrowed, tokio_postgres::Error>,
-    mapper: fn(ClaimedEventBorrowed) -> T,
+    extractor: fn(&tokio_postgres::Row) -> Result<ClaimedRowBorrowed, tokio_postgres::Error>,
+    mapper: fn(ClaimedRowBorrowed) -> T,
 }
-impl<'c, 'a, 's, C, T: 'c, const N: usize> ClaimedEventQuery<'c, 'a, 's, C, T, N>
+impl<'c, 'a, 's, C, T: 'c, const N: usize> ClaimedRowQuery<'c, 'a, 's, C, T, N>
 where
     C: GenericClient,
 {
     pub fn map<R>(
         self,
-        mapper: fn(ClaimedEventBorrowed) -> R,
-    ) -> ClaimedEventQuery<'c, 'a, 's, C, R, N> {
-        ClaimedEventQuery {
+        mapper: fn(ClaimedRowBorrowed) -> R,
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, R, N> {
+        ClaimedRowQuery {
             client: self.client,
             params: self.params,
             query: self.query,
@@ -288,7 +296,7 @@ where
 pub struct FetchOutboxBatchStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn fetch_outbox_batch() -> FetchOutboxBatchStmt {
     FetchOutboxBatchStmt(
-        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL AND (retry_after IS NULL OR retry_after <= now()) ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
+        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( SELECT id, seq, aggregate_type, aggregate_id, event_type, payload::text AS payload, metadata::text AS metadata, attempts, created_at FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL AND (retry_after IS NULL OR retry_after <= now()) ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED ) c) w WHERE w.running_bytes - octet_length(w.payload) < $2 ORDER BY w.seq",
         None,
     )
 }
@@ -304,15 +312,16 @@ impl FetchOutboxBatchStmt {
         &'s self,
         client: &'c C,
         batch_size: &'a i64,
-    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 1> {
-        ClaimedEventQuery {
+        max_bytes: &'a i64,
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 2> {
+        ClaimedRowQuery {
             client,
-            params: [batch_size],
+            params: [batch_size, max_bytes],
             query: self.0,
             cached: self.1.as_ref(),
             extractor:
-                |row: &tokio_postgres::Row| -> Result<ClaimedEventBorrowed, tokio_postgres::Error> {
-                    Ok(ClaimedEventBorrowed {
+                |row: &tokio_postgres::Row| -> Result<ClaimedRowBorrowed, tokio_postgres::Error> {
+                    Ok(ClaimedRowBorrowed {
                         id: row.try_get(0)?,
                         seq: row.try_get(1)?,
                         aggregate_type: row.try_get(2)?,
@@ -324,14 +333,32 @@ impl FetchOutboxBatchStmt {
                         created_at: row.try_get(8)?,
                     })
                 },
-            mapper: |it| ClaimedEvent::from(it),
+            mapper: |it| ClaimedRow::from(it),
         }
+    }
+}
+impl<'c, 'a, 's, C: GenericClient>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        FetchOutboxBatchParams,
+        ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 2>,
+        C,
+    > for FetchOutboxBatchStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a FetchOutboxBatchParams,
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 2> {
+        self.bind(client, &params.batch_size, &params.max_bytes)
     }
 }
 pub struct FetchOutboxHeadsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn fetch_outbox_heads() -> FetchOutboxHeadsStmt {
     FetchOutboxHeadsStmt(
-        "SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts, e.created_at FROM outbox_events e WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND e.seq <= COALESCE((SELECT seq FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq OFFSET $1::bigint - 1 LIMIT 1), 9223372036854775807) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.seq < e.seq) ORDER BY e.seq LIMIT $2 FOR UPDATE OF e SKIP LOCKED",
+        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at FROM outbox_events e WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND e.seq <= COALESCE((SELECT seq FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq OFFSET $1::bigint - 1 LIMIT 1), 9223372036854775807) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.seq < e.seq) ORDER BY e.seq LIMIT $2 FOR UPDATE OF e SKIP LOCKED ) c) w WHERE w.running_bytes - octet_length(w.payload) < $3 ORDER BY w.seq",
         None,
     )
 }
@@ -348,15 +375,16 @@ impl FetchOutboxHeadsStmt {
         client: &'c C,
         window: &'a i64,
         batch_size: &'a i64,
-    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 2> {
-        ClaimedEventQuery {
+        max_bytes: &'a i64,
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3> {
+        ClaimedRowQuery {
             client,
-            params: [window, batch_size],
+            params: [window, batch_size, max_bytes],
             query: self.0,
             cached: self.1.as_ref(),
             extractor:
-                |row: &tokio_postgres::Row| -> Result<ClaimedEventBorrowed, tokio_postgres::Error> {
-                    Ok(ClaimedEventBorrowed {
+                |row: &tokio_postgres::Row| -> Result<ClaimedRowBorrowed, tokio_postgres::Error> {
+                    Ok(ClaimedRowBorrowed {
                         id: row.try_get(0)?,
                         seq: row.try_get(1)?,
                         aggregate_type: row.try_get(2)?,
@@ -368,7 +396,7 @@ impl FetchOutboxHeadsStmt {
                         created_at: row.try_get(8)?,
                     })
                 },
-            mapper: |it| ClaimedEvent::from(it),
+            mapper: |it| ClaimedRow::from(it),
         }
     }
 }
@@ -378,7 +406,7 @@ impl<'c, 'a, 's, C: GenericClient>
         'a,
         's,
         FetchOutboxHeadsParams,
-        ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 2>,
+        ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3>,
         C,
     > for FetchOutboxHeadsStmt
 {
@@ -386,8 +414,13 @@ impl<'c, 'a, 's, C: GenericClient>
         &'s self,
         client: &'c C,
         params: &'a FetchOutboxHeadsParams,
-    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 2> {
-        self.bind(client, &params.window, &params.batch_size)
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3> {
+        self.bind(
+            client,
+            &params.window,
+            &params.batch_size,
+            &params.max_bytes,
+        )
     }
 }
 pub struct OutboxPendingBeyondStmt(&'static str, Option<tokio_postgres::Statement>);
@@ -423,7 +456,7 @@ impl OutboxPendingBeyondStmt {
 pub struct FetchOutboxHeadsByAggregateStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn fetch_outbox_heads_by_aggregate() -> FetchOutboxHeadsByAggregateStmt {
     FetchOutboxHeadsByAggregateStmt(
-        "WITH RECURSIVE firsts AS ( (SELECT aggregate_type, aggregate_id, seq FROM outbox_events WHERE processed_at IS NULL ORDER BY aggregate_type, aggregate_id, seq LIMIT 1) UNION ALL (SELECT n.aggregate_type, n.aggregate_id, n.seq FROM firsts f, LATERAL (SELECT o.aggregate_type, o.aggregate_id, o.seq FROM outbox_events o WHERE o.processed_at IS NULL AND (o.aggregate_type, o.aggregate_id) > (f.aggregate_type, f.aggregate_id) ORDER BY o.aggregate_type, o.aggregate_id, o.seq LIMIT 1) n) ) SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts, e.created_at FROM firsts f JOIN outbox_events e ON e.seq = f.seq WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND e.id <> ALL($1) ORDER BY e.seq LIMIT $2 FOR UPDATE OF e SKIP LOCKED",
+        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( WITH RECURSIVE firsts AS ( (SELECT aggregate_type, aggregate_id, seq FROM outbox_events WHERE processed_at IS NULL ORDER BY aggregate_type, aggregate_id, seq LIMIT 1) UNION ALL (SELECT n.aggregate_type, n.aggregate_id, n.seq FROM firsts f, LATERAL (SELECT o.aggregate_type, o.aggregate_id, o.seq FROM outbox_events o WHERE o.processed_at IS NULL AND (o.aggregate_type, o.aggregate_id) > (f.aggregate_type, f.aggregate_id) ORDER BY o.aggregate_type, o.aggregate_id, o.seq LIMIT 1) n) ) SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at FROM firsts f JOIN outbox_events e ON e.seq = f.seq WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND e.id <> ALL($1) ORDER BY e.seq LIMIT $2 FOR UPDATE OF e SKIP LOCKED ) c) w WHERE w.running_bytes - octet_length(w.payload) < $3 ORDER BY w.seq",
         None,
     )
 }
@@ -440,15 +473,16 @@ impl FetchOutboxHeadsByAggregateStmt {
         client: &'c C,
         exclude: &'a T1,
         batch_size: &'a i64,
-    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 2> {
-        ClaimedEventQuery {
+        max_bytes: &'a i64,
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3> {
+        ClaimedRowQuery {
             client,
-            params: [exclude, batch_size],
+            params: [exclude, batch_size, max_bytes],
             query: self.0,
             cached: self.1.as_ref(),
             extractor:
-                |row: &tokio_postgres::Row| -> Result<ClaimedEventBorrowed, tokio_postgres::Error> {
-                    Ok(ClaimedEventBorrowed {
+                |row: &tokio_postgres::Row| -> Result<ClaimedRowBorrowed, tokio_postgres::Error> {
+                    Ok(ClaimedRowBorrowed {
                         id: row.try_get(0)?,
                         seq: row.try_get(1)?,
                         aggregate_type: row.try_get(2)?,
@@ -460,7 +494,7 @@ impl FetchOutboxHeadsByAggregateStmt {
                         created_at: row.try_get(8)?,
                     })
                 },
-            mapper: |it| ClaimedEvent::from(it),
+            mapper: |it| ClaimedRow::from(it),
         }
     }
 }
@@ -470,7 +504,7 @@ impl<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>
         'a,
         's,
         FetchOutboxHeadsByAggregateParams<T1>,
-        ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 2>,
+        ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3>,
         C,
     > for FetchOutboxHeadsByAggregateStmt
 {
@@ -478,14 +512,19 @@ impl<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>
         &'s self,
         client: &'c C,
         params: &'a FetchOutboxHeadsByAggregateParams<T1>,
-    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 2> {
-        self.bind(client, &params.exclude, &params.batch_size)
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3> {
+        self.bind(
+            client,
+            &params.exclude,
+            &params.batch_size,
+            &params.max_bytes,
+        )
     }
 }
 pub struct FetchOutboxFollowersStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn fetch_outbox_followers() -> FetchOutboxFollowersStmt {
     FetchOutboxFollowersStmt(
-        "SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload, e.metadata, e.attempts, e.created_at FROM outbox_events e JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS h(aggregate_type, aggregate_id, seq) ON e.aggregate_type = h.aggregate_type AND e.aggregate_id = h.aggregate_id AND e.seq > h.seq WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND (b.dead_lettered_at IS NOT NULL OR b.retry_after IS NOT NULL) AND b.seq > h.seq AND b.seq < e.seq AND (b.dead_lettered_at IS NOT NULL OR b.retry_after > now())) ORDER BY e.seq LIMIT $4 FOR UPDATE OF e",
+        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at FROM outbox_events e JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS h(aggregate_type, aggregate_id, seq) ON e.aggregate_type = h.aggregate_type AND e.aggregate_id = h.aggregate_id AND e.seq > h.seq WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND (b.dead_lettered_at IS NOT NULL OR b.retry_after IS NOT NULL) AND b.seq > h.seq AND b.seq < e.seq AND (b.dead_lettered_at IS NOT NULL OR b.retry_after > now())) ORDER BY e.seq LIMIT $4 FOR UPDATE OF e ) c) w WHERE w.running_bytes - octet_length(w.payload) < $5 ORDER BY w.seq",
         None,
     )
 }
@@ -514,15 +553,16 @@ impl FetchOutboxFollowersStmt {
         aggregate_ids: &'a T4,
         head_seqs: &'a T5,
         limit: &'a i64,
-    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 4> {
-        ClaimedEventQuery {
+        max_bytes: &'a i64,
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 5> {
+        ClaimedRowQuery {
             client,
-            params: [aggregate_types, aggregate_ids, head_seqs, limit],
+            params: [aggregate_types, aggregate_ids, head_seqs, limit, max_bytes],
             query: self.0,
             cached: self.1.as_ref(),
             extractor:
-                |row: &tokio_postgres::Row| -> Result<ClaimedEventBorrowed, tokio_postgres::Error> {
-                    Ok(ClaimedEventBorrowed {
+                |row: &tokio_postgres::Row| -> Result<ClaimedRowBorrowed, tokio_postgres::Error> {
+                    Ok(ClaimedRowBorrowed {
                         id: row.try_get(0)?,
                         seq: row.try_get(1)?,
                         aggregate_type: row.try_get(2)?,
@@ -534,7 +574,7 @@ impl FetchOutboxFollowersStmt {
                         created_at: row.try_get(8)?,
                     })
                 },
-            mapper: |it| ClaimedEvent::from(it),
+            mapper: |it| ClaimedRow::from(it),
         }
     }
 }
@@ -554,7 +594,7 @@ impl<
         'a,
         's,
         FetchOutboxFollowersParams<T1, T2, T3, T4, T5>,
-        ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 4>,
+        ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 5>,
         C,
     > for FetchOutboxFollowersStmt
 {
@@ -562,20 +602,21 @@ impl<
         &'s self,
         client: &'c C,
         params: &'a FetchOutboxFollowersParams<T1, T2, T3, T4, T5>,
-    ) -> ClaimedEventQuery<'c, 'a, 's, C, ClaimedEvent, 4> {
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 5> {
         self.bind(
             client,
             &params.aggregate_types,
             &params.aggregate_ids,
             &params.head_seqs,
             &params.limit,
+            &params.max_bytes,
         )
     }
 }
 pub struct MarkOutboxProcessedStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn mark_outbox_processed() -> MarkOutboxProcessedStmt {
     MarkOutboxProcessedStmt(
-        "UPDATE outbox_events SET processed_at = now(), retry_after = NULL WHERE id = ANY($1) AND processed_at IS NULL RETURNING id",
+        "UPDATE outbox_events SET processed_at = clock_timestamp(), retry_after = NULL WHERE id = ANY($1) AND processed_at IS NULL RETURNING id",
         None,
     )
 }
@@ -605,7 +646,7 @@ impl MarkOutboxProcessedStmt {
 pub struct RecordOutboxFailuresStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn record_outbox_failures() -> RecordOutboxFailuresStmt {
     RecordOutboxFailuresStmt(
-        "UPDATE outbox_events e SET attempts = e.attempts + CASE WHEN f.counted THEN 1 ELSE 0 END, last_error = f.error, retry_after = CASE WHEN f.dead THEN NULL ELSE now() + make_interval(secs => f.delay_secs) END, dead_lettered_at = CASE WHEN f.dead THEN now() ELSE NULL END FROM unnest($1::uuid[], $2::text[], $3::float8[], $4::bool[], $5::bool[]) AS f(id, error, delay_secs, dead, counted) WHERE e.id = f.id AND e.processed_at IS NULL RETURNING e.id",
+        "UPDATE outbox_events e SET attempts = e.attempts + CASE WHEN f.counted THEN 1 ELSE 0 END, last_error = f.error, retry_after = CASE WHEN f.dead THEN NULL ELSE clock_timestamp() + make_interval(secs => f.delay_secs) END, dead_lettered_at = CASE WHEN f.dead THEN clock_timestamp() ELSE NULL END FROM unnest($1::uuid[], $2::text[], $3::float8[], $4::bool[], $5::bool[]) AS f(id, error, delay_secs, dead, counted) WHERE e.id = f.id AND e.processed_at IS NULL RETURNING e.id",
         None,
     )
 }

@@ -1,7 +1,6 @@
 //! Hand-built claimed events for the publisher's tests.
 #![allow(dead_code)]
 
-use chrono::Utc;
 use outbox_core::{ClaimedEvent, PublishOutcome};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -14,17 +13,16 @@ pub fn event(
     seq: i64,
     payload: Value,
 ) -> ClaimedEvent {
-    ClaimedEvent {
-        id: Uuid::new_v4(),
+    ClaimedEvent::for_test(
+        Uuid::new_v4(),
         seq,
-        aggregate_type: aggregate_type.to_owned(),
-        aggregate_id: aggregate_id.to_owned(),
-        event_type: event_type.to_owned(),
-        payload,
-        metadata: json!({}),
-        attempts: 0,
-        created_at: Utc::now(),
-    }
+        aggregate_type,
+        aggregate_id,
+        event_type,
+        payload.to_string(),
+        "{}",
+        0,
+    )
 }
 
 /// `n` events of `event_type`, each of its own `order` aggregate, with payload `{"n": i}`.
@@ -44,7 +42,7 @@ pub fn events(n: usize, event_type: &str) -> Vec<ClaimedEvent> {
 
 /// The body the publisher sends for `event`.
 pub fn body(event: &ClaimedEvent) -> String {
-    serde_json::to_string(&event.payload).unwrap()
+    event.payload().to_owned()
 }
 
 pub fn assert_all_published(outcomes: &[PublishOutcome]) {

@@ -50,14 +50,21 @@ pub async fn run(config: DemoConfig) -> Result<Report, Error> {
     let mut client = setup::connect(&config.database).await?;
     outbox_core::migrate(&mut client).await?;
     crate::migrate(&mut client).await?;
-    let pool = Pool::builder(Manager::from_config(
-        config.database.clone(),
-        NoTls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    ))
-    .max_size(config.writers + config.consumers + 4 + 2)
+    // TCP keepalives, a TCP user timeout and pool time-outs sized to the relay's publish timeout.
+    let publish_timeout = outbox_core::RelayConfig::default().publish_timeout;
+    let mut database = config.database.clone();
+    outbox_core::connection::harden(&mut database, publish_timeout);
+    let pool = outbox_core::connection::pool_timeouts(
+        Pool::builder(Manager::from_config(
+            database,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        ))
+        .max_size(config.writers + config.consumers + 4 + 2),
+        publish_timeout,
+    )
     .build()?;
 
     let relay = Stoppable::relay(&config, &pool).await?;

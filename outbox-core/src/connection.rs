@@ -1,0 +1,106 @@
+//! Connection and pool settings for a relay: TCP keepalives, a TCP user timeout and pool time-outs,
+//! so that a dead network path is noticed in seconds instead of the kernel's default two hours.
+//!
+//! The relay bounds its own waits (see [`RelayConfig::publish_timeout`](crate::RelayConfig)) and
+//! PostgreSQL ends a claim transaction that stops talking; these settings make the *connections*
+//! fail fast as well. Apply them where you build the relay's pool and LISTEN connection:
+//!
+//! ```
+//! use std::time::Duration;
+//! let publish_timeout = Duration::from_secs(30);
+//! let mut pg: tokio_postgres::Config = "host=127.0.0.1 user=postgres".parse().unwrap();
+//! outbox_core::connection::harden(&mut pg, publish_timeout);
+//! let manager = deadpool_postgres::Manager::new(pg, tokio_postgres::NoTls);
+//! let pool = outbox_core::connection::pool_timeouts(
+//!     deadpool_postgres::Pool::builder(manager).max_size(8),
+//!     publish_timeout,
+//! )
+//! .build()
+//! .unwrap();
+//! # drop(pool);
+//! ```
+
+use std::time::Duration;
+
+use crate::relay::CLAIM_IDLE_MARGIN;
+
+/// Idle time before the first TCP keepalive probe.
+pub const KEEPALIVE_IDLE: Duration = Duration::from_secs(15);
+/// Time between TCP keepalive probes.
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+/// Unanswered probes before the connection is dropped.
+pub const KEEPALIVE_RETRIES: u32 = 3;
+/// Connection attempts give up after this (unless the configuration sets its own).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A pooled connection is created within this, or the attempt fails.
+pub const POOL_CREATE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A returned connection is checked within this, or it is discarded.
+pub const POOL_RECYCLE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Sets TCP keepalives ([`KEEPALIVE_IDLE`], [`KEEPALIVE_INTERVAL`], [`KEEPALIVE_RETRIES`]), a TCP
+/// user timeout of `publish_timeout` + [`CLAIM_IDLE_MARGIN`] (data sent and not acknowledged for
+/// that long fails the connection; Linux only, ignored elsewhere) and, unless set,
+/// [`CONNECT_TIMEOUT`].
+pub fn harden(config: &mut tokio_postgres::Config, publish_timeout: Duration) {
+    config
+        .keepalives(true)
+        .keepalives_idle(KEEPALIVE_IDLE)
+        .keepalives_interval(KEEPALIVE_INTERVAL)
+        .keepalives_retries(KEEPALIVE_RETRIES)
+        .tcp_user_timeout(publish_timeout.saturating_add(CLAIM_IDLE_MARGIN));
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+}
+
+/// Gives a pool builder its time-outs: waiting for a free connection at most `publish_timeout`,
+/// creating one at most [`POOL_CREATE_TIMEOUT`], recycling one at most [`POOL_RECYCLE_TIMEOUT`]
+/// (deadpool enforces them on the Tokio runtime, which this also sets).
+pub fn pool_timeouts(
+    builder: deadpool_postgres::PoolBuilder,
+    publish_timeout: Duration,
+) -> deadpool_postgres::PoolBuilder {
+    builder
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .wait_timeout(Some(publish_timeout))
+        .create_timeout(Some(POOL_CREATE_TIMEOUT))
+        .recycle_timeout(Some(POOL_RECYCLE_TIMEOUT))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn harden_sets_keepalives_and_timeouts_but_keeps_a_given_connect_timeout() {
+        let mut c = tokio_postgres::Config::new();
+        c.connect_timeout(Duration::from_secs(3));
+        harden(&mut c, Duration::from_secs(30));
+        assert!(c.get_keepalives());
+        assert_eq!(c.get_keepalives_idle(), KEEPALIVE_IDLE);
+        assert_eq!(
+            c.get_tcp_user_timeout(),
+            Some(&(Duration::from_secs(30) + CLAIM_IDLE_MARGIN))
+        );
+        assert_eq!(c.get_connect_timeout(), Some(&Duration::from_secs(3)));
+        let mut d = tokio_postgres::Config::new();
+        harden(&mut d, Duration::from_secs(1));
+        assert_eq!(d.get_connect_timeout(), Some(&CONNECT_TIMEOUT));
+    }
+
+    #[test]
+    fn pool_timeouts_are_set() {
+        let manager =
+            deadpool_postgres::Manager::new(tokio_postgres::Config::new(), tokio_postgres::NoTls);
+        let pool = pool_timeouts(
+            deadpool_postgres::Pool::builder(manager),
+            Duration::from_secs(7),
+        )
+        .build()
+        .unwrap();
+        let t = pool.timeouts();
+        assert_eq!(t.wait, Some(Duration::from_secs(7)));
+        assert_eq!(t.create, Some(POOL_CREATE_TIMEOUT));
+        assert_eq!(t.recycle, Some(POOL_RECYCLE_TIMEOUT));
+    }
+}

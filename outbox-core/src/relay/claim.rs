@@ -1,0 +1,198 @@
+//! Claiming: which events one batch takes, and the waves it publishes them in.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use outbox_queries::queries::relay as sql;
+
+use crate::error::Error;
+use crate::publisher::ClaimedEvent;
+
+/// Splits events (in `seq` order) into waves: wave `k` holds the `k`-th event of every aggregate, so
+/// a wave never holds two events of one aggregate and waves run in order.
+pub(crate) fn waves(events: Vec<ClaimedEvent>) -> Vec<Vec<ClaimedEvent>> {
+    let mut depth: HashMap<(String, String), usize> = HashMap::new();
+    let mut waves: Vec<Vec<ClaimedEvent>> = Vec::new();
+    for event in events {
+        let d = depth
+            .entry((event.aggregate_type.clone(), event.aggregate_id.clone()))
+            .or_insert(0);
+        if waves.len() <= *d {
+            waves.push(Vec::new());
+        }
+        waves[*d].push(event);
+        *d += 1;
+    }
+    waves
+}
+
+/// How many of the oldest pending events the fast head search looks at, per event of the batch.
+const HEAD_WINDOW_PER_EVENT: usize = 10;
+/// The fast head search looks at no fewer pending events than this.
+const MIN_HEAD_WINDOW: usize = 1_000;
+
+/// The relay's running estimate of the payload size of a claimed row, so that the row limit of a
+/// claim follows the byte budget: the database then locks (and converts to text) about as many rows
+/// as the budget lets through, not `batch_size` large rows of which most are trimmed.
+#[derive(Debug, Default)]
+pub(crate) struct RowSize(AtomicUsize);
+
+impl RowSize {
+    /// The row limit for a claim: `batch_size`, or fewer when recent rows were large (twice the
+    /// rows the budget holds at the recent size, so the budget, not the limit, trims).
+    fn limit(&self, batch_size: usize, max_bytes: usize) -> usize {
+        match self.0.load(Ordering::Relaxed) {
+            0 => batch_size,
+            avg => (max_bytes / avg).saturating_mul(2).clamp(1, batch_size),
+        }
+    }
+
+    fn observe(&self, events: &[ClaimedEvent]) {
+        if let Some(avg) = bytes(events).checked_div(events.len()) {
+            self.0.store(avg.max(1), Ordering::Relaxed);
+        }
+    }
+}
+
+/// The payload bytes of `events`.
+fn bytes(events: &[ClaimedEvent]) -> usize {
+    events.iter().map(|e| e.payload().len()).sum()
+}
+
+/// Claims the next events: with per-aggregate order, the heads of aggregates plus the due events
+/// that follow them; without, simply the oldest due events. At most `batch_size` events, and no
+/// more than `max_bytes` of payload beyond the first event (a larger first event is claimed alone).
+///
+/// Heads are searched among the oldest pending events first (cheap when events spread over many
+/// aggregates); when that finds too few and more events are pending beyond it, the search walks the
+/// aggregate index instead (one probe per aggregate: cheap when a few aggregates carry a long backlog,
+/// and no aggregate starves behind a blocked one).
+pub(crate) async fn claim(
+    tx: &deadpool_postgres::Transaction<'_>,
+    batch_size: usize,
+    ordered: bool,
+    max_bytes: usize,
+    row_size: &RowSize,
+) -> Result<Vec<ClaimedEvent>, Error> {
+    let as_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let batch_size = row_size.limit(batch_size, max_bytes);
+    let limit = as_i64(batch_size);
+    let budget = as_i64(max_bytes);
+    if !ordered {
+        let events = sql::fetch_outbox_batch()
+            .prepare(tx)
+            .await?
+            .bind(tx, &limit, &budget)
+            .map(ClaimedEvent::from_row)
+            .all()
+            .await?;
+        row_size.observe(&events);
+        return Ok(events);
+    }
+    let window = as_i64(
+        batch_size
+            .saturating_mul(HEAD_WINDOW_PER_EVENT)
+            .max(MIN_HEAD_WINDOW),
+    );
+    let mut events = sql::fetch_outbox_heads()
+        .prepare(tx)
+        .await?
+        .bind(tx, &window, &limit, &budget)
+        .map(ClaimedEvent::from_row)
+        .all()
+        .await?;
+    // The budget left for more events (none once it is spent).
+    let left = |events: &[ClaimedEvent]| max_bytes.saturating_sub(bytes(events));
+    if events.len() < batch_size
+        && left(&events) > 0
+        && sql::outbox_pending_beyond()
+            .prepare(tx)
+            .await?
+            .bind(tx, &window)
+            .one()
+            .await?
+    {
+        let exclude: Vec<uuid::Uuid> = events.iter().map(|e| e.id).collect();
+        let more = sql::fetch_outbox_heads_by_aggregate()
+            .prepare(tx)
+            .await?
+            .bind(
+                tx,
+                &exclude,
+                &as_i64(batch_size - events.len()),
+                &as_i64(left(&events)),
+            )
+            .map(ClaimedEvent::from_row)
+            .all()
+            .await?;
+        events.extend(more);
+    }
+    let room = batch_size.saturating_sub(events.len());
+    if room > 0 && !events.is_empty() && left(&events) > 0 {
+        let types: Vec<&str> = events.iter().map(|e| e.aggregate_type.as_str()).collect();
+        let ids: Vec<&str> = events.iter().map(|e| e.aggregate_id.as_str()).collect();
+        let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+        let followers = sql::fetch_outbox_followers()
+            .prepare(tx)
+            .await?
+            .bind(
+                tx,
+                &types,
+                &ids,
+                &seqs,
+                &as_i64(room),
+                &as_i64(left(&events)),
+            )
+            .map(ClaimedEvent::from_row)
+            .all()
+            .await?;
+        events.extend(followers);
+    }
+    row_size.observe(&events);
+    events.sort_by_key(|e| e.seq);
+    Ok(events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(seq: i64, aggregate: &str) -> ClaimedEvent {
+        ClaimedEvent::for_test(
+            uuid::Uuid::new_v4(),
+            seq,
+            "order",
+            aggregate,
+            "order.created",
+            "{}",
+            "{}",
+            0,
+        )
+    }
+
+    #[test]
+    fn waves_hold_one_event_per_aggregate_in_seq_order() {
+        let events = vec![
+            event(1, "a"),
+            event(2, "b"),
+            event(3, "a"),
+            event(4, "a"),
+            event(5, "c"),
+            event(6, "b"),
+        ];
+        let w: Vec<Vec<i64>> = waves(events)
+            .iter()
+            .map(|w| w.iter().map(|e| e.seq).collect())
+            .collect();
+        assert_eq!(w, vec![vec![1, 2, 5], vec![3, 6], vec![4]]);
+    }
+
+    #[test]
+    fn aggregates_of_different_types_do_not_share_a_wave_slot() {
+        let mut other = event(2, "a");
+        other.aggregate_type = "payment".into();
+        let w = waves(vec![event(1, "a"), other]);
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].len(), 2);
+    }
+}

@@ -1,0 +1,203 @@
+//! Turning publish outcomes into what the batch records: ids to mark processed and failures to
+//! record in one statement each.
+
+use std::collections::HashSet;
+
+use uuid::Uuid;
+
+use super::BatchReport;
+use super::Inner;
+use crate::backoff::{Disposition, RetryPolicy};
+use crate::metrics::RelayMetrics;
+use crate::publisher::{ClaimedEvent, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
+
+/// The longest `last_error` stored, in characters; longer errors are cut at a character boundary.
+pub const MAX_LAST_ERROR_CHARS: usize = 2_000;
+
+/// A failed event, as recorded in one statement.
+pub(crate) struct Failure {
+    pub(crate) id: Uuid,
+    pub(crate) error: String,
+    pub(crate) delay_secs: f64,
+    pub(crate) dead: bool,
+    /// Whether the failure counts as an attempt (not when the destination was unavailable).
+    pub(crate) counted: bool,
+}
+
+/// Collects a batch's outcomes.
+pub(crate) struct Recorder<'a> {
+    policy: &'a RetryPolicy,
+    metrics: Option<&'a RelayMetrics>,
+    ordered: bool,
+    published: Vec<Uuid>,
+    failures: Vec<Failure>,
+    /// Aggregates with a failed event in this batch: their later events wait.
+    blocked: HashSet<(String, String)>,
+}
+
+/// `error` as it can be stored in `last_error`: NUL removed (PostgreSQL text cannot hold it, and
+/// one such error would fail the whole batch's statement) and cut to [`MAX_LAST_ERROR_CHARS`].
+pub(crate) fn clean_error(error: &str) -> String {
+    let mut out: String = error
+        .chars()
+        .filter(|&c| c != '\0')
+        .take(MAX_LAST_ERROR_CHARS)
+        .collect();
+    if error
+        .chars()
+        .filter(|&c| c != '\0')
+        .nth(MAX_LAST_ERROR_CHARS)
+        .is_some()
+    {
+        // Mark the cut, staying within the limit.
+        let keep = MAX_LAST_ERROR_CHARS.saturating_sub(1);
+        if let Some((at, _)) = out.char_indices().nth(keep) {
+            out.truncate(at);
+        }
+        out.push('…');
+    }
+    out
+}
+
+impl<'a> Recorder<'a> {
+    pub(crate) fn new<P: Publisher>(inner: &'a Inner<P>, ordered: bool) -> Self {
+        Recorder {
+            policy: &inner.policy,
+            metrics: inner.metrics.as_ref(),
+            ordered,
+            published: Vec::new(),
+            failures: Vec::new(),
+            blocked: HashSet::new(),
+        }
+    }
+
+    /// Whether an earlier event of `event`'s aggregate failed in this batch.
+    pub(crate) fn is_blocked(&self, event: &ClaimedEvent) -> bool {
+        self.ordered
+            && self
+                .blocked
+                .contains(&(event.aggregate_type.clone(), event.aggregate_id.clone()))
+    }
+
+    fn block(&mut self, event: &ClaimedEvent) {
+        if self.ordered {
+            self.blocked
+                .insert((event.aggregate_type.clone(), event.aggregate_id.clone()));
+        }
+    }
+
+    /// Records one outcome per event of `wave` (a missing outcome counts as a retry).
+    pub(crate) fn record_all(
+        &mut self,
+        wave: &[ClaimedEvent],
+        outcomes: Vec<PublishOutcome>,
+        report: &mut BatchReport,
+    ) {
+        let mut outcomes = outcomes.into_iter();
+        for event in wave {
+            let outcome = outcomes.next().unwrap_or_else(|| {
+                PublishOutcome::Retry("the publisher returned no outcome".into())
+            });
+            self.record(event, outcome, report);
+        }
+    }
+
+    fn record(&mut self, event: &ClaimedEvent, outcome: PublishOutcome, report: &mut BatchReport) {
+        let attempt = event.attempts.saturating_add(1);
+        let (error, permanent) = match outcome {
+            PublishOutcome::Published => {
+                tracing::debug!(
+                    event_id = %event.id, event_type = %event.event_type,
+                    aggregate_id = %event.aggregate_id, attempt, "published"
+                );
+                self.published.push(event.id);
+                if let Some(m) = self.metrics {
+                    let age = chrono::Utc::now() - event.created_at;
+                    m.published(&event.event_type, age.as_seconds_f64());
+                }
+                return;
+            }
+            PublishOutcome::Retry(e) => (e, false),
+            PublishOutcome::Permanent(e) => (e, true),
+            PublishOutcome::Unavailable(e) => {
+                report.deferred += 1;
+                let delay = UNAVAILABLE_RETRY_DELAY.mul_f64(1.0 - 0.2 * rand::random::<f64>());
+                let error = clean_error(&e);
+                tracing::warn!(
+                    event_id = %event.id, event_type = %event.event_type,
+                    aggregate_id = %event.aggregate_id, attempt,
+                    retry_in_ms = delay.as_millis() as u64, error = %error,
+                    "destination unavailable; event put back without counting an attempt"
+                );
+                self.block(event);
+                self.failures.push(Failure {
+                    id: event.id,
+                    error,
+                    delay_secs: delay.as_secs_f64(),
+                    dead: false,
+                    counted: false,
+                });
+                return;
+            }
+        };
+        let error = clean_error(&error);
+        let disposition = self
+            .policy
+            .on_failure(event.attempts, permanent, rand::random());
+        let (dead, delay_secs) = match disposition {
+            Disposition::DeadLetter => {
+                report.dead_lettered += 1;
+                tracing::error!(
+                    event_id = %event.id, event_type = %event.event_type,
+                    aggregate_id = %event.aggregate_id, attempt,
+                    permanent, error = %error, "event dead-lettered"
+                );
+                (true, 0.0)
+            }
+            Disposition::RetryAfter(d) => {
+                report.retried += 1;
+                tracing::warn!(
+                    event_id = %event.id, event_type = %event.event_type,
+                    aggregate_id = %event.aggregate_id, attempt,
+                    retry_in_ms = d.as_millis() as u64, error = %error,
+                    "publish failed; will retry"
+                );
+                (false, d.as_secs_f64())
+            }
+        };
+        if let Some(m) = self.metrics {
+            m.failed(&event.event_type, dead);
+        }
+        self.block(event);
+        self.failures.push(Failure {
+            id: event.id,
+            error,
+            delay_secs,
+            dead,
+            counted: true,
+        });
+    }
+
+    /// The ids to mark processed and the failures to record.
+    pub(crate) fn finish(self) -> (Vec<Uuid>, Vec<Failure>) {
+        (self.published, self.failures)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_lose_nul_and_are_cut_at_a_character_boundary() {
+        assert_eq!(clean_error("a\0b"), "ab");
+        let long = "é".repeat(MAX_LAST_ERROR_CHARS + 10);
+        let cut = clean_error(&long);
+        assert_eq!(cut.chars().count(), MAX_LAST_ERROR_CHARS);
+        assert!(cut.ends_with('…'));
+        let exact = "x".repeat(MAX_LAST_ERROR_CHARS);
+        assert_eq!(clean_error(&exact), exact);
+        let with_nul = format!("{}\0", "x".repeat(MAX_LAST_ERROR_CHARS));
+        assert_eq!(clean_error(&with_nul), "x".repeat(MAX_LAST_ERROR_CHARS));
+    }
+}

@@ -1,0 +1,235 @@
+//! The relay's workers and their supervision: a worker that panics or fails is logged, counted and
+//! restarted with a backoff; a relay that cannot keep its workers alive stops with an error.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::Relay;
+use super::guard::panic_message;
+use crate::backoff::{Backoff, InfraBackoff};
+use crate::error::{Error, ErrorKind};
+use crate::publisher::Publisher;
+
+/// Infrastructure failures are retried with a delay doubling from this…
+const INFRA_BACKOFF_BASE: Duration = Duration::from_millis(100);
+/// …up to this.
+const INFRA_BACKOFF_CAP: Duration = Duration::from_secs(30);
+
+/// A relay gives up (its `run` returns an error) when its workers died more than this many times…
+pub const MAX_WORKER_RESTARTS: usize = 10;
+/// …within this window.
+pub const WORKER_RESTART_WINDOW: Duration = Duration::from_secs(60);
+/// A restarted worker waits a delay doubling from this (per restart within the window)…
+const RESTART_BACKOFF_BASE: Duration = Duration::from_millis(100);
+/// …up to this.
+const RESTART_BACKOFF_CAP: Duration = Duration::from_secs(5);
+
+/// The restarts within the last [`WORKER_RESTART_WINDOW`].
+struct RestartBudget {
+    recent: VecDeque<Instant>,
+    backoff: Backoff,
+}
+
+impl RestartBudget {
+    fn new() -> Self {
+        RestartBudget {
+            recent: VecDeque::new(),
+            backoff: Backoff::new(RESTART_BACKOFF_BASE, RESTART_BACKOFF_CAP, 0.2),
+        }
+    }
+
+    /// Records a restart at `now`; `None` when the budget is spent, else the delay before the
+    /// restarted worker starts.
+    fn restart(&mut self, now: Instant) -> Option<Duration> {
+        while self
+            .recent
+            .front()
+            .is_some_and(|t| now.saturating_duration_since(*t) > WORKER_RESTART_WINDOW)
+        {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(now);
+        if self.recent.len() > MAX_WORKER_RESTARTS {
+            return None;
+        }
+        let n = u32::try_from(self.recent.len() - 1).unwrap_or(u32::MAX);
+        Some(self.backoff.delay_random(n))
+    }
+
+    fn in_window(&self) -> usize {
+        self.recent.len()
+    }
+}
+
+impl<P: Publisher> Relay<P> {
+    /// Runs `concurrency` workers until `shutdown` is cancelled, restarting those that die. `Err`
+    /// when the restart budget is spent (the workers still running are stopped first, within the
+    /// grace period).
+    pub(super) async fn supervise_workers(
+        &self,
+        wake_tx: &watch::Sender<u64>,
+        wake_rx: &watch::Receiver<u64>,
+        shutdown: &CancellationToken,
+    ) -> Result<(), Error> {
+        // Cancelled on shutdown, and when the supervisor gives up (without cancelling the caller's
+        // token).
+        let stop = shutdown.child_token();
+        let mut workers: JoinSet<Result<(), Error>> = JoinSet::new();
+        let spawn = |workers: &mut JoinSet<Result<(), Error>>, delay: Duration| {
+            let (relay, wake_tx, wake_rx, stop) =
+                (self.clone(), wake_tx.clone(), wake_rx.clone(), stop.clone());
+            workers.spawn(async move {
+                tokio::select! {
+                    _ = stop.cancelled() => return Ok(()),
+                    _ = tokio::time::sleep(delay) => {}
+                }
+                relay.worker(wake_tx, wake_rx, stop).await
+            });
+        };
+        for _ in 0..self.inner.config.concurrency {
+            spawn(&mut workers, Duration::ZERO);
+        }
+        let mut budget = RestartBudget::new();
+        let mut gave_up: Option<Error> = None;
+        loop {
+            let joined = tokio::select! {
+                _ = stop.cancelled() => break,
+                joined = workers.join_next() => joined,
+            };
+            let Some(joined) = joined else { break };
+            if stop.is_cancelled() {
+                break;
+            }
+            let reason = match joined {
+                Ok(Ok(())) => "the worker returned".to_owned(),
+                Ok(Err(e)) => e.to_string(),
+                Err(e) if e.is_panic() => {
+                    format!("panicked: {}", panic_message(e.into_panic().as_ref()))
+                }
+                Err(e) => e.to_string(),
+            };
+            if let Some(m) = &self.inner.metrics {
+                m.worker_restart();
+            }
+            match budget.restart(Instant::now()) {
+                Some(delay) => {
+                    tracing::error!(
+                        reason = %reason, restarts_in_window = budget.in_window(),
+                        retry_in_ms = delay.as_millis() as u64, "relay worker died; restarting it"
+                    );
+                    spawn(&mut workers, delay);
+                }
+                None => {
+                    tracing::error!(
+                        reason = %reason, restarts_in_window = budget.in_window(),
+                        "relay workers keep dying; stopping the relay"
+                    );
+                    gave_up = Some(Error::new(
+                        ErrorKind::Panic,
+                        format!(
+                            "relay workers died more than {MAX_WORKER_RESTARTS} times within \
+                             {WORKER_RESTART_WINDOW:?}; last: {reason}"
+                        ),
+                    ));
+                    stop.cancel();
+                    break;
+                }
+            }
+        }
+        let grace = self.inner.config.shutdown_grace;
+        let drained = tokio::time::timeout(grace, async {
+            while workers.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                grace_ms = grace.as_millis() as u64,
+                "batches still in flight after the grace period; releasing their claims"
+            );
+            workers.abort_all();
+            while workers.join_next().await.is_some() {}
+        }
+        match gave_up {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// One worker: claim batches back to back while there is work; when idle, sleep until a
+    /// notification or the poll tick. Returns `Ok` on shutdown, `Err` when a batch hit a panic in
+    /// the publisher (after recording it), so the supervisor restarts the worker.
+    async fn worker(
+        self,
+        wake_others: watch::Sender<u64>,
+        mut wakeups: watch::Receiver<u64>,
+        shutdown: CancellationToken,
+    ) -> Result<(), Error> {
+        let mut infra = InfraBackoff::new(INFRA_BACKOFF_BASE, INFRA_BACKOFF_CAP);
+        while !shutdown.is_cancelled() {
+            // Notifications from now on wake this worker, even those arriving during the claim.
+            wakeups.borrow_and_update();
+            let delay = match self.run_once().await {
+                Ok(report) => {
+                    infra.succeeded();
+                    if report.claimed > 0 {
+                        // This batch's commit unblocked the next events of its aggregates: idle
+                        // workers may claim them now instead of at their next poll.
+                        if report.published
+                            + report.retried
+                            + report.dead_lettered
+                            + report.deferred
+                            > 0
+                        {
+                            wake_others.send_modify(|g| *g = g.wrapping_add(1));
+                        }
+                        continue;
+                    }
+                    self.inner.config.poll_interval
+                }
+                Err(e) if e.kind() == ErrorKind::Panic => {
+                    wake_others.send_modify(|g| *g = g.wrapping_add(1));
+                    return Err(e);
+                }
+                Err(e) => {
+                    let delay = infra.failed();
+                    tracing::warn!(
+                        error = %e, consecutive_failures = infra.failures(),
+                        retry_in_ms = delay.as_millis() as u64, "relay batch failed"
+                    );
+                    delay
+                }
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                _ = wakeups.changed(), if infra.failures() == 0 => {}
+                _ = tokio::time::sleep(delay) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_allows_restarts_within_the_window_then_refuses() {
+        let mut b = RestartBudget::new();
+        let t0 = Instant::now();
+        for i in 0..MAX_WORKER_RESTARTS {
+            let d = b.restart(t0).expect("within budget");
+            assert!(d <= RESTART_BACKOFF_CAP, "restart {i}: {d:?}");
+        }
+        assert!(b.restart(t0).is_none(), "one more in the window is refused");
+        // Once the window has passed, restarts are allowed again.
+        let later = t0 + WORKER_RESTART_WINDOW + Duration::from_secs(1);
+        assert!(b.restart(later).is_some());
+        assert_eq!(b.in_window(), 1);
+    }
+}

@@ -1,0 +1,57 @@
+//! `SqsPublisher` and the relay's publish deadline: it stops sending when a call could not be
+//! answered in time, keeps what SQS accepted, and says how long it needs.
+
+mod common;
+
+use std::time::Duration;
+
+use common::events;
+use outbox_core::{PublishOutcome, Publisher};
+use outbox_sqs::SqsPublisher;
+use outbox_sqs_fixture::SqsFixture;
+use outbox_tests::sqs::sdk_config_for;
+
+#[tokio::test]
+async fn a_publish_near_its_deadline_sends_what_fits_and_puts_back_the_rest() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("events");
+    let publisher = SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&fx.endpoint_url()).await)
+        .max_attempts(1)
+        .max_in_flight(1)
+        .call_timeout(Duration::from_millis(500))
+        .default_queue(q)
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(publisher.min_publish_timeout(1), Duration::from_millis(500));
+    // 50 events: 5 calls, one at a time.
+    assert_eq!(
+        publisher.min_publish_timeout(50),
+        Duration::from_millis(2_500)
+    );
+    fx.set_latency(Duration::from_millis(300));
+    let evs = events(50, "order.created");
+    let started = tokio::time::Instant::now();
+    let deadline = started + Duration::from_millis(1_200);
+    let outcomes = publisher.publish_within(&evs, deadline).await.unwrap();
+    assert!(
+        tokio::time::Instant::now() <= deadline,
+        "returned by the deadline"
+    );
+    let published = outcomes
+        .iter()
+        .filter(|o| **o == PublishOutcome::Published)
+        .count();
+    let put_back = outcomes
+        .iter()
+        .filter(|o| matches!(o, PublishOutcome::Unavailable(_)))
+        .count();
+    assert_eq!(
+        published as u64,
+        fx.accepted(),
+        "Published is what SQS accepted"
+    );
+    assert!((10..50).contains(&published), "{published} published");
+    assert_eq!(published + put_back, 50, "{outcomes:?}");
+}
