@@ -63,13 +63,16 @@ fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
 /// Runs the relay until SIGINT or SIGTERM.
 pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     let config = relay_config(&args)?;
-    let connector = db::connector(url).await?;
-    let listen = check_database(&connector, &args, config.retention.is_some()).await?;
+    // Keepalives and a TCP user timeout on every relay connection, pool time-outs on its pool.
+    let connector = db::connector(url).await?.hardened(config.publish_timeout);
+    let listen = check_database(&connector, &args, config.retention.is_some())
+        .await?
+        .map(|l| l.hardened(config.publish_timeout));
     let publisher = SqsPublisher::builder()
         .config(sqs_config(&args)?)
         .build()
         .await?;
-    let pool = connector.pool(config.concurrency + 2)?;
+    let pool = connector.relay_pool(config.concurrency + 2, config.publish_timeout)?;
     let metrics = RelayMetrics::new();
     let inbox_pool = pool.clone();
     let sqs = publisher.clone();

@@ -172,6 +172,33 @@ impl PgConnector {
         .map_err(|e| Error::config("cannot build the connection pool").with_source(e))
     }
 
+    /// The same connector with the settings a relay's connections need
+    /// ([`connection::harden`](crate::connection::harden)): TCP keepalives and a TCP user timeout
+    /// sized to `publish_timeout`, so a dead network path fails in seconds, not hours.
+    pub fn hardened(mut self, publish_timeout: std::time::Duration) -> PgConnector {
+        crate::connection::harden(&mut self.pg, publish_timeout);
+        self
+    }
+
+    /// Like [`pool`](Self::pool), with the relay's pool time-outs
+    /// ([`connection::pool_timeouts`](crate::connection::pool_timeouts)): waiting for a connection
+    /// at most `publish_timeout`, creating or recycling one within seconds.
+    pub fn relay_pool(
+        &self,
+        max_size: usize,
+        publish_timeout: std::time::Duration,
+    ) -> Result<Pool, Error> {
+        crate::connection::pool_timeouts(
+            Pool::builder(self.manager(ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            }))
+            .max_size(max_size),
+            publish_timeout,
+        )
+        .build()
+        .map_err(|e| Error::config("cannot build the connection pool").with_source(e))
+    }
+
     /// A deadpool manager opening connections through this connector, for a pool built by hand
     /// (other recycling, time-outs, hooks): `Pool::builder(connector.manager(config))`.
     pub fn manager(&self, config: ManagerConfig) -> Manager {

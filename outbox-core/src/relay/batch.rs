@@ -13,7 +13,7 @@ use super::claim::{claim, waves};
 use super::guard::{Guarded, overrun, publish_guarded};
 use super::outcome::{Failure, Recorder};
 use crate::error::{Error, ErrorKind};
-use crate::publisher::{PublishOutcome, Publisher};
+use crate::publisher::{PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
 
 /// What one batch did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -264,6 +264,14 @@ async fn on_connection<P: Publisher>(
     })
     .await?;
     report.published = published.len();
+    if report.deferred > 0 {
+        // One line per batch, not per event: a broken destination holds back thousands of events.
+        tracing::warn!(
+            deferred = report.deferred,
+            retry_in_ms = UNAVAILABLE_RETRY_DELAY.as_millis() as u64,
+            "events put back without counting an attempt: their destination is unavailable"
+        );
+    }
     if let Some(message) = panicked {
         return Err(Error::new(
             ErrorKind::Panic,

@@ -123,7 +123,7 @@ impl<'a> Recorder<'a> {
                 report.deferred += 1;
                 let delay = UNAVAILABLE_RETRY_DELAY.mul_f64(1.0 - 0.2 * rand::random::<f64>());
                 let error = clean_error(&e);
-                tracing::warn!(
+                tracing::debug!(
                     event_id = %event.id, event_type = %event.event_type,
                     aggregate_id = %event.aggregate_id, attempt,
                     retry_in_ms = delay.as_millis() as u64, error = %error,
