@@ -6,6 +6,22 @@ use uuid::Uuid;
 
 use crate::error::Error;
 
+/// Runs one of the generated statements that take a [`DeadLetterFilter`]'s four parameters.
+macro_rules! by_filter {
+    ($statement:expr, $client:expr, $filter:expr) => {
+        $statement
+            .bind(
+                $client,
+                &$filter.ids,
+                &$filter.event_type.as_deref(),
+                &$filter.aggregate_type.as_deref(),
+                &$filter.aggregate_id.as_deref(),
+            )
+            .all()
+            .await?
+    };
+}
+
 /// A dead-lettered event as listed by [`list_dead_letters`] (no payload: listings are for logs and
 /// terminals).
 pub use outbox_queries::queries::admin::ListDeadLetters as DeadLetter;
@@ -59,16 +75,7 @@ pub async fn retry_dead_letters<C: GenericClient>(
     client: &C,
     filter: &DeadLetterFilter,
 ) -> Result<Vec<Uuid>, Error> {
-    Ok(sql::retry_dead_letters()
-        .bind(
-            client,
-            &filter.ids,
-            &filter.event_type.as_deref(),
-            &filter.aggregate_type.as_deref(),
-            &filter.aggregate_id.as_deref(),
-        )
-        .all()
-        .await?)
+    Ok(by_filter!(sql::retry_dead_letters(), client, filter))
 }
 
 /// Deletes the matching dead letters for good; returns their ids. Later events of their aggregates
@@ -77,16 +84,7 @@ pub async fn purge_dead_letters<C: GenericClient>(
     client: &C,
     filter: &DeadLetterFilter,
 ) -> Result<Vec<Uuid>, Error> {
-    Ok(sql::purge_dead_letters()
-        .bind(
-            client,
-            &filter.ids,
-            &filter.event_type.as_deref(),
-            &filter.aggregate_type.as_deref(),
-            &filter.aggregate_id.as_deref(),
-        )
-        .all()
-        .await?)
+    Ok(by_filter!(sql::purge_dead_letters(), client, filter))
 }
 
 /// Dead letters deleted per statement by [`purge_dead_letter_ids`].
@@ -99,16 +97,7 @@ pub async fn dead_letter_ids<C: GenericClient>(
     client: &C,
     filter: &DeadLetterFilter,
 ) -> Result<Vec<Uuid>, Error> {
-    Ok(sql::dead_letter_ids()
-        .bind(
-            client,
-            &filter.ids,
-            &filter.event_type.as_deref(),
-            &filter.aggregate_type.as_deref(),
-            &filter.aggregate_id.as_deref(),
-        )
-        .all()
-        .await?)
+    Ok(by_filter!(sql::dead_letter_ids(), client, filter))
 }
 
 /// Deletes the dead letters with these ids, [`PURGE_BATCH_SIZE`] per statement (each its own

@@ -17,13 +17,27 @@ pub const CLEANUP_BATCH_SIZE: i64 = 1_000;
 /// never touched. Returns how many rows were deleted.
 pub async fn cleanup<C: GenericClient>(client: &C, older_than: Duration) -> Result<u64, Error> {
     let secs = older_than.as_secs_f64();
-    let mut total = 0u64;
-    loop {
-        let deleted = sql::delete_processed_before()
-            .bind(client, &secs, &CLEANUP_BATCH_SIZE)
+    let secs = &secs;
+    in_batches(move || async move {
+        Ok(sql::delete_processed_before()
+            .bind(client, secs, &CLEANUP_BATCH_SIZE)
             .all()
             .await?
-            .len();
+            .len())
+    })
+    .await
+}
+
+/// Runs `delete_batch` (one statement deleting at most [`CLEANUP_BATCH_SIZE`] rows, returning how
+/// many it deleted) until a batch comes back short; returns the total.
+async fn in_batches<F, Fut>(mut delete_batch: F) -> Result<u64, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<usize, Error>>,
+{
+    let mut total = 0u64;
+    loop {
+        let deleted = delete_batch().await?;
         total += deleted as u64;
         if (deleted as i64) < CLEANUP_BATCH_SIZE {
             return Ok(total);
@@ -44,18 +58,15 @@ pub async fn cleanup_inbox<C: GenericClient>(
     older_than: Duration,
 ) -> Result<u64, Error> {
     let secs = older_than.as_secs_f64();
-    let mut total = 0u64;
-    loop {
-        let deleted = inbox_sql::delete_processed_events_before()
-            .bind(client, &secs, &CLEANUP_BATCH_SIZE)
+    let secs = &secs;
+    in_batches(move || async move {
+        Ok(inbox_sql::delete_processed_events_before()
+            .bind(client, secs, &CLEANUP_BATCH_SIZE)
             .all()
             .await?
-            .len();
-        total += deleted as u64;
-        if (deleted as i64) < CLEANUP_BATCH_SIZE {
-            return Ok(total);
-        }
-    }
+            .len())
+    })
+    .await
 }
 
 /// How often [`run_inbox_retention`] runs [`cleanup_inbox`].
