@@ -5,7 +5,7 @@ use std::time::Duration;
 /// The demo's settings. [`DemoConfig::new`] gives the defaults.
 #[derive(Debug, Clone)]
 pub struct DemoConfig {
-    /// The database to use: it must exist; [`run`] applies the outbox's and the example's
+    /// The database to use: it must exist; [`run`](super::run) applies the outbox's and the example's
     /// migrations to it.
     pub database: tokio_postgres::Config,
     /// The SQS client (the relay's publisher and the consumer both use it).
