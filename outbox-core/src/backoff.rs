@@ -51,16 +51,6 @@ impl Backoff {
     pub fn delay_random(&self, attempt: u32) -> Duration {
         self.delay(attempt, rand::random::<f64>())
     }
-
-    /// The starting delay.
-    pub fn base(&self) -> Duration {
-        self.base
-    }
-
-    /// The largest delay.
-    pub fn cap(&self) -> Duration {
-        self.cap
-    }
 }
 
 /// What the relay does with an event whose publication failed.
@@ -171,7 +161,7 @@ mod tests {
     #[test]
     fn odd_inputs_are_tamed() {
         let b = Backoff::new(S(10), S(1), 7.0);
-        assert_eq!(b.cap(), S(10), "cap below base is raised to base");
+        assert_eq!(b.cap, S(10), "cap below base is raised to base");
         assert_eq!(b.delay(0, f64::NAN), S(10));
         assert_eq!(b.delay(0, 1.0), Duration::ZERO, "jitter clamped to 1");
     }

@@ -73,6 +73,7 @@ pub mod connection;
 mod dead_letters;
 mod decode;
 mod emit;
+pub mod env;
 mod error;
 mod event;
 mod inbox;
@@ -89,7 +90,6 @@ pub mod trace;
 #[doc(hidden)]
 pub mod __private;
 
-pub use backoff::{Backoff, Disposition, InfraBackoff, RetryPolicy};
 pub use chain::error_chain;
 pub use connect::{
     ConnectConfig, Password, PasswordProvider, PgConnection, PgConnector, RootCerts, SslMode, Tls,
@@ -112,9 +112,9 @@ pub use publisher::{
     ClaimedEvent, PUBLISH_OVERRUN, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY,
 };
 pub use relay::{
-    BatchReport, CLAIM_IDLE_MARGIN, ENV_BATCH_MAX_BYTES, LISTENER_APPLICATION_NAME, MAX_BACKOFF,
-    MAX_BATCH_MAX_BYTES, MAX_BATCH_SIZE, MAX_LAST_ERROR_CHARS, MAX_RETENTION, MAX_TIMEOUT,
-    MAX_WORKER_RESTARTS, Relay, RelayBuilder, RelayConfig, WORKER_RESTART_WINDOW,
+    BatchReport, CLAIM_IDLE_MARGIN, LISTENER_APPLICATION_NAME, MAX_BACKOFF, MAX_BATCH_MAX_BYTES,
+    MAX_BATCH_SIZE, MAX_LAST_ERROR_CHARS, MAX_RETENTION, MAX_TIMEOUT, MAX_WORKER_RESTARTS, Relay,
+    RelayBuilder, RelayConfig, WORKER_RESTART_WINDOW,
 };
 pub use retention::{
     CLEANUP_BATCH_SIZE, INBOX_RETENTION_INTERVAL, cleanup, cleanup_inbox, run_inbox_retention,

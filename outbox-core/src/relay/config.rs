@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::backoff::{Backoff, RetryPolicy};
+use crate::env;
 use crate::error::Error;
 
 /// The largest batch a relay claims at once.
@@ -10,9 +11,6 @@ pub const MAX_BATCH_SIZE: usize = 10_000;
 
 /// The largest byte budget of one claim ([`RelayConfig::batch_max_bytes`]): 256 MiB.
 pub const MAX_BATCH_MAX_BYTES: usize = 256 * 1024 * 1024;
-
-/// The environment variable of [`RelayConfig::batch_max_bytes`].
-pub const ENV_BATCH_MAX_BYTES: &str = "OUTBOX_BATCH_MAX_BYTES";
 
 /// The longest retry delay ([`RelayConfig::backoff_cap`], and so the base) accepted: 7 days.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -112,53 +110,57 @@ impl RelayConfig {
                 .transpose()
         };
         let ms = |key: &str| parse(key).map(|v| v.map(Duration::from_millis));
-        if let Some(v) = parse("OUTBOX_BATCH_SIZE")? {
+        if let Some(v) = parse(env::BATCH_SIZE)? {
             c.batch_size = usize::try_from(v).unwrap_or(usize::MAX);
         }
-        if let Some(v) = parse(ENV_BATCH_MAX_BYTES)? {
+        if let Some(v) = parse(env::BATCH_MAX_BYTES)? {
             c.batch_max_bytes = usize::try_from(v).unwrap_or(usize::MAX);
         }
-        if let Some(v) = parse("OUTBOX_MAX_ATTEMPTS")? {
+        if let Some(v) = parse(env::MAX_ATTEMPTS)? {
             c.max_attempts = u32::try_from(v).unwrap_or(u32::MAX);
         }
-        if let Some(v) = ms("OUTBOX_BACKOFF_BASE_MS")? {
+        if let Some(v) = ms(env::BACKOFF_BASE_MS)? {
             c.backoff_base = v;
         }
-        if let Some(v) = ms("OUTBOX_BACKOFF_CAP_MS")? {
+        if let Some(v) = ms(env::BACKOFF_CAP_MS)? {
             c.backoff_cap = v;
         }
-        if let Some(v) = lookup("OUTBOX_BACKOFF_JITTER") {
+        if let Some(v) = lookup(env::BACKOFF_JITTER) {
             c.backoff_jitter = v.trim().parse().map_err(|_| {
-                Error::config(format!("OUTBOX_BACKOFF_JITTER must be a number, got `{v}`"))
+                Error::config(format!(
+                    "{} must be a number, got `{v}`",
+                    env::BACKOFF_JITTER
+                ))
             })?;
         }
-        if let Some(v) = ms("OUTBOX_POLL_INTERVAL_MS")? {
+        if let Some(v) = ms(env::POLL_INTERVAL_MS)? {
             c.poll_interval = v;
         }
-        if let Some(v) = ms("OUTBOX_PUBLISH_TIMEOUT_MS")? {
+        if let Some(v) = ms(env::PUBLISH_TIMEOUT_MS)? {
             c.publish_timeout = v;
         }
-        if let Some(v) = ms("OUTBOX_SHUTDOWN_GRACE_MS")? {
+        if let Some(v) = ms(env::SHUTDOWN_GRACE_MS)? {
             c.shutdown_grace = v;
         }
-        if let Some(v) = parse("OUTBOX_CONCURRENCY")? {
+        if let Some(v) = parse(env::CONCURRENCY)? {
             c.concurrency = usize::try_from(v).unwrap_or(usize::MAX);
         }
-        if let Some(v) = lookup("OUTBOX_PER_AGGREGATE_ORDER") {
+        if let Some(v) = lookup(env::PER_AGGREGATE_ORDER) {
             c.per_aggregate_order = match v.trim() {
                 "true" | "1" | "yes" => true,
                 "false" | "0" | "no" => false,
                 _ => {
                     return Err(Error::config(format!(
-                        "OUTBOX_PER_AGGREGATE_ORDER must be true or false, got `{v}`"
+                        "{} must be true or false, got `{v}`",
+                        env::PER_AGGREGATE_ORDER
                     )));
                 }
             };
         }
-        if let Some(v) = ms("OUTBOX_METRICS_INTERVAL_MS")? {
+        if let Some(v) = ms(env::METRICS_INTERVAL_MS)? {
             c.metrics_interval = v;
         }
-        if let Some(v) = parse("OUTBOX_RETENTION_SECS")? {
+        if let Some(v) = parse(env::RETENTION_SECS)? {
             c.retention = Some(Duration::from_secs(v));
         }
         Ok(c)

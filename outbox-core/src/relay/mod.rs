@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use batch::BatchReport;
 pub use config::{
-    CLAIM_IDLE_MARGIN, ENV_BATCH_MAX_BYTES, MAX_BACKOFF, MAX_BATCH_MAX_BYTES, MAX_BATCH_SIZE,
-    MAX_RETENTION, MAX_TIMEOUT, RelayConfig,
+    CLAIM_IDLE_MARGIN, MAX_BACKOFF, MAX_BATCH_MAX_BYTES, MAX_BATCH_SIZE, MAX_RETENTION,
+    MAX_TIMEOUT, RelayConfig,
 };
 pub use listener::LISTENER_APPLICATION_NAME;
 use listener::ListenTarget;
