@@ -27,7 +27,7 @@ const CONCURRENCY: usize = 2;
 fn own_pool(db: &TestDb, size: usize) -> Result<Pool> {
     let publish_timeout = outbox_core::RelayConfig::default().publish_timeout;
     let mut config = db.config().clone();
-    outbox_core::connection::harden(&mut config, publish_timeout);
+    outbox_core::connect::harden(&mut config, publish_timeout);
     let manager = Manager::from_config(
         config,
         NoTls,
@@ -35,11 +35,10 @@ fn own_pool(db: &TestDb, size: usize) -> Result<Pool> {
             recycling_method: RecyclingMethod::Fast,
         },
     );
-    Ok(outbox_core::connection::pool_timeouts(
-        Pool::builder(manager).max_size(size),
-        publish_timeout,
+    Ok(
+        outbox_core::connect::pool_timeouts(Pool::builder(manager).max_size(size), publish_timeout)
+            .build()?,
     )
-    .build()?)
 }
 
 /// One drain by `instances` relays: the drain and the duplicates the fixture saw.

@@ -69,7 +69,6 @@ mod backoff;
 mod chain;
 mod claimed_event;
 pub mod connect;
-pub mod connection;
 mod dead_letters;
 mod decode;
 mod emit;

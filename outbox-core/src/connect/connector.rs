@@ -173,22 +173,22 @@ impl PgConnector {
     }
 
     /// The same connector with the settings a relay's connections need
-    /// ([`connection::harden`](crate::connection::harden)): TCP keepalives and a TCP user timeout
+    /// ([`connect::harden`](crate::connect::harden)): TCP keepalives and a TCP user timeout
     /// sized to `publish_timeout`, so a dead network path fails in seconds, not hours.
     pub fn hardened(mut self, publish_timeout: std::time::Duration) -> PgConnector {
-        crate::connection::harden(&mut self.pg, publish_timeout);
+        crate::connect::harden(&mut self.pg, publish_timeout);
         self
     }
 
     /// Like [`pool`](Self::pool), with the relay's pool time-outs
-    /// ([`connection::pool_timeouts`](crate::connection::pool_timeouts)): waiting for a connection
+    /// ([`connect::pool_timeouts`](crate::connect::pool_timeouts)): waiting for a connection
     /// at most `publish_timeout`, creating or recycling one within seconds.
     pub fn relay_pool(
         &self,
         max_size: usize,
         publish_timeout: std::time::Duration,
     ) -> Result<Pool, Error> {
-        crate::connection::pool_timeouts(
+        crate::connect::pool_timeouts(
             Pool::builder(self.manager(ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             }))

@@ -17,6 +17,7 @@
 mod connect_config;
 mod connector;
 mod describe;
+mod harden;
 mod password;
 #[cfg(feature = "rds-iam")]
 mod rds_iam;
@@ -25,6 +26,10 @@ mod verifier;
 
 pub use connect_config::ConnectConfig;
 pub use connector::{PgConnection, PgConnector};
+pub use harden::{
+    CONNECT_TIMEOUT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_RETRIES, POOL_CREATE_TIMEOUT,
+    POOL_RECYCLE_TIMEOUT, harden, pool_timeouts,
+};
 pub use password::{Password, PasswordProvider};
 #[cfg(feature = "rds-iam")]
 pub use rds_iam::{RDS_TOKEN_LIFETIME, RdsIamError, RdsIamTokenProvider, rds_auth_token};

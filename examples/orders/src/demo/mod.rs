@@ -53,8 +53,8 @@ pub async fn run(config: DemoConfig) -> Result<Report, Error> {
     // TCP keepalives, a TCP user timeout and pool time-outs sized to the relay's publish timeout.
     let publish_timeout = outbox_core::RelayConfig::default().publish_timeout;
     let mut database = config.database.clone();
-    outbox_core::connection::harden(&mut database, publish_timeout);
-    let pool = outbox_core::connection::pool_timeouts(
+    outbox_core::connect::harden(&mut database, publish_timeout);
+    let pool = outbox_core::connect::pool_timeouts(
         Pool::builder(Manager::from_config(
             database,
             NoTls,

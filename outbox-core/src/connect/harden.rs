@@ -9,9 +9,9 @@
 //! use std::time::Duration;
 //! let publish_timeout = Duration::from_secs(30);
 //! let mut pg: tokio_postgres::Config = "host=127.0.0.1 user=postgres".parse().unwrap();
-//! outbox_core::connection::harden(&mut pg, publish_timeout);
+//! outbox_core::connect::harden(&mut pg, publish_timeout);
 //! let manager = deadpool_postgres::Manager::new(pg, tokio_postgres::NoTls);
-//! let pool = outbox_core::connection::pool_timeouts(
+//! let pool = outbox_core::connect::pool_timeouts(
 //!     deadpool_postgres::Pool::builder(manager).max_size(8),
 //!     publish_timeout,
 //! )
