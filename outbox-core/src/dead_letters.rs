@@ -24,7 +24,45 @@ macro_rules! by_filter {
 
 /// A dead-lettered event as listed by [`list_dead_letters`] (no payload: listings are for logs and
 /// terminals).
-pub use outbox_queries::queries::admin::ListDeadLetters as DeadLetter;
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct DeadLetter {
+    /// The event id.
+    pub id: Uuid,
+    /// Its position in the outbox (insertion order).
+    pub seq: i64,
+    /// The aggregate type.
+    pub aggregate_type: String,
+    /// The aggregate id.
+    pub aggregate_id: String,
+    /// The event type.
+    pub event_type: String,
+    /// Failed attempts before it was dead-lettered.
+    pub attempts: u32,
+    /// The last failure's reason.
+    pub last_error: Option<String>,
+    /// When the event was written.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// When it was dead-lettered.
+    pub dead_lettered_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl From<sql::ListDeadLetters> for DeadLetter {
+    fn from(d: sql::ListDeadLetters) -> Self {
+        DeadLetter {
+            id: d.id,
+            seq: d.seq,
+            aggregate_type: d.aggregate_type,
+            aggregate_id: d.aggregate_id,
+            event_type: d.event_type,
+            // The schema's CHECK keeps attempts non-negative.
+            attempts: u32::try_from(d.attempts).unwrap_or(0),
+            last_error: d.last_error,
+            created_at: d.created_at,
+            dead_lettered_at: d.dead_lettered_at,
+        }
+    }
+}
 
 /// Which dead letters an operation applies to. Every criterion given must match; an empty filter
 /// matches every dead letter.
@@ -66,7 +104,10 @@ pub async fn list_dead_letters<C: GenericClient>(
             &limit,
         )
         .all()
-        .await?)
+        .await?
+        .into_iter()
+        .map(DeadLetter::from)
+        .collect())
 }
 
 /// Makes the matching dead letters pending again with attempts reset; returns their ids. The relay

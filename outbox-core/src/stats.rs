@@ -5,12 +5,44 @@ use outbox_queries::queries::admin as sql;
 
 use crate::error::Error;
 
-/// Counts of the outbox's state, from one cheap query over partial indexes.
-pub use outbox_queries::queries::admin::OutboxStats;
+/// Counts of the outbox's state, from one cheap query over partial indexes (what `outbox stats`
+/// prints and the relay's gauges show).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct OutboxStats {
+    /// Events not yet published, excluding dead letters.
+    pub pending: i64,
+    /// Pending events due now (not waiting for a retry).
+    pub due_now: i64,
+    /// Pending events waiting for a retry.
+    pub waiting_retry: i64,
+    /// Dead letters.
+    pub dead_letters: i64,
+    /// Age of the oldest pending event in seconds (`None` when nothing is pending).
+    pub oldest_pending_age_secs: Option<f64>,
+    /// Aggregates held back by a dead letter.
+    pub blocked_aggregates: i64,
+    /// Events published in the last hour.
+    pub published_last_hour: i64,
+}
+
+impl From<sql::OutboxStats> for OutboxStats {
+    fn from(s: sql::OutboxStats) -> Self {
+        OutboxStats {
+            pending: s.pending,
+            due_now: s.due_now,
+            waiting_retry: s.waiting_retry,
+            dead_letters: s.dead_letters,
+            oldest_pending_age_secs: s.oldest_pending_age_secs,
+            blocked_aggregates: s.blocked_aggregates,
+            published_last_hour: s.published_last_hour,
+        }
+    }
+}
 
 /// Reads the outbox's state: pending events (due now and waiting for a retry), dead letters,
 /// the oldest pending event's age, aggregates blocked by a dead letter, and events published in the
 /// last hour.
 pub async fn stats<C: GenericClient>(client: &C) -> Result<OutboxStats, Error> {
-    Ok(sql::outbox_stats().bind(client).one().await?)
+    Ok(sql::outbox_stats().bind(client).one().await?.into())
 }
