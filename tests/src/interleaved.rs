@@ -53,7 +53,7 @@ pub async fn write_interleaved(
             let mut client = pool.get().await.expect("a pooled connection");
             let mut n = 0u64;
             loop {
-                let (events, pause, rollback) = {
+                let (mut events, pause, rollback) = {
                     let mut rng = rand::rng();
                     let count = rng.random_range(1..=3usize);
                     let single = rng.random_bool(0.5);
@@ -73,13 +73,17 @@ pub async fn write_interleaved(
                     (events, pause, rng.random_bool(shape.rollback_rate))
                 };
                 if !rollback {
+                    // Take what is left of the budget, up to this transaction's events, so that
+                    // exactly `shape.events` are committed in all.
+                    let want = events.len();
                     let claimed = budget.fetch_update(
                         std::sync::atomic::Ordering::SeqCst,
                         std::sync::atomic::Ordering::SeqCst,
-                        |left| left.checked_sub(events.len()),
+                        |left| (left > 0).then(|| left - left.min(want)),
                     );
-                    if claimed.is_err() {
-                        return writes;
+                    match claimed {
+                        Ok(left) => events.truncate(left.min(want)),
+                        Err(_) => return writes,
                     }
                 }
                 let tx = client.transaction().await.expect("BEGIN");
