@@ -30,8 +30,9 @@
 //!
 //! Consumers can rely on this:
 //!
-//! - **Body**: the event's payload as compact JSON (`serde_json::to_string(&payload)`), e.g.
-//!   `{"order_id":42,"total":"9.90"}`.
+//! - **Body**: the event's payload exactly as PostgreSQL prints the stored `jsonb` (the relay never
+//!   parses it), e.g. `{"total": "9.90", "order_id": 42}` — keys in `jsonb`'s order, a space after
+//!   `:` and `,`.
 //! - **Message attributes**, each of data type `String`:
 //!
 //!   | name             | value                                                          |
