@@ -30,12 +30,7 @@ async fn four_relays_and_writers_publish_once_in_order() {
         writes.extend(w.await.unwrap());
     }
     wait_drained(db.pool(), Duration::from_secs(90), "four relays").await;
-    for r in &relays {
-        r.sigterm();
-    }
-    for r in &mut relays {
-        assert!(r.wait(Duration::from_secs(10)).success());
-    }
+    stop_all(&mut relays);
     let f = check(&writes.committed, &writes, &fixture_deliveries(&fx));
     report(
         "4-four-relays-and-writers",
@@ -82,12 +77,7 @@ async fn interleaved_writers_without_business_locks_keep_per_aggregate_order() {
     let interleaved = write_interleaved(db.pool(), "mix", shape).await;
     let written_in = started.elapsed();
     wait_drained(db.pool(), Duration::from_secs(90), "interleaved writers").await;
-    for r in &relays {
-        r.sigterm();
-    }
-    for r in &mut relays {
-        assert!(r.wait(Duration::from_secs(10)).success());
-    }
+    stop_all(&mut relays);
     // The expected order within an aggregate is `seq` order.
     let seqs = seqs(db.pool()).await;
     let written = |id: &uuid::Uuid| {

@@ -42,12 +42,7 @@ async fn sqs_outage_of_30_seconds_loses_nothing_and_backs_off() {
 
     wait_drained(db.pool(), Duration::from_secs(90), "after the outage").await;
     let drain_after = started.elapsed();
-    for r in &relays {
-        r.sigterm();
-    }
-    for r in &mut relays {
-        assert!(r.wait(Duration::from_secs(10)).success());
-    }
+    stop_all(&mut relays);
     let f = check(&writes.committed, &writes, &fixture_deliveries(&fx));
     report(
         "2-sqs-outage-30s",
@@ -140,12 +135,7 @@ async fn postgres_restart_scenario(tls: bool) {
     )
     .await;
     let late_latency = late_start.elapsed();
-    for r in &relays {
-        r.sigterm();
-    }
-    for r in &mut relays {
-        assert!(r.wait(Duration::from_secs(10)).success());
-    }
+    stop_all(&mut relays);
     let deliveries = drain_queue(
         queue.client(),
         queue.url(),

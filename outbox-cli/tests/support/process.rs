@@ -147,3 +147,13 @@ impl Drop for RelayProcess {
         let _ = self.child.wait();
     }
 }
+
+/// Sends SIGTERM to every relay, then waits for each: every one must exit cleanly within 10 s.
+pub fn stop_all(relays: &mut [RelayProcess]) {
+    for r in relays.iter() {
+        r.sigterm();
+    }
+    for r in relays.iter_mut() {
+        assert!(r.wait(Duration::from_secs(10)).success());
+    }
+}
