@@ -3,10 +3,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use uuid::Uuid;
 
-use crate::duration;
+use crate::{duration, help};
 
 /// Use RDS IAM auth tokens as passwords (`1`/`true`).
 pub const ENV_RDS_IAM: &str = "OUTBOX_PG_RDS_IAM";
@@ -14,6 +14,10 @@ pub const ENV_RDS_IAM: &str = "OUTBOX_PG_RDS_IAM";
 pub const ENV_LISTEN_URL: &str = "OUTBOX_LISTEN_URL";
 /// Do not LISTEN, poll only (`1`/`true`).
 pub const ENV_NO_LISTEN: &str = "OUTBOX_NO_LISTEN";
+/// Log format, `text` or `json`.
+pub const ENV_LOG_FORMAT: &str = "OUTBOX_LOG_FORMAT";
+/// Address to serve Prometheus metrics on.
+pub const ENV_METRICS_ADDR: &str = "OUTBOX_METRICS_ADDR";
 
 /// Operate a transactional outbox on PostgreSQL: apply its schema, relay its events to AWS SQS, and
 /// inspect or repair it without writing SQL.
@@ -26,6 +30,7 @@ ENVIRONMENT:
                     verify-full; sslrootcert=<PEM file> or sslrootcert=system. The password is
                     never logged. Without connect_timeout, connecting gives up after 10 s.
   OUTBOX_PG_RDS_IAM RDS IAM authentication (like --rds-iam).
+  OUTBOX_LOG_FORMAT text or json (like --log-format)
   RUST_LOG          log filter, e.g. `info` or `outbox_core=debug,info` (default: info)
   AWS_*             the standard AWS variables and files configure SQS credentials, region and
                     endpoint (AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL_SQS, ...)
@@ -44,12 +49,22 @@ pub struct Cli {
     pub rds_iam: bool,
 
     /// Log format.
-    #[arg(long, env = "OUTBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    #[arg(long, env = ENV_LOG_FORMAT, value_enum, default_value_t = LogFormat::Text, global = true)]
     pub log_format: LogFormat,
 
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// Parses the process's arguments, with the long help texts that name environment variables
+    /// built from their constants; exits with the usage error or the help, as clap does.
+    pub fn parse_args() -> Cli {
+        let command = Cli::command().mut_subcommand("relay", |c| c.long_about(help::relay()));
+        let matches = command.get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
 }
 
 /// How log lines are written (to stderr).
@@ -74,52 +89,8 @@ several processes running it at once are serialised by an advisory lock.")]
     Migrate,
 
     /// Relay events to SQS until SIGINT or SIGTERM.
-    #[command(long_about = "\
-Relay committed outbox events to AWS SQS until SIGINT or SIGTERM, then shut down gracefully:
-stop claiming, let batches in flight finish within the grace period, release the rest.
-
-Events are claimed with FOR UPDATE SKIP LOCKED, so any number of relays may run side by side.
-Delivery is at-least-once; consumers dedupe on the event_id attribute. Per-aggregate order is kept
-unless --no-ordering is given.
-
-ROUTING:
-  Each event type goes to one queue: an exact route (`order.created=URL`) wins over a prefix route
-  (`order.*=URL`; the longest prefix wins), which wins over the default queue. An event with no
-  route is dead-lettered with a clear reason. Queue URLs ending in .fifo get MessageGroupId =
-  aggregate and MessageDeduplicationId = event id.
-
-SETTINGS (flag, or environment variable):
-  --batch-size         OUTBOX_BATCH_SIZE          events per claim (default 100)
-  --concurrency        OUTBOX_CONCURRENCY         batches in flight (default 4)
-  --max-attempts       OUTBOX_MAX_ATTEMPTS        attempts before dead-lettering (default 10)
-  --poll-interval      OUTBOX_POLL_INTERVAL_MS    fallback poll (default 2s)
-  --shutdown-grace     OUTBOX_SHUTDOWN_GRACE_MS   (default 30s)
-  --retention          OUTBOX_RETENTION_SECS      delete processed rows older than this (default off)
-  --route              OUTBOX_SQS_ROUTES          `pattern=url,pattern=url`
-  --default-queue      OUTBOX_SQS_DEFAULT_QUEUE_URL
-  --broken-queue-dead-letter-after  OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS  (default 1h)
-  --inbox-retention    delete processed_events older than this (default off)
-  --no-listen          OUTBOX_NO_LISTEN           poll only (PgBouncer transaction mode)
-  --listen-url         OUTBOX_LISTEN_URL          direct connection for LISTEN
-  also OUTBOX_BACKOFF_BASE_MS, OUTBOX_BACKOFF_CAP_MS, OUTBOX_BACKOFF_JITTER, OUTBOX_PUBLISH_TIMEOUT_MS,
-  OUTBOX_PER_AGGREGATE_ORDER, OUTBOX_METRICS_INTERVAL_MS, OUTBOX_SQS_MAX_IN_FLIGHT,
-  OUTBOX_SQS_CALL_TIMEOUT_MS, OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS, OUTBOX_BATCH_MAX_BYTES
-  (claim byte budget, default 4 MiB).
-
-A BROKEN QUEUE:
-  A queue that fails as a whole (deleted, access or KMS key denied, throttled) has its circuit
-  breaker opened: its events are put back for 5s without counting an attempt and it is not called
-  except for one probe every 5s, while other queues keep flowing. Still broken after
-  --broken-queue-dead-letter-after, its events are dead-lettered with the SQS error.
-
-START-UP CHECKS:
-  Before it starts, the relay connects and checks the database: reachable, password accepted, TLS
-  as sslmode demands, the outbox schema present and at the version this binary needs, and the
-  role's grants. Any failure is one line on stderr and exit status 1.
-
-AWS:
-  Credentials and region come from the default AWS chain (environment, profile, instance role).
-  The relay needs sqs:SendMessage and sqs:GetQueueAttributes on its queues.")]
+    ///
+    /// (The long help is built from the variable names' constants: see `help::relay`.)
     Relay(RelayArgs),
 
     /// Show the outbox's state at a glance.
@@ -222,7 +193,7 @@ pub struct SelectArgs {
 #[derive(Debug, Clone, Args)]
 pub struct RelayArgs {
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9187) at /metrics.
-    #[arg(long, env = "OUTBOX_METRICS_ADDR")]
+    #[arg(long, env = ENV_METRICS_ADDR)]
     pub metrics_addr: Option<SocketAddr>,
     /// Route an event type or prefix to a queue URL: `order.*=https://sqs...` (repeatable).
     #[arg(long = "route", value_name = "PATTERN=URL")]

@@ -5,6 +5,7 @@ mod cli;
 mod db;
 mod dead_letters;
 mod duration;
+mod help;
 mod logging;
 mod metrics_server;
 mod migrate;
@@ -13,15 +14,13 @@ mod stats;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use crate::cli::{Cli, Command};
 
 /// An error to print and exit 1 with.
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     logging::init(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -4,7 +4,7 @@ use std::io::Read;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use outbox_core::{PublishOutcome, Relay, emit_all};
+use outbox_core::{FailureKind, PublishOutcome, Relay, emit_all};
 use outbox_queries::queries::admin;
 use outbox_tests::sqs::TestQueue;
 use outbox_tests::{FlakyPublisher, TestDb, TestEvent};
@@ -389,7 +389,7 @@ async fn relay_dead_letters_are_visible_to_stats() {
         db.pool().clone(),
         FlakyPublisher::new(|e| {
             (outbox_tests::note(e).as_deref() == Some("poison"))
-                .then(|| PublishOutcome::Permanent("poison".into()))
+                .then(|| PublishOutcome::permanent(FailureKind::Other, "poison"))
         }),
     )
     .build()
@@ -405,4 +405,41 @@ async fn relay_dead_letters_are_visible_to_stats() {
         ),
         (Some(1), Some(1), Some(1))
     );
+}
+
+#[test]
+fn relay_help_names_every_setting_variable_the_code_reads() {
+    let out = Command::new(env!("CARGO_BIN_EXE_outbox"))
+        .args(["relay", "--help"])
+        .output()
+        .expect("outbox runs");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    use outbox_core::env;
+    for var in [
+        env::BATCH_SIZE,
+        env::BATCH_MAX_BYTES,
+        env::MAX_ATTEMPTS,
+        env::BACKOFF_BASE_MS,
+        env::BACKOFF_CAP_MS,
+        env::BACKOFF_JITTER,
+        env::POLL_INTERVAL_MS,
+        env::PUBLISH_TIMEOUT_MS,
+        env::SHUTDOWN_GRACE_MS,
+        env::CONCURRENCY,
+        env::PER_AGGREGATE_ORDER,
+        env::METRICS_INTERVAL_MS,
+        env::RETENTION_SECS,
+        outbox_sqs::ENV_DEFAULT_QUEUE_URL,
+        outbox_sqs::ENV_ROUTES,
+        outbox_sqs::ENV_MAX_IN_FLIGHT,
+        outbox_sqs::ENV_CALL_TIMEOUT_MS,
+        outbox_sqs::ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS,
+        outbox_sqs::ENV_BREAKER_PROBE_INTERVAL_MS,
+    ] {
+        assert!(
+            help.contains(var),
+            "`outbox relay --help` does not name {var}:\n{help}"
+        );
+    }
 }

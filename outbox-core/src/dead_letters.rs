@@ -1,6 +1,6 @@
 //! Dead letters: events the relay gave up on, listed, retried or purged by an operator.
 
-use outbox_queries::client::GenericClient;
+use crate::client::GenericClient;
 use outbox_queries::queries::admin as sql;
 use uuid::Uuid;
 

@@ -1,6 +1,6 @@
 //! Writing events into the outbox inside the caller's transaction.
 
-use outbox_queries::client::GenericClient;
+use crate::client::GenericClient;
 use outbox_queries::queries::emit as sql;
 use postgres_types::Json;
 use serde_json::value::RawValue;
@@ -8,14 +8,28 @@ use uuid::Uuid;
 
 use crate::error::{Error, ErrorKind};
 use crate::event::OutboxEvent;
-use crate::message::{self, SQS_MAX_MESSAGE_BYTES};
+use crate::limits::MessageLimits;
+use crate::message;
+use crate::publisher::Publisher;
 use crate::trace;
 
 /// Writes events with the generated insert queries, after checking each one against the limits of
 /// the broker it will be published to.
 ///
-/// [`emit`] and [`emit_all`] use the default `Emitter` (SQS's 1 MiB limit, per-aggregate order);
-/// build one with [`Emitter::with_max_message_bytes`] for a lower limit.
+/// [`emit`] and [`emit_all`] use the default `Emitter`: per-aggregate order, and the default
+/// [`MessageLimits`] (1 MiB, XML characters — what every AWS broker accepts). Build one with
+/// [`Emitter::for_publisher`] to check the limits of the broker you publish to (SNS accepts 256
+/// KiB; a publisher that offloads large payloads accepts more), or with
+/// [`Emitter::with_max_message_bytes`] for a lower limit of your own:
+///
+/// ```
+/// use outbox_core::Emitter;
+/// use outbox_core::limits::{CharacterSet, MessageLimits};
+///
+/// let emitter = Emitter::with_limits(MessageLimits::new("SNS", 256 * 1024, CharacterSet::Xml));
+/// assert_eq!(emitter.limits().max_message_bytes(), 262_144);
+/// // Build it once, e.g. `Emitter::for_publisher(&publisher)`, and keep it with your pool.
+/// ```
 ///
 /// # Per-aggregate order and the aggregate lock
 ///
@@ -45,7 +59,7 @@ use crate::trace;
 /// [`per_aggregate_order(false)`](Emitter::per_aggregate_order): writers then never wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Emitter {
-    max_message_bytes: usize,
+    limits: MessageLimits,
     ordered: bool,
 }
 
@@ -65,12 +79,23 @@ struct Checked {
 }
 
 impl Emitter {
-    /// An emitter with SQS's message limit ([`SQS_MAX_MESSAGE_BYTES`]).
+    /// An emitter with the default [`MessageLimits`].
     pub const fn new() -> Self {
+        Emitter::with_limits(MessageLimits::DEFAULT)
+    }
+
+    /// An emitter that checks events against `limits`.
+    pub const fn with_limits(limits: MessageLimits) -> Self {
         Emitter {
-            max_message_bytes: SQS_MAX_MESSAGE_BYTES,
+            limits,
             ordered: true,
         }
+    }
+
+    /// An emitter that checks events against the limits `publisher` states
+    /// ([`Publisher::limits`]).
+    pub fn for_publisher<P: Publisher>(publisher: &P) -> Self {
+        Emitter::with_limits(publisher.limits())
     }
 
     /// Whether inserts take the aggregate lock that keeps per-aggregate order (default `true`; see
@@ -81,23 +106,27 @@ impl Emitter {
         self
     }
 
-    /// An emitter that refuses messages larger than `max` bytes (payload and attributes, counted as
-    /// SQS counts them). `max` may only lower SQS's limit.
+    /// An emitter with the default limits, lowered to `max` bytes per message (payload and
+    /// attributes, counted as SQS and SNS count them). `max` may only lower the default limit.
     pub fn with_max_message_bytes(max: usize) -> Result<Self, Error> {
-        if max == 0 || max > SQS_MAX_MESSAGE_BYTES {
+        let limits = MessageLimits::default();
+        if max == 0 || max > limits.max_message_bytes() {
             return Err(Error::config(format!(
-                "max_message_bytes must be within 1..={SQS_MAX_MESSAGE_BYTES}, got {max}"
+                "max_message_bytes must be within 1..={}, got {max}",
+                limits.max_message_bytes()
             )));
         }
-        Ok(Emitter {
-            max_message_bytes: max,
-            ordered: true,
-        })
+        Ok(Emitter::with_limits(limits.with_max_message_bytes(max)))
+    }
+
+    /// The limits this emitter checks.
+    pub fn limits(&self) -> MessageLimits {
+        self.limits
     }
 
     /// The largest message this emitter accepts, in bytes.
     pub fn max_message_bytes(&self) -> usize {
-        self.max_message_bytes
+        self.limits.max_message_bytes()
     }
 
     /// Writes `event` through `client` — a `tokio_postgres` client or transaction, or a
@@ -185,7 +214,7 @@ impl Emitter {
         Ok(ids)
     }
 
-    /// Serialises `event` and refuses it if the database or SQS would.
+    /// Serialises `event` and refuses it if the database or the broker would.
     fn check<E: OutboxEvent + ?Sized>(&self, event: &E) -> Result<Checked, Error> {
         let aggregate_type = event.aggregate_type();
         let event_type = event.event_type();
@@ -206,9 +235,9 @@ impl Emitter {
                     format!("{field} is empty"),
                 ));
             }
-            message::check_text(field, value)?;
+            self.limits.check_text(field, value)?;
         }
-        message::check_text("aggregate_id", &aggregate_id)?;
+        self.limits.check_text("aggregate_id", &aggregate_id)?;
 
         let payload = serde_json::to_string(event).map_err(|e| {
             Error::new(
@@ -218,6 +247,7 @@ impl Emitter {
             .with_source(e)
         })?;
         message::check_json("payload", &payload)?;
+        self.limits.check_text("payload", &payload)?;
         message::check_depth("payload", &payload)?;
         let metadata = trace::current_metadata();
         let size = message::message_size(
@@ -227,15 +257,7 @@ impl Emitter {
             &aggregate_id,
             message::traceparent(&metadata),
         );
-        if size > self.max_message_bytes {
-            return Err(Error::new(
-                ErrorKind::TooLarge,
-                format!(
-                    "event `{event_type}` would be a {size}-byte message; the limit is {} bytes",
-                    self.max_message_bytes
-                ),
-            ));
-        }
+        self.limits.check_size(event_type, size)?;
         let to_raw = |json: String| {
             RawValue::from_string(json)
                 .map_err(|e| Error::new(ErrorKind::Serialize, "invalid JSON").with_source(e))

@@ -1,5 +1,10 @@
 //! The names of the environment variables [`RelayConfig::from_env`](crate::RelayConfig::from_env)
-//! reads, in one place for the code, the docs and the CLI's help.
+//! reads, in one place for the code, the docs and the CLI's help, and the reading itself.
+
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::relay::RelayConfig;
 
 /// [`RelayConfig::batch_size`](crate::RelayConfig::batch_size), a whole number.
 pub const BATCH_SIZE: &str = "OUTBOX_BATCH_SIZE";
@@ -27,3 +32,76 @@ pub const PER_AGGREGATE_ORDER: &str = "OUTBOX_PER_AGGREGATE_ORDER";
 pub const METRICS_INTERVAL_MS: &str = "OUTBOX_METRICS_INTERVAL_MS";
 /// [`RelayConfig::retention`](crate::RelayConfig::retention), seconds.
 pub const RETENTION_SECS: &str = "OUTBOX_RETENTION_SECS";
+
+impl RelayConfig {
+    /// The defaults, overridden by the `OUTBOX_*` environment variables named on each field.
+    pub fn from_env() -> Result<Self, Error> {
+        Self::from_lookup(|key| std::env::var(key).ok())
+    }
+
+    /// Like [`from_env`](Self::from_env), reading variables through `lookup`.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let mut c = RelayConfig::default();
+        let parse = |key: &str| -> Result<Option<u64>, Error> {
+            lookup(key)
+                .map(|v| {
+                    v.trim().parse::<u64>().map_err(|_| {
+                        Error::config(format!("{key} must be a whole number, got `{v}`"))
+                    })
+                })
+                .transpose()
+        };
+        let ms = |key: &str| parse(key).map(|v| v.map(Duration::from_millis));
+        if let Some(v) = parse(BATCH_SIZE)? {
+            c.batch_size = usize::try_from(v).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = parse(BATCH_MAX_BYTES)? {
+            c.batch_max_bytes = usize::try_from(v).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = parse(MAX_ATTEMPTS)? {
+            c.max_attempts = u32::try_from(v).unwrap_or(u32::MAX);
+        }
+        if let Some(v) = ms(BACKOFF_BASE_MS)? {
+            c.backoff_base = v;
+        }
+        if let Some(v) = ms(BACKOFF_CAP_MS)? {
+            c.backoff_cap = v;
+        }
+        if let Some(v) = lookup(BACKOFF_JITTER) {
+            c.backoff_jitter = v.trim().parse().map_err(|_| {
+                Error::config(format!("{} must be a number, got `{v}`", BACKOFF_JITTER))
+            })?;
+        }
+        if let Some(v) = ms(POLL_INTERVAL_MS)? {
+            c.poll_interval = v;
+        }
+        if let Some(v) = ms(PUBLISH_TIMEOUT_MS)? {
+            c.publish_timeout = v;
+        }
+        if let Some(v) = ms(SHUTDOWN_GRACE_MS)? {
+            c.shutdown_grace = v;
+        }
+        if let Some(v) = parse(CONCURRENCY)? {
+            c.concurrency = usize::try_from(v).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = lookup(PER_AGGREGATE_ORDER) {
+            c.per_aggregate_order = match v.trim() {
+                "true" | "1" | "yes" => true,
+                "false" | "0" | "no" => false,
+                _ => {
+                    return Err(Error::config(format!(
+                        "{} must be true or false, got `{v}`",
+                        PER_AGGREGATE_ORDER
+                    )));
+                }
+            };
+        }
+        if let Some(v) = ms(METRICS_INTERVAL_MS)? {
+            c.metrics_interval = v;
+        }
+        if let Some(v) = parse(RETENTION_SECS)? {
+            c.retention = Some(Duration::from_secs(v));
+        }
+        Ok(c)
+    }
+}

@@ -1,4 +1,4 @@
-//! The library's one error type.
+//! The library's one error type, and the skeleton every crate of the outbox builds its own on.
 
 use std::borrow::Cow;
 use std::error::Error as StdError;
@@ -92,17 +92,37 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// The error of every fallible operation in this crate: a [`kind`](Error::kind), a message, and the
-/// underlying error as [`source`](StdError::source) where there is one.
-pub struct Error {
-    kind: ErrorKind,
+/// A category of errors, as each crate of the outbox defines its own ([`ErrorKind`] here,
+/// `outbox_sqs::ErrorKind` for SQS): what [`Error`] is generic over.
+pub trait Kind:
+    Copy + Eq + std::hash::Hash + fmt::Debug + fmt::Display + Send + Sync + 'static
+{
+    /// Whether an operation that failed with this kind may succeed when tried again unchanged:
+    /// each crate decides it in this one place.
+    fn is_retryable(self) -> bool;
+}
+
+impl Kind for ErrorKind {
+    fn is_retryable(self) -> bool {
+        ErrorKind::is_retryable(self)
+    }
+}
+
+/// The error of every fallible operation in this crate (and, with its own kind, of
+/// `outbox_sqs`): a [`kind`](Error::kind), a message, and the underlying error as
+/// [`source`](StdError::source) where there is one.
+///
+/// `Display` prints `kind: message`, followed by `: source` unless the message already says it;
+/// [`error_chain`](crate::error_chain) prints every cause.
+pub struct Error<K: Kind = ErrorKind> {
+    kind: K,
     message: Cow<'static, str>,
     source: Option<Box<dyn StdError + Send + Sync>>,
 }
 
-impl Error {
+impl<K: Kind> Error<K> {
     /// An error of `kind` with a message.
-    pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
+    pub fn new(kind: K, message: impl Into<Cow<'static, str>>) -> Self {
         Error {
             kind,
             message: message.into(),
@@ -116,22 +136,35 @@ impl Error {
         self
     }
 
+    /// The same error with `context` put in front of the message.
+    pub fn context(mut self, context: impl fmt::Display) -> Self {
+        self.message = format!("{context}: {}", self.message).into();
+        self
+    }
+
     /// The category of the error.
-    pub fn kind(&self) -> ErrorKind {
+    pub fn kind(&self) -> K {
         self.kind
     }
 
-    /// Whether trying again unchanged may succeed (see [`ErrorKind::is_retryable`]).
+    /// The message, without the kind and the source.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Whether trying again unchanged may succeed (see [`Kind::is_retryable`]).
     pub fn is_retryable(&self) -> bool {
         self.kind.is_retryable()
     }
+}
 
+impl Error {
     pub(crate) fn config(message: impl Into<Cow<'static, str>>) -> Self {
         Error::new(ErrorKind::Config, message)
     }
 }
 
-impl fmt::Debug for Error {
+impl<K: Kind> fmt::Debug for Error<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Error");
         d.field("kind", &self.kind).field("message", &self.message);
@@ -142,17 +175,20 @@ impl fmt::Debug for Error {
     }
 }
 
-impl fmt::Display for Error {
+impl<K: Kind> fmt::Display for Error<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.kind, self.message)?;
         if let Some(source) = &self.source {
-            write!(f, ": {source}")?;
+            let source = source.to_string();
+            if !self.message.contains(&source) {
+                write!(f, ": {source}")?;
+            }
         }
         Ok(())
     }
 }
 
-impl StdError for Error {
+impl<K: Kind> StdError for Error<K> {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         self.source
             .as_deref()
@@ -197,5 +233,10 @@ mod tests {
         let e = Error::new(ErrorKind::Publish, "batch failed").with_source(io);
         assert_eq!(e.to_string(), "publisher failed: batch failed: boom");
         assert!(e.source().is_some());
+        // A message that already quotes its source does not repeat it.
+        let io = std::io::Error::other("boom");
+        let e = Error::new(ErrorKind::Publish, "batch failed: boom").with_source(io);
+        assert_eq!(e.to_string(), "publisher failed: batch failed: boom");
+        assert_eq!(e.context("relay").message(), "relay: batch failed: boom");
     }
 }

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::future::Future;
 
-use outbox_queries::client::GenericClient;
+use crate::client::GenericClient;
 use uuid::Uuid;
 
 use crate::error::Error;

@@ -1,6 +1,6 @@
 //! The consumer inbox: process each event at most once.
 
-use outbox_queries::client::GenericClient;
+use crate::client::GenericClient;
 use outbox_queries::queries::inbox as sql;
 use uuid::Uuid;
 

@@ -68,14 +68,17 @@
 mod backoff;
 mod chain;
 mod claimed_event;
+mod client;
 pub mod connect;
 mod dead_letters;
 mod decode;
 mod emit;
 pub mod env;
-mod error;
+pub mod error;
 mod event;
+mod failure;
 mod inbox;
+pub mod limits;
 pub mod message;
 mod metrics;
 mod migrate;
@@ -90,6 +93,7 @@ pub mod trace;
 pub mod __private;
 
 pub use chain::error_chain;
+pub use client::GenericClient;
 pub use connect::{
     ConnectConfig, Password, PasswordProvider, PgConnection, PgConnector, RootCerts, SslMode, Tls,
 };
@@ -101,11 +105,11 @@ pub use decode::DecodeEvent;
 pub use emit::{Emitter, emit, emit_all};
 pub use error::{Error, ErrorKind, Result};
 pub use event::OutboxEvent;
+pub use failure::{FailureKind, PublishFailure};
 pub use inbox::process_once;
 pub use metrics::RelayMetrics;
 pub use migrate::{MigrationReport, SCHEMA_HISTORY_TABLE, migrate, schema_version};
 pub use outbox_macros::OutboxEvent;
-pub use outbox_queries::client::GenericClient;
 pub use preflight::{DatabaseReport, check_relay_database};
 pub use publisher::{
     ClaimedEvent, PUBLISH_OVERRUN, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY,

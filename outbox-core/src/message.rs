@@ -1,14 +1,12 @@
-//! The shape and the limits of a published message, shared by `emit` (which refuses what a broker
-//! would reject, before commit) and by publishers (which build the message).
+//! The shape of a published message, shared by `emit` (which refuses what a broker would reject,
+//! before commit, with the publisher's [`MessageLimits`](crate::limits::MessageLimits)) and by
+//! publishers (which build the message).
 //!
 //! A message is the event's payload as compact JSON (the body) plus string attributes:
 //! [`ATTR_EVENT_ID`], [`ATTR_EVENT_TYPE`], [`ATTR_AGGREGATE_TYPE`], [`ATTR_AGGREGATE_ID`] and, when the
 //! event's metadata holds one, [`ATTR_TRACEPARENT`].
 
 use crate::error::{Error, ErrorKind};
-
-/// The largest message SQS accepts: 1 MiB, body and attributes together.
-pub const SQS_MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 
 /// Attribute holding the event id (a UUID, the consumer's dedupe key).
 pub const ATTR_EVENT_ID: &str = "event_id";
@@ -23,35 +21,14 @@ pub const ATTR_TRACEPARENT: &str = "traceparent";
 /// The metadata key `emit` stores the W3C trace context under.
 pub const METADATA_TRACEPARENT: &str = "traceparent";
 
-/// SQS counts an attribute's name, its data type and its value.
+/// Brokers count an attribute's name, its data type and its value.
 const STRING_DATA_TYPE_LEN: usize = "String".len();
 /// The length of a hyphenated UUID.
 const UUID_TEXT_LEN: usize = 36;
 
-/// Whether SQS accepts `c` in a message body or attribute value:
-/// `#x9 | #xA | #xD | #x20–#xD7FF | #xE000–#xFFFD | #x10000–#x10FFFF`.
-pub fn is_sqs_char(c: char) -> bool {
-    matches!(c as u32,
-        0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF)
-}
-
-/// Refuses text that SQS would reject in an attribute value (and that a log line could not show).
-pub fn check_text(field: &'static str, value: &str) -> Result<(), Error> {
-    match value.char_indices().find(|&(_, c)| !is_sqs_char(c)) {
-        None => Ok(()),
-        Some((at, c)) => Err(Error::new(
-            ErrorKind::InvalidText,
-            format!(
-                "{field} holds U+{:04X} at byte {at}, which SQS does not accept",
-                c as u32
-            ),
-        )),
-    }
-}
-
-/// Refuses a JSON document (as serialised by `serde_json`) that `jsonb` or SQS would reject: the
-/// escape `\u0000` (`jsonb` cannot store NUL) and raw characters outside [`is_sqs_char`]
-/// (`serde_json` escapes control characters, so those are only U+FFFE and U+FFFF).
+/// Refuses a JSON document (as serialised by `serde_json`) that `jsonb` would reject: one holding
+/// the escape `\u0000` (`jsonb` cannot store NUL). Which raw characters a broker accepts is the
+/// business of [`MessageLimits::check_text`](crate::limits::MessageLimits::check_text).
 pub fn check_json(field: &'static str, json: &str) -> Result<(), Error> {
     let bytes = json.as_bytes();
     let mut i = 0;
@@ -69,7 +46,7 @@ pub fn check_json(field: &'static str, json: &str) -> Result<(), Error> {
         }
         i += 1;
     }
-    check_text(field, json)
+    Ok(())
 }
 
 /// The deepest nesting of arrays and objects `emit` accepts in a payload: what serde_json accepts by
@@ -117,7 +94,8 @@ pub fn check_depth(field: &'static str, json: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// The size SQS counts for a message: body plus every attribute (name, data type and value).
+/// The size of a message as SQS and SNS count it: body plus every attribute (name, data type and
+/// value).
 pub fn message_size(
     body_len: usize,
     event_type: &str,
@@ -144,41 +122,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sqs_character_ranges() {
-        for ok in [
-            '\t',
-            '\n',
-            '\r',
-            ' ',
-            'a',
-            '\u{D7FF}',
-            '\u{E000}',
-            '\u{FFFD}',
-            '\u{10000}',
-            '😀',
-        ] {
-            assert!(is_sqs_char(ok), "{ok:?}");
-        }
-        for bad in [
-            '\0', '\u{1}', '\u{8}', '\u{B}', '\u{1F}', '\u{FFFE}', '\u{FFFF}',
-        ] {
-            assert!(!is_sqs_char(bad), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn check_text_names_the_field_and_position() {
-        let e = check_text("aggregate_id", "ab\u{1}").unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::InvalidText);
-        assert!(
-            e.to_string()
-                .contains("aggregate_id holds U+0001 at byte 2"),
-            "{e}"
-        );
-        assert!(check_text("x", "order-1 ✓").is_ok());
-    }
-
-    #[test]
     fn check_json_finds_nul_escapes_but_not_escaped_backslashes() {
         let nul = serde_json::to_string(&serde_json::json!({"a": "x\u{0}y"})).unwrap();
         assert_eq!(
@@ -188,11 +131,9 @@ mod tests {
         // A literal backslash followed by "u0000" is fine text.
         let literal = serde_json::to_string(&serde_json::json!({"a": "\\u0000"})).unwrap();
         assert!(check_json("payload", &literal).is_ok(), "{literal}");
-        // Control characters are escaped by serde_json and so acceptable to SQS.
+        // Control characters are escaped by serde_json.
         let ctrl = serde_json::to_string(&serde_json::json!({"a": "\u{1}"})).unwrap();
         assert!(check_json("payload", &ctrl).is_ok());
-        let nonchar = serde_json::to_string(&serde_json::json!({"a": "\u{FFFF}"})).unwrap();
-        assert!(check_json("payload", &nonchar).is_err());
     }
 
     #[test]

@@ -3,6 +3,8 @@
 use std::future::Future;
 
 pub use crate::claimed_event::ClaimedEvent;
+use crate::failure::{FailureKind, PublishFailure};
+use crate::limits::MessageLimits;
 
 /// What became of one event handed to [`Publisher::publish`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,17 +14,17 @@ pub enum PublishOutcome {
     /// The event failed and may succeed later (throttling, a server error, a time-out). The relay
     /// counts an attempt and retries it after a backoff; after the maximum attempts it is
     /// dead-lettered.
-    Retry(String),
+    Retry(PublishFailure),
     /// The broker can never accept this event (invalid content, too large, no route). The relay
     /// dead-letters it at once with this reason.
-    Permanent(String),
+    Permanent(PublishFailure),
     /// Nothing is wrong with the event, but its destination is unavailable as a whole (the queue
     /// does not exist any more, access is denied, the destination is throttled). The relay puts the
     /// event back for a short delay ([`UNAVAILABLE_RETRY_DELAY`]) *without* counting an attempt and
     /// holds back the later events of its aggregate, so a broken destination cannot dead-letter
     /// events in bulk while events for healthy destinations keep flowing. A publisher that has seen
     /// a destination broken for too long returns [`Permanent`](PublishOutcome::Permanent) instead.
-    Unavailable(String),
+    Unavailable(PublishFailure),
 }
 
 /// The longest the relay still waits for a [`publish_within`](Publisher::publish_within) call past
@@ -34,14 +36,34 @@ pub const PUBLISH_OVERRUN: std::time::Duration = std::time::Duration::from_secs(
 pub const UNAVAILABLE_RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl PublishOutcome {
-    /// The error text of a failed outcome.
-    pub fn error(&self) -> Option<&str> {
+    /// [`Retry`](PublishOutcome::Retry) with a failure of `kind`.
+    pub fn retry(kind: FailureKind, message: impl Into<String>) -> Self {
+        PublishOutcome::Retry(PublishFailure::new(kind, message))
+    }
+
+    /// [`Permanent`](PublishOutcome::Permanent) with a failure of `kind`.
+    pub fn permanent(kind: FailureKind, message: impl Into<String>) -> Self {
+        PublishOutcome::Permanent(PublishFailure::new(kind, message))
+    }
+
+    /// [`Unavailable`](PublishOutcome::Unavailable) with a failure of `kind`.
+    pub fn unavailable(kind: FailureKind, message: impl Into<String>) -> Self {
+        PublishOutcome::Unavailable(PublishFailure::new(kind, message))
+    }
+
+    /// The failure of a failed outcome.
+    pub fn failure(&self) -> Option<&PublishFailure> {
         match self {
             PublishOutcome::Published => None,
             PublishOutcome::Retry(e)
             | PublishOutcome::Permanent(e)
             | PublishOutcome::Unavailable(e) => Some(e),
         }
+    }
+
+    /// The error text of a failed outcome.
+    pub fn error(&self) -> Option<&str> {
+        self.failure().map(PublishFailure::message)
     }
 }
 
@@ -103,6 +125,15 @@ pub trait Publisher: Send + Sync + 'static {
     fn check(&self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         async { Ok(()) }
     }
+
+    /// What this publisher's broker accepts in a message. [`Emitter::for_publisher`] checks events
+    /// against it before writing them, so an event the broker would refuse fails in the writer's
+    /// transaction. The default is [`MessageLimits::DEFAULT`].
+    ///
+    /// [`Emitter::for_publisher`]: crate::Emitter::for_publisher
+    fn limits(&self) -> MessageLimits {
+        MessageLimits::DEFAULT
+    }
 }
 
 /// A shared publisher (e.g. one SQS client behind several relays) publishes as the publisher itself.
@@ -130,5 +161,9 @@ impl<P: Publisher> Publisher for std::sync::Arc<P> {
 
     fn check(&self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         (**self).check()
+    }
+
+    fn limits(&self) -> MessageLimits {
+        (**self).limits()
     }
 }

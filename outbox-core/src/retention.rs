@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use outbox_queries::client::GenericClient;
+use crate::client::GenericClient;
 use outbox_queries::queries::admin as sql;
 use outbox_queries::queries::inbox as inbox_sql;
 use tokio_util::sync::CancellationToken;

@@ -1,6 +1,6 @@
 //! The outbox's state at a glance.
 
-use outbox_queries::client::GenericClient;
+use crate::client::GenericClient;
 use outbox_queries::queries::admin as sql;
 
 use crate::error::Error;

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use outbox_core::{Emitter, ErrorKind, OutboxEvent, emit, emit_all};
+use outbox_core::limits::{CharacterSet, MessageLimits};
+use outbox_core::{Emitter, ErrorKind, OutboxEvent, Publisher, emit, emit_all};
 use outbox_queries::queries::admin;
 use outbox_tests::{TestDb, TestEvent, Unserialisable};
 use serde::Serialize;
@@ -152,6 +153,52 @@ async fn the_size_limit_counts_attributes_and_can_be_lowered() {
             .kind(),
         ErrorKind::Config
     );
+    assert_eq!(count(&client).await, 2);
+}
+
+/// A broker with SNS's size limit and any character but NUL.
+struct SmallBroker;
+
+impl Publisher for SmallBroker {
+    type Error = std::io::Error;
+
+    async fn publish(
+        &self,
+        events: &[outbox_core::ClaimedEvent],
+    ) -> Result<Vec<outbox_core::PublishOutcome>, Self::Error> {
+        Ok(vec![outbox_core::PublishOutcome::Published; events.len()])
+    }
+
+    fn limits(&self) -> MessageLimits {
+        MessageLimits::new("SmallBroker", 256 * 1024, CharacterSet::Unicode)
+    }
+}
+
+#[tokio::test]
+async fn an_emitter_for_a_publisher_checks_that_publishers_limits() {
+    let db = TestDb::new().await;
+    let client = db.pool().get().await.unwrap();
+    let emitter = Emitter::for_publisher(&SmallBroker);
+    assert_eq!(emitter.limits(), SmallBroker.limits());
+
+    // 300 KiB: fine for the default limits, too large for this broker, named in the error.
+    let big = TestEvent::new("o-1", 1).note("b".repeat(300 * 1024));
+    let e = emitter.emit(&client, &big).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TooLarge);
+    assert!(
+        e.to_string()
+            .contains("SmallBroker accepts at most 262144 bytes"),
+        "{e}"
+    );
+    assert_eq!(count(&client).await, 0, "nothing written");
+    emit(&client, &big).await.unwrap();
+
+    // A control character: refused by the default (XML) limits, accepted by this broker's.
+    let bell = TestEvent::new("o-\u{7}", 1);
+    let e = emit(&client, &bell).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidText);
+    assert!(e.to_string().contains("aggregate_id holds U+0007"), "{e}");
+    emitter.emit(&client, &bell).await.unwrap();
     assert_eq!(count(&client).await, 2);
 }
 

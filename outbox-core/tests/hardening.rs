@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use outbox_core::{
-    CLAIM_IDLE_MARGIN, CancellationToken, ClaimedEvent, ErrorKind, MAX_LAST_ERROR_CHARS,
-    OutboxEvent, PublishOutcome, Publisher, Relay, RelayMetrics, emit, emit_all,
+    CLAIM_IDLE_MARGIN, CancellationToken, ClaimedEvent, ErrorKind, FailureKind,
+    MAX_LAST_ERROR_CHARS, OutboxEvent, PublishOutcome, Publisher, Relay, RelayMetrics, emit,
+    emit_all,
 };
 use outbox_tests::{
     BlackHoleProxy, FlakyPublisher, RecordingPublisher, RunningRelay, TestDb, TestEvent,
@@ -214,8 +215,8 @@ async fn an_error_with_nul_or_of_any_length_is_stored_cleaned_and_the_batch_comm
     let db = TestDb::new().await;
     let long = "é".repeat(10_000);
     let publisher = Arc::new(FlakyPublisher::new(move |e| match note(e).as_deref() {
-        Some("nul") => Some(PublishOutcome::Retry("bad\0byte".into())),
-        Some("long") => Some(PublishOutcome::Permanent(long.clone())),
+        Some("nul") => Some(PublishOutcome::retry(FailureKind::Other, "bad\0byte")),
+        Some("long") => Some(PublishOutcome::permanent(FailureKind::Other, long.clone())),
         _ => None,
     }));
     let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
@@ -252,7 +253,10 @@ impl Publisher for SlowFailing {
     async fn publish(&self, events: &[ClaimedEvent]) -> Result<Vec<PublishOutcome>, Self::Error> {
         tokio::time::sleep(self.0).await;
         Ok(vec![
-            PublishOutcome::Retry("slow and failing".into());
+            PublishOutcome::retry(
+                FailureKind::Other,
+                "slow and failing"
+            );
             events.len()
         ])
     }
@@ -453,7 +457,7 @@ impl Publisher for OutOfTime {
         let mut outcomes = vec![PublishOutcome::Published; n];
         outcomes.resize(
             events.len(),
-            PublishOutcome::Unavailable("not sent before the deadline".into()),
+            PublishOutcome::unavailable(FailureKind::Other, "not sent before the deadline"),
         );
         Ok(outcomes)
     }

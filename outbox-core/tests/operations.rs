@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use outbox_core::{
-    DeadLetterFilter, PublishOutcome, Relay, RelayMetrics, emit_all, list_dead_letters,
-    process_once, purge_dead_letters, retry_dead_letters, stats,
+    DeadLetterFilter, FailureKind, PublishOutcome, Relay, RelayMetrics, emit_all,
+    list_dead_letters, process_once, purge_dead_letters, retry_dead_letters, stats,
 };
 use outbox_tests::{FlakyPublisher, RunningRelay, TestDb, TestEvent};
 use uuid::Uuid;
@@ -62,8 +62,8 @@ async fn metrics_report_a_known_run() {
     let db = TestDb::new().await;
     let publisher = Arc::new(FlakyPublisher::new(|e| {
         match outbox_tests::note(e).as_deref() {
-            Some("poison") => Some(PublishOutcome::Permanent("rejected".into())),
-            Some("retry") => Some(PublishOutcome::Retry("throttled".into())),
+            Some("poison") => Some(PublishOutcome::permanent(FailureKind::Other, "rejected")),
+            Some("retry") => Some(PublishOutcome::retry(FailureKind::Other, "throttled")),
             _ => None,
         }
     }));
@@ -114,7 +114,8 @@ async fn metrics_report_a_known_run() {
 #[tokio::test]
 async fn dead_letter_functions_change_exactly_the_rows_asked_for() {
     let db = TestDb::new().await;
-    let publisher = FlakyPublisher::new(|_| Some(PublishOutcome::Permanent("no".into())));
+    let publisher =
+        FlakyPublisher::new(|_| Some(PublishOutcome::permanent(FailureKind::Other, "no")));
     let relay = Relay::builder(db.pool().clone(), publisher)
         .build()
         .unwrap();

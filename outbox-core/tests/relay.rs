@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use outbox_core::{CancellationToken, PublishOutcome, Relay, emit, emit_all};
+use outbox_core::{CancellationToken, FailureKind, PublishOutcome, Relay, emit, emit_all};
 use outbox_queries::queries::admin;
 use outbox_tests::{
     FlakyPublisher, RecordingPublisher, RunningRelay, TestDb, TestEvent, eventually,
@@ -48,10 +48,13 @@ async fn failed_events_are_retried_after_backoff_and_dead_lettered_when_permanen
     let publisher = Arc::new(FlakyPublisher::new({
         move |e| match outbox_tests::note(e).as_deref() {
             Some("retry-once") if e.attempts == 0 => {
-                Some(PublishOutcome::Retry("throttled".into()))
+                Some(PublishOutcome::retry(FailureKind::Other, "throttled"))
             }
-            Some("permanent") => Some(PublishOutcome::Permanent("invalid content".into())),
-            Some("always") => Some(PublishOutcome::Retry("server error".into())),
+            Some("permanent") => Some(PublishOutcome::permanent(
+                FailureKind::Other,
+                "invalid content",
+            )),
+            Some("always") => Some(PublishOutcome::retry(FailureKind::Other, "server error")),
             _ => None,
         }
     }));
@@ -147,7 +150,7 @@ async fn four_relays_keep_per_aggregate_order_under_failures() {
     let publisher = Arc::new(
         FlakyPublisher::new(|e| {
             (e.id.as_u128() % 33 == 0 && e.attempts == 0)
-                .then(|| PublishOutcome::Retry("injected".into()))
+                .then(|| PublishOutcome::retry(FailureKind::Other, "injected"))
         })
         .failing_calls(0.10),
     );
@@ -221,7 +224,7 @@ async fn a_dead_event_blocks_its_aggregate_only() {
         let poisoned = Arc::clone(&poisoned);
         move |e| {
             (outbox_tests::note(e).as_deref() == Some("poison") && poisoned.load(Ordering::SeqCst))
-                .then(|| PublishOutcome::Permanent("poison".into()))
+                .then(|| PublishOutcome::permanent(FailureKind::Other, "poison"))
         }
     }));
     let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
@@ -274,7 +277,7 @@ async fn aggregates_behind_a_long_blocked_backlog_do_not_starve() {
     let db = TestDb::new().await;
     let publisher = Arc::new(FlakyPublisher::new(|e| {
         (outbox_tests::note(e).as_deref() == Some("poison"))
-            .then(|| PublishOutcome::Permanent("poison".into()))
+            .then(|| PublishOutcome::permanent(FailureKind::Other, "poison"))
     }));
     let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
         .batch_size(50)
@@ -316,7 +319,7 @@ async fn without_ordering_a_dead_event_blocks_nothing() {
     let db = TestDb::new().await;
     let publisher = Arc::new(FlakyPublisher::new(|e| {
         (outbox_tests::note(e).as_deref() == Some("poison"))
-            .then(|| PublishOutcome::Permanent("poison".into()))
+            .then(|| PublishOutcome::permanent(FailureKind::Other, "poison"))
     }));
     let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
         .per_aggregate_order(false)
@@ -485,7 +488,7 @@ async fn an_unavailable_destination_puts_its_events_back_without_an_attempt_and_
         move |e| {
             (outbox_tests::note(e).as_deref() == Some("broken-queue")
                 && broken.load(Ordering::SeqCst))
-            .then(|| PublishOutcome::Unavailable("QueueDoesNotExist".into()))
+            .then(|| PublishOutcome::unavailable(FailureKind::Other, "QueueDoesNotExist"))
         }
     }));
     let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use outbox_core::message::SQS_MAX_MESSAGE_BYTES;
+use crate::message::SQS_LIMITS;
 
 use crate::message::Prepared;
 
@@ -10,7 +10,7 @@ use crate::message::Prepared;
 pub const MAX_BATCH_ENTRIES: usize = 10;
 /// The most bytes (bodies and attributes of every entry) SQS accepts in one `SendMessageBatch`
 /// call: 1 MiB.
-pub const MAX_BATCH_BYTES: usize = SQS_MAX_MESSAGE_BYTES;
+pub const MAX_BATCH_BYTES: usize = SQS_LIMITS.max_message_bytes();
 
 /// What planning needs to know of a message.
 pub(crate) trait Plannable {

@@ -14,7 +14,7 @@ use crate::breaker::Breaker;
 use crate::config::{
     MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
 };
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, config_error};
 use crate::metrics::SqsMetrics;
 use crate::publisher::{Inner, Queue, SqsPublisher};
 use crate::routing::Router;
@@ -153,7 +153,7 @@ impl SqsPublisherBuilder {
             conf = conf.to_builder().retry_config(retry).build();
         }
         if conf.region().is_none() {
-            return Err(Error::config(
+            return Err(config_error(
                 "no AWS region: set AWS_REGION (or a region in the AWS profile) or the builder's `region`",
             ));
         }
@@ -206,7 +206,7 @@ impl SqsPublisherBuilder {
                 .as_deref()
                 .map(|q| by_name[q.trim()].clone()),
         )
-        .map_err(Error::config)?;
+        .map_err(config_error)?;
 
         Ok(SqsPublisher {
             inner: Arc::new(Inner {
@@ -224,15 +224,15 @@ impl SqsPublisherBuilder {
 
 fn validate(config: &SqsConfig) -> Result<()> {
     if config.max_in_flight == 0 {
-        return Err(Error::config("max_in_flight must be at least 1"));
+        return Err(config_error("max_in_flight must be at least 1"));
     }
     if config.call_timeout.is_zero() {
-        return Err(Error::config("call_timeout must be greater than zero"));
+        return Err(config_error("call_timeout must be greater than zero"));
     }
     if config.broken_queue_dead_letter_after.is_zero()
         || config.broken_queue_dead_letter_after > MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER
     {
-        return Err(Error::config(format!(
+        return Err(config_error(format!(
             "broken_queue_dead_letter_after must be between 1 s and {} s",
             MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER.as_secs()
         )));
@@ -240,23 +240,23 @@ fn validate(config: &SqsConfig) -> Result<()> {
     if config.breaker_probe_interval.is_zero()
         || config.breaker_probe_interval > MAX_BREAKER_PROBE_INTERVAL
     {
-        return Err(Error::config(format!(
+        return Err(config_error(format!(
             "breaker_probe_interval must be greater than zero and at most {} s",
             MAX_BREAKER_PROBE_INTERVAL.as_secs()
         )));
     }
     if config.max_attempts == Some(0) {
-        return Err(Error::config("max_attempts must be at least 1"));
+        return Err(config_error("max_attempts must be at least 1"));
     }
     if let Some(url) = &config.endpoint_url {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(Error::config(format!(
+            return Err(config_error(format!(
                 "endpoint_url `{url}` is not an http:// or https:// URL"
             )));
         }
     }
     if config.default_queue.is_none() && config.routes.is_empty() {
-        return Err(Error::config(
+        return Err(config_error(
             "no SQS queue configured: set a default queue or at least one route",
         ));
     }
@@ -265,10 +265,10 @@ fn validate(config: &SqsConfig) -> Result<()> {
         .as_deref()
         .is_some_and(|q| q.trim().is_empty())
     {
-        return Err(Error::config("the default queue is empty"));
+        return Err(config_error("the default queue is empty"));
     }
     if let Some(route) = config.routes.iter().find(|r| r.queue.trim().is_empty()) {
-        return Err(Error::config(format!(
+        return Err(config_error(format!(
             "route `{}` has an empty queue",
             route.pattern
         )));
@@ -281,7 +281,7 @@ fn validate(config: &SqsConfig) -> Result<()> {
             .map(|r| (r.pattern.trim().to_owned(), ())),
         None,
     )
-    .map_err(Error::config)?;
+    .map_err(config_error)?;
     Ok(())
 }
 

@@ -13,6 +13,9 @@
 
 use aws_sdk_sqs::config::http::HttpResponse;
 use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
+use outbox_core::FailureKind;
+
+use crate::error::ErrorKind;
 
 /// What a failed message or call means for its events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -133,6 +136,43 @@ pub fn classify(code: &str, sender_fault: bool) -> Class {
     }
 }
 
+/// What kind of failure an SQS error `code` is, for the
+/// [`PublishFailure`](outbox_core::PublishFailure) of the events it hit: throttling codes →
+/// [`FailureKind::Throttled`], missing, denied or unkeyed queues → [`FailureKind::Destination`],
+/// credential codes → [`FailureKind::Credentials`], transient server codes →
+/// [`FailureKind::Broker`], `…TooLong` → [`FailureKind::TooLarge`], other invalid-content codes →
+/// [`FailureKind::InvalidContent`], anything else → [`FailureKind::Other`].
+pub fn failure_kind(code: &str) -> FailureKind {
+    let code = normalize(code);
+    if THROTTLING_CODES.contains(&code) {
+        FailureKind::Throttled
+    } else if QUEUE_CODES.contains(&code) || code.starts_with("KMS.") || code.starts_with("Kms") {
+        FailureKind::Destination
+    } else if ACCOUNT_CODES.contains(&code) {
+        FailureKind::Credentials
+    } else if TRANSIENT_CODES.contains(&code) {
+        FailureKind::Broker
+    } else if code.ends_with("TooLong") {
+        FailureKind::TooLarge
+    } else if code.starts_with("Invalid") || code == "MissingParameter" {
+        FailureKind::InvalidContent
+    } else {
+        FailureKind::Other
+    }
+}
+
+/// The failure kind of a call that failed as a whole with this crate's error `kind`.
+pub(crate) fn call_failure_kind(kind: ErrorKind) -> FailureKind {
+    match kind {
+        ErrorKind::Timeout => FailureKind::Timeout,
+        ErrorKind::Unavailable => FailureKind::Unreachable,
+        ErrorKind::Credentials => FailureKind::Credentials,
+        ErrorKind::QueueNotFound | ErrorKind::QueueUnavailable => FailureKind::Destination,
+        ErrorKind::Service => FailureKind::Broker,
+        ErrorKind::Config => FailureKind::Other,
+    }
+}
+
 /// Classifies a failed SDK call.
 ///
 /// An error response is classified by its HTTP status and code: 5xx → [`Class::Retry`]; otherwise
@@ -160,6 +200,31 @@ mod tests {
     use aws_sdk_sqs::error::ErrorMetadata;
     use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchError;
     use aws_smithy_types::body::SdkBody;
+
+    #[test]
+    fn failure_kinds_of_codes() {
+        for (code, kind) in [
+            ("ThrottlingException", FailureKind::Throttled),
+            (
+                "AWS.SimpleQueueService.RequestThrottled",
+                FailureKind::Throttled,
+            ),
+            (
+                "AWS.SimpleQueueService.NonExistentQueue",
+                FailureKind::Destination,
+            ),
+            ("KMS.DisabledException", FailureKind::Destination),
+            ("AccessDenied", FailureKind::Destination),
+            ("ExpiredToken", FailureKind::Credentials),
+            ("InternalError", FailureKind::Broker),
+            ("BatchRequestTooLong", FailureKind::TooLarge),
+            ("InvalidMessageContents", FailureKind::InvalidContent),
+            ("InvalidParameterValue", FailureKind::InvalidContent),
+            ("SomethingNew", FailureKind::Other),
+        ] {
+            assert_eq!(failure_kind(code), kind, "{code}");
+        }
+    }
 
     #[test]
     fn throttling_of_a_queue_makes_it_unavailable_whatever_the_fault_flag() {

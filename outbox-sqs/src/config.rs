@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{Result, config_error};
 
 /// Environment variable: the queue for event types that no route matches.
 pub const ENV_DEFAULT_QUEUE_URL: &str = "OUTBOX_SQS_DEFAULT_QUEUE_URL";
@@ -142,18 +142,18 @@ impl SqsConfig {
         }
         if let Some(routes) = var(ENV_ROUTES) {
             config.routes =
-                parse_routes(&routes).map_err(|e| Error::config(format!("{ENV_ROUTES}: {e}")))?;
+                parse_routes(&routes).map_err(|e| config_error(format!("{ENV_ROUTES}: {e}")))?;
         }
         if let Some(n) = var(ENV_MAX_IN_FLIGHT) {
             config.max_in_flight = n.trim().parse().map_err(|_| {
-                Error::config(format!(
+                config_error(format!(
                     "{ENV_MAX_IN_FLIGHT}: `{n}` is not a positive whole number"
                 ))
             })?;
         }
         if let Some(ms) = var(ENV_CALL_TIMEOUT_MS) {
             let ms: u64 = ms.trim().parse().map_err(|_| {
-                Error::config(format!(
+                config_error(format!(
                     "{ENV_CALL_TIMEOUT_MS}: `{ms}` is not a whole number of milliseconds"
                 ))
             })?;
@@ -161,7 +161,7 @@ impl SqsConfig {
         }
         if let Some(secs) = var(ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS) {
             let secs: u64 = secs.trim().parse().map_err(|_| {
-                Error::config(format!(
+                config_error(format!(
                     "{ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS}: `{secs}` is not a whole number of seconds"
                 ))
             })?;
@@ -169,7 +169,7 @@ impl SqsConfig {
         }
         if let Some(ms) = var(ENV_BREAKER_PROBE_INTERVAL_MS) {
             let ms: u64 = ms.trim().parse().map_err(|_| {
-                Error::config(format!(
+                config_error(format!(
                     "{ENV_BREAKER_PROBE_INTERVAL_MS}: `{ms}` is not a whole number of milliseconds"
                 ))
             })?;

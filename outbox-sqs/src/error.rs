@@ -1,7 +1,6 @@
 //! The crate's one error type.
 
 use std::borrow::Cow;
-use std::error::Error as StdError;
 use std::fmt;
 
 /// What went wrong, as a category a caller can match on.
@@ -60,74 +59,20 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// The error of every fallible operation in this crate: a [`kind`](Error::kind), a message, and the
-/// underlying error as [`source`](StdError::source) where there is one.
-pub struct Error {
-    kind: ErrorKind,
-    message: Cow<'static, str>,
-    source: Option<Box<dyn StdError + Send + Sync>>,
-}
-
-impl Error {
-    /// An error of `kind` with a message.
-    pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
-        Error {
-            kind,
-            message: message.into(),
-            source: None,
-        }
-    }
-
-    /// Attaches the underlying error.
-    pub fn with_source(mut self, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
-        self.source = Some(source.into());
-        self
-    }
-
-    /// The category of the error.
-    pub fn kind(&self) -> ErrorKind {
-        self.kind
-    }
-
-    /// Whether trying again unchanged may succeed (see [`ErrorKind::is_retryable`]).
-    pub fn is_retryable(&self) -> bool {
-        self.kind.is_retryable()
-    }
-
-    pub(crate) fn config(message: impl Into<Cow<'static, str>>) -> Self {
-        Error::new(ErrorKind::Config, message)
-    }
-
-    /// The same error with `context` put in front of the message.
-    pub(crate) fn context(mut self, context: impl fmt::Display) -> Self {
-        self.message = format!("{context}: {}", self.message).into();
-        self
+impl outbox_core::error::Kind for ErrorKind {
+    fn is_retryable(self) -> bool {
+        ErrorKind::is_retryable(self)
     }
 }
 
-impl fmt::Debug for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("Error");
-        d.field("kind", &self.kind).field("message", &self.message);
-        if let Some(source) = &self.source {
-            d.field("source", source);
-        }
-        d.finish()
-    }
-}
+/// The error of every fallible operation in this crate: the outbox's one error skeleton
+/// ([`outbox_core::error::Error`]) with this crate's [`ErrorKind`] — a kind, a message, and the
+/// underlying error as [`source`](std::error::Error::source) where there is one.
+pub type Error = outbox_core::error::Error<ErrorKind>;
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind, self.message)
-    }
-}
-
-impl StdError for Error {
-    fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        self.source
-            .as_deref()
-            .map(|s| s as &(dyn StdError + 'static))
-    }
+/// An [`ErrorKind::Config`] error.
+pub(crate) fn config_error(message: impl Into<Cow<'static, str>>) -> Error {
+    Error::new(ErrorKind::Config, message)
 }
 
 /// A `Result` with this crate's [`Error`].
@@ -136,6 +81,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::error::Error as _;
 
     #[test]
     fn display_has_kind_and_message_and_source_is_kept() {
@@ -143,7 +89,7 @@ mod tests {
             .with_source(std::io::Error::other("boom"));
         assert_eq!(
             e.to_string(),
-            "SQS queue not found: queue `q` does not exist"
+            "SQS queue not found: queue `q` does not exist: boom"
         );
         assert_eq!(e.source().unwrap().to_string(), "boom");
         assert!(!e.is_retryable());
@@ -151,7 +97,7 @@ mod tests {
         let e = e.context("check");
         assert_eq!(
             e.to_string(),
-            "SQS queue not found: check: queue `q` does not exist"
+            "SQS queue not found: check: queue `q` does not exist: boom"
         );
     }
 }

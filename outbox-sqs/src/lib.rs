@@ -53,7 +53,10 @@
 //!   succeeded): consumers deduplicate on `event_id`.
 //!
 //! A message larger than SQS's 1 MiB (body plus attributes, counted with
-//! [`outbox_core::message::message_size`]) is not sent: its outcome is `Permanent`.
+//! [`outbox_core::message::message_size`]) is not sent: its outcome is `Permanent`. The publisher
+//! states SQS's limits as [`SQS_LIMITS`] ([`Publisher::limits`](outbox_core::Publisher::limits)):
+//! build your emitter with [`Emitter::for_publisher`](outbox_core::Emitter::for_publisher) and such
+//! an event is refused by `emit`, in the writer's transaction, instead.
 //!
 //! # Configuration
 //!
@@ -83,8 +86,8 @@
 //!
 //! Each event's type picks its queue: an exact route (`payment.captured`) wins over a prefix route
 //! (`order.*`), a longer prefix over a shorter one, and the default queue comes last. An event no
-//! route matches and with no default queue gets `PublishOutcome::Permanent("no SQS route for event
-//! type `x`")`: a configuration error, dead-lettered (and so visible) rather than retried forever.
+//! route matches and with no default queue gets `PublishOutcome::Permanent` (kind
+//! [`NoRoute`](outbox_core::FailureKind::NoRoute), "no SQS route for event type `x`"): a configuration error, dead-lettered (and so visible) rather than retried forever.
 //!
 //! # Batching, concurrency, ordering
 //!
@@ -168,9 +171,10 @@ mod metrics;
 mod publisher;
 mod routing;
 mod sdk_error;
+mod settle;
 
 pub use batch::{MAX_BATCH_BYTES, MAX_BATCH_ENTRIES};
-pub use classify::{Class, classify, classify_sdk_error};
+pub use classify::{Class, classify, classify_sdk_error, failure_kind};
 pub use config::{
     DEFAULT_BREAKER_PROBE_INTERVAL, DEFAULT_BROKEN_QUEUE_DEAD_LETTER_AFTER, DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_IN_FLIGHT, ENV_BREAKER_PROBE_INTERVAL_MS, ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS,
@@ -178,5 +182,5 @@ pub use config::{
     MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
 };
 pub use error::{Error, ErrorKind, Result};
-pub use message::{HASHED_GROUP_ID_PREFIX, MAX_GROUP_ID_LEN, message_group_id};
+pub use message::{HASHED_GROUP_ID_PREFIX, MAX_GROUP_ID_LEN, SQS_LIMITS, message_group_id};
 pub use publisher::{SqsPublisher, SqsPublisherBuilder, UnavailableQueue};

@@ -2,11 +2,19 @@
 
 use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
 use outbox_core::ClaimedEvent;
+use outbox_core::limits::{CharacterSet, MessageLimits};
 use outbox_core::message::{
     ATTR_AGGREGATE_ID, ATTR_AGGREGATE_TYPE, ATTR_EVENT_ID, ATTR_EVENT_TYPE, ATTR_TRACEPARENT,
-    SQS_MAX_MESSAGE_BYTES, message_size,
+    message_size,
 };
+use outbox_core::{FailureKind, PublishFailure};
 use sha2::{Digest, Sha256};
+
+/// What SQS accepts in a message: 1 MiB (body and attributes, counted as
+/// [`message_size`](outbox_core::message::message_size) counts them) and the XML 1.0 characters.
+/// [`SqsPublisher`](crate::SqsPublisher) states them as its
+/// [`Publisher::limits`](outbox_core::Publisher::limits).
+pub const SQS_LIMITS: MessageLimits = MessageLimits::new("SQS", 1024 * 1024, CharacterSet::Xml);
 
 /// The longest `MessageGroupId` SQS accepts.
 pub const MAX_GROUP_ID_LEN: usize = 128;
@@ -60,17 +68,26 @@ pub(crate) struct Prepared {
     pub(crate) group: Option<String>,
 }
 
-fn string_attribute(value: &str) -> Result<MessageAttributeValue, String> {
+fn string_attribute(value: &str) -> Result<MessageAttributeValue, PublishFailure> {
     MessageAttributeValue::builder()
         .data_type("String")
         .string_value(value)
         .build()
-        .map_err(|e| format!("cannot build a message attribute: {e}"))
+        .map_err(|e| {
+            PublishFailure::new(
+                FailureKind::InvalidContent,
+                format!("cannot build a message attribute: {e}"),
+            )
+        })
 }
 
 /// Builds the entry of `event` (at `index` in the call) for a queue that is FIFO or not. `Err` is
 /// the reason the event can never be sent (too large), for a permanent outcome.
-pub(crate) fn prepare(index: usize, event: &ClaimedEvent, fifo: bool) -> Result<Prepared, String> {
+pub(crate) fn prepare(
+    index: usize,
+    event: &ClaimedEvent,
+    fifo: bool,
+) -> Result<Prepared, PublishFailure> {
     // The payload's JSON text as stored, sent as is: never parsed (a document nested deeper than a
     // parser accepts, or a number beyond f64, goes through unchanged).
     let body = event.payload();
@@ -82,9 +99,11 @@ pub(crate) fn prepare(index: usize, event: &ClaimedEvent, fifo: bool) -> Result<
         &event.aggregate_id,
         trace,
     );
-    if size > SQS_MAX_MESSAGE_BYTES {
-        return Err(format!(
-            "the message is {size} bytes (body and attributes); SQS accepts at most {SQS_MAX_MESSAGE_BYTES}"
+    let max = SQS_LIMITS.max_message_bytes();
+    if size > max {
+        return Err(PublishFailure::new(
+            FailureKind::TooLarge,
+            format!("the message is {size} bytes (body and attributes); SQS accepts at most {max}"),
         ));
     }
     let event_id = event.id.hyphenated().to_string();
@@ -107,9 +126,12 @@ pub(crate) fn prepare(index: usize, event: &ClaimedEvent, fifo: bool) -> Result<
             .message_group_id(group.clone())
             .message_deduplication_id(event_id.clone());
     }
-    let entry = entry
-        .build()
-        .map_err(|e| format!("cannot build the SQS entry: {e}"))?;
+    let entry = entry.build().map_err(|e| {
+        PublishFailure::new(
+            FailureKind::InvalidContent,
+            format!("cannot build the SQS entry: {e}"),
+        )
+    })?;
     Ok(Prepared {
         index,
         event_id,

@@ -1,6 +1,6 @@
 //! [`SqsPublisher`]: the relay's [`Publisher`] on `aws-sdk-sqs`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -8,18 +8,20 @@ use std::time::Duration;
 
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchOutput;
-use outbox_core::{ClaimedEvent, PublishOutcome, Publisher};
+use outbox_core::limits::MessageLimits;
+use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome, Publisher};
 use tokio::sync::Semaphore;
 
 use crate::batch::{Chain, plan};
 use crate::breaker::{Admit, Breaker};
 pub use crate::builder::SqsPublisherBuilder;
-use crate::classify::{Class, classify, classify_sdk_error};
+use crate::classify::{Class, classify_sdk_error};
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{Prepared, prepare};
+use crate::message::{Prepared, SQS_LIMITS, prepare};
 use crate::metrics::SqsMetrics;
 use crate::routing::Router;
 use crate::sdk_error::{sdk_error, timeout_error};
+use crate::settle::{CallFailure, Report, held_back, settle};
 
 /// Publishes outbox events to Amazon SQS with `SendMessageBatch`. See the [crate docs](crate) for
 /// the message shape, routing, batching and error handling.
@@ -112,54 +114,6 @@ impl SqsPublisher {
     }
 }
 
-// ---- publishing -----------------------------------------------------------------------------------
-
-/// A `SendMessageBatch` call that failed as a whole, or that the queue's open circuit breaker
-/// refused.
-struct CallFailure {
-    class: Class,
-    error: Error,
-    /// The queue has been unavailable longer than the dead-letter limit.
-    dead_letter: bool,
-    /// Whether the call reached the network (`false`: refused by the breaker).
-    called: bool,
-}
-
-/// What the calls of one chain did.
-#[derive(Default)]
-struct Report {
-    outcomes: Vec<(usize, PublishOutcome)>,
-    /// Calls tried, the breaker's refusals included.
-    calls: usize,
-    transient_failures: usize,
-    /// Calls failed or refused because their queue is unavailable as a whole.
-    unavailable_failures: usize,
-    first_failure: Option<Error>,
-}
-
-impl Report {
-    fn count(&mut self, result: &std::result::Result<SendMessageBatchOutput, CallFailure>) {
-        self.calls += 1;
-        if let Err(f) = result {
-            match f.class {
-                Class::Retry => self.transient_failures += 1,
-                Class::Unavailable => self.unavailable_failures += 1,
-                Class::Permanent => {}
-            }
-        }
-    }
-
-    fn merge(&mut self, other: Report) {
-        self.outcomes.extend(other.outcomes);
-        self.calls += other.calls;
-        self.transient_failures += other.transient_failures;
-        self.unavailable_failures += other.unavailable_failures;
-        if self.first_failure.is_none() {
-            self.first_failure = other.first_failure;
-        }
-    }
-}
-
 impl SqsPublisher {
     async fn publish_events(
         &self,
@@ -175,14 +129,14 @@ impl SqsPublisher {
         for i in order {
             let event = &events[i];
             let Some(queue) = self.inner.router.route(&event.event_type) else {
-                outcomes[i] = Some(PublishOutcome::Permanent(format!(
-                    "no SQS route for event type `{}`",
-                    event.event_type
-                )));
+                outcomes[i] = Some(PublishOutcome::permanent(
+                    FailureKind::NoRoute,
+                    format!("no SQS route for event type `{}`", event.event_type),
+                ));
                 continue;
             };
             match prepare(i, event, queue.fifo) {
-                Err(reason) => outcomes[i] = Some(PublishOutcome::Permanent(reason)),
+                Err(failure) => outcomes[i] = Some(PublishOutcome::Permanent(failure)),
                 Ok(prepared) => match per_queue.iter_mut().find(|(q, _)| Arc::ptr_eq(q, queue)) {
                     Some((_, list)) => list.push(prepared),
                     None => per_queue.push((queue.clone(), vec![prepared])),
@@ -226,7 +180,10 @@ impl SqsPublisher {
             .into_iter()
             .map(|o| {
                 o.unwrap_or_else(|| {
-                    PublishOutcome::Retry("the SQS publisher lost track of this event".into())
+                    PublishOutcome::retry(
+                        FailureKind::Other,
+                        "the SQS publisher lost track of this event",
+                    )
                 })
             })
             .collect())
@@ -258,8 +215,9 @@ impl SqsPublisher {
                 for p in batch {
                     report.outcomes.push((
                         p.index,
-                        PublishOutcome::Unavailable(
-                            "not sent: the relay's publish deadline would pass first".into(),
+                        PublishOutcome::unavailable(
+                            FailureKind::NotSent,
+                            "not sent: the relay's publish deadline would pass first",
                         ),
                     ));
                 }
@@ -365,117 +323,6 @@ impl SqsPublisher {
     }
 }
 
-fn held_back(queue: &Queue, group: &str) -> PublishOutcome {
-    let reason =
-        format!("not sent: an earlier event of message group `{group}` failed in the same publish");
-    // Held back because the queue broke: no attempt is counted for it either.
-    if queue.breaker.is_open() {
-        PublishOutcome::Unavailable(reason)
-    } else {
-        PublishOutcome::Retry(reason)
-    }
-}
-
-/// The outcome of an event whose queue is unavailable as a whole: put back, or dead-lettered once
-/// the queue has been broken longer than the limit.
-fn unavailable(reason: String, dead_letter: bool) -> PublishOutcome {
-    if dead_letter {
-        PublishOutcome::Permanent(reason)
-    } else {
-        PublishOutcome::Unavailable(reason)
-    }
-}
-
-/// Records the outcome of every entry of a call.
-fn settle(
-    queue: &Queue,
-    result: std::result::Result<SendMessageBatchOutput, CallFailure>,
-    entries: Vec<Prepared>,
-    report: &mut Report,
-    failed_groups: &mut HashSet<String>,
-) {
-    let mut record = |p: &Prepared, outcome: PublishOutcome| {
-        if outcome != PublishOutcome::Published {
-            if let Some(group) = &p.group {
-                failed_groups.insert(group.clone());
-            }
-        }
-        report.outcomes.push((p.index, outcome));
-    };
-    match result {
-        Ok(output) => {
-            let accepted: HashSet<&str> = output.successful().iter().map(|s| s.id()).collect();
-            let failed: HashMap<&str, _> = output.failed().iter().map(|f| (f.id(), f)).collect();
-            // An entry failed for its queue's sake (e.g. a KMS key) opens the breaker; any other
-            // answer shows the queue working.
-            let queue_failure = output
-                .failed()
-                .iter()
-                .find(|f| classify(f.code(), f.sender_fault()) == Class::Unavailable);
-            let dead_letter = match queue_failure {
-                Some(f) => queue.breaker.failed(&format!(
-                    "SendMessageBatch to queue `{}`: {}: {}",
-                    queue.url,
-                    f.code(),
-                    f.message().unwrap_or("")
-                )),
-                None => {
-                    queue.breaker.succeeded();
-                    false
-                }
-            };
-            for p in &entries {
-                let id = p.entry.id();
-                let outcome = if accepted.contains(id) {
-                    PublishOutcome::Published
-                } else if let Some(f) = failed.get(id) {
-                    let (code, message) = (f.code(), f.message().unwrap_or(""));
-                    tracing::warn!(
-                        queue = %queue.url, event_id = %p.event_id, code, sender_fault = f.sender_fault(),
-                        message, "SQS failed a message"
-                    );
-                    match classify(code, f.sender_fault()) {
-                        Class::Permanent => PublishOutcome::Permanent(format!(
-                            "SQS rejected the message: {code}: {message}"
-                        )),
-                        Class::Retry => PublishOutcome::Retry(format!(
-                            "SQS did not accept the message: {code}: {message}"
-                        )),
-                        Class::Unavailable => unavailable(
-                            format!("SQS queue `{}` unavailable: {code}: {message}", queue.url),
-                            dead_letter,
-                        ),
-                    }
-                } else {
-                    PublishOutcome::Retry("SQS did not report on this message".into())
-                };
-                record(p, outcome);
-            }
-        }
-        Err(failure) => {
-            // A refusal by the open breaker was logged when it opened.
-            if failure.called {
-                tracing::warn!(
-                    queue = %queue.url, entries = entries.len(), error = %failure.error,
-                    "SendMessageBatch failed"
-                );
-            }
-            let reason = failure.error.to_string();
-            for p in &entries {
-                let outcome = match failure.class {
-                    Class::Retry => PublishOutcome::Retry(reason.clone()),
-                    Class::Permanent => PublishOutcome::Permanent(reason.clone()),
-                    Class::Unavailable => unavailable(reason.clone(), failure.dead_letter),
-                };
-                record(p, outcome);
-            }
-            if failure.class == Class::Retry && report.first_failure.is_none() {
-                report.first_failure = Some(failure.error);
-            }
-        }
-    }
-}
-
 impl Publisher for SqsPublisher {
     type Error = Error;
 
@@ -506,5 +353,10 @@ impl Publisher for SqsPublisher {
 
     fn check(&self) -> impl Future<Output = Result<(), Error>> + Send {
         self.check_queues()
+    }
+
+    /// [`SQS_LIMITS`](crate::SQS_LIMITS).
+    fn limits(&self) -> MessageLimits {
+        SQS_LIMITS
     }
 }

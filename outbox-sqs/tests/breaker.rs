@@ -17,14 +17,14 @@ const PROBE: Duration = Duration::from_millis(300);
 
 fn unavailable(o: &PublishOutcome) -> &str {
     match o {
-        PublishOutcome::Unavailable(r) => r,
+        PublishOutcome::Unavailable(r) => r.message(),
         other => panic!("expected Unavailable, got {other:?}"),
     }
 }
 
 fn permanent(o: &PublishOutcome) -> &str {
     match o {
-        PublishOutcome::Permanent(r) => r,
+        PublishOutcome::Permanent(r) => r.message(),
         other => panic!("expected Permanent, got {other:?}"),
     }
 }

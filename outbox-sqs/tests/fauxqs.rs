@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use common::{assert_all_published, body, event, events};
-use outbox_core::message::{SQS_MAX_MESSAGE_BYTES, message_size};
+use outbox_core::message::message_size;
+use outbox_sqs::SQS_LIMITS;
+const SQS_MAX_MESSAGE_BYTES: usize = SQS_LIMITS.max_message_bytes();
 use outbox_core::{ClaimedEvent, PublishOutcome, Publisher};
 use outbox_sqs::{ErrorKind, SqsPublisher, message_group_id};
 use outbox_tests::sqs::{
@@ -197,8 +199,11 @@ async fn payload_just_under_one_mib_is_delivered_and_one_over_is_permanent() {
     assert_eq!(outcomes[0], PublishOutcome::Published);
     match &outcomes[1] {
         PublishOutcome::Permanent(reason) => {
+            assert_eq!(reason.kind(), outbox_core::FailureKind::TooLarge);
             assert!(
-                reason.contains(&format!("{}", SQS_MAX_MESSAGE_BYTES + 1)),
+                reason
+                    .message()
+                    .contains(&format!("{}", SQS_MAX_MESSAGE_BYTES + 1)),
                 "{reason}"
             )
         }
@@ -237,11 +242,17 @@ async fn events_are_routed_by_type_to_two_queues() {
     assert_eq!(outcomes[2], PublishOutcome::Published);
     assert_eq!(
         outcomes[3],
-        PublishOutcome::Permanent("no SQS route for event type `user.signed_up`".into())
+        PublishOutcome::permanent(
+            outbox_core::FailureKind::NoRoute,
+            "no SQS route for event type `user.signed_up`"
+        )
     );
     assert_eq!(
         outcomes[4],
-        PublishOutcome::Permanent("no SQS route for event type `payment.refunded`".into())
+        PublishOutcome::permanent(
+            outbox_core::FailureKind::NoRoute,
+            "no SQS route for event type `payment.refunded`"
+        )
     );
 
     let mut order_types: Vec<String> = orders
@@ -283,7 +294,11 @@ async fn content_the_server_rejects_is_permanent_and_batch_mates_are_published()
         if i == 2 {
             match o {
                 PublishOutcome::Permanent(reason) => {
-                    assert!(reason.contains("InvalidMessageContents"), "{reason}")
+                    assert_eq!(reason.kind(), outbox_core::FailureKind::InvalidContent);
+                    assert!(
+                        reason.message().contains("InvalidMessageContents"),
+                        "{reason}"
+                    )
                 }
                 other => panic!("expected Permanent, got {other:?}"),
             }

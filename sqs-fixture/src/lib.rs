@@ -51,16 +51,21 @@
 //! ([`SqsFixture::set_recording`]); [`SqsFixture::accepted`] still counts.
 
 mod protocol;
+mod request;
 mod server;
+mod sqs_error;
+mod state;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+
+pub(crate) use state::{InFlight, State, lock};
 
 /// The AWS account id in the fixture's queue URLs and ARNs.
 pub const ACCOUNT_ID: &str = "000000000000";
@@ -164,32 +169,6 @@ struct Faults {
     next_calls: Option<(u64, CallFault)>,
     until: Option<(Instant, CallFault)>,
     entries: Vec<EntryRule>,
-}
-
-struct Queue {
-    url: String,
-    fifo: bool,
-    sequence: u64,
-}
-
-pub(crate) struct State {
-    endpoint: String,
-    calls: AtomicU64,
-    calls_by_action: Mutex<BTreeMap<String, u64>>,
-    in_flight: AtomicUsize,
-    max_in_flight: AtomicUsize,
-    latency_nanos: AtomicU64,
-    faults: Mutex<Faults>,
-    queues: Mutex<HashMap<String, Queue>>,
-    recording: AtomicBool,
-    accepted: AtomicU64,
-    messages: Mutex<Vec<SentMessage>>,
-    next_message_id: AtomicU64,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panicking predicate must not wedge the fixture.
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl SqsFixture {
@@ -374,99 +353,5 @@ impl SqsFixture {
 impl Drop for SqsFixture {
     fn drop(&mut self) {
         self.task.abort();
-    }
-}
-
-impl State {
-    fn queue_url(&self, name: &str) -> String {
-        format!("{}/{ACCOUNT_ID}/{name}", self.endpoint)
-    }
-
-    fn create_queue(&self, name: &str) -> String {
-        let url = self.queue_url(name);
-        lock(&self.queues)
-            .entry(name.to_owned())
-            .or_insert_with(|| Queue {
-                url: url.clone(),
-                fifo: name.ends_with(".fifo"),
-                sequence: 0,
-            })
-            .url
-            .clone()
-    }
-
-    fn latency(&self) -> Duration {
-        Duration::from_nanos(self.latency_nanos.load(Ordering::Relaxed))
-    }
-
-    fn count_call(&self, action: &str) {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        let mut by_action = lock(&self.calls_by_action);
-        match by_action.get_mut(action) {
-            Some(n) => *n += 1,
-            None => {
-                by_action.insert(action.to_owned(), 1);
-            }
-        }
-    }
-
-    /// The fault the current call gets, if any (consumes one of "the next N calls").
-    fn take_call_fault(&self) -> Option<CallFault> {
-        let mut faults = lock(&self.faults);
-        if let Some((left, fault)) = &mut faults.next_calls {
-            let fault = fault.clone();
-            *left -= 1;
-            if *left == 0 {
-                faults.next_calls = None;
-            }
-            return Some(fault);
-        }
-        match &faults.until {
-            Some((until, fault)) if Instant::now() < *until => Some(fault.clone()),
-            Some(_) => {
-                faults.until = None;
-                None
-            }
-            None => None,
-        }
-    }
-
-    fn entry_fault(&self, message: &SentMessage) -> Option<EntryFault> {
-        let faults = lock(&self.faults);
-        faults
-            .entries
-            .iter()
-            .find(|rule| (rule.matches)(message))
-            .map(|rule| rule.fault.clone())
-    }
-
-    fn new_message_id(&self) -> String {
-        let n = self.next_message_id.fetch_add(1, Ordering::Relaxed);
-        format!("00000000-0000-4000-8000-{n:012x}")
-    }
-
-    fn record(&self, messages: Vec<SentMessage>) {
-        self.accepted
-            .fetch_add(messages.len() as u64, Ordering::Relaxed);
-        if self.recording.load(Ordering::Relaxed) {
-            lock(&self.messages).extend(messages);
-        }
-    }
-}
-
-/// Counts a call as in flight while alive.
-pub(crate) struct InFlight<'a>(&'a State);
-
-impl<'a> InFlight<'a> {
-    pub(crate) fn enter(state: &'a State) -> Self {
-        let now = state.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
-        state.max_in_flight.fetch_max(now, Ordering::Relaxed);
-        InFlight(state)
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 }

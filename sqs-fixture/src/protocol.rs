@@ -8,105 +8,23 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use md5::{Digest, Md5};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::{ACCOUNT_ID, CallFault, InFlight, SentMessage, State, lock};
+use crate::request::{
+    AttributeValue, QueueNameInput, QueueUrlInput, SendMessageBatchInput, SendMessageInput,
+    check_message, md5_hex, message_size, queue_name,
+};
+use crate::sqs_error::SqsError;
+use crate::{ACCOUNT_ID, InFlight, SentMessage, State, lock};
 
 /// The largest message (and batch) SQS accepts: body and attributes together.
-const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 const MAX_BATCH_ENTRIES: usize = 10;
-const MAX_ATTRIBUTES: usize = 10;
-const CONTENT_TYPE: &str = "application/x-amz-json-1.0";
+pub(crate) const MAX_ATTRIBUTES: usize = 10;
+pub(crate) const CONTENT_TYPE: &str = "application/x-amz-json-1.0";
 
-type HttpResponse = Response<Full<Bytes>>;
-
-/// An SQS error: the JSON `__type` code, the legacy query code the SDK reads from the
-/// `x-amzn-query-error` header, the status and whose fault it is.
-struct SqsError {
-    status: u16,
-    code: String,
-    query_code: String,
-    message: String,
-}
-
-impl SqsError {
-    fn new(status: u16, code: &str, query_code: &str, message: impl Into<String>) -> Self {
-        SqsError {
-            status,
-            code: code.to_owned(),
-            query_code: query_code.to_owned(),
-            message: message.into(),
-        }
-    }
-
-    fn invalid(message: impl Into<String>) -> Self {
-        Self::new(
-            400,
-            "InvalidParameterValue",
-            "InvalidParameterValue",
-            message,
-        )
-    }
-
-    fn no_queue() -> Self {
-        Self::new(
-            400,
-            "QueueDoesNotExist",
-            "AWS.SimpleQueueService.NonExistentQueue",
-            "The specified queue does not exist.",
-        )
-    }
-
-    fn response(&self) -> HttpResponse {
-        let fault = if self.status < 500 {
-            "Sender"
-        } else {
-            "Receiver"
-        };
-        let body = json!({
-            "__type": format!("com.amazonaws.sqs#{}", self.code),
-            "message": self.message,
-        });
-        Response::builder()
-            .status(StatusCode::from_u16(self.status).unwrap_or(StatusCode::BAD_REQUEST))
-            .header("content-type", CONTENT_TYPE)
-            .header("x-amzn-query-error", format!("{};{fault}", self.query_code))
-            .body(Full::new(Bytes::from(body.to_string())))
-            .expect("valid response")
-    }
-}
-
-impl From<&CallFault> for SqsError {
-    fn from(fault: &CallFault) -> Self {
-        match fault {
-            CallFault::InternalError => SqsError::new(
-                500,
-                "InternalError",
-                "InternalError",
-                "We encountered an internal error. Please try again. (injected)",
-            ),
-            CallFault::ServiceUnavailable => SqsError::new(
-                503,
-                "ServiceUnavailable",
-                "ServiceUnavailable",
-                "The request has failed due to a temporary failure of the server. (injected)",
-            ),
-            CallFault::Throttling => SqsError::new(
-                400,
-                "ThrottlingException",
-                "RequestThrottled",
-                "Rate exceeded (injected)",
-            ),
-            CallFault::Error {
-                status,
-                code,
-                message,
-            } => SqsError::new(*status, code, code, message.clone()),
-        }
-    }
-}
+pub(crate) type HttpResponse = Response<Full<Bytes>>;
 
 /// Answers one HTTP request.
 pub(crate) async fn handle(
@@ -171,159 +89,6 @@ fn decode<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, SqsError> {
             e.to_string(),
         )
     })
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct AttributeValue {
-    data_type: String,
-    string_value: Option<String>,
-    binary_value: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct BatchEntry {
-    id: String,
-    message_body: String,
-    #[serde(default)]
-    message_attributes: BTreeMap<String, AttributeValue>,
-    message_group_id: Option<String>,
-    message_deduplication_id: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct SendMessageBatchInput {
-    queue_url: String,
-    #[serde(default)]
-    entries: Vec<BatchEntry>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct SendMessageInput {
-    queue_url: String,
-    message_body: String,
-    #[serde(default)]
-    message_attributes: BTreeMap<String, AttributeValue>,
-    message_group_id: Option<String>,
-    message_deduplication_id: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct QueueUrlInput {
-    queue_url: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct QueueNameInput {
-    queue_name: String,
-    #[serde(default)]
-    attributes: BTreeMap<String, String>,
-}
-
-/// Whether SQS accepts `c` in a body or attribute value.
-fn is_sqs_char(c: char) -> bool {
-    matches!(c as u32,
-        0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF)
-}
-
-fn queue_name(url: &str) -> &str {
-    url.trim_end_matches('/').rsplit('/').next().unwrap_or(url)
-}
-
-/// What SQS counts against the 1 MiB limit: the body plus each attribute's name, type and value.
-fn message_size(body: &str, attributes: &BTreeMap<String, AttributeValue>) -> usize {
-    body.len()
-        + attributes
-            .iter()
-            .map(|(name, a)| {
-                name.len()
-                    + a.data_type.len()
-                    + a.string_value.as_ref().map_or(0, String::len)
-                    + a.binary_value.as_ref().map_or(0, String::len)
-            })
-            .sum::<usize>()
-}
-
-/// The per-message checks SQS makes; `Err((code, message))` on the first failure.
-fn check_message(
-    body: &str,
-    attributes: &BTreeMap<String, AttributeValue>,
-    group_id: Option<&str>,
-    fifo: bool,
-) -> Result<(), (&'static str, String)> {
-    if body.is_empty() {
-        return Err((
-            "MissingParameter",
-            "The request must contain the parameter MessageBody.".into(),
-        ));
-    }
-    if !body.chars().all(is_sqs_char) {
-        return Err((
-            "InvalidMessageContents",
-            "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF".into(),
-        ));
-    }
-    if attributes.len() > MAX_ATTRIBUTES {
-        return Err((
-            "InvalidParameterValue",
-            format!(
-                "Number of message attributes [{}] exceeds the allowed maximum [{MAX_ATTRIBUTES}].",
-                attributes.len()
-            ),
-        ));
-    }
-    for (name, a) in attributes {
-        let value = a.string_value.as_deref().or(a.binary_value.as_deref());
-        match value {
-            None | Some("") => {
-                return Err((
-                    "InvalidParameterValue",
-                    format!(
-                        "Message (user) attribute '{name}' must contain a non-empty value of type '{}'.",
-                        a.data_type
-                    ),
-                ));
-            }
-            Some(v) if !v.chars().all(is_sqs_char) => {
-                return Err((
-                    "InvalidParameterValue",
-                    format!("Message (user) attribute '{name}' value contains invalid characters."),
-                ));
-            }
-            Some(_) => {}
-        }
-    }
-    let size = message_size(body, attributes);
-    if size > MAX_MESSAGE_BYTES {
-        return Err((
-            "InvalidParameterValue",
-            format!(
-                "One or more parameters are invalid. Reason: Message must be shorter than {MAX_MESSAGE_BYTES} bytes."
-            ),
-        ));
-    }
-    if fifo && group_id.is_none() {
-        return Err((
-            "MissingParameter",
-            "The request must contain the parameter MessageGroupId.".into(),
-        ));
-    }
-    Ok(())
-}
-
-fn md5_hex(text: &str) -> String {
-    let digest = Md5::digest(text.as_bytes());
-    let mut out = String::with_capacity(32);
-    for b in digest.iter() {
-        out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
-        out.push(char::from(b"0123456789abcdef"[usize::from(b & 0xf)]));
-    }
-    out
 }
 
 fn to_sent(

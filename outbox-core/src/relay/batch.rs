@@ -13,6 +13,7 @@ use super::claim::{claim, waves};
 use super::guard::{Guarded, overrun, publish_guarded};
 use super::outcome::{Failure, Recorder};
 use crate::error::{Error, ErrorKind};
+use crate::failure::FailureKind;
 use crate::publisher::{PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
 
 /// What one batch did.
@@ -236,18 +237,22 @@ async fn on_connection<P: Publisher>(
                             Guarded::Done(Ok(mut o)) if o.len() == 1 => {
                                 o.pop().unwrap_or(PublishOutcome::Published)
                             }
-                            Guarded::Done(Ok(_)) => {
-                                PublishOutcome::Retry("the publisher returned no outcome".into())
-                            }
-                            Guarded::Done(Err(e)) => {
-                                PublishOutcome::Unavailable(format!("the publisher failed: {e}"))
-                            }
-                            Guarded::TimedOut => PublishOutcome::Unavailable(format!(
-                                "publishing did not finish within {publish_timeout:?}"
-                            )),
-                            Guarded::Panicked(m) => {
-                                PublishOutcome::Retry(format!("the publisher panicked: {m}"))
-                            }
+                            Guarded::Done(Ok(_)) => PublishOutcome::retry(
+                                FailureKind::Other,
+                                "the publisher returned no outcome",
+                            ),
+                            Guarded::Done(Err(e)) => PublishOutcome::unavailable(
+                                FailureKind::Other,
+                                format!("the publisher failed: {e}"),
+                            ),
+                            Guarded::TimedOut => PublishOutcome::unavailable(
+                                FailureKind::Timeout,
+                                format!("publishing did not finish within {publish_timeout:?}"),
+                            ),
+                            Guarded::Panicked(m) => PublishOutcome::retry(
+                                FailureKind::Panic,
+                                format!("the publisher panicked: {m}"),
+                            ),
                         },
                     );
                 }

@@ -1,9 +1,8 @@
-//! The relay's settings: plain data with defaults, environment loading, and a validating builder.
+//! The relay's settings: plain data with defaults and validation (environment loading: [`crate::env`]).
 
 use std::time::Duration;
 
 use crate::backoff::{Backoff, RetryPolicy};
-use crate::env;
 use crate::error::Error;
 
 /// The largest batch a relay claims at once.
@@ -92,80 +91,6 @@ impl Default for RelayConfig {
 }
 
 impl RelayConfig {
-    /// The defaults, overridden by the `OUTBOX_*` environment variables named on each field.
-    pub fn from_env() -> Result<Self, Error> {
-        Self::from_lookup(|key| std::env::var(key).ok())
-    }
-
-    /// Like [`from_env`](Self::from_env), reading variables through `lookup`.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
-        let mut c = RelayConfig::default();
-        let parse = |key: &str| -> Result<Option<u64>, Error> {
-            lookup(key)
-                .map(|v| {
-                    v.trim().parse::<u64>().map_err(|_| {
-                        Error::config(format!("{key} must be a whole number, got `{v}`"))
-                    })
-                })
-                .transpose()
-        };
-        let ms = |key: &str| parse(key).map(|v| v.map(Duration::from_millis));
-        if let Some(v) = parse(env::BATCH_SIZE)? {
-            c.batch_size = usize::try_from(v).unwrap_or(usize::MAX);
-        }
-        if let Some(v) = parse(env::BATCH_MAX_BYTES)? {
-            c.batch_max_bytes = usize::try_from(v).unwrap_or(usize::MAX);
-        }
-        if let Some(v) = parse(env::MAX_ATTEMPTS)? {
-            c.max_attempts = u32::try_from(v).unwrap_or(u32::MAX);
-        }
-        if let Some(v) = ms(env::BACKOFF_BASE_MS)? {
-            c.backoff_base = v;
-        }
-        if let Some(v) = ms(env::BACKOFF_CAP_MS)? {
-            c.backoff_cap = v;
-        }
-        if let Some(v) = lookup(env::BACKOFF_JITTER) {
-            c.backoff_jitter = v.trim().parse().map_err(|_| {
-                Error::config(format!(
-                    "{} must be a number, got `{v}`",
-                    env::BACKOFF_JITTER
-                ))
-            })?;
-        }
-        if let Some(v) = ms(env::POLL_INTERVAL_MS)? {
-            c.poll_interval = v;
-        }
-        if let Some(v) = ms(env::PUBLISH_TIMEOUT_MS)? {
-            c.publish_timeout = v;
-        }
-        if let Some(v) = ms(env::SHUTDOWN_GRACE_MS)? {
-            c.shutdown_grace = v;
-        }
-        if let Some(v) = parse(env::CONCURRENCY)? {
-            c.concurrency = usize::try_from(v).unwrap_or(usize::MAX);
-        }
-        if let Some(v) = lookup(env::PER_AGGREGATE_ORDER) {
-            c.per_aggregate_order = match v.trim() {
-                "true" | "1" | "yes" => true,
-                "false" | "0" | "no" => false,
-                _ => {
-                    return Err(Error::config(format!(
-                        "{} must be true or false, got `{v}`",
-                        env::PER_AGGREGATE_ORDER
-                    )));
-                }
-            };
-        }
-        if let Some(v) = ms(env::METRICS_INTERVAL_MS)? {
-            c.metrics_interval = v;
-        }
-        if let Some(v) = parse(env::RETENTION_SECS)? {
-            c.retention = Some(Duration::from_secs(v));
-        }
-        Ok(c)
-    }
-
     /// Checks every setting; the error names the one that is wrong.
     pub fn validate(&self) -> Result<(), Error> {
         let fail = |m: String| Err(Error::config(m));

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::BatchReport;
 use super::Inner;
 use crate::backoff::{Disposition, RetryPolicy};
+use crate::failure::FailureKind;
 use crate::metrics::RelayMetrics;
 use crate::publisher::{ClaimedEvent, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
 
@@ -96,7 +97,7 @@ impl<'a> Recorder<'a> {
         let mut outcomes = outcomes.into_iter();
         for event in wave {
             let outcome = outcomes.next().unwrap_or_else(|| {
-                PublishOutcome::Retry("the publisher returned no outcome".into())
+                PublishOutcome::retry(FailureKind::Other, "the publisher returned no outcome")
             });
             self.record(event, outcome, report);
         }
@@ -122,7 +123,7 @@ impl<'a> Recorder<'a> {
             PublishOutcome::Unavailable(e) => {
                 report.deferred += 1;
                 let delay = UNAVAILABLE_RETRY_DELAY.mul_f64(1.0 - 0.2 * rand::random::<f64>());
-                let error = clean_error(&e);
+                let error = clean_error(e.message());
                 tracing::debug!(
                     event_id = %event.id, event_type = %event.event_type,
                     aggregate_id = %event.aggregate_id, attempt,
@@ -140,7 +141,8 @@ impl<'a> Recorder<'a> {
                 return;
             }
         };
-        let error = clean_error(&error);
+        let reason = error.kind();
+        let error = clean_error(error.message());
         let disposition = self
             .policy
             .on_failure(event.attempts, permanent, rand::random());
@@ -150,7 +152,7 @@ impl<'a> Recorder<'a> {
                 tracing::error!(
                     event_id = %event.id, event_type = %event.event_type,
                     aggregate_id = %event.aggregate_id, attempt,
-                    permanent, error = %error, "event dead-lettered"
+                    permanent, %reason, error = %error, "event dead-lettered"
                 );
                 (true, 0.0)
             }
@@ -159,7 +161,7 @@ impl<'a> Recorder<'a> {
                 tracing::warn!(
                     event_id = %event.id, event_type = %event.event_type,
                     aggregate_id = %event.aggregate_id, attempt,
-                    retry_in_ms = d.as_millis() as u64, error = %error,
+                    retry_in_ms = d.as_millis() as u64, %reason, error = %error,
                     "publish failed; will retry"
                 );
                 (false, d.as_secs_f64())

@@ -1,7 +1,10 @@
-//! Hand-built claimed events for the publisher's tests.
+//! Hand-built claimed events and fixture publishers for the publisher's tests.
 #![allow(dead_code)]
 
 use outbox_core::{ClaimedEvent, PublishOutcome};
+use outbox_sqs::{SqsPublisher, SqsPublisherBuilder};
+use outbox_sqs_fixture::SqsFixture;
+use outbox_tests::sqs::sdk_config_for;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -49,4 +52,20 @@ pub fn assert_all_published(outcomes: &[PublishOutcome]) {
     for (i, o) in outcomes.iter().enumerate() {
         assert_eq!(o, &PublishOutcome::Published, "event {i}");
     }
+}
+
+/// A publisher to `queue` on `fx`, without SDK retries (each call is one HTTP request).
+pub async fn builder(fx: &SqsFixture) -> SqsPublisherBuilder {
+    SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&fx.endpoint_url()).await)
+        .max_attempts(1)
+}
+
+pub async fn publisher(fx: &SqsFixture, queue: &str) -> SqsPublisher {
+    builder(fx)
+        .await
+        .default_queue(queue)
+        .build()
+        .await
+        .unwrap()
 }

@@ -1,0 +1,153 @@
+//! Long help texts that name environment variables, built from the constants the code reads them
+//! with, so that `--help` cannot drift from the code.
+
+use outbox_core::env;
+use outbox_sqs as sqs;
+
+use crate::cli::{ENV_LISTEN_URL, ENV_METRICS_ADDR, ENV_NO_LISTEN};
+
+/// The `outbox relay` settings: flag, variable, meaning (an empty flag: variable only).
+fn relay_settings() -> Vec<(&'static str, &'static str, &'static str)> {
+    vec![
+        (
+            "--batch-size",
+            env::BATCH_SIZE,
+            "events per claim (default 100)",
+        ),
+        (
+            "--concurrency",
+            env::CONCURRENCY,
+            "batches in flight (default 4)",
+        ),
+        (
+            "--max-attempts",
+            env::MAX_ATTEMPTS,
+            "attempts before dead-lettering (default 10)",
+        ),
+        (
+            "--poll-interval",
+            env::POLL_INTERVAL_MS,
+            "fallback poll (default 2s)",
+        ),
+        (
+            "--shutdown-grace",
+            env::SHUTDOWN_GRACE_MS,
+            "grace period at shutdown (default 30s)",
+        ),
+        (
+            "--retention",
+            env::RETENTION_SECS,
+            "delete processed rows older than this (default off)",
+        ),
+        (
+            "--no-ordering",
+            env::PER_AGGREGATE_ORDER,
+            "per-aggregate order (default true)",
+        ),
+        ("--route", sqs::ENV_ROUTES, "`pattern=url,pattern=url`"),
+        (
+            "--default-queue",
+            sqs::ENV_DEFAULT_QUEUE_URL,
+            "queue for unrouted event types",
+        ),
+        (
+            "--broken-queue-dead-letter-after",
+            sqs::ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS,
+            "(default 1h)",
+        ),
+        (
+            "--no-listen",
+            ENV_NO_LISTEN,
+            "poll only (PgBouncer transaction mode)",
+        ),
+        (
+            "--listen-url",
+            ENV_LISTEN_URL,
+            "direct connection for LISTEN",
+        ),
+        (
+            "--metrics-addr",
+            ENV_METRICS_ADDR,
+            "serve Prometheus metrics at /metrics",
+        ),
+        ("", env::BACKOFF_BASE_MS, "first retry delay (default 1s)"),
+        (
+            "",
+            env::BACKOFF_CAP_MS,
+            "longest retry delay (default 5 min)",
+        ),
+        ("", env::BACKOFF_JITTER, "0.0-1.0 (default 0.2)"),
+        (
+            "",
+            env::PUBLISH_TIMEOUT_MS,
+            "time limit of one batch's publish (default 30s)",
+        ),
+        (
+            "",
+            env::METRICS_INTERVAL_MS,
+            "gauge refresh interval (default 5s)",
+        ),
+        (
+            "",
+            env::BATCH_MAX_BYTES,
+            "claim byte budget (default 4 MiB)",
+        ),
+        (
+            "",
+            sqs::ENV_MAX_IN_FLIGHT,
+            "SendMessageBatch calls at once (default 8)",
+        ),
+        (
+            "",
+            sqs::ENV_CALL_TIMEOUT_MS,
+            "time limit of one SQS call (default 10s)",
+        ),
+        (
+            "",
+            sqs::ENV_BREAKER_PROBE_INTERVAL_MS,
+            "probe of a broken queue (default 5s)",
+        ),
+    ]
+}
+
+/// The long help of `outbox relay`.
+pub fn relay() -> String {
+    let mut settings = String::new();
+    for (flag, var, meaning) in relay_settings() {
+        settings.push_str(&format!("  {flag:<34} {var:<46} {meaning}\n"));
+    }
+    settings.push_str("  --inbox-retention                  (flag only)  delete processed_events older than this (default off)\n");
+    RELAY.replace("{settings}", settings.trim_end())
+}
+
+const RELAY: &str = "\
+Relay committed outbox events to AWS SQS until SIGINT or SIGTERM, then shut down gracefully:
+stop claiming, let batches in flight finish within the grace period, release the rest.
+
+Events are claimed with FOR UPDATE SKIP LOCKED, so any number of relays may run side by side.
+Delivery is at-least-once; consumers dedupe on the event_id attribute. Per-aggregate order is kept
+unless --no-ordering is given.
+
+ROUTING:
+  Each event type goes to one queue: an exact route (`order.created=URL`) wins over a prefix route
+  (`order.*=URL`; the longest prefix wins), which wins over the default queue. An event with no
+  route is dead-lettered with a clear reason. Queue URLs ending in .fifo get MessageGroupId =
+  aggregate and MessageDeduplicationId = event id.
+
+SETTINGS (flag, or environment variable):
+{settings}
+
+A BROKEN QUEUE:
+  A queue that fails as a whole (deleted, access or KMS key denied, throttled) has its circuit
+  breaker opened: its events are put back for 5s without counting an attempt and it is not called
+  except for one probe every 5s, while other queues keep flowing. Still broken after
+  --broken-queue-dead-letter-after, its events are dead-lettered with the SQS error.
+
+START-UP CHECKS:
+  Before it starts, the relay connects and checks the database: reachable, password accepted, TLS
+  as sslmode demands, the outbox schema present and at the version this binary needs, and the
+  role's grants. Any failure is one line on stderr and exit status 1.
+
+AWS:
+  Credentials and region come from the default AWS chain (environment, profile, instance role).
+  The relay needs sqs:SendMessage and sqs:GetQueueAttributes on its queues.";

@@ -1,0 +1,181 @@
+//! What the calls of a `publish` did: an outcome per entry, from SQS's per-entry results or from
+//! a call that failed as a whole, and the counts that tell an SQS outage from a broken queue.
+
+use std::collections::{HashMap, HashSet};
+
+use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchOutput;
+use outbox_core::{FailureKind, PublishFailure, PublishOutcome};
+
+use crate::classify::{Class, call_failure_kind, classify, failure_kind};
+use crate::error::Error;
+use crate::message::Prepared;
+use crate::publisher::Queue;
+
+/// A `SendMessageBatch` call that failed as a whole, or that the queue's open circuit breaker
+/// refused.
+pub(crate) struct CallFailure {
+    pub(crate) class: Class,
+    pub(crate) error: Error,
+    /// The queue has been unavailable longer than the dead-letter limit.
+    pub(crate) dead_letter: bool,
+    /// Whether the call reached the network (`false`: refused by the breaker).
+    pub(crate) called: bool,
+}
+
+/// What the calls of one chain did.
+#[derive(Default)]
+pub(crate) struct Report {
+    pub(crate) outcomes: Vec<(usize, PublishOutcome)>,
+    /// Calls tried, the breaker's refusals included.
+    pub(crate) calls: usize,
+    pub(crate) transient_failures: usize,
+    /// Calls failed or refused because their queue is unavailable as a whole.
+    pub(crate) unavailable_failures: usize,
+    pub(crate) first_failure: Option<Error>,
+}
+
+impl Report {
+    pub(crate) fn count(
+        &mut self,
+        result: &std::result::Result<SendMessageBatchOutput, CallFailure>,
+    ) {
+        self.calls += 1;
+        if let Err(f) = result {
+            match f.class {
+                Class::Retry => self.transient_failures += 1,
+                Class::Unavailable => self.unavailable_failures += 1,
+                Class::Permanent => {}
+            }
+        }
+    }
+
+    pub(crate) fn merge(&mut self, other: Report) {
+        self.outcomes.extend(other.outcomes);
+        self.calls += other.calls;
+        self.transient_failures += other.transient_failures;
+        self.unavailable_failures += other.unavailable_failures;
+        if self.first_failure.is_none() {
+            self.first_failure = other.first_failure;
+        }
+    }
+}
+
+pub(crate) fn held_back(queue: &Queue, group: &str) -> PublishOutcome {
+    let reason =
+        format!("not sent: an earlier event of message group `{group}` failed in the same publish");
+    // Held back because the queue broke: no attempt is counted for it either.
+    if queue.breaker.is_open() {
+        PublishOutcome::unavailable(FailureKind::NotSent, reason)
+    } else {
+        PublishOutcome::retry(FailureKind::NotSent, reason)
+    }
+}
+
+/// The outcome of an event whose queue is unavailable as a whole: put back, or dead-lettered once
+/// the queue has been broken longer than the limit.
+fn unavailable(failure: PublishFailure, dead_letter: bool) -> PublishOutcome {
+    if dead_letter {
+        PublishOutcome::Permanent(failure)
+    } else {
+        PublishOutcome::Unavailable(failure)
+    }
+}
+
+/// Records the outcome of every entry of a call.
+pub(crate) fn settle(
+    queue: &Queue,
+    result: std::result::Result<SendMessageBatchOutput, CallFailure>,
+    entries: Vec<Prepared>,
+    report: &mut Report,
+    failed_groups: &mut HashSet<String>,
+) {
+    let mut record = |p: &Prepared, outcome: PublishOutcome| {
+        if outcome != PublishOutcome::Published {
+            if let Some(group) = &p.group {
+                failed_groups.insert(group.clone());
+            }
+        }
+        report.outcomes.push((p.index, outcome));
+    };
+    match result {
+        Ok(output) => {
+            let accepted: HashSet<&str> = output.successful().iter().map(|s| s.id()).collect();
+            let failed: HashMap<&str, _> = output.failed().iter().map(|f| (f.id(), f)).collect();
+            // An entry failed for its queue's sake (e.g. a KMS key) opens the breaker; any other
+            // answer shows the queue working.
+            let queue_failure = output
+                .failed()
+                .iter()
+                .find(|f| classify(f.code(), f.sender_fault()) == Class::Unavailable);
+            let dead_letter = match queue_failure {
+                Some(f) => queue.breaker.failed(&format!(
+                    "SendMessageBatch to queue `{}`: {}: {}",
+                    queue.url,
+                    f.code(),
+                    f.message().unwrap_or("")
+                )),
+                None => {
+                    queue.breaker.succeeded();
+                    false
+                }
+            };
+            for p in &entries {
+                let id = p.entry.id();
+                let outcome = if accepted.contains(id) {
+                    PublishOutcome::Published
+                } else if let Some(f) = failed.get(id) {
+                    let (code, message) = (f.code(), f.message().unwrap_or(""));
+                    tracing::warn!(
+                        queue = %queue.url, event_id = %p.event_id, code, sender_fault = f.sender_fault(),
+                        message, "SQS failed a message"
+                    );
+                    let kind = failure_kind(code);
+                    match classify(code, f.sender_fault()) {
+                        Class::Permanent => PublishOutcome::permanent(
+                            kind,
+                            format!("SQS rejected the message: {code}: {message}"),
+                        ),
+                        Class::Retry => PublishOutcome::retry(
+                            kind,
+                            format!("SQS did not accept the message: {code}: {message}"),
+                        ),
+                        Class::Unavailable => unavailable(
+                            PublishFailure::new(
+                                kind,
+                                format!("SQS queue `{}` unavailable: {code}: {message}", queue.url),
+                            ),
+                            dead_letter,
+                        ),
+                    }
+                } else {
+                    PublishOutcome::retry(FailureKind::Other, "SQS did not report on this message")
+                };
+                record(p, outcome);
+            }
+        }
+        Err(failure) => {
+            // A refusal by the open breaker was logged when it opened.
+            if failure.called {
+                tracing::warn!(
+                    queue = %queue.url, entries = entries.len(), error = %failure.error,
+                    "SendMessageBatch failed"
+                );
+            }
+            let reason = PublishFailure::new(
+                call_failure_kind(failure.error.kind()),
+                failure.error.to_string(),
+            );
+            for p in &entries {
+                let outcome = match failure.class {
+                    Class::Retry => PublishOutcome::Retry(reason.clone()),
+                    Class::Permanent => PublishOutcome::Permanent(reason.clone()),
+                    Class::Unavailable => unavailable(reason.clone(), failure.dead_letter),
+                };
+                record(p, outcome);
+            }
+            if failure.class == Class::Retry && report.first_failure.is_none() {
+                report.first_failure = Some(failure.error);
+            }
+        }
+    }
+}

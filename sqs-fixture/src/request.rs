@@ -1,0 +1,161 @@
+//! The requests the fixture decodes and the per-message checks SQS makes on them.
+
+use std::collections::BTreeMap;
+
+use md5::{Digest, Md5};
+use serde::Deserialize;
+
+use crate::protocol::{MAX_ATTRIBUTES, MAX_MESSAGE_BYTES};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct AttributeValue {
+    pub(crate) data_type: String,
+    pub(crate) string_value: Option<String>,
+    pub(crate) binary_value: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct BatchEntry {
+    pub(crate) id: String,
+    pub(crate) message_body: String,
+    #[serde(default)]
+    pub(crate) message_attributes: BTreeMap<String, AttributeValue>,
+    pub(crate) message_group_id: Option<String>,
+    pub(crate) message_deduplication_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct SendMessageBatchInput {
+    pub(crate) queue_url: String,
+    #[serde(default)]
+    pub(crate) entries: Vec<BatchEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct SendMessageInput {
+    pub(crate) queue_url: String,
+    pub(crate) message_body: String,
+    #[serde(default)]
+    pub(crate) message_attributes: BTreeMap<String, AttributeValue>,
+    pub(crate) message_group_id: Option<String>,
+    pub(crate) message_deduplication_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct QueueUrlInput {
+    pub(crate) queue_url: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct QueueNameInput {
+    pub(crate) queue_name: String,
+    #[serde(default)]
+    pub(crate) attributes: BTreeMap<String, String>,
+}
+
+/// Whether SQS accepts `c` in a body or attribute value.
+pub(crate) fn is_sqs_char(c: char) -> bool {
+    matches!(c as u32,
+        0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF)
+}
+
+pub(crate) fn queue_name(url: &str) -> &str {
+    url.trim_end_matches('/').rsplit('/').next().unwrap_or(url)
+}
+
+/// What SQS counts against the 1 MiB limit: the body plus each attribute's name, type and value.
+pub(crate) fn message_size(body: &str, attributes: &BTreeMap<String, AttributeValue>) -> usize {
+    body.len()
+        + attributes
+            .iter()
+            .map(|(name, a)| {
+                name.len()
+                    + a.data_type.len()
+                    + a.string_value.as_ref().map_or(0, String::len)
+                    + a.binary_value.as_ref().map_or(0, String::len)
+            })
+            .sum::<usize>()
+}
+
+/// The per-message checks SQS makes; `Err((code, message))` on the first failure.
+pub(crate) fn check_message(
+    body: &str,
+    attributes: &BTreeMap<String, AttributeValue>,
+    group_id: Option<&str>,
+    fifo: bool,
+) -> Result<(), (&'static str, String)> {
+    if body.is_empty() {
+        return Err((
+            "MissingParameter",
+            "The request must contain the parameter MessageBody.".into(),
+        ));
+    }
+    if !body.chars().all(is_sqs_char) {
+        return Err((
+            "InvalidMessageContents",
+            "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF".into(),
+        ));
+    }
+    if attributes.len() > MAX_ATTRIBUTES {
+        return Err((
+            "InvalidParameterValue",
+            format!(
+                "Number of message attributes [{}] exceeds the allowed maximum [{MAX_ATTRIBUTES}].",
+                attributes.len()
+            ),
+        ));
+    }
+    for (name, a) in attributes {
+        let value = a.string_value.as_deref().or(a.binary_value.as_deref());
+        match value {
+            None | Some("") => {
+                return Err((
+                    "InvalidParameterValue",
+                    format!(
+                        "Message (user) attribute '{name}' must contain a non-empty value of type '{}'.",
+                        a.data_type
+                    ),
+                ));
+            }
+            Some(v) if !v.chars().all(is_sqs_char) => {
+                return Err((
+                    "InvalidParameterValue",
+                    format!("Message (user) attribute '{name}' value contains invalid characters."),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    let size = message_size(body, attributes);
+    if size > MAX_MESSAGE_BYTES {
+        return Err((
+            "InvalidParameterValue",
+            format!(
+                "One or more parameters are invalid. Reason: Message must be shorter than {MAX_MESSAGE_BYTES} bytes."
+            ),
+        ));
+    }
+    if fifo && group_id.is_none() {
+        return Err((
+            "MissingParameter",
+            "The request must contain the parameter MessageGroupId.".into(),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn md5_hex(text: &str) -> String {
+    let digest = Md5::digest(text.as_bytes());
+    let mut out = String::with_capacity(32);
+    for b in digest.iter() {
+        out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        out.push(char::from(b"0123456789abcdef"[usize::from(b & 0xf)]));
+    }
+    out
+}

@@ -1,0 +1,128 @@
+//! The fixture's shared state: queues, counters, faults and recorded messages.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::{ACCOUNT_ID, CallFault, EntryFault, Faults, SentMessage};
+
+pub(crate) struct Queue {
+    pub(crate) url: String,
+    pub(crate) fifo: bool,
+    pub(crate) sequence: u64,
+}
+
+pub(crate) struct State {
+    pub(crate) endpoint: String,
+    pub(crate) calls: AtomicU64,
+    pub(crate) calls_by_action: Mutex<BTreeMap<String, u64>>,
+    pub(crate) in_flight: AtomicUsize,
+    pub(crate) max_in_flight: AtomicUsize,
+    pub(crate) latency_nanos: AtomicU64,
+    pub(crate) faults: Mutex<Faults>,
+    pub(crate) queues: Mutex<HashMap<String, Queue>>,
+    pub(crate) recording: AtomicBool,
+    pub(crate) accepted: AtomicU64,
+    pub(crate) messages: Mutex<Vec<SentMessage>>,
+    pub(crate) next_message_id: AtomicU64,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking predicate must not wedge the fixture.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl State {
+    pub(crate) fn queue_url(&self, name: &str) -> String {
+        format!("{}/{ACCOUNT_ID}/{name}", self.endpoint)
+    }
+
+    pub(crate) fn create_queue(&self, name: &str) -> String {
+        let url = self.queue_url(name);
+        lock(&self.queues)
+            .entry(name.to_owned())
+            .or_insert_with(|| Queue {
+                url: url.clone(),
+                fifo: name.ends_with(".fifo"),
+                sequence: 0,
+            })
+            .url
+            .clone()
+    }
+
+    pub(crate) fn latency(&self) -> Duration {
+        Duration::from_nanos(self.latency_nanos.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn count_call(&self, action: &str) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let mut by_action = lock(&self.calls_by_action);
+        match by_action.get_mut(action) {
+            Some(n) => *n += 1,
+            None => {
+                by_action.insert(action.to_owned(), 1);
+            }
+        }
+    }
+
+    /// The fault the current call gets, if any (consumes one of "the next N calls").
+    pub(crate) fn take_call_fault(&self) -> Option<CallFault> {
+        let mut faults = lock(&self.faults);
+        if let Some((left, fault)) = &mut faults.next_calls {
+            let fault = fault.clone();
+            *left -= 1;
+            if *left == 0 {
+                faults.next_calls = None;
+            }
+            return Some(fault);
+        }
+        match &faults.until {
+            Some((until, fault)) if Instant::now() < *until => Some(fault.clone()),
+            Some(_) => {
+                faults.until = None;
+                None
+            }
+            None => None,
+        }
+    }
+
+    pub(crate) fn entry_fault(&self, message: &SentMessage) -> Option<EntryFault> {
+        let faults = lock(&self.faults);
+        faults
+            .entries
+            .iter()
+            .find(|rule| (rule.matches)(message))
+            .map(|rule| rule.fault.clone())
+    }
+
+    pub(crate) fn new_message_id(&self) -> String {
+        let n = self.next_message_id.fetch_add(1, Ordering::Relaxed);
+        format!("00000000-0000-4000-8000-{n:012x}")
+    }
+
+    pub(crate) fn record(&self, messages: Vec<SentMessage>) {
+        self.accepted
+            .fetch_add(messages.len() as u64, Ordering::Relaxed);
+        if self.recording.load(Ordering::Relaxed) {
+            lock(&self.messages).extend(messages);
+        }
+    }
+}
+
+/// Counts a call as in flight while alive.
+pub(crate) struct InFlight<'a>(&'a State);
+
+impl<'a> InFlight<'a> {
+    pub(crate) fn enter(state: &'a State) -> Self {
+        let now = state.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        state.max_in_flight.fetch_max(now, Ordering::Relaxed);
+        InFlight(state)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
