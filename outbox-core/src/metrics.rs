@@ -18,6 +18,12 @@ struct EventTypeLabel {
     event_type: String,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FailureLabel {
+    event_type: String,
+    reason: &'static str,
+}
+
 /// The relay's metrics. Cheap to clone (clones share the values). Give one to
 /// [`RelayBuilder::metrics`](crate::RelayBuilder::metrics) and serve [`encode`](Self::encode) on
 /// your metrics endpoint.
@@ -25,7 +31,7 @@ struct EventTypeLabel {
 /// | name | type | meaning |
 /// |---|---|---|
 /// | `outbox_events_published_total{event_type}` | counter | events the broker accepted |
-/// | `outbox_events_failed_total{event_type}` | counter | failed publish attempts of single events |
+/// | `outbox_events_failed_total{event_type,reason}` | counter | failed publish attempts of single events, by [`FailureKind`](crate::FailureKind) (`throttled`, `too_large`, …) |
 /// | `outbox_events_dead_lettered_total{event_type}` | counter | events dead-lettered |
 /// | `outbox_relay_errors_total` | counter | batches failed by the database or the broker as a whole |
 /// | `outbox_relay_worker_restarts_total` | counter | relay workers that died (panic, fatal error) and were restarted |
@@ -41,7 +47,7 @@ struct EventTypeLabel {
 pub struct RelayMetrics {
     registry: Arc<Registry>,
     published: Family<EventTypeLabel, Counter>,
-    failed: Family<EventTypeLabel, Counter>,
+    failed: Family<FailureLabel, Counter>,
     dead_lettered: Family<EventTypeLabel, Counter>,
     relay_errors: Counter,
     worker_restarts: Counter,
@@ -70,7 +76,7 @@ impl RelayMetrics {
     pub fn new() -> Self {
         let mut registry = Registry::default();
         let published = Family::<EventTypeLabel, Counter>::default();
-        let failed = Family::<EventTypeLabel, Counter>::default();
+        let failed = Family::<FailureLabel, Counter>::default();
         let dead_lettered = Family::<EventTypeLabel, Counter>::default();
         let relay_errors = Counter::default();
         let worker_restarts = Counter::default();
@@ -170,13 +176,19 @@ impl RelayMetrics {
             .observe(commit_to_publish_secs.max(0.0));
     }
 
-    pub(crate) fn failed(&self, event_type: &str, dead: bool) {
-        let label = EventTypeLabel {
-            event_type: event_type.to_string(),
-        };
-        self.failed.get_or_create(&label).inc();
+    pub(crate) fn failed(&self, event_type: &str, reason: crate::FailureKind, dead: bool) {
+        self.failed
+            .get_or_create(&FailureLabel {
+                event_type: event_type.to_string(),
+                reason: reason.as_str(),
+            })
+            .inc();
         if dead {
-            self.dead_lettered.get_or_create(&label).inc();
+            self.dead_lettered
+                .get_or_create(&EventTypeLabel {
+                    event_type: event_type.to_string(),
+                })
+                .inc();
         }
     }
 

@@ -62,8 +62,11 @@ async fn metrics_report_a_known_run() {
     let db = TestDb::new().await;
     let publisher = Arc::new(FlakyPublisher::new(|e| {
         match outbox_tests::note(e).as_deref() {
-            Some("poison") => Some(PublishOutcome::permanent(FailureKind::Other, "rejected")),
-            Some("retry") => Some(PublishOutcome::retry(FailureKind::Other, "throttled")),
+            Some("poison") => Some(PublishOutcome::permanent(
+                FailureKind::InvalidContent,
+                "rejected",
+            )),
+            Some("retry") => Some(PublishOutcome::retry(FailureKind::Throttled, "throttled")),
             _ => None,
         }
     }));
@@ -97,7 +100,8 @@ async fn metrics_report_a_known_run() {
         )
     };
     has(r#"outbox_events_published_total{event_type="order.test"} 3"#);
-    has(r#"outbox_events_failed_total{event_type="order.test"} 2"#);
+    has(r#"outbox_events_failed_total{event_type="order.test",reason="invalid_content"} 1"#);
+    has(r#"outbox_events_failed_total{event_type="order.test",reason="throttled"} 1"#);
     has(r#"outbox_events_dead_lettered_total{event_type="order.test"} 1"#);
     has("outbox_pending_events 2");
     has("outbox_dead_letter_events 1");

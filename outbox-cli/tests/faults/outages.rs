@@ -21,7 +21,9 @@ async fn sqs_outage_of_30_seconds_loses_nothing_and_backs_off() {
     let spec = RelaySpec::new(role.url(&db), fx.endpoint_url(), url)
         .env("OUTBOX_SQS_CALL_TIMEOUT_MS", "2000");
     let mut relays = vec![spec.spawn(), spec.spawn()];
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The relays are up (past their start-up check, which needs SQS) once SQS accepted something.
+    let up = outbox_tests::eventually(Duration::from_secs(30), async || fx.accepted() > 0).await;
+    assert!(up, "the relays published nothing within 30 s of starting");
 
     // The outage: 15 s of refused connections, then 15 s of 503s, while writers go on.
     fx.refuse_connections().await;

@@ -30,43 +30,43 @@ pub const CLAIM_IDLE_MARGIN: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone, PartialEq)]
 pub struct RelayConfig {
     /// Events claimed per transaction (default 100, at most [`MAX_BATCH_SIZE`]).
-    /// Env: `OUTBOX_BATCH_SIZE`.
+    /// Env: [`OUTBOX_BATCH_SIZE`](crate::env::BATCH_SIZE).
     pub batch_size: usize,
     /// Payload bytes one claim loads into the relay, beyond its first event (default 4 MiB, at
     /// most [`MAX_BATCH_MAX_BYTES`]): the claim returns the oldest events whose payloads fit, so a
     /// backlog of large payloads is never loaded `batch_size` at a time. An event larger than the
-    /// budget is claimed alone. Env: `OUTBOX_BATCH_MAX_BYTES`.
+    /// budget is claimed alone. Env: [`OUTBOX_BATCH_MAX_BYTES`](crate::env::BATCH_MAX_BYTES).
     pub batch_max_bytes: usize,
-    /// Attempts before an event is dead-lettered (default 10). Env: `OUTBOX_MAX_ATTEMPTS`.
+    /// Attempts before an event is dead-lettered (default 10). Env: [`OUTBOX_MAX_ATTEMPTS`](crate::env::MAX_ATTEMPTS).
     pub max_attempts: u32,
-    /// First retry delay (default 1 s, at most the cap). Env: `OUTBOX_BACKOFF_BASE_MS`.
+    /// First retry delay (default 1 s, at most the cap). Env: [`OUTBOX_BACKOFF_BASE_MS`](crate::env::BACKOFF_BASE_MS).
     pub backoff_base: Duration,
-    /// Largest retry delay (default 5 min, at most [`MAX_BACKOFF`]). Env: `OUTBOX_BACKOFF_CAP_MS`.
+    /// Largest retry delay (default 5 min, at most [`MAX_BACKOFF`]). Env: [`OUTBOX_BACKOFF_CAP_MS`](crate::env::BACKOFF_CAP_MS).
     pub backoff_cap: Duration,
-    /// Fraction of a retry delay removed at random, 0.0–1.0 (default 0.2). Env: `OUTBOX_BACKOFF_JITTER`.
+    /// Fraction of a retry delay removed at random, 0.0–1.0 (default 0.2). Env: [`OUTBOX_BACKOFF_JITTER`](crate::env::BACKOFF_JITTER).
     pub backoff_jitter: f64,
     /// Fallback poll when no notification arrives (default 2 s, at most [`MAX_TIMEOUT`]).
-    /// Env: `OUTBOX_POLL_INTERVAL_MS`.
+    /// Env: [`OUTBOX_POLL_INTERVAL_MS`](crate::env::POLL_INTERVAL_MS).
     pub poll_interval: Duration,
     /// Longest time a batch may spend publishing (default 30 s, at most [`MAX_TIMEOUT`]). The
     /// claim transaction runs with `statement_timeout` and `lock_timeout` of this value and an
     /// `idle_in_transaction_session_timeout` of this plus [`CLAIM_IDLE_MARGIN`], so PostgreSQL
-    /// releases the rows of a relay that stops talking to it. Env: `OUTBOX_PUBLISH_TIMEOUT_MS`.
+    /// releases the rows of a relay that stops talking to it. Env: [`OUTBOX_PUBLISH_TIMEOUT_MS`](crate::env::PUBLISH_TIMEOUT_MS).
     pub publish_timeout: Duration,
     /// How long shutdown waits for batches in flight before releasing them (default 30 s, at most
-    /// [`MAX_TIMEOUT`]). Env: `OUTBOX_SHUTDOWN_GRACE_MS`.
+    /// [`MAX_TIMEOUT`]). Env: [`OUTBOX_SHUTDOWN_GRACE_MS`](crate::env::SHUTDOWN_GRACE_MS).
     pub shutdown_grace: Duration,
     /// Batches processed concurrently by one relay, each in its own transaction (default 4).
-    /// Env: `OUTBOX_CONCURRENCY`.
+    /// Env: [`OUTBOX_CONCURRENCY`](crate::env::CONCURRENCY).
     pub concurrency: usize,
     /// Keep per-aggregate order (default true): an event is never published while an earlier event
-    /// of its aggregate is unpublished. Env: `OUTBOX_PER_AGGREGATE_ORDER` (`true`/`false`).
+    /// of its aggregate is unpublished. Env: [`OUTBOX_PER_AGGREGATE_ORDER`](crate::env::PER_AGGREGATE_ORDER) (`true`/`false`).
     pub per_aggregate_order: bool,
     /// Delete processed rows older than this, periodically (default off, at most
-    /// [`MAX_RETENTION`]). Env: `OUTBOX_RETENTION_SECS`.
+    /// [`MAX_RETENTION`]). Env: [`OUTBOX_RETENTION_SECS`](crate::env::RETENTION_SECS).
     pub retention: Option<Duration>,
     /// How often the metrics' gauges are refreshed when metrics are on (default 5 s, at most
-    /// [`MAX_TIMEOUT`]). Env: `OUTBOX_METRICS_INTERVAL_MS`.
+    /// [`MAX_TIMEOUT`]). Env: [`OUTBOX_METRICS_INTERVAL_MS`](crate::env::METRICS_INTERVAL_MS).
     pub metrics_interval: Duration,
 }
 

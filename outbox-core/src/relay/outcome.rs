@@ -168,7 +168,7 @@ impl<'a> Recorder<'a> {
             }
         };
         if let Some(m) = self.metrics {
-            m.failed(&event.event_type, dead);
+            m.failed(&event.event_type, reason, dead);
         }
         self.block(event);
         self.failures.push(Failure {

@@ -1,0 +1,212 @@
+//! The relay's life: NOTIFY wake-ups and LISTEN recovery, graceful shutdown, publish time-outs,
+//! unavailable destinations, and the builder's validation.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use outbox_core::{FailureKind, PublishOutcome, Relay, emit, emit_all};
+use outbox_tests::{
+    FlakyPublisher, RecordingPublisher, RunningRelay, TestDb, TestEvent, eventually,
+};
+use uuid::Uuid;
+
+#[tokio::test]
+async fn notify_wakes_an_idle_relay_and_listening_resumes_after_the_connection_is_killed() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(RecordingPublisher::new());
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .listen(db.config().clone())
+        .poll_interval(Duration::from_secs(60))
+        .concurrency(1)
+        .build()
+        .unwrap();
+    let running = RunningRelay::start(&relay);
+    // Let the relay go idle on its (long) poll.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let client = db.pool().get().await.unwrap();
+    let start = Instant::now();
+    emit(&client, &TestEvent::new("o-1", 1)).await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), async || publisher.ids().len() == 1).await,
+        "a notification wakes the relay long before its 60 s poll"
+    );
+    let woke_after = start.elapsed();
+
+    // Kill the LISTEN connection; the relay reconnects and listens again.
+    let admin = db.connect().await;
+    let killed = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE application_name = $1 AND datname = current_database()",
+            &[&outbox_core::LISTENER_APPLICATION_NAME],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        killed.len(),
+        1,
+        "the relay's LISTEN connection was found and killed"
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    emit(&client, &TestEvent::new("o-2", 1)).await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), async || publisher.ids().len() == 2).await,
+        "after reconnecting, notifications wake the relay again"
+    );
+    running.stop().await;
+    eprintln!("woke {woke_after:?} after commit");
+}
+
+#[tokio::test]
+async fn shutdown_finishes_the_batch_in_flight_within_the_grace_period() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(RecordingPublisher::with_delay(Duration::from_millis(800)));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .concurrency(1)
+        .poll_interval(Duration::from_millis(50))
+        .shutdown_grace(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let events: Vec<TestEvent> = (0..5)
+        .map(|n| TestEvent::new(format!("o-{n}"), n))
+        .collect();
+    let ids = emit_all(&client, &events).await.unwrap();
+    let running = RunningRelay::start(&relay);
+    assert!(eventually(Duration::from_secs(5), async || publisher.calls() == 1).await);
+    running.stop().await;
+    assert_eq!(publisher.ids(), ids, "the batch in flight was published");
+    assert_eq!(
+        db.pending().await,
+        0,
+        "and marked before the relay returned"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_past_the_grace_period_releases_the_batch_and_marks_nothing() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(RecordingPublisher::with_delay(Duration::from_secs(3)));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .concurrency(1)
+        .poll_interval(Duration::from_millis(50))
+        .shutdown_grace(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let events: Vec<TestEvent> = (0..5)
+        .map(|n| TestEvent::new(format!("o-{n}"), n))
+        .collect();
+    let ids = emit_all(&client, &events).await.unwrap();
+    let running = RunningRelay::start(&relay);
+    assert!(eventually(Duration::from_secs(5), async || publisher.calls() == 1).await);
+    let stopping = Instant::now();
+    running.stop().await;
+    assert!(
+        stopping.elapsed() < Duration::from_secs(2),
+        "returned after the grace period"
+    );
+    assert!(publisher.ids().is_empty(), "the publish was cut short");
+    assert_eq!(
+        db.pending().await,
+        5,
+        "nothing marked that was not published"
+    );
+
+    // The claims were released: a new relay publishes everything.
+    let fresh = Arc::new(RecordingPublisher::new());
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&fresh))
+        .build()
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), async || {
+            relay.run_once().await.map(|r| r.published).unwrap_or(0) > 0
+        })
+        .await
+    );
+    assert_eq!(fresh.ids(), ids);
+}
+
+#[tokio::test]
+async fn a_publish_call_over_the_timeout_releases_the_events_without_counting_an_attempt() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(RecordingPublisher::with_delay(Duration::from_secs(2)));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .publish_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let id = emit(&client, &TestEvent::new("o-1", 1)).await.unwrap();
+    let started = Instant::now();
+    let e = relay.run_once().await.unwrap_err();
+    assert_eq!(e.kind(), outbox_core::ErrorKind::Timeout);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the claim was not held past the timeout"
+    );
+    let r = db.event(id).await;
+    assert_eq!((r.attempts, r.processed_at), (0, None));
+}
+
+#[tokio::test]
+async fn an_unavailable_destination_puts_its_events_back_without_an_attempt_and_blocks_nothing_else()
+ {
+    let db = TestDb::new().await;
+    let broken = Arc::new(AtomicBool::new(true));
+    let publisher = Arc::new(FlakyPublisher::new({
+        let broken = Arc::clone(&broken);
+        move |e| {
+            (outbox_tests::note(e).as_deref() == Some("broken-queue")
+                && broken.load(Ordering::SeqCst))
+            .then(|| PublishOutcome::unavailable(FailureKind::Other, "QueueDoesNotExist"))
+        }
+    }));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .max_attempts(1)
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let stuck = emit(&client, &TestEvent::new("a", 1).note("broken-queue"))
+        .await
+        .unwrap();
+    let behind = emit(&client, &TestEvent::new("a", 2)).await.unwrap();
+    let other = emit(&client, &TestEvent::new("b", 1)).await.unwrap();
+
+    let report = relay.run_once().await.unwrap();
+    assert_eq!((report.published, report.deferred), (1, 1), "{report:?}");
+    assert!(db.event(other).await.processed_at.is_some());
+    let r = db.event(stuck).await;
+    // max_attempts(1): a counted failure would have dead-lettered it.
+    assert_eq!((r.attempts, r.dead_lettered_at), (0, None));
+    assert!(r.retry_after.is_some() && r.last_error.as_deref() == Some("QueueDoesNotExist"));
+    assert!(db.event(behind).await.processed_at.is_none(), "order kept");
+
+    // The destination comes back: once the short delay is over, both are published in order.
+    broken.store(false, Ordering::SeqCst);
+    client
+        .execute(
+            "UPDATE outbox_events SET retry_after = now() WHERE id = $1",
+            &[&stuck],
+        )
+        .await
+        .unwrap();
+    relay.run_once().await.unwrap();
+    let order: Vec<Uuid> = publisher.published().iter().map(|e| e.id).collect();
+    assert_eq!(order, vec![other, stuck, behind]);
+}
+
+#[test]
+fn builder_validates_settings() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let db = TestDb::new().await;
+        let e = Relay::builder(db.pool().clone(), RecordingPublisher::new())
+            .batch_size(0)
+            .build()
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), outbox_core::ErrorKind::Config);
+        assert!(e.to_string().contains("batch_size"));
+    });
+}
