@@ -162,6 +162,7 @@ mod builder;
 mod check;
 mod classify;
 mod config;
+pub mod consumer;
 mod error;
 mod message;
 mod metrics;
@@ -177,6 +178,7 @@ pub use config::{
     ENV_CALL_TIMEOUT_MS, ENV_DEFAULT_QUEUE_URL, ENV_MAX_IN_FLIGHT, ENV_ROUTES,
     MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
 };
+pub use consumer::{Consumer, ConsumerBuilder, ConsumerConfig, Envelope, Handler};
 pub use error::{Error, ErrorKind, Result};
 pub use message::{HASHED_GROUP_ID_PREFIX, MAX_GROUP_ID_LEN, message_group_id};
 pub use publisher::{SqsPublisher, SqsPublisherBuilder, UnavailableQueue};

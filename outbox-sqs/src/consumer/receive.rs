@@ -1,0 +1,215 @@
+//! The receive loop: long-poll while handlers are free, split each batch into units of work (one
+//! message, or on a FIFO queue the batch's messages of one group, in order), run the units
+//! concurrently, and on shutdown let the running ones finish.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
+use outbox_core::{CancellationToken, DecodeEvent};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+
+use super::Shared;
+use super::config::secs;
+use super::envelope::group_id;
+use super::handler::{Delivery, Handler, Outcome};
+use super::process::handle_message;
+use super::visibility;
+
+/// The longest pause after failed receives.
+const MAX_RECEIVE_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Receives and handles until `token` is cancelled, then waits for the running units.
+pub(crate) async fn receive_loop<T, H>(shared: Arc<Shared>, handler: Arc<H>, token: CancellationToken)
+where
+    T: DecodeEvent + Send + 'static,
+    H: Handler<T>,
+{
+    let permits = Arc::new(Semaphore::new(shared.config.concurrency));
+    let mut units = JoinSet::new();
+    let mut failures = 0u32;
+    loop {
+        // At least one free handler before asking for messages.
+        let first = tokio::select! {
+            _ = token.cancelled() => break,
+            permit = permits.clone().acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        let mut free = vec![first];
+        while free.len() < usize::try_from(shared.config.max_messages).unwrap_or(10) {
+            match permits.clone().try_acquire_owned() {
+                Ok(p) => free.push(p),
+                Err(_) => break,
+            }
+        }
+        let received = tokio::select! {
+            // A long poll cut short: whatever SQS handed out to it comes back after the visibility
+            // time-out.
+            _ = token.cancelled() => break,
+            r = receive(&shared, free.len()) => r,
+        };
+        let messages = match received {
+            Ok(messages) => {
+                failures = 0;
+                messages
+            }
+            Err(e) => {
+                failures = failures.saturating_add(1);
+                shared.metrics.on_failure("receive");
+                let pause = Duration::from_millis(250)
+                    .saturating_mul(1 << failures.min(8))
+                    .min(MAX_RECEIVE_BACKOFF);
+                tracing::warn!(
+                    consumer = %shared.config.name,
+                    queue = %shared.queue_url,
+                    error = %outbox_core::error_chain(&e),
+                    retry_in_ms = pause.as_millis() as u64,
+                    "ReceiveMessage failed"
+                );
+                tokio::select! {
+                    _ = token.cancelled() => break,
+                    _ = tokio::time::sleep(pause) => continue,
+                }
+            }
+        };
+        while units.try_join_next().is_some() {}
+        if messages.is_empty() {
+            continue;
+        }
+        shared.metrics.on_received(messages.len());
+        let received_at = Instant::now();
+        for unit in split_into_units(messages) {
+            // As many units as messages at most, and no more messages than free permits.
+            let Some(permit) = free.pop() else { break };
+            units.spawn(run_unit::<T, H>(
+                shared.clone(),
+                handler.clone(),
+                unit,
+                received_at,
+                token.clone(),
+                permit,
+            ));
+        }
+    }
+    // Shutdown: the units finish what they started; none starts a new message.
+    while let Some(joined) = units.join_next().await {
+        if let Err(e) = joined {
+            tracing::error!(consumer = %shared.config.name, error = %e, "a handler panicked");
+        }
+    }
+}
+
+async fn receive(
+    shared: &Shared,
+    max: usize,
+) -> Result<Vec<Message>, aws_sdk_sqs::error::SdkError<
+    aws_sdk_sqs::operation::receive_message::ReceiveMessageError,
+    aws_sdk_sqs::config::http::HttpResponse,
+>> {
+    let out = shared
+        .client
+        .receive_message()
+        .queue_url(&shared.queue_url)
+        .max_number_of_messages(i32::try_from(max).unwrap_or(10))
+        .wait_time_seconds(secs(shared.config.wait, 0))
+        .visibility_timeout(secs(shared.config.visibility_timeout, 1))
+        .message_attribute_names("All")
+        .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+        .message_system_attribute_names(MessageSystemAttributeName::MessageGroupId)
+        .send()
+        .await?;
+    Ok(out.messages.unwrap_or_default())
+}
+
+/// Messages with the same `MessageGroupId` form one unit, in the order received; every other
+/// message is a unit of its own. Units keep the order of their first message.
+pub(crate) fn split_into_units(messages: Vec<Message>) -> Vec<Vec<Message>> {
+    let mut units: Vec<Vec<Message>> = Vec::new();
+    let mut by_group: Vec<(String, usize)> = Vec::new();
+    for m in messages {
+        match group_id(&m).map(str::to_owned) {
+            Some(group) => match by_group.iter().find(|(g, _)| *g == group) {
+                Some((_, at)) => units[*at].push(m),
+                None => {
+                    by_group.push((group, units.len()));
+                    units.push(vec![m]);
+                }
+            },
+            None => units.push(vec![m]),
+        }
+    }
+    units
+}
+
+/// Handles a unit's messages one after the other while a heartbeat keeps the unhandled ones
+/// hidden. After a failure (or once shutting down) the unit's later messages are not handled:
+/// they are made visible again at once, so SQS hands them out again, still after the failed one.
+async fn run_unit<T, H>(
+    shared: Arc<Shared>,
+    handler: Arc<H>,
+    unit: Vec<Message>,
+    received_at: Instant,
+    token: CancellationToken,
+    _permit: OwnedSemaphorePermit,
+) where
+    T: DecodeEvent + Send + 'static,
+    H: Handler<T>,
+{
+    let receipt = |m: &Message| m.receipt_handle().unwrap_or_default().to_owned();
+    let pending = Mutex::new(unit.iter().map(receipt).collect::<Vec<_>>());
+    let work = async {
+        let mut rest = unit.iter();
+        for message in rest.by_ref() {
+            let outcome = handle_message::<T, H>(&shared, &*handler, message, received_at).await;
+            if let Ok(mut p) = pending.lock() {
+                p.retain(|r| *r != receipt(message));
+            }
+            let stop = match outcome {
+                Outcome::Failed => true,
+                Outcome::BadInput(_) => {
+                    shared.config.bad_input == super::config::BadInputPolicy::Release
+                }
+                _ => false,
+            };
+            if stop || token.is_cancelled() {
+                break;
+            }
+        }
+        let released: Vec<&Message> = rest.collect();
+        if !released.is_empty() {
+            let receipts: Vec<String> = released.iter().map(|m| receipt(m)).collect();
+            visibility::change(
+                &shared.client,
+                &shared.queue_url,
+                &shared.metrics,
+                &receipts,
+                Duration::ZERO,
+            )
+            .await;
+            if let Some(observer) = &shared.observer {
+                for m in released {
+                    observer(&Delivery {
+                        message_id: m.message_id().unwrap_or_default().to_owned(),
+                        envelope: super::envelope::Envelope::read(m).ok(),
+                        outcome: Outcome::Released,
+                        received_at,
+                        left_in_queue: false,
+                    });
+                }
+            }
+        }
+    };
+    tokio::select! {
+        _ = work => {}
+        _ = visibility::heartbeat(
+            &shared.client,
+            &shared.queue_url,
+            &shared.metrics,
+            shared.config.visibility_timeout,
+            &pending,
+        ) => {}
+    }
+}
