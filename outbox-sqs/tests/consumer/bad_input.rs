@@ -69,13 +69,22 @@ impl Write for Logs {
 }
 
 impl Logs {
+    /// Captures the outbox crates' own logs at every level. (Not the AWS SDK's: at `trace` it
+    /// logs whole HTTP responses, bodies included — keep `aws_smithy_*` at `info` or above in
+    /// production.)
     fn install(&self) -> tracing::subscriber::DefaultGuard {
+        use tracing_subscriber::Layer;
+        use tracing_subscriber::layer::SubscriberExt;
         let logs = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_ansi(false)
-            .with_writer(move || logs.clone())
-            .finish();
+        let ours = tracing_subscriber::filter::Targets::new()
+            .with_target("outbox_sqs", tracing::Level::TRACE)
+            .with_target("outbox_core", tracing::Level::TRACE);
+        let subscriber = tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(move || logs.clone())
+                .with_filter(ours),
+        );
         tracing::subscriber::set_default(subscriber)
     }
 
