@@ -11,7 +11,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use super::Shared;
-use super::config::secs;
+use super::config::{BadInputPolicy, secs};
 use super::envelope::group_id;
 use super::handler::{Delivery, Handler, Outcome};
 use super::process::handle_message;
@@ -161,24 +161,29 @@ async fn run_unit<T, H>(
     let receipt = |m: &Message| m.receipt_handle().unwrap_or_default().to_owned();
     let pending = Mutex::new(unit.iter().map(receipt).collect::<Vec<_>>());
     let work = async {
-        let mut rest = unit.iter();
-        for message in rest.by_ref() {
-            let outcome = handle_message::<T, H>(&shared, &*handler, message, received_at).await;
-            if let Ok(mut p) = pending.lock() {
-                p.retain(|r| *r != receipt(message));
-            }
-            let stop = match outcome {
-                Outcome::Failed => true,
-                Outcome::BadInput(_) => {
-                    shared.config.bad_input == super::config::BadInputPolicy::Release
+        let stops = |outcome: Outcome| match outcome {
+            Outcome::Failed => true,
+            Outcome::BadInput(_) => shared.config.bad_input == BadInputPolicy::Release,
+            _ => false,
+        };
+        let rest = in_sequence(
+            &unit,
+            |message| {
+                let (shared, handler, pending) = (&shared, &handler, &pending);
+                async move {
+                    let outcome =
+                        handle_message::<T, H>(shared, &**handler, message, received_at).await;
+                    if let Ok(mut p) = pending.lock() {
+                        p.retain(|r| *r != receipt(message));
+                    }
+                    outcome
                 }
-                _ => false,
-            };
-            if stop || token.is_cancelled() {
-                break;
-            }
-        }
-        let released: Vec<&Message> = rest.collect();
+            },
+            stops,
+            &token,
+        )
+        .await;
+        let released: Vec<&Message> = rest.iter().collect();
         if !released.is_empty() {
             let receipts: Vec<String> = released.iter().map(|m| receipt(m)).collect();
             visibility::change(
@@ -211,5 +216,107 @@ async fn run_unit<T, H>(
             shared.config.visibility_timeout,
             &pending,
         ) => {}
+    }
+}
+
+/// Calls `handle` on the messages of `unit` one after the other, until an outcome `stops` the unit
+/// or `token` is cancelled; returns the messages not handled.
+pub(crate) async fn in_sequence<'m, F: Future<Output = Outcome>>(
+    unit: &'m [Message],
+    mut handle: impl FnMut(&'m Message) -> F,
+    stops: impl Fn(Outcome) -> bool,
+    token: &CancellationToken,
+) -> &'m [Message] {
+    for (i, message) in unit.iter().enumerate() {
+        let outcome = handle(message).await;
+        if stops(outcome) || token.is_cancelled() {
+            return &unit[i + 1..];
+        }
+    }
+    &[]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(id: &str, group: Option<&str>) -> Message {
+        let mut m = Message::builder().message_id(id);
+        if let Some(g) = group {
+            m = m.attributes(MessageSystemAttributeName::MessageGroupId, g);
+        }
+        m.build()
+    }
+
+    fn ids(unit: &[Message]) -> Vec<&str> {
+        unit.iter().filter_map(|m| m.message_id()).collect()
+    }
+
+    #[test]
+    fn a_groups_messages_form_one_unit_in_order() {
+        let units = split_into_units(vec![
+            message("a1", Some("a")),
+            message("b1", Some("b")),
+            message("a2", Some("a")),
+            message("s1", None),
+            message("a3", Some("a")),
+            message("s2", None),
+        ]);
+        let units: Vec<Vec<&str>> = units.iter().map(|u| ids(u)).collect();
+        assert_eq!(units, [vec!["a1", "a2", "a3"], vec!["b1"], vec!["s1"], vec!["s2"]]);
+    }
+
+    #[tokio::test]
+    async fn a_failure_stops_the_unit_and_returns_the_later_messages() {
+        let unit = vec![
+            message("a1", Some("a")),
+            message("a2", Some("a")),
+            message("a3", Some("a")),
+        ];
+        let token = CancellationToken::new();
+        let handled = std::sync::Mutex::new(Vec::new());
+        let stops = |o: Outcome| o == Outcome::Failed;
+        let rest = in_sequence(
+            &unit,
+            |m| {
+                let handled = &handled;
+                async move {
+                    let id = m.message_id().unwrap_or_default().to_owned();
+                    // A later message must not start before an earlier one ends.
+                    handled.lock().unwrap().push(format!("start {id}"));
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    handled.lock().unwrap().push(format!("end {id}"));
+                    if id == "a2" { Outcome::Failed } else { Outcome::Handled }
+                }
+            },
+            stops,
+            &token,
+        )
+        .await;
+        assert_eq!(
+            *handled.lock().unwrap(),
+            ["start a1", "end a1", "start a2", "end a2"]
+        );
+        assert_eq!(ids(rest), ["a3"]);
+
+        // All handled: nothing left.
+        let rest = in_sequence(&unit, |_| async { Outcome::Duplicate }, stops, &token).await;
+        assert!(rest.is_empty());
+
+        // Shutting down: the message in hand finishes, the rest is returned.
+        token.cancel();
+        let calls = std::sync::atomic::AtomicU32::new(0);
+        let rest = in_sequence(
+            &unit,
+            |_| {
+                calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                async { Outcome::Handled }
+            },
+            stops,
+            &token,
+        )
+        .await;
+        assert_eq!(calls.into_inner(), 1);
+        assert_eq!(ids(rest), ["a2", "a3"]);
     }
 }

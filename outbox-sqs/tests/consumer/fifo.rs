@@ -21,6 +21,8 @@ async fn four_consumers_keep_each_aggregates_order_on_a_fifo_queue() {
     let recorder = Arc::new(Recorder {
         // Some events fail once: the group's later messages must wait for them.
         fail_first: Some(|e| e.n() % 4 == 2),
+        // Handlers take different times: a group handled concurrently would come out of order.
+        jitter: true,
         ..Recorder::default()
     });
     let seen = Seen::default();
@@ -58,13 +60,7 @@ async fn four_consumers_keep_each_aggregates_order_on_a_fifo_queue() {
     for (account, ns) in order {
         assert_eq!(ns, expected, "{account}'s events applied in order");
     }
-    // Later messages of a failed message's group were released, not handled out of turn.
-    let released = seen
-        .0
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|d| d.outcome == outbox_sqs::consumer::Outcome::Released)
-        .count();
-    eprintln!("released {released} messages behind failures");
+    // fauxqs hands out one message per group at a time, so here order is kept across receives
+    // and consumers; sequencing several messages of one group within a batch (as AWS SQS returns
+    // them) is covered by the unit tests of `receive::in_sequence` and `split_into_units`.
 }

@@ -157,6 +157,8 @@ pub struct Recorder {
     pub calls: AtomicU64,
     pub fail_first: Option<fn(&AccountEvent) -> bool>,
     pub delay: Option<Duration>,
+    /// Sleeps 0–39 ms (picked by the event id) after writing: handlers finish out of start order.
+    pub jitter: bool,
     /// Notified when a call starts.
     pub started: tokio::sync::Notify,
     /// When set, a call that wrote its effect waits here (forever, if never notified).
@@ -180,6 +182,10 @@ impl Handler<AccountEvent> for Recorder {
             &[&envelope.event_id, &event.account(), &event.n()],
         )
         .await?;
+        if self.jitter {
+            let ms = u64::from(envelope.event_id.as_bytes()[0]) % 40;
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
         if let Some(delay) = self.delay {
             tokio::time::sleep(delay).await;
         }
