@@ -72,6 +72,13 @@ impl ConsumerBuilder {
         self
     }
 
+    /// `ReceiveMessage` calls that may wait at once, sharing the handlers (default 2). See
+    /// [`ConsumerConfig::receivers`].
+    pub fn receivers(mut self, n: usize) -> Self {
+        self.config.receivers = n;
+        self
+    }
+
     /// The most messages one `ReceiveMessage` asks for, 1–10 (default 10).
     pub fn max_messages(mut self, n: i32) -> Self {
         self.config.max_messages = n;

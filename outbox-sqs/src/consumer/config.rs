@@ -6,6 +6,8 @@ use crate::error::{Error, Result};
 
 /// Environment variable: how many handlers run at once ([`ConsumerConfig::concurrency`]).
 pub const ENV_CONSUMER_CONCURRENCY: &str = "OUTBOX_SQS_CONSUMER_CONCURRENCY";
+/// Environment variable: how many `ReceiveMessage` calls may wait at once ([`ConsumerConfig::receivers`]).
+pub const ENV_CONSUMER_RECEIVERS: &str = "OUTBOX_SQS_CONSUMER_RECEIVERS";
 /// Environment variable: the most messages one `ReceiveMessage` asks for (1–10).
 pub const ENV_CONSUMER_MAX_MESSAGES: &str = "OUTBOX_SQS_CONSUMER_MAX_MESSAGES";
 /// Environment variable: the long-poll wait of one `ReceiveMessage`, in whole seconds (0–20).
@@ -21,6 +23,8 @@ pub const ENV_CONSUMER_BAD_INPUT_DELAY_SECS: &str = "OUTBOX_SQS_CONSUMER_BAD_INP
 
 /// Default of [`ConsumerConfig::concurrency`].
 pub const DEFAULT_CONCURRENCY: usize = 10;
+/// Default of [`ConsumerConfig::receivers`].
+pub const DEFAULT_RECEIVERS: usize = 2;
 /// Default of [`ConsumerConfig::max_messages`]: SQS's maximum.
 pub const DEFAULT_MAX_MESSAGES: i32 = 10;
 /// Default of [`ConsumerConfig::wait`]: SQS's longest long poll.
@@ -64,6 +68,12 @@ pub struct ConsumerConfig {
     /// Handlers running at once (on a FIFO queue: message groups handled at once). Default
     /// [`DEFAULT_CONCURRENCY`] (10).
     pub concurrency: usize,
+    /// Receivers: `ReceiveMessage` calls that may be waiting at once, sharing the
+    /// [`concurrency`](Self::concurrency) handlers (each asks only for as many messages as
+    /// handlers are free). More than one keeps handlers fed while a long poll waits on a queue
+    /// that looked empty when it started (on a FIFO queue: every group busy). Default
+    /// [`DEFAULT_RECEIVERS`] (2); at most `concurrency` are used.
+    pub receivers: usize,
     /// The most messages one `ReceiveMessage` asks for, 1–10 (fewer when fewer handlers are free).
     /// Default [`DEFAULT_MAX_MESSAGES`] (10).
     pub max_messages: i32,
@@ -97,6 +107,7 @@ impl ConsumerConfig {
         ConsumerConfig {
             name: name.into(),
             concurrency: DEFAULT_CONCURRENCY,
+            receivers: DEFAULT_RECEIVERS,
             max_messages: DEFAULT_MAX_MESSAGES,
             wait: DEFAULT_WAIT,
             visibility_timeout: DEFAULT_VISIBILITY_TIMEOUT,
@@ -110,7 +121,7 @@ impl ConsumerConfig {
     }
 
     /// [`new(name)`](Self::new), overridden by the variables that are set and not empty:
-    /// [`ENV_CONSUMER_CONCURRENCY`], [`ENV_CONSUMER_MAX_MESSAGES`], [`ENV_CONSUMER_WAIT_SECS`],
+    /// [`ENV_CONSUMER_CONCURRENCY`], [`ENV_CONSUMER_RECEIVERS`], [`ENV_CONSUMER_MAX_MESSAGES`], [`ENV_CONSUMER_WAIT_SECS`],
     /// [`ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS`], [`ENV_CONSUMER_RETRY_INITIAL_MS`],
     /// [`ENV_CONSUMER_RETRY_MAX_SECS`], [`ENV_CONSUMER_BAD_INPUT_DELAY_SECS`].
     ///
@@ -135,6 +146,9 @@ impl ConsumerConfig {
         let mut c = ConsumerConfig::new(name);
         if let Some(n) = number(ENV_CONSUMER_CONCURRENCY)? {
             c.concurrency = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(n) = number(ENV_CONSUMER_RECEIVERS)? {
+            c.receivers = usize::try_from(n).unwrap_or(usize::MAX);
         }
         if let Some(n) = number(ENV_CONSUMER_MAX_MESSAGES)? {
             c.max_messages = i32::try_from(n).unwrap_or(i32::MAX);
@@ -165,6 +179,9 @@ impl ConsumerConfig {
         }
         if self.concurrency == 0 {
             return fail("concurrency must be at least 1".into());
+        }
+        if self.receivers == 0 {
+            return fail("receivers must be at least 1".into());
         }
         if !(1..=10).contains(&self.max_messages) {
             return fail(format!(
@@ -227,6 +244,7 @@ mod tests {
             "c",
             vars(&[
                 (ENV_CONSUMER_CONCURRENCY, "4"),
+                (ENV_CONSUMER_RECEIVERS, "3"),
                 (ENV_CONSUMER_MAX_MESSAGES, "5"),
                 (ENV_CONSUMER_WAIT_SECS, "2"),
                 (ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS, "60"),
@@ -237,6 +255,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.concurrency, 4);
+        assert_eq!(c.receivers, 3);
         assert_eq!(c.max_messages, 5);
         assert_eq!(c.wait, Duration::from_secs(2));
         assert_eq!(c.visibility_timeout, Duration::from_secs(60));

@@ -45,8 +45,8 @@
 //!
 //! The consumer long-polls `ReceiveMessage` (up to [`max_messages`](ConsumerConfig::max_messages)
 //! = 10 at a time, waiting up to [`wait`](ConsumerConfig::wait) = 20 s, never asking for more
-//! messages than it has free handlers) and runs up to [`concurrency`](ConsumerConfig::concurrency)
-//! handlers at once. For each message:
+//! messages than it has free handlers; [`receivers`](ConsumerConfig::receivers) = 2 such calls may
+//! wait at once) and runs up to [`concurrency`](ConsumerConfig::concurrency) handlers at once. For each message:
 //!
 //! 1. The [`Envelope`] is read from the message attributes and the body decoded with
 //!    `T::decode(event_type, body)`. A message that cannot be read is *bad input* (below).
@@ -134,9 +134,9 @@ use outbox_core::{CancellationToken, DecodeEvent};
 pub use builder::ConsumerBuilder;
 pub use config::{
     BadInputPolicy, ConsumerConfig, DEFAULT_BAD_INPUT_DELAY, DEFAULT_CONCURRENCY,
-    DEFAULT_MAX_MESSAGES, DEFAULT_RETRY_INITIAL, DEFAULT_RETRY_MAX, DEFAULT_VISIBILITY_TIMEOUT,
+    DEFAULT_MAX_MESSAGES, DEFAULT_RECEIVERS, DEFAULT_RETRY_INITIAL, DEFAULT_RETRY_MAX, DEFAULT_VISIBILITY_TIMEOUT,
     DEFAULT_WAIT, ENV_CONSUMER_BAD_INPUT_DELAY_SECS, ENV_CONSUMER_CONCURRENCY,
-    ENV_CONSUMER_MAX_MESSAGES, ENV_CONSUMER_RETRY_INITIAL_MS, ENV_CONSUMER_RETRY_MAX_SECS,
+    ENV_CONSUMER_MAX_MESSAGES, ENV_CONSUMER_RECEIVERS, ENV_CONSUMER_RETRY_INITIAL_MS, ENV_CONSUMER_RETRY_MAX_SECS,
     ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS, ENV_CONSUMER_WAIT_SECS, MAX_VISIBILITY_TIMEOUT,
 };
 pub use envelope::{BadInput, Envelope};

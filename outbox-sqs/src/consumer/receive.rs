@@ -1,6 +1,11 @@
-//! The receive loop: long-poll while handlers are free, split each batch into units of work (one
-//! message, or on a FIFO queue the batch's messages of one group, in order), run the units
-//! concurrently, and on shutdown let the running ones finish.
+//! The receive loop: long-poll while there is room for more messages, split each batch into units
+//! of work (one message, or on a FIFO queue the batch's messages of one group, in order), run the
+//! units on the handler permits, and on shutdown let the running ones finish.
+//!
+//! Two limits: at most `concurrency` units handle at once (handler permits), and at most
+//! `concurrency + max_messages` messages are received and not yet done (message slots). The
+//! slack lets a receive ask for a whole batch while the handlers are busy, instead of one message
+//! per freed handler; waiting messages are kept hidden by their unit's heartbeat.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -12,7 +17,7 @@ use tokio::task::JoinSet;
 
 use super::Shared;
 use super::config::{BadInputPolicy, secs};
-use super::envelope::group_id;
+use super::envelope::{Envelope, group_id};
 use super::handler::{Delivery, Handler, Outcome};
 use super::process::handle_message;
 use super::visibility;
@@ -20,27 +25,70 @@ use super::visibility;
 /// The longest pause after failed receives.
 const MAX_RECEIVE_BACKOFF: Duration = Duration::from_secs(30);
 
-/// Receives and handles until `token` is cancelled, then waits for the running units.
+/// Runs the configured number of receivers, sharing the handler permits, until `token` is
+/// cancelled and every unit has finished.
 pub(crate) async fn receive_loop<T, H>(shared: Arc<Shared>, handler: Arc<H>, token: CancellationToken)
 where
     T: DecodeEvent + Send + 'static,
     H: Handler<T>,
 {
-    let permits = Arc::new(Semaphore::new(shared.config.concurrency));
+    let limits = Limits {
+        handlers: Arc::new(Semaphore::new(shared.config.concurrency)),
+        slots: Arc::new(Semaphore::new(
+            shared.config.concurrency + max_messages(&shared),
+        )),
+    };
+    let receivers = shared.config.receivers.clamp(1, shared.config.concurrency);
+    futures::future::join_all((0..receivers).map(|_| {
+        receiver::<T, H>(
+            shared.clone(),
+            handler.clone(),
+            token.clone(),
+            limits.clone(),
+        )
+    }))
+    .await;
+}
+
+/// The receivers' shared limits.
+#[derive(Clone)]
+struct Limits {
+    /// One per running unit: `concurrency`.
+    handlers: Arc<Semaphore>,
+    /// One per message received and not done: `concurrency + max_messages`.
+    slots: Arc<Semaphore>,
+}
+
+fn max_messages(shared: &Shared) -> usize {
+    usize::try_from(shared.config.max_messages).unwrap_or(10)
+}
+
+/// One receiver: long-polls whenever there is room for a message (so that one poll waiting on an
+/// empty queue does not keep the other receivers' messages from being handled), until `token` is
+/// cancelled; then waits for its units.
+async fn receiver<T, H>(
+    shared: Arc<Shared>,
+    handler: Arc<H>,
+    token: CancellationToken,
+    limits: Limits,
+) where
+    T: DecodeEvent + Send + 'static,
+    H: Handler<T>,
+{
     let mut units = JoinSet::new();
     let mut failures = 0u32;
     loop {
-        // At least one free handler before asking for messages.
+        // Room for at least one message before asking for messages.
         let first = tokio::select! {
             _ = token.cancelled() => break,
-            permit = permits.clone().acquire_owned() => match permit {
+            permit = limits.slots.clone().acquire_owned() => match permit {
                 Ok(p) => p,
                 Err(_) => break,
             },
         };
         let mut free = vec![first];
-        while free.len() < usize::try_from(shared.config.max_messages).unwrap_or(10) {
-            match permits.clone().try_acquire_owned() {
+        while free.len() < max_messages(&shared) {
+            match limits.slots.clone().try_acquire_owned() {
                 Ok(p) => free.push(p),
                 Err(_) => break,
             }
@@ -82,15 +130,16 @@ where
         shared.metrics.on_received(messages.len());
         let received_at = Instant::now();
         for unit in split_into_units(messages) {
-            // As many units as messages at most, and no more messages than free permits.
-            let Some(permit) = free.pop() else { break };
+            // SQS returns no more messages than asked for: a slot for each.
+            let slots: Vec<OwnedSemaphorePermit> =
+                free.drain(..unit.len().min(free.len())).collect();
             units.spawn(run_unit::<T, H>(
                 shared.clone(),
                 handler.clone(),
                 unit,
                 received_at,
                 token.clone(),
-                permit,
+                (limits.handlers.clone(), slots),
             ));
         }
     }
@@ -144,16 +193,18 @@ pub(crate) fn split_into_units(messages: Vec<Message>) -> Vec<Vec<Message>> {
     units
 }
 
-/// Handles a unit's messages one after the other while a heartbeat keeps the unhandled ones
-/// hidden. After a failure (or once shutting down) the unit's later messages are not handled:
-/// they are made visible again at once, so SQS hands them out again, still after the failed one.
+/// Waits for a handler permit, then handles a unit's messages one after the other, while a
+/// heartbeat keeps the unhandled ones hidden. After a failure (or once shutting down) the unit's
+/// later messages are not handled: they are made visible again at once, so SQS hands them out
+/// again, still after the failed one. A unit still waiting for a handler at shutdown releases
+/// all its messages.
 async fn run_unit<T, H>(
     shared: Arc<Shared>,
     handler: Arc<H>,
     unit: Vec<Message>,
     received_at: Instant,
     token: CancellationToken,
-    _permit: OwnedSemaphorePermit,
+    (handlers, _slots): (Arc<Semaphore>, Vec<OwnedSemaphorePermit>),
 ) where
     T: DecodeEvent + Send + 'static,
     H: Handler<T>,
@@ -165,6 +216,14 @@ async fn run_unit<T, H>(
             Outcome::Failed => true,
             Outcome::BadInput(_) => shared.config.bad_input == BadInputPolicy::Release,
             _ => false,
+        };
+        let permit = tokio::select! {
+            biased;
+            _ = token.cancelled() => None,
+            p = handlers.acquire_owned() => p.ok(),
+        };
+        let Some(_permit) = permit else {
+            return release(&shared, &unit, received_at).await;
         };
         let rest = in_sequence(
             &unit,
@@ -183,29 +242,7 @@ async fn run_unit<T, H>(
             &token,
         )
         .await;
-        let released: Vec<&Message> = rest.iter().collect();
-        if !released.is_empty() {
-            let receipts: Vec<String> = released.iter().map(|m| receipt(m)).collect();
-            visibility::change(
-                &shared.client,
-                &shared.queue_url,
-                &shared.metrics,
-                &receipts,
-                Duration::ZERO,
-            )
-            .await;
-            if let Some(observer) = &shared.observer {
-                for m in released {
-                    observer(&Delivery {
-                        message_id: m.message_id().unwrap_or_default().to_owned(),
-                        envelope: super::envelope::Envelope::read(m).ok(),
-                        outcome: Outcome::Released,
-                        received_at,
-                        left_in_queue: false,
-                    });
-                }
-            }
-        }
+        release(&shared, rest, received_at).await;
     };
     tokio::select! {
         _ = work => {}
@@ -216,6 +253,36 @@ async fn run_unit<T, H>(
             shared.config.visibility_timeout,
             &pending,
         ) => {}
+    }
+}
+
+/// Makes `messages` visible again at once, unhandled, and tells the observer.
+async fn release(shared: &Shared, messages: &[Message], received_at: Instant) {
+    if messages.is_empty() {
+        return;
+    }
+    let receipts: Vec<String> = messages
+        .iter()
+        .map(|m| m.receipt_handle().unwrap_or_default().to_owned())
+        .collect();
+    visibility::change(
+        &shared.client,
+        &shared.queue_url,
+        &shared.metrics,
+        &receipts,
+        Duration::ZERO,
+    )
+    .await;
+    if let Some(observer) = &shared.observer {
+        for m in messages {
+            observer(&Delivery {
+                message_id: m.message_id().unwrap_or_default().to_owned(),
+                envelope: Envelope::read(m).ok(),
+                outcome: Outcome::Released,
+                received_at,
+                left_in_queue: false,
+            });
+        }
     }
 }
 
