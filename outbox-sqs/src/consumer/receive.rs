@@ -77,27 +77,23 @@ async fn receiver<T, H>(
 {
     let mut units = JoinSet::new();
     let mut failures = 0u32;
+    let batch = u32::try_from(max_messages(&shared)).unwrap_or(10);
     loop {
-        // Room for at least one message before asking for messages.
-        let first = tokio::select! {
+        // Room for a whole batch before asking for one: with `concurrency + max_messages` slots
+        // the handlers still have up to `concurrency` messages to work on meanwhile, and a batch
+        // is one call instead of one call per freed handler.
+        let mut free = tokio::select! {
             _ = token.cancelled() => break,
-            permit = limits.slots.clone().acquire_owned() => match permit {
+            permit = limits.slots.clone().acquire_many_owned(batch) => match permit {
                 Ok(p) => p,
                 Err(_) => break,
             },
         };
-        let mut free = vec![first];
-        while free.len() < max_messages(&shared) {
-            match limits.slots.clone().try_acquire_owned() {
-                Ok(p) => free.push(p),
-                Err(_) => break,
-            }
-        }
         let received = tokio::select! {
             // A long poll cut short: whatever SQS handed out to it comes back after the visibility
             // time-out.
             _ = token.cancelled() => break,
-            r = receive(&shared, free.len()) => r,
+            r = receive(&shared, max_messages(&shared)) => r,
         };
         let messages = match received {
             Ok(messages) => {
@@ -130,9 +126,9 @@ async fn receiver<T, H>(
         shared.metrics.on_received(messages.len());
         let received_at = Instant::now();
         for unit in split_into_units(messages) {
-            // SQS returns no more messages than asked for: a slot for each.
-            let slots: Vec<OwnedSemaphorePermit> =
-                free.drain(..unit.len().min(free.len())).collect();
+            // SQS returns no more messages than asked for: a slot for each; the rest are given
+            // back when `free` is dropped.
+            let slots = free.split(unit.len()).into_iter().collect::<Vec<_>>();
             units.spawn(run_unit::<T, H>(
                 shared.clone(),
                 handler.clone(),
