@@ -241,7 +241,10 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
                 ours.push(d);
             } else {
                 let d = drain_hand_written(&db, &queue, n).await?;
-                eprintln!("[bench]   round {round}: hand-written {:.0} msg/s", d.rate());
+                eprintln!(
+                    "[bench]   round {round}: hand-written {:.0} msg/s",
+                    d.rate()
+                );
                 theirs.push(d);
             }
         }

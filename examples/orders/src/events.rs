@@ -136,7 +136,12 @@ impl OutboxEvent for OrderEvent {
     }
 
     fn event_types() -> &'static [&'static str] {
-        &[ORDER_PLACED, ORDER_LINE_ADDED, ORDER_LINE_REMOVED, ORDER_SHIPPED]
+        &[
+            ORDER_PLACED,
+            ORDER_LINE_ADDED,
+            ORDER_LINE_REMOVED,
+            ORDER_SHIPPED,
+        ]
     }
 }
 
@@ -218,9 +223,21 @@ mod tests {
                 lines: vec![line()],
                 total_cents: 750,
             }),
-            OrderEvent::Line(OrderLineEvent::Added { order_id: id, version: 2, line: line() }),
-            OrderEvent::Line(OrderLineEvent::Removed { order_id: id, version: 3, line: line() }),
-            OrderEvent::Shipped(OrderShipped { order_id: id, version: 4, carrier: "DHL".into() }),
+            OrderEvent::Line(OrderLineEvent::Added {
+                order_id: id,
+                version: 2,
+                line: line(),
+            }),
+            OrderEvent::Line(OrderLineEvent::Removed {
+                order_id: id,
+                version: 3,
+                line: line(),
+            }),
+            OrderEvent::Shipped(OrderShipped {
+                order_id: id,
+                version: 4,
+                carrier: "DHL".into(),
+            }),
         ];
         for event in events {
             // The body the service emits is the inner event's own JSON.

@@ -13,7 +13,8 @@ pub const ENV_CONSUMER_MAX_MESSAGES: &str = "OUTBOX_SQS_CONSUMER_MAX_MESSAGES";
 /// Environment variable: the long-poll wait of one `ReceiveMessage`, in whole seconds (0–20).
 pub const ENV_CONSUMER_WAIT_SECS: &str = "OUTBOX_SQS_CONSUMER_WAIT_SECS";
 /// Environment variable: the visibility time-out requested on receive, in whole seconds.
-pub const ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS: &str = "OUTBOX_SQS_CONSUMER_VISIBILITY_TIMEOUT_SECS";
+pub const ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS: &str =
+    "OUTBOX_SQS_CONSUMER_VISIBILITY_TIMEOUT_SECS";
 /// Environment variable: the first retry delay after a handler failure, in milliseconds.
 pub const ENV_CONSUMER_RETRY_INITIAL_MS: &str = "OUTBOX_SQS_CONSUMER_RETRY_INITIAL_MS";
 /// Environment variable: the longest retry delay after handler failures, in seconds.
@@ -135,14 +136,15 @@ impl ConsumerConfig {
         name: impl Into<String>,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Self> {
-        let number = |variable: &str| -> Result<Option<u64>> {
-            match var(variable).filter(|v| !v.trim().is_empty()) {
-                None => Ok(None),
-                Some(v) => v.trim().parse().map(Some).map_err(|_| {
-                    Error::config(format!("{variable}: `{v}` is not a whole number"))
-                }),
-            }
-        };
+        let number =
+            |variable: &str| -> Result<Option<u64>> {
+                match var(variable).filter(|v| !v.trim().is_empty()) {
+                    None => Ok(None),
+                    Some(v) => v.trim().parse().map(Some).map_err(|_| {
+                        Error::config(format!("{variable}: `{v}` is not a whole number"))
+                    }),
+                }
+            };
         let mut c = ConsumerConfig::new(name);
         if let Some(n) = number(ENV_CONSUMER_CONCURRENCY)? {
             c.concurrency = usize::try_from(n).unwrap_or(usize::MAX);
@@ -267,20 +269,30 @@ mod tests {
 
     #[test]
     fn bad_values_are_refused_naming_the_setting() {
-        let e = ConsumerConfig::from_vars("c", vars(&[(ENV_CONSUMER_WAIT_SECS, "1.5")]))
-            .unwrap_err();
+        let e =
+            ConsumerConfig::from_vars("c", vars(&[(ENV_CONSUMER_WAIT_SECS, "1.5")])).unwrap_err();
         assert!(e.to_string().contains(ENV_CONSUMER_WAIT_SECS), "{e}");
         let mut c = ConsumerConfig::new(" ");
         assert!(c.validate().is_err());
         c.name = "c".into();
         c.max_messages = 11;
-        assert!(c.validate().unwrap_err().to_string().contains("max_messages"));
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("max_messages")
+        );
         c.max_messages = 10;
         c.wait = Duration::from_secs(21);
         assert!(c.validate().unwrap_err().to_string().contains("wait"));
         c.wait = Duration::from_secs(20);
         c.concurrency = 0;
-        assert!(c.validate().unwrap_err().to_string().contains("concurrency"));
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("concurrency")
+        );
         c.concurrency = 1;
         c.visibility_timeout = Duration::ZERO;
         assert!(c.validate().is_err());

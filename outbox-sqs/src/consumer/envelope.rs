@@ -72,9 +72,12 @@ fn system<'m>(message: &'m Message, name: &MessageSystemAttributeName) -> Option
 
 /// The receive count of `message` (1 when SQS did not say).
 pub(crate) fn receive_count(message: &Message) -> u32 {
-    system(message, &MessageSystemAttributeName::ApproximateReceiveCount)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1)
+    system(
+        message,
+        &MessageSystemAttributeName::ApproximateReceiveCount,
+    )
+    .and_then(|n| n.parse().ok())
+    .unwrap_or(1)
 }
 
 /// The `MessageGroupId` of `message`, if any.
@@ -135,7 +138,10 @@ mod tests {
         let e = Envelope::read(&m).unwrap();
         assert_eq!(e.event_id, id);
         assert_eq!(e.event_type, "order.placed");
-        assert_eq!((e.aggregate_type.as_str(), e.aggregate_id.as_str()), ("order", "42"));
+        assert_eq!(
+            (e.aggregate_type.as_str(), e.aggregate_id.as_str()),
+            ("order", "42")
+        );
         assert_eq!(e.receive_count, 3);
         assert_eq!(e.traceparent, None);
         assert_eq!(e.message_group_id.as_deref(), Some("order:42"));

@@ -65,7 +65,11 @@ impl ConsumerMetrics {
         let latency = Histogram::new(exponential_buckets(0.001, 2.0, 16));
         {
             let sub = registry.sub_registry_with_label(consumer_label());
-            sub.register("outbox_consumer_received", "Messages received", received.clone());
+            sub.register(
+                "outbox_consumer_received",
+                "Messages received",
+                received.clone(),
+            );
             sub.register(
                 "outbox_consumer_handled",
                 "Events handled and committed",
@@ -118,10 +122,7 @@ impl ConsumerMetrics {
 
     /// Failures with `reason` so far (see the table above for the reasons).
     pub fn failures(&self, reason: &str) -> u64 {
-        self.inner
-            .failures
-            .get_or_create(&self.label(reason))
-            .get()
+        self.inner.failures.get_or_create(&self.label(reason)).get()
     }
 
     /// The metrics in the text exposition format (OpenMetrics, ending in `# EOF`).

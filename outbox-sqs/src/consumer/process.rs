@@ -34,7 +34,10 @@ where
     let message_id = message.message_id().unwrap_or_default().to_owned();
     let envelope = Envelope::read(message);
     let (outcome, left_in_queue) = match &envelope {
-        Err(bad) => (bad_input(shared, *bad, &message_id, None, &receipt).await, false),
+        Err(bad) => (
+            bad_input(shared, *bad, &message_id, None, &receipt).await,
+            false,
+        ),
         Ok(env) => {
             let span = tracing::info_span!(
                 "outbox.consume",

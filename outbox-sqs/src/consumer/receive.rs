@@ -27,8 +27,11 @@ const MAX_RECEIVE_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Runs the configured number of receivers, sharing the handler permits, until `token` is
 /// cancelled and every unit has finished.
-pub(crate) async fn receive_loop<T, H>(shared: Arc<Shared>, handler: Arc<H>, token: CancellationToken)
-where
+pub(crate) async fn receive_loop<T, H>(
+    shared: Arc<Shared>,
+    handler: Arc<H>,
+    token: CancellationToken,
+) where
     T: DecodeEvent + Send + 'static,
     H: Handler<T>,
 {
@@ -150,10 +153,13 @@ async fn receiver<T, H>(
 async fn receive(
     shared: &Shared,
     max: usize,
-) -> Result<Vec<Message>, aws_sdk_sqs::error::SdkError<
-    aws_sdk_sqs::operation::receive_message::ReceiveMessageError,
-    aws_sdk_sqs::config::http::HttpResponse,
->> {
+) -> Result<
+    Vec<Message>,
+    aws_sdk_sqs::error::SdkError<
+        aws_sdk_sqs::operation::receive_message::ReceiveMessageError,
+        aws_sdk_sqs::config::http::HttpResponse,
+    >,
+> {
     let out = shared
         .client
         .receive_message()
@@ -326,7 +332,10 @@ mod tests {
             message("s2", None),
         ]);
         let units: Vec<Vec<&str>> = units.iter().map(|u| ids(u)).collect();
-        assert_eq!(units, [vec!["a1", "a2", "a3"], vec!["b1"], vec!["s1"], vec!["s2"]]);
+        assert_eq!(
+            units,
+            [vec!["a1", "a2", "a3"], vec!["b1"], vec!["s1"], vec!["s2"]]
+        );
     }
 
     #[tokio::test]
@@ -349,7 +358,11 @@ mod tests {
                     handled.lock().unwrap().push(format!("start {id}"));
                     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
                     handled.lock().unwrap().push(format!("end {id}"));
-                    if id == "a2" { Outcome::Failed } else { Outcome::Handled }
+                    if id == "a2" {
+                        Outcome::Failed
+                    } else {
+                        Outcome::Handled
+                    }
                 }
             },
             stops,

@@ -123,7 +123,13 @@ async fn bad_input_is_counted_logged_without_body_and_released_with_a_long_delay
     assert!(m.failures("unknown_event_type") >= 1, "{m:?}");
     assert!(m.failures("undecodable") >= 1, "{m:?}");
     assert!((3..=10).contains(&m.received()), "bounded receives: {m:?}");
-    assert!(seen.0.lock().unwrap().iter().all(|d| matches!(d.outcome, Outcome::BadInput(_))));
+    assert!(
+        seen.0
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|d| matches!(d.outcome, Outcome::BadInput(_)))
+    );
     assert_eq!(m.handled(), 0);
     // Left in the queue for its redrive policy.
     let left = queue.receive_all(3, Duration::from_secs(6)).await;
@@ -162,6 +168,11 @@ async fn bad_input_is_deleted_under_the_delete_policy() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let c = running.stop().await;
     assert_eq!(c.metrics().received(), 3, "{:?}", c.metrics());
-    assert!(queue.receive_all(1, Duration::from_secs(2)).await.is_empty());
+    assert!(
+        queue
+            .receive_all(1, Duration::from_secs(2))
+            .await
+            .is_empty()
+    );
     assert!(!logs.text().contains(SECRET));
 }

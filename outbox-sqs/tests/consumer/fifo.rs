@@ -51,9 +51,16 @@ async fn four_consumers_keep_each_aggregates_order_on_a_fifo_queue() {
     }
     relay.stop().await;
     assert!(done, "every event applied: {:?}", effect_counts(&db).await);
-    assert_eq!(effect_counts(&db).await, (ids.len() as i64, ids.len() as i64));
+    assert_eq!(
+        effect_counts(&db).await,
+        (ids.len() as i64, ids.len() as i64)
+    );
     assert_eq!(handled, ids.len() as u64);
-    assert_eq!(failed, (ACCOUNTS * 3) as u64, "n = 2, 6, 10 fail once per account");
+    assert_eq!(
+        failed,
+        (ACCOUNTS * 3) as u64,
+        "n = 2, 6, 10 fail once per account"
+    );
     let expected: Vec<i64> = (1..=PER_ACCOUNT).collect();
     let order = applied_order(&db).await;
     assert_eq!(order.len(), ACCOUNTS);

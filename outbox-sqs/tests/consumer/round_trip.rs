@@ -47,7 +47,11 @@ async fn every_event_is_applied_once_despite_skipped_deletes_and_failures() {
     assert!(done, "not every event was applied: {m:?}");
 
     let (rows, distinct) = effect_counts(&db).await;
-    assert_eq!((rows, distinct), (60, 60), "each event applied exactly once");
+    assert_eq!(
+        (rows, distinct),
+        (60, 60),
+        "each event applied exactly once"
+    );
     assert_eq!(seen.event_ids(), ids.iter().copied().collect());
     assert_eq!(m.handled(), 60);
     // 6 accounts × credits 5 and 10 failed once each.
@@ -92,7 +96,11 @@ async fn a_consumer_killed_mid_handler_and_restarted_applies_the_event_once() {
         gate: Some(tokio::sync::Notify::new()),
         ..Recorder::default()
     });
-    let first = consumer(&db, &queue, "ledger").await.build().await.expect("consumer");
+    let first = consumer(&db, &queue, "ledger")
+        .await
+        .build()
+        .await
+        .expect("consumer");
     let task = tokio::spawn({
         let (first, stuck) = (first.clone(), stuck.clone());
         async move {
@@ -106,11 +114,19 @@ async fn a_consumer_killed_mid_handler_and_restarted_applies_the_event_once() {
         .expect("the handler starts");
     task.abort();
     assert!(task.await.unwrap_err().is_cancelled());
-    assert_eq!(effect_counts(&db).await, (0, 0), "the killed transaction rolled back");
+    assert_eq!(
+        effect_counts(&db).await,
+        (0, 0),
+        "the killed transaction rolled back"
+    );
 
     // A restarted consumer gets the message again once its visibility time-out ends.
     let recorder = Arc::new(Recorder::default());
-    let second = consumer(&db, &queue, "ledger").await.build().await.expect("consumer");
+    let second = consumer(&db, &queue, "ledger")
+        .await
+        .build()
+        .await
+        .expect("consumer");
     let running = Running::start(second, recorder.clone());
     let applied = eventually(Duration::from_secs(20), async || {
         effect_counts(&db).await.1 == 1
@@ -128,7 +144,12 @@ async fn a_consumer_killed_mid_handler_and_restarted_applies_the_event_once() {
     assert!(envelopes[0].receive_count >= 2, "{envelopes:?}");
     assert_eq!(second.metrics().handled(), 1);
     // The message was deleted: nothing comes back.
-    assert!(queue.receive_all(1, Duration::from_secs(3)).await.is_empty());
+    assert!(
+        queue
+            .receive_all(1, Duration::from_secs(3))
+            .await
+            .is_empty()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -148,13 +169,20 @@ async fn the_trace_context_and_envelope_reach_the_handler() {
     let recorder = Arc::new(Recorder::default());
     let c = consumer(&db, &queue, "ledger").await.build().await.unwrap();
     let running = Running::start(c, recorder.clone());
-    assert!(eventually(Duration::from_secs(20), async || effect_counts(&db).await.1 == 1).await);
+    assert!(
+        eventually(Duration::from_secs(20), async || effect_counts(&db).await.1
+            == 1)
+        .await
+    );
     running.stop().await;
     relay.stop().await;
     let e = recorder.envelopes.lock().unwrap()[0].clone();
     assert_eq!(e.event_id, id);
     assert_eq!(e.event_type, "account.credited");
-    assert_eq!((e.aggregate_type.as_str(), e.aggregate_id.as_str()), ("account", "acc-9"));
+    assert_eq!(
+        (e.aggregate_type.as_str(), e.aggregate_id.as_str()),
+        ("account", "acc-9")
+    );
     assert_eq!(e.traceparent.as_deref(), Some(TP));
     assert_eq!(e.receive_count, 1);
     assert!(!e.message_id.is_empty());

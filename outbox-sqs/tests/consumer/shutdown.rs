@@ -34,10 +34,19 @@ async fn shutdown_lets_the_handler_in_flight_finish_and_deletes_its_message() {
         took >= Duration::from_millis(1000),
         "run returned before the handler finished ({took:?})"
     );
-    assert_eq!(effect_counts(&db).await, (1, 1), "the handler's work committed");
+    assert_eq!(
+        effect_counts(&db).await,
+        (1, 1),
+        "the handler's work committed"
+    );
     assert_eq!(c.metrics().handled(), 1);
     // Its delete was flushed: the message does not come back after the visibility time-out.
-    assert!(queue.receive_all(1, Duration::from_secs(4)).await.is_empty());
+    assert!(
+        queue
+            .receive_all(1, Duration::from_secs(4))
+            .await
+            .is_empty()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -62,7 +71,11 @@ async fn a_slow_handler_keeps_its_message_hidden() {
         .await
         .unwrap();
     let running = Running::start(c, recorder.clone());
-    assert!(eventually(Duration::from_secs(30), async || effect_counts(&db).await.1 == 1).await);
+    assert!(
+        eventually(Duration::from_secs(30), async || effect_counts(&db).await.1
+            == 1)
+        .await
+    );
     tokio::time::sleep(Duration::from_secs(2)).await;
     let c = running.stop().await;
     relay.stop().await;

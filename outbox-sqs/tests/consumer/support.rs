@@ -241,7 +241,12 @@ impl Seen {
     }
 
     pub fn left_in_queue(&self) -> usize {
-        self.0.lock().unwrap().iter().filter(|d| d.left_in_queue).count()
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|d| d.left_in_queue)
+            .count()
     }
 
     pub fn event_ids(&self) -> HashSet<Uuid> {

@@ -29,8 +29,8 @@ pub use setup::{create_fifo_queue, recreate_database};
 
 use crate::Error;
 use crate::consumer::{CONSUMER_NAME, OrderSummaries};
-use outbox_sqs::Consumer;
 use crate::service;
+use outbox_sqs::Consumer;
 use progress::Progress;
 use tally::Tally;
 
@@ -149,7 +149,11 @@ struct Consumers {
 }
 
 impl Consumers {
-    async fn start(config: &DemoConfig, pool: &Pool, tally: &Arc<Tally>) -> Result<Consumers, Error> {
+    async fn start(
+        config: &DemoConfig,
+        pool: &Pool,
+        tally: &Arc<Tally>,
+    ) -> Result<Consumers, Error> {
         let consumer = Consumer::builder(pool.clone(), &config.queue_url)
             .client(config.sqs.clone())
             .name(CONSUMER_NAME)
