@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use deadpool_postgres::Transaction;
 use outbox_core::CancellationToken;
+use outbox_sqs::consumer::{Envelope, Handler, HandlerError};
 use outbox_tests::sqs::TestQueue;
 use outbox_tests::{TestDb, eventually};
 
@@ -186,4 +188,29 @@ async fn the_trace_context_and_envelope_reach_the_handler() {
     assert_eq!(e.traceparent.as_deref(), Some(TP));
     assert_eq!(e.receive_count, 1);
     assert!(!e.message_id.is_empty());
+}
+
+/// Records a credit, and emits `account.closed` for it in the same transaction.
+struct Forwarder(Arc<Recorder>);
+
+impl Handler<AccountEvent> for Forwarder {
+    async fn handle(
+        &self,
+        event: AccountEvent,
+        envelope: &Envelope,
+        tx: &Transaction<'_>,
+    ) -> Result<(), HandlerError> {
+        if let AccountEvent::Credited { account, n, .. } = &event {
+            outbox_core::emit(
+                tx,
+                &AccountEvent::Closed {
+                    account: account.clone(),
+                    n: n + 1,
+                },
+            )
+            .await?;
+            self.0.handle(event, envelope, tx).await?;
+        }
+        Ok(())
+    }
 }
