@@ -170,7 +170,7 @@ async fn the_trace_context_and_envelope_reach_the_handler() {
     .await;
     let recorder = Arc::new(Recorder::default());
     let c = consumer(&db, &queue, "ledger").await.build().await.unwrap();
-    let running = Running::start(c, recorder.clone());
+    let running = Running::start(c, Forwarder(recorder.clone()));
     assert!(
         eventually(Duration::from_secs(20), async || effect_counts(&db).await.1
             == 1)
@@ -178,6 +178,20 @@ async fn the_trace_context_and_envelope_reach_the_handler() {
     );
     running.stop().await;
     relay.stop().await;
+    // The event the handler emitted continues the producer's trace.
+    let forwarded: Vec<Option<String>> = db
+        .connect()
+        .await
+        .query(
+            "SELECT metadata->>'traceparent' FROM outbox_events WHERE event_type = 'account.closed'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(forwarded, [Some(TP.to_owned())]);
     let e = recorder.envelopes.lock().unwrap()[0].clone();
     assert_eq!(e.event_id, id);
     assert_eq!(e.event_type, "account.credited");
