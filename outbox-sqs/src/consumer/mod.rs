@@ -44,9 +44,12 @@
 //! # What happens to a message
 //!
 //! The consumer long-polls `ReceiveMessage` (up to [`max_messages`](ConsumerConfig::max_messages)
-//! = 10 at a time, waiting up to [`wait`](ConsumerConfig::wait) = 20 s, never asking for more
-//! messages than it has free handlers; [`receivers`](ConsumerConfig::receivers) = 2 such calls may
-//! wait at once) and runs up to [`concurrency`](ConsumerConfig::concurrency) handlers at once. For each message:
+//! = 10 at a time, waiting up to [`wait`](ConsumerConfig::wait) = 20 s;
+//! [`receivers`](ConsumerConfig::receivers) = 2 such calls may wait at once) and runs up to
+//! [`concurrency`](ConsumerConfig::concurrency) handlers at once. It holds at most `concurrency +
+//! max_messages` received messages that are not done — a receive waits for room for a whole batch
+//! — so a few messages may wait for a free handler, kept hidden by the heartbeat below. For each
+//! message:
 //!
 //! 1. The [`Envelope`] is read from the message attributes and the body decoded with
 //!    `T::decode(event_type, body)`. A message that cannot be read is *bad input* (below).
@@ -64,9 +67,9 @@
 //!    `retry_initial × 2^(receive count − 1)` (1 s, 2 s, 4 s, … up to `retry_max` = 5 min) with
 //!    `ChangeMessageVisibility`, then delivered again.
 //!
-//! While a handler runs, its message's visibility is extended every third of
-//! [`visibility_timeout`](ConsumerConfig::visibility_timeout) (heartbeat), so a slow handler is not
-//! raced by a second delivery.
+//! While a message waits for a handler or its handler runs, its visibility is extended every third
+//! of [`visibility_timeout`](ConsumerConfig::visibility_timeout) (heartbeat), so a slow handler is
+//! not raced by a second delivery.
 //!
 //! # A message that keeps failing
 //!
