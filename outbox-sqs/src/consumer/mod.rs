@@ -124,6 +124,7 @@ mod handler;
 mod metrics;
 mod process;
 mod receive;
+mod unit;
 mod visibility;
 
 use std::ops::Deref;
