@@ -1,6 +1,7 @@
 //! Benchmarks of the outbox: the relay against PostgreSQL's own limit and against a naive relay,
 //! the cost of `emit` and of the NOTIFY trigger, commit-to-SQS latency, table growth and the cost of
-//! per-aggregate ordering, and scale-out over several relay instances.
+//! per-aggregate ordering, scale-out over several relay instances, and the typed consumer against a
+//! hand-written receive loop.
 //!
 //! Run them with `scripts/bench` (release build; `--quick` for a smoke run; `--help` for the flags).
 //! Every figure is a ratio against a baseline measured in the same run, on a fresh database per
@@ -8,6 +9,7 @@
 //! as MISS; the command still exits 0 (a benchmark is not a test).
 
 pub mod common;
+pub mod consumer;
 pub mod emit;
 pub mod growth;
 pub mod latency;
@@ -27,7 +29,7 @@ pub use report::{Report, Row, Verdict};
 /// [`Opts::tiny`] what the test suite runs.
 #[derive(Debug, Clone)]
 pub struct Opts {
-    /// Which benchmarks to run (1–7); empty runs all.
+    /// Which benchmarks to run (1–8); empty runs all.
     pub only: Vec<u8>,
     /// A label for the run's sizes (`full`, `quick`, `tiny`).
     pub mode: &'static str,
@@ -69,6 +71,8 @@ pub struct Opts {
     pub ordering_cap: Duration,
     /// Benchmark 7: backlog drained by 1, 2 and 4 relay instances.
     pub scale_out_backlog: usize,
+    /// Benchmark 8: messages drained by the consumer and by the hand-written loop.
+    pub consumer_events: usize,
     /// Where the table is written.
     pub out: PathBuf,
 }
@@ -102,6 +106,7 @@ impl Opts {
             growth_samples: 1_000,
             ordering_cap: Duration::from_secs(60),
             scale_out_backlog: 50_000,
+            consumer_events: 10_000,
             out: PathBuf::from("bench-results/latest.md"),
         }
     }
@@ -123,6 +128,7 @@ impl Opts {
             growth_samples: 200,
             ordering_cap: Duration::from_secs(5),
             scale_out_backlog: 5_000,
+            consumer_events: 2_000,
             ..Opts::full()
         }
     }
@@ -146,6 +152,7 @@ impl Opts {
             growth_samples: 20,
             ordering_cap: Duration::from_secs(3),
             scale_out_backlog: 400,
+            consumer_events: 100,
             ..Opts::full()
         }
     }
@@ -157,7 +164,7 @@ impl Opts {
 }
 
 /// The benchmarks, by number.
-pub const BENCHMARKS: [(u8, &str); 7] = [
+pub const BENCHMARKS: [(u8, &str); 8] = [
     (1, "relay vs pgbench limit"),
     (2, "relay vs naive relay"),
     (3, "emit overhead"),
@@ -165,6 +172,7 @@ pub const BENCHMARKS: [(u8, &str); 7] = [
     (5, "table growth"),
     (6, "ordering cost"),
     (7, "scale-out"),
+    (8, "typed consumer vs hand-written loop"),
 ];
 
 /// Runs the selected benchmarks and returns the report (printing progress to stderr).
@@ -186,7 +194,8 @@ pub async fn run(opts: &Opts) -> Result<Report> {
             4 => latency::run(opts, &mut report).await?,
             5 => growth::run(opts, &mut report).await?,
             6 => ordering::run(opts, &mut report).await?,
-            _ => scale_out::run(opts, &mut report).await?,
+            7 => scale_out::run(opts, &mut report).await?,
+            _ => consumer::run(opts, &mut report).await?,
         }
         let took = started.elapsed();
         eprintln!("[bench] {n}. {name} done in {:.1} s", took.as_secs_f64());

@@ -15,7 +15,7 @@ Exits 0 even when targets are missed (MISS rows); non-zero only when a benchmark
 
 options:
   --quick               small sizes: a smoke run in well under a minute
-  --only N[,N…]         run only these benchmarks (1-7)
+  --only N[,N…]         run only these benchmarks (1-8)
   --rounds N            repetitions; figures are their median (default 3, quick 1)
   --backlog N           events drained in benchmarks 1 and 6 (default 100000)
   --batch-size N        relay batch size, also pgbench's (default 100)
@@ -25,6 +25,7 @@ options:
   --growth-rows N       processed rows in benchmark 5 (default 1000000)
   --cap-secs N          longest drain in benchmark 6 (default 60)
   --scale-out-backlog N events drained in benchmark 7 (default 50000)
+  --consumer-events N   messages drained in benchmark 8 (default 10000)
   --out PATH            where the table is written (default bench-results/latest.md)
   -h, --help            this text
 
@@ -61,8 +62,8 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 opts.only = v
                     .split(',')
                     .map(|n| match n.trim().parse::<u8>() {
-                        Ok(n @ 1..=7) => Ok(n),
-                        _ => Err(format!("--only: `{n}` is not a benchmark number (1-7)")),
+                        Ok(n @ 1..=8) => Ok(n),
+                        _ => Err(format!("--only: `{n}` is not a benchmark number (1-8)")),
                     })
                     .collect::<Result<_, _>>()?;
             }
@@ -75,6 +76,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--growth-rows" => opts.growth_rows = number()?,
             "--cap-secs" => opts.ordering_cap = Duration::from_secs(number()? as u64),
             "--scale-out-backlog" => opts.scale_out_backlog = number()?.max(1),
+            "--consumer-events" => opts.consumer_events = number()?.max(1),
             "--out" => opts.out = value()?.into(),
             "-h" | "--help" => {
                 println!("{USAGE}");

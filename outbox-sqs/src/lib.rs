@@ -1,5 +1,7 @@
 //! Amazon SQS publisher for the outbox relay: [`SqsPublisher`] implements
-//! [`outbox_core::Publisher`] on `aws-sdk-sqs`.
+//! [`outbox_core::Publisher`] on `aws-sdk-sqs`. On the other side of the queue, [`Consumer`]
+//! (module [`consumer`]) receives the relay's messages, decodes them into your event types and
+//! applies each event exactly once to your database, with the inbox.
 //!
 //! ```no_run
 //! use outbox_core::Publisher;
@@ -154,10 +156,38 @@
 //! does not exist, [`ErrorKind::Credentials`] when credentials are missing or refused,
 //! [`ErrorKind::Unavailable`] / [`ErrorKind::Timeout`] when SQS cannot be reached.
 //!
+//! # Consuming
+//!
+//! ```no_run
+//! # use outbox_sqs::consumer::{Envelope, Handler, HandlerError};
+//! # #[derive(serde::Serialize, serde::Deserialize, outbox_core::OutboxEvent)]
+//! # #[outbox(aggregate = "order", event_type = "order.placed")]
+//! # struct OrderPlaced { #[outbox(aggregate_id)] order_id: i64 }
+//! # struct Billing;
+//! # impl Handler<OrderPlaced> for Billing {
+//! #     async fn handle(&self, _: OrderPlaced, _: &Envelope, _: &deadpool_postgres::Transaction<'_>)
+//! #         -> Result<(), HandlerError> { Ok(()) }
+//! # }
+//! # async fn run(pool: deadpool_postgres::Pool) -> Result<(), outbox_sqs::Error> {
+//! let consumer = outbox_sqs::Consumer::builder(pool, "orders.fifo") // a URL, or a queue name
+//!     .name("billing") // the inbox name
+//!     .build()
+//!     .await?;
+//! consumer.run(outbox_core::CancellationToken::new(), Billing).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! The [`consumer`] module documents what happens to each message: duplicates, retries with
+//! back-off, the redrive policy, bad input, FIFO order, heartbeat, shutdown and metrics.
+//!
 //! # Logging
 //!
 //! Failures are logged with `tracing` at `warn`: queue URL, event id, SQS error code and message.
-//! Payloads, attribute values and credentials are never logged.
+//! Payloads, attribute values and credentials are never logged. The consumer logs (and puts on its
+//! `outbox.consume` span) a message's id, event id, event type, aggregate and receive count —
+//! the metadata an operator needs — and never its body. (The AWS SDK's own `trace` logs
+//! hold whole requests and responses, message bodies included: keep `aws_smithy_*` and `aws_sdk_*`
+//! at `info` or above in production.)
 
 mod batch;
 mod breaker;
@@ -165,6 +195,7 @@ mod builder;
 mod check;
 mod classify;
 mod config;
+pub mod consumer;
 mod error;
 mod message;
 mod metrics;
@@ -181,6 +212,7 @@ pub use config::{
     ENV_CALL_TIMEOUT_MS, ENV_DEFAULT_QUEUE_URL, ENV_MAX_IN_FLIGHT, ENV_ROUTES,
     MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
 };
+pub use consumer::{Consumer, ConsumerBuilder, ConsumerConfig, Envelope, Handler};
 pub use error::{Error, ErrorKind, Result};
 pub use message::{HASHED_GROUP_ID_PREFIX, MAX_GROUP_ID_LEN, SQS_LIMITS, message_group_id};
 pub use publisher::{SqsPublisher, SqsPublisherBuilder, UnavailableQueue};

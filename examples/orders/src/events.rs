@@ -101,6 +101,62 @@ pub struct OrderShipped {
     pub carrier: String,
 }
 
+/// Every order event, as the consumer receives them: one type to decode the queue's messages into
+/// ([`outbox_core::DecodeEvent`]).
+///
+/// Each variant wraps the event type the service emits, and the payload is that type's, unchanged
+/// (`untagged`): the message's `event_type` attribute tells them apart, and decoding checks that
+/// the body is the event type's own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OrderEvent {
+    /// `order.placed`.
+    Placed(OrderPlaced),
+    /// `order.line.added` or `order.line.removed`.
+    Line(OrderLineEvent),
+    /// `order.shipped`.
+    Shipped(OrderShipped),
+}
+
+impl OutboxEvent for OrderEvent {
+    fn aggregate_type(&self) -> &'static str {
+        AGGREGATE
+    }
+
+    fn event_type(&self) -> &'static str {
+        match self {
+            OrderEvent::Placed(e) => e.event_type(),
+            OrderEvent::Line(e) => e.event_type(),
+            OrderEvent::Shipped(e) => e.event_type(),
+        }
+    }
+
+    fn aggregate_id(&self) -> impl std::fmt::Display + '_ {
+        self.order_id()
+    }
+
+    fn event_types() -> &'static [&'static str] {
+        &[
+            ORDER_PLACED,
+            ORDER_LINE_ADDED,
+            ORDER_LINE_REMOVED,
+            ORDER_SHIPPED,
+        ]
+    }
+}
+
+impl OrderEvent {
+    /// The order the event is about.
+    pub fn order_id(&self) -> Uuid {
+        match self {
+            OrderEvent::Placed(e) => e.order_id,
+            OrderEvent::Line(OrderLineEvent::Added { order_id, .. })
+            | OrderEvent::Line(OrderLineEvent::Removed { order_id, .. }) => *order_id,
+            OrderEvent::Shipped(e) => e.order_id,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +209,46 @@ mod tests {
             assert_eq!(aggregate, AGGREGATE);
         }
         assert_eq!(added.aggregate_id().to_string(), id.to_string());
+    }
+
+    #[test]
+    fn every_event_decodes_into_order_event_by_its_type() {
+        use outbox_core::DecodeEvent;
+        let id = Uuid::new_v4();
+        let events = [
+            OrderEvent::Placed(OrderPlaced {
+                order_id: id,
+                version: 1,
+                customer: "c".into(),
+                lines: vec![line()],
+                total_cents: 750,
+            }),
+            OrderEvent::Line(OrderLineEvent::Added {
+                order_id: id,
+                version: 2,
+                line: line(),
+            }),
+            OrderEvent::Line(OrderLineEvent::Removed {
+                order_id: id,
+                version: 3,
+                line: line(),
+            }),
+            OrderEvent::Shipped(OrderShipped {
+                order_id: id,
+                version: 4,
+                carrier: "DHL".into(),
+            }),
+        ];
+        for event in events {
+            // The body the service emits is the inner event's own JSON.
+            let body = serde_json::to_string(&event).unwrap();
+            let decoded = OrderEvent::decode(event.event_type(), &body).unwrap();
+            assert_eq!(decoded, event);
+            assert_eq!(decoded.order_id(), id);
+            // Another event type's body is refused.
+            assert!(OrderEvent::decode(ORDER_SHIPPED, r#"{"order_id":1}"#).is_err());
+        }
+        assert!(!OrderEvent::accepts("invoice.paid"));
     }
 
     #[test]

@@ -44,7 +44,7 @@ fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         orders: 3000,
         writers: 4,
-        consumers: 3,
+        consumers: 8,
         redeliver_every: 50,
         timeout: Duration::from_secs(60),
         database: env("OUTBOX_DEMO_DATABASE").unwrap_or_else(|| "outbox_demo".into()),
@@ -177,7 +177,7 @@ async fn run(args: Args) -> Result<bool, Error> {
         n => format!("every {n}th message is redelivered on purpose"),
     };
     println!(
-        "  writers {}, consumers {}, in-process relay with LISTEN; {redelivery}",
+        "  writers {}, consumer handlers {}, in-process relay with LISTEN; {redelivery}",
         args.writers, args.consumers
     );
     println!();

@@ -17,7 +17,7 @@ pub struct DemoConfig {
     pub orders: u32,
     /// Concurrent writers placing orders (default 4).
     pub writers: usize,
-    /// Concurrent consumers (default 3).
+    /// Handlers the consumer runs at once (default 8).
     pub consumers: usize,
     /// Fault injection: the consumer leaves every `n`th applied message in the queue after
     /// committing, as if it had crashed before deleting it, so it is delivered twice (default 50;
@@ -42,7 +42,7 @@ impl DemoConfig {
             queue_url: queue_url.into(),
             orders: 3000,
             writers: 4,
-            consumers: 3,
+            consumers: 8,
             redeliver_every: 50,
             timeout: Duration::from_secs(60),
             progress: false,

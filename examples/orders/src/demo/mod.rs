@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use outbox_core::{CancellationToken, Relay};
 use outbox_sqs::SqsPublisher;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 use tokio_postgres::NoTls;
 use uuid::Uuid;
 
@@ -28,8 +28,9 @@ pub use report::{Report, format_stats};
 pub use setup::{create_fifo_queue, recreate_database};
 
 use crate::Error;
-use crate::consumer::Consumer;
+use crate::consumer::{CONSUMER_NAME, OrderSummaries};
 use crate::service;
+use outbox_sqs::Consumer;
 use progress::Progress;
 use tally::Tally;
 
@@ -71,7 +72,13 @@ pub async fn run(config: DemoConfig) -> Result<Report, Error> {
     let tally = Arc::new(Tally::default());
     let rolled_back_order = Uuid::new_v4();
     *tally.rolled_back_order.lock().unwrap() = rolled_back_order.to_string();
-    let consumers = Consumers::start(&config, &pool, &tally);
+    let consumers = match Consumers::start(&config, &pool, &tally).await {
+        Ok(c) => c,
+        Err(e) => {
+            relay.stop.cancel();
+            return Err(e);
+        }
+    };
     let writes_started = Instant::now();
     let mut writers = writers::spawn(&config, &pool, &tally, rolled_back_order);
 
@@ -87,7 +94,7 @@ pub async fn run(config: DemoConfig) -> Result<Report, Error> {
     let write_time = writes_done - writes_started;
     // A last moment for anything still on its way (nothing should be).
     tokio::time::sleep(Duration::from_millis(500)).await;
-    consumers.stop().await;
+    consumers.stop(&tally).await?;
     relay.stop.cancel();
     relay.task.await??;
 
@@ -132,37 +139,54 @@ impl Stoppable {
     }
 }
 
-/// The consumers, each polling the queue until stopped and recording what it got in the tally.
+/// The consumer ([`outbox_sqs::Consumer`] with the read model's handler), running until stopped;
+/// every message it is done with is recorded in the tally.
 struct Consumers {
     stop: CancellationToken,
-    tasks: JoinSet<()>,
+    task: JoinHandle<Result<(), outbox_sqs::Error>>,
+    consumer: Consumer,
+    summaries: Arc<OrderSummaries>,
 }
 
 impl Consumers {
-    fn start(config: &DemoConfig, pool: &Pool, tally: &Arc<Tally>) -> Consumers {
+    async fn start(
+        config: &DemoConfig,
+        pool: &Pool,
+        tally: &Arc<Tally>,
+    ) -> Result<Consumers, Error> {
+        let consumer = Consumer::builder(pool.clone(), &config.queue_url)
+            .client(config.sqs.clone())
+            .name(CONSUMER_NAME)
+            .concurrency(config.consumers.max(1))
+            .wait(Duration::from_secs(1))
+            .skip_delete_every(config.redeliver_every)
+            .observe({
+                let tally = tally.clone();
+                move |delivery| tally.record(delivery)
+            })
+            .build()
+            .await?;
+        let summaries = Arc::new(OrderSummaries::default());
         let stop = CancellationToken::new();
-        let consumer = Arc::new(
-            Consumer::new(config.sqs.clone(), &config.queue_url, pool.clone())
-                .skip_delete_every(config.redeliver_every),
-        );
-        let mut tasks = JoinSet::new();
-        for _ in 0..config.consumers.max(1) {
-            let (consumer, tally, stop) = (consumer.clone(), tally.clone(), stop.clone());
-            tasks.spawn(async move {
-                while !stop.is_cancelled() {
-                    match consumer.poll().await {
-                        Ok(deliveries) => deliveries.iter().for_each(|d| tally.record(d)),
-                        Err(e) => tally.consumer_failed(&*e).await,
-                    }
-                }
-            });
-        }
-        Consumers { stop, tasks }
+        let task = tokio::spawn({
+            let (consumer, stop, summaries) = (consumer.clone(), stop.clone(), summaries.clone());
+            async move { consumer.run(stop, summaries).await }
+        });
+        Ok(Consumers {
+            stop,
+            task,
+            consumer,
+            summaries,
+        })
     }
 
-    async fn stop(mut self) {
+    /// Stops the consumer (it finishes its handlers and deletes) and hands its findings to the
+    /// tally: events applied out of order, failures it recovered from.
+    async fn stop(self, tally: &Tally) -> Result<(), Error> {
         self.stop.cancel();
-        while self.tasks.join_next().await.is_some() {}
+        self.task.await??;
+        tally.consumer_stopped(&self.consumer, self.summaries.out_of_order());
+        Ok(())
     }
 }
 

@@ -11,7 +11,8 @@ use outbox_core::OutboxStats;
 use uuid::Uuid;
 
 use super::Report;
-use crate::consumer::{Delivery, Outcome};
+use outbox_sqs::Consumer;
+use outbox_sqs::consumer::{Delivery, Outcome};
 
 /// Commit and receive times of the events, by id.
 #[derive(Default)]
@@ -52,45 +53,48 @@ impl Tally {
     }
 
     pub(super) fn record(&self, d: &Delivery) {
-        self.messages.fetch_add(1, Ordering::Relaxed);
-        if d.aggregate_id == *self.rolled_back_order.lock().unwrap() {
-            self.rolled_back_event_received
-                .store(true, Ordering::Relaxed);
-        }
-        if d.left_in_queue {
-            self.left_in_queue.fetch_add(1, Ordering::Relaxed);
-        }
         match d.outcome {
             Outcome::Duplicate => {
                 self.duplicates.fetch_add(1, Ordering::Relaxed);
             }
-            Outcome::Malformed | Outcome::Ignored => {
+            Outcome::BadInput(_) => {
                 self.unreadable.fetch_add(1, Ordering::Relaxed);
             }
-            Outcome::OutOfOrder | Outcome::Applied => {}
+            // Rolled back: delivered again later (the consumer's failure counters tell why).
+            Outcome::Failed => return,
+            // Not handled (behind a failed message of its group, or at shutdown): delivered again.
+            Outcome::Released => return,
+            _ => {}
         }
-        if let Some(id) = d.event_id {
-            if d.outcome == Outcome::OutOfOrder {
-                self.out_of_order.lock().unwrap().insert(id);
+        self.messages.fetch_add(1, Ordering::Relaxed);
+        if d.left_in_queue {
+            self.left_in_queue.fetch_add(1, Ordering::Relaxed);
+        }
+        let Some(envelope) = &d.envelope else {
+            return;
+        };
+        if envelope.aggregate_id == *self.rolled_back_order.lock().unwrap() {
+            self.rolled_back_event_received
+                .store(true, Ordering::Relaxed);
+        }
+        let id = envelope.event_id;
+        let mut times = self.times.lock().unwrap();
+        let Times {
+            committed,
+            received,
+            matched,
+        } = &mut *times;
+        match received.entry(id) {
+            Entry::Vacant(entry) => {
+                entry.insert(d.received_at);
+                if committed.contains_key(&id) {
+                    *matched += 1;
+                }
             }
-            let mut times = self.times.lock().unwrap();
-            let Times {
-                committed,
-                received,
-                matched,
-            } = &mut *times;
-            match received.entry(id) {
-                Entry::Vacant(entry) => {
-                    entry.insert(d.received_at);
-                    if committed.contains_key(&id) {
-                        *matched += 1;
-                    }
-                }
-                // Keep the first delivery's time.
-                Entry::Occupied(mut entry) => {
-                    let first = (*entry.get()).min(d.received_at);
-                    entry.insert(first);
-                }
+            // Keep the first delivery's time.
+            Entry::Occupied(mut entry) => {
+                let first = (*entry.get()).min(d.received_at);
+                entry.insert(first);
             }
         }
     }
@@ -103,14 +107,25 @@ impl Tally {
 }
 
 impl Tally {
-    /// Records a consumer's failed poll and pauses that consumer briefly.
-    pub(super) async fn consumer_failed(
-        &self,
-        e: &(dyn std::error::Error + Send + Sync + 'static),
-    ) {
-        self.consumer_errors.fetch_add(1, Ordering::Relaxed);
-        *self.last_consumer_error.lock().unwrap() = Some(crate::error_chain(e));
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    /// Takes what only the stopped consumer knows: the events its handler found out of order,
+    /// and the failures it recovered from (failed receives, handlers, deletes; details in its log).
+    pub(super) fn consumer_stopped(&self, consumer: &Consumer, out_of_order: HashSet<Uuid>) {
+        self.out_of_order.lock().unwrap().extend(out_of_order);
+        let m = consumer.metrics();
+        let reasons = ["receive", "handler", "database", "delete", "visibility"];
+        let failures: Vec<String> = reasons
+            .iter()
+            .filter(|r| m.failures(r) > 0)
+            .map(|r| format!("{r}: {}", m.failures(r)))
+            .collect();
+        self.consumer_errors.fetch_add(
+            reasons.iter().map(|r| m.failures(r)).sum(),
+            Ordering::Relaxed,
+        );
+        if !failures.is_empty() {
+            *self.last_consumer_error.lock().unwrap() =
+                Some(format!("{} (see the consumer's log)", failures.join(", ")));
+        }
     }
 
     /// The report's figures from what was tallied: events, latencies, order, duplicates. The

@@ -1,0 +1,258 @@
+//! [`ConsumerBuilder`]: settings in, a checked [`Consumer`] out.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use aws_config::{BehaviorVersion, SdkConfig};
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::config::Region;
+use aws_sdk_sqs::types::QueueAttributeName;
+use deadpool_postgres::Pool;
+
+use super::config::ConsumerConfig;
+use super::handler::{Delivery, Observer};
+use super::metrics::ConsumerMetrics;
+use super::{Consumer, Inner};
+use crate::error::{Error, ErrorKind, Result};
+use crate::sdk_error::{sdk_error, timeout_error};
+
+/// The time limit of the calls `build` makes.
+const BUILD_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Builds a [`Consumer`]; see [`Consumer::builder`].
+#[must_use = "a builder does nothing until `build` is awaited"]
+pub struct ConsumerBuilder {
+    pool: Pool,
+    queue: String,
+    config: ConsumerConfig,
+    sdk_config: Option<SdkConfig>,
+    client: Option<Client>,
+    observer: Option<Observer>,
+    skip_delete_every: u64,
+}
+
+impl std::fmt::Debug for ConsumerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsumerBuilder")
+            .field("queue", &self.queue)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConsumerBuilder {
+    pub(crate) fn new(pool: Pool, queue: String) -> Self {
+        ConsumerBuilder {
+            pool,
+            queue,
+            config: ConsumerConfig::new(""),
+            sdk_config: None,
+            client: None,
+            observer: None,
+            skip_delete_every: 0,
+        }
+    }
+
+    /// Replaces every setting with `config` (e.g. [`ConsumerConfig::from_env`]).
+    pub fn config(mut self, config: ConsumerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The consumer's name: its inbox name, metrics label and log field. Required.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.config.name = name.into();
+        self
+    }
+
+    /// Handlers running at once (default 10).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.config.concurrency = n;
+        self
+    }
+
+    /// `ReceiveMessage` calls that may wait at once, sharing the handlers (default 2). See
+    /// [`ConsumerConfig::receivers`].
+    pub fn receivers(mut self, n: usize) -> Self {
+        self.config.receivers = n;
+        self
+    }
+
+    /// The most messages one `ReceiveMessage` asks for, 1–10 (default 10).
+    pub fn max_messages(mut self, n: i32) -> Self {
+        self.config.max_messages = n;
+        self
+    }
+
+    /// The long-poll wait, whole seconds up to 20 (default 20 s).
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.config.wait = wait;
+        self
+    }
+
+    /// The visibility time-out asked for on receive, extended while a handler runs (default 30 s).
+    pub fn visibility_timeout(mut self, timeout: Duration) -> Self {
+        self.config.visibility_timeout = timeout;
+        self
+    }
+
+    /// The retry back-off after handler failures: `initial × 2^(receives − 1)`, at most `max`
+    /// (default 1 s and 5 min).
+    pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.config.retry_initial = initial;
+        self.config.retry_max = max;
+        self
+    }
+
+    /// What to do with messages that cannot be read (default
+    /// [`BadInputPolicy::Release`](super::BadInputPolicy::Release) for 10 min).
+    pub fn bad_input(mut self, policy: super::BadInputPolicy, delay: Duration) -> Self {
+        self.config.bad_input = policy;
+        self.config.bad_input_delay = delay;
+        self
+    }
+
+    /// Overrides the SQS endpoint (otherwise `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`, or AWS's).
+    pub fn endpoint_url(mut self, url: impl Into<String>) -> Self {
+        self.config.endpoint_url = Some(url.into());
+        self
+    }
+
+    /// Overrides the AWS region (otherwise `AWS_REGION`, the profile, …).
+    pub fn region(mut self, region: impl Into<String>) -> Self {
+        self.config.region = Some(region.into());
+        self
+    }
+
+    /// Uses this AWS configuration instead of loading the default chain.
+    pub fn sdk_config(mut self, sdk_config: SdkConfig) -> Self {
+        self.sdk_config = Some(sdk_config);
+        self
+    }
+
+    /// Uses this client's configuration (e.g. the publisher's). Takes precedence over
+    /// [`sdk_config`](Self::sdk_config).
+    pub fn client(mut self, client: Client) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// Calls `observer` with every message's [`Delivery`] once the consumer is done with it (for
+    /// tests, demos and custom accounting; keep it quick — it runs on the handler's task).
+    pub fn observe(mut self, observer: impl Fn(&Delivery) + Send + Sync + 'static) -> Self {
+        self.observer = Some(Arc::new(observer));
+        self
+    }
+
+    /// Fault injection, for tests and demos: every `n`th handled message is not deleted after its
+    /// transaction committed — as if the consumer had crashed right there — and is made visible
+    /// again at once, so SQS delivers it again and the inbox must recognise it. 0 (the default)
+    /// turns it off. Never use it in production.
+    pub fn skip_delete_every(mut self, n: u64) -> Self {
+        self.skip_delete_every = n;
+        self
+    }
+
+    /// Validates the settings, loads the AWS configuration (unless given), resolves a queue name
+    /// to its URL with `GetQueueUrl`, and checks the queue with `GetQueueAttributes` (logging a
+    /// warning when it has no redrive policy: see the [module docs](super)).
+    ///
+    /// Fails with [`ErrorKind::Config`] on an invalid setting or no region, and with the SQS
+    /// error (e.g. [`ErrorKind::QueueNotFound`], [`ErrorKind::Credentials`]) when the queue
+    /// cannot be checked.
+    pub async fn build(self) -> Result<Consumer> {
+        let config = self.config;
+        config.validate()?;
+        let queue = self.queue.trim().to_owned();
+        if queue.is_empty() {
+            return Err(Error::config("the consumer's queue is empty"));
+        }
+        let conf = match (self.client, self.sdk_config) {
+            (Some(client), _) => client.config().to_builder(),
+            (None, Some(sdk)) => aws_sdk_sqs::config::Builder::from(&sdk),
+            (None, None) => {
+                let mut loader = aws_config::defaults(BehaviorVersion::latest());
+                if let Some(region) = &config.region {
+                    loader = loader.region(Region::new(region.clone()));
+                }
+                if let Some(url) = &config.endpoint_url {
+                    loader = loader.endpoint_url(url);
+                }
+                aws_sdk_sqs::config::Builder::from(&loader.load().await)
+            }
+        };
+        let mut conf = conf;
+        if let Some(region) = &config.region {
+            conf = conf.region(Region::new(region.clone()));
+        }
+        if let Some(url) = &config.endpoint_url {
+            conf = conf.endpoint_url(url);
+        }
+        let conf = conf.build();
+        if conf.region().is_none() {
+            return Err(Error::config(
+                "no AWS region: set AWS_REGION (or a region in the AWS profile) or the builder's `region`",
+            ));
+        }
+        let client = Client::from_conf(conf);
+        let queue_url = if queue.contains("://") {
+            queue
+        } else {
+            resolve_queue_url(&client, &queue).await?
+        };
+        check_queue(&client, &queue_url).await?;
+        let metrics = ConsumerMetrics::new(&config.name);
+        Ok(Consumer {
+            inner: Arc::new(Inner {
+                client,
+                queue_url,
+                pool: self.pool,
+                config,
+                metrics,
+                observer: self.observer,
+                skip_delete_every: self.skip_delete_every,
+                handled_count: AtomicU64::new(0),
+            }),
+        })
+    }
+}
+
+async fn resolve_queue_url(client: &Client, name: &str) -> Result<String> {
+    let what = format!("GetQueueUrl for queue name `{name}`");
+    let call = client.get_queue_url().queue_name(name).send();
+    match tokio::time::timeout(BUILD_CALL_TIMEOUT, call).await {
+        Err(_) => Err(timeout_error(&what, BUILD_CALL_TIMEOUT)),
+        Ok(Err(e)) => Err(sdk_error(&what, e)),
+        Ok(Ok(out)) => out
+            .queue_url()
+            .map(str::to_owned)
+            .ok_or_else(|| Error::new(ErrorKind::Service, format!("{what}: no URL in the answer"))),
+    }
+}
+
+async fn check_queue(client: &Client, url: &str) -> Result<()> {
+    let what = format!("GetQueueAttributes on queue `{url}`");
+    let call = client
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::RedrivePolicy)
+        .send();
+    let out = match tokio::time::timeout(BUILD_CALL_TIMEOUT, call).await {
+        Err(_) => return Err(timeout_error(&what, BUILD_CALL_TIMEOUT)),
+        Ok(Err(e)) => return Err(sdk_error(&what, e)),
+        Ok(Ok(out)) => out,
+    };
+    let redrive = out
+        .attributes()
+        .and_then(|a| a.get(&QueueAttributeName::RedrivePolicy));
+    if redrive.is_none_or(|r| r.is_empty()) {
+        tracing::warn!(
+            queue = %url,
+            "the queue has no redrive policy: a message that always fails is retried (with \
+             back-off) forever; give the queue a dead-letter queue (RedrivePolicy with \
+             maxReceiveCount)"
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,300 @@
+//! The consumer's settings: plain data with defaults, loadable from the environment.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// Environment variable: how many handlers run at once ([`ConsumerConfig::concurrency`]).
+pub const ENV_CONSUMER_CONCURRENCY: &str = "OUTBOX_SQS_CONSUMER_CONCURRENCY";
+/// Environment variable: how many `ReceiveMessage` calls may wait at once ([`ConsumerConfig::receivers`]).
+pub const ENV_CONSUMER_RECEIVERS: &str = "OUTBOX_SQS_CONSUMER_RECEIVERS";
+/// Environment variable: the most messages one `ReceiveMessage` asks for (1–10).
+pub const ENV_CONSUMER_MAX_MESSAGES: &str = "OUTBOX_SQS_CONSUMER_MAX_MESSAGES";
+/// Environment variable: the long-poll wait of one `ReceiveMessage`, in whole seconds (0–20).
+pub const ENV_CONSUMER_WAIT_SECS: &str = "OUTBOX_SQS_CONSUMER_WAIT_SECS";
+/// Environment variable: the visibility time-out requested on receive, in whole seconds.
+pub const ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS: &str =
+    "OUTBOX_SQS_CONSUMER_VISIBILITY_TIMEOUT_SECS";
+/// Environment variable: the first retry delay after a handler failure, in milliseconds.
+pub const ENV_CONSUMER_RETRY_INITIAL_MS: &str = "OUTBOX_SQS_CONSUMER_RETRY_INITIAL_MS";
+/// Environment variable: the longest retry delay after handler failures, in seconds.
+pub const ENV_CONSUMER_RETRY_MAX_SECS: &str = "OUTBOX_SQS_CONSUMER_RETRY_MAX_SECS";
+/// Environment variable: how long a message that cannot be read stays hidden, in seconds.
+pub const ENV_CONSUMER_BAD_INPUT_DELAY_SECS: &str = "OUTBOX_SQS_CONSUMER_BAD_INPUT_DELAY_SECS";
+
+/// Default of [`ConsumerConfig::concurrency`].
+pub const DEFAULT_CONCURRENCY: usize = 10;
+/// Default of [`ConsumerConfig::receivers`].
+pub const DEFAULT_RECEIVERS: usize = 2;
+/// Default of [`ConsumerConfig::max_messages`]: SQS's maximum.
+pub const DEFAULT_MAX_MESSAGES: i32 = 10;
+/// Default of [`ConsumerConfig::wait`]: SQS's longest long poll.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(20);
+/// Default of [`ConsumerConfig::visibility_timeout`].
+pub const DEFAULT_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default of [`ConsumerConfig::retry_initial`].
+pub const DEFAULT_RETRY_INITIAL: Duration = Duration::from_secs(1);
+/// Default of [`ConsumerConfig::retry_max`].
+pub const DEFAULT_RETRY_MAX: Duration = Duration::from_secs(300);
+/// Default of [`ConsumerConfig::bad_input_delay`].
+pub const DEFAULT_BAD_INPUT_DELAY: Duration = Duration::from_secs(600);
+/// The longest visibility time-out SQS accepts: 12 hours.
+pub const MAX_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(12 * 3600);
+
+/// What the consumer does with a message it cannot read: no `event_id`, an event type the
+/// handler's type does not accept, or a body that does not decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum BadInputPolicy {
+    /// Leave it in the queue, hidden for [`ConsumerConfig::bad_input_delay`]: the queue's redrive
+    /// policy moves it to the dead-letter queue after `maxReceiveCount` receives, where it can be
+    /// inspected and redriven once a consumer that reads it is deployed. Never a hot loop: each
+    /// receive hides it for the whole delay. The default.
+    #[default]
+    Release,
+    /// Delete it (after logging and counting it). For queues that carry events this consumer does
+    /// not care about, or that have no dead-letter queue and should not keep unreadable messages.
+    Delete,
+}
+
+/// The settings of a [`Consumer`](crate::Consumer). AWS settings come from the standard AWS
+/// configuration, as for the publisher (see [`SqsConfig`](crate::SqsConfig)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConsumerConfig {
+    /// The consumer's name: its name in the inbox (`processed_events.consumer`), in metrics
+    /// labels and in logs. Required (no default): two consumers with the same name share their
+    /// inbox, so each event is handled by only one of them.
+    pub name: String,
+    /// Handlers running at once (on a FIFO queue: message groups handled at once). Default
+    /// [`DEFAULT_CONCURRENCY`] (10).
+    pub concurrency: usize,
+    /// Receivers: `ReceiveMessage` calls that may be waiting at once, sharing the
+    /// [`concurrency`](Self::concurrency) handlers (each asks only for as many messages as
+    /// handlers are free). More than one keeps handlers fed while a long poll waits on a queue
+    /// that looked empty when it started (on a FIFO queue: every group busy). Default
+    /// [`DEFAULT_RECEIVERS`] (2); at most `concurrency` are used.
+    pub receivers: usize,
+    /// The most messages one `ReceiveMessage` asks for, 1–10 (fewer when fewer handlers are free).
+    /// Default [`DEFAULT_MAX_MESSAGES`] (10).
+    pub max_messages: i32,
+    /// The long-poll wait of one `ReceiveMessage`, whole seconds, at most 20. Default
+    /// [`DEFAULT_WAIT`] (20 s).
+    pub wait: Duration,
+    /// The visibility time-out asked for on receive (whole seconds, at least 1 s): how long a
+    /// received message stays hidden from other receivers. While a handler runs, the consumer
+    /// extends it every third of this time (heartbeat), so a slow handler keeps its message.
+    /// Default [`DEFAULT_VISIBILITY_TIMEOUT`] (30 s).
+    pub visibility_timeout: Duration,
+    /// After a handler failure the message is hidden for `retry_initial × 2^(receives − 1)`, at
+    /// most [`retry_max`](Self::retry_max). Default [`DEFAULT_RETRY_INITIAL`] (1 s).
+    pub retry_initial: Duration,
+    /// The longest retry delay. Default [`DEFAULT_RETRY_MAX`] (5 min); at most 12 h.
+    pub retry_max: Duration,
+    /// What to do with a message that cannot be read. Default [`BadInputPolicy::Release`].
+    pub bad_input: BadInputPolicy,
+    /// With [`BadInputPolicy::Release`], how long an unreadable message stays hidden. Default
+    /// [`DEFAULT_BAD_INPUT_DELAY`] (10 min); at most 12 h.
+    pub bad_input_delay: Duration,
+    /// Overrides the SQS endpoint (otherwise `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`, or AWS's).
+    pub endpoint_url: Option<String>,
+    /// Overrides the region (otherwise `AWS_REGION`, the profile, …).
+    pub region: Option<String>,
+}
+
+impl ConsumerConfig {
+    /// The defaults, for a consumer called `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        ConsumerConfig {
+            name: name.into(),
+            concurrency: DEFAULT_CONCURRENCY,
+            receivers: DEFAULT_RECEIVERS,
+            max_messages: DEFAULT_MAX_MESSAGES,
+            wait: DEFAULT_WAIT,
+            visibility_timeout: DEFAULT_VISIBILITY_TIMEOUT,
+            retry_initial: DEFAULT_RETRY_INITIAL,
+            retry_max: DEFAULT_RETRY_MAX,
+            bad_input: BadInputPolicy::Release,
+            bad_input_delay: DEFAULT_BAD_INPUT_DELAY,
+            endpoint_url: None,
+            region: None,
+        }
+    }
+
+    /// [`new(name)`](Self::new), overridden by the variables that are set and not empty:
+    /// [`ENV_CONSUMER_CONCURRENCY`], [`ENV_CONSUMER_RECEIVERS`], [`ENV_CONSUMER_MAX_MESSAGES`], [`ENV_CONSUMER_WAIT_SECS`],
+    /// [`ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS`], [`ENV_CONSUMER_RETRY_INITIAL_MS`],
+    /// [`ENV_CONSUMER_RETRY_MAX_SECS`], [`ENV_CONSUMER_BAD_INPUT_DELAY_SECS`].
+    ///
+    /// Fails with [`ErrorKind::Config`](crate::ErrorKind::Config), naming the variable, when a
+    /// value is not a whole number.
+    pub fn from_env(name: impl Into<String>) -> Result<Self> {
+        Self::from_vars(name, |n| std::env::var(n).ok())
+    }
+
+    pub(crate) fn from_vars(
+        name: impl Into<String>,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self> {
+        let number =
+            |variable: &str| -> Result<Option<u64>> {
+                match var(variable).filter(|v| !v.trim().is_empty()) {
+                    None => Ok(None),
+                    Some(v) => v.trim().parse().map(Some).map_err(|_| {
+                        Error::config(format!("{variable}: `{v}` is not a whole number"))
+                    }),
+                }
+            };
+        let mut c = ConsumerConfig::new(name);
+        if let Some(n) = number(ENV_CONSUMER_CONCURRENCY)? {
+            c.concurrency = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(n) = number(ENV_CONSUMER_RECEIVERS)? {
+            c.receivers = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(n) = number(ENV_CONSUMER_MAX_MESSAGES)? {
+            c.max_messages = i32::try_from(n).unwrap_or(i32::MAX);
+        }
+        if let Some(n) = number(ENV_CONSUMER_WAIT_SECS)? {
+            c.wait = Duration::from_secs(n);
+        }
+        if let Some(n) = number(ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS)? {
+            c.visibility_timeout = Duration::from_secs(n);
+        }
+        if let Some(n) = number(ENV_CONSUMER_RETRY_INITIAL_MS)? {
+            c.retry_initial = Duration::from_millis(n);
+        }
+        if let Some(n) = number(ENV_CONSUMER_RETRY_MAX_SECS)? {
+            c.retry_max = Duration::from_secs(n);
+        }
+        if let Some(n) = number(ENV_CONSUMER_BAD_INPUT_DELAY_SECS)? {
+            c.bad_input_delay = Duration::from_secs(n);
+        }
+        Ok(c)
+    }
+
+    /// Checks every setting; `Err` names the first invalid one.
+    pub(crate) fn validate(&self) -> Result<()> {
+        let fail = |m: String| Err(Error::config(m));
+        if self.name.trim().is_empty() {
+            return fail("the consumer's name is empty".into());
+        }
+        if self.concurrency == 0 {
+            return fail("concurrency must be at least 1".into());
+        }
+        if self.receivers == 0 {
+            return fail("receivers must be at least 1".into());
+        }
+        if !(1..=10).contains(&self.max_messages) {
+            return fail(format!(
+                "max_messages must be 1–10, not {}",
+                self.max_messages
+            ));
+        }
+        if self.wait > Duration::from_secs(20) {
+            return fail("wait must be at most 20 s".into());
+        }
+        if self.visibility_timeout < Duration::from_secs(1)
+            || self.visibility_timeout > MAX_VISIBILITY_TIMEOUT
+        {
+            return fail("visibility_timeout must be between 1 s and 12 h".into());
+        }
+        if self.retry_max > MAX_VISIBILITY_TIMEOUT || self.retry_initial > self.retry_max {
+            return fail("retry_initial ≤ retry_max ≤ 12 h is required".into());
+        }
+        if self.bad_input_delay > MAX_VISIBILITY_TIMEOUT {
+            return fail("bad_input_delay must be at most 12 h".into());
+        }
+        if let Some(url) = &self.endpoint_url {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return fail(format!(
+                    "endpoint_url `{url}` is not an http:// or https:// URL"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `d` in whole seconds for an SQS call, at least `min`.
+pub(crate) fn secs(d: Duration, min: u64) -> i32 {
+    i32::try_from(d.as_secs().max(min)).unwrap_or(i32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn defaults_and_every_variable() {
+        let d = ConsumerConfig::from_vars("c", vars(&[])).unwrap();
+        assert_eq!(d, ConsumerConfig::new("c"));
+        assert_eq!(d.concurrency, 10);
+        assert_eq!(d.wait, Duration::from_secs(20));
+        assert_eq!(d.bad_input, BadInputPolicy::Release);
+        d.validate().unwrap();
+        let c = ConsumerConfig::from_vars(
+            "c",
+            vars(&[
+                (ENV_CONSUMER_CONCURRENCY, "4"),
+                (ENV_CONSUMER_RECEIVERS, "3"),
+                (ENV_CONSUMER_MAX_MESSAGES, "5"),
+                (ENV_CONSUMER_WAIT_SECS, "2"),
+                (ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS, "60"),
+                (ENV_CONSUMER_RETRY_INITIAL_MS, "250"),
+                (ENV_CONSUMER_RETRY_MAX_SECS, "30"),
+                (ENV_CONSUMER_BAD_INPUT_DELAY_SECS, "900"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.concurrency, 4);
+        assert_eq!(c.receivers, 3);
+        assert_eq!(c.max_messages, 5);
+        assert_eq!(c.wait, Duration::from_secs(2));
+        assert_eq!(c.visibility_timeout, Duration::from_secs(60));
+        assert_eq!(c.retry_initial, Duration::from_millis(250));
+        assert_eq!(c.retry_max, Duration::from_secs(30));
+        assert_eq!(c.bad_input_delay, Duration::from_secs(900));
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_the_setting() {
+        let e =
+            ConsumerConfig::from_vars("c", vars(&[(ENV_CONSUMER_WAIT_SECS, "1.5")])).unwrap_err();
+        assert!(e.to_string().contains(ENV_CONSUMER_WAIT_SECS), "{e}");
+        let mut c = ConsumerConfig::new(" ");
+        assert!(c.validate().is_err());
+        c.name = "c".into();
+        c.max_messages = 11;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("max_messages")
+        );
+        c.max_messages = 10;
+        c.wait = Duration::from_secs(21);
+        assert!(c.validate().unwrap_err().to_string().contains("wait"));
+        c.wait = Duration::from_secs(20);
+        c.concurrency = 0;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("concurrency")
+        );
+        c.concurrency = 1;
+        c.visibility_timeout = Duration::ZERO;
+        assert!(c.validate().is_err());
+    }
+}

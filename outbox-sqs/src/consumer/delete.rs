@@ -1,0 +1,124 @@
+//! Acknowledging handled messages: receipt handles are gathered into `DeleteMessageBatch` calls of
+//! up to 10, sent as soon as a batch is full or a few milliseconds after its first handle.
+
+use std::time::Duration;
+
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::types::DeleteMessageBatchRequestEntry;
+use tokio::sync::mpsc;
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::metrics::ConsumerMetrics;
+
+/// The most entries SQS takes in one `DeleteMessageBatch`.
+const MAX_ENTRIES: usize = 10;
+/// How long a handle may wait for others to share its call.
+const LINGER: Duration = Duration::from_millis(5);
+
+/// The delete batcher: a task fed by [`delete`](Deleter::delete), flushed by
+/// [`close`](Deleter::close).
+pub(crate) struct Deleter {
+    sender: mpsc::UnboundedSender<String>,
+    task: JoinHandle<()>,
+}
+
+impl Deleter {
+    pub(crate) fn start(client: Client, queue_url: String, metrics: ConsumerMetrics) -> Deleter {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let task = tokio::spawn(batch_loop(client, queue_url, metrics, receiver));
+        Deleter { sender, task }
+    }
+
+    /// Deletes the message of `receipt_handle` (soon, in a batch).
+    pub(crate) fn delete(&self, receipt_handle: String) {
+        // The receiver lives until `close`; a send after it is impossible by construction.
+        let _ = self.sender.send(receipt_handle);
+    }
+
+    /// Sends what is left and waits for every call to finish.
+    pub(crate) async fn close(self) {
+        drop(self.sender);
+        let _ = self.task.await;
+    }
+}
+
+async fn batch_loop(
+    client: Client,
+    queue_url: String,
+    metrics: ConsumerMetrics,
+    mut receiver: mpsc::UnboundedReceiver<String>,
+) {
+    let mut calls = JoinSet::new();
+    while let Some(first) = receiver.recv().await {
+        let mut handles = vec![first];
+        let deadline = tokio::time::Instant::now() + LINGER;
+        while handles.len() < MAX_ENTRIES {
+            match tokio::time::timeout_at(deadline, receiver.recv()).await {
+                Ok(Some(handle)) => handles.push(handle),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        calls.spawn(delete_batch(
+            client.clone(),
+            queue_url.clone(),
+            metrics.clone(),
+            handles,
+        ));
+        // Reap finished calls so the set does not grow.
+        while calls.try_join_next().is_some() {}
+    }
+    while calls.join_next().await.is_some() {}
+}
+
+/// One `DeleteMessageBatch`. A failed delete is logged and counted: the message comes back after
+/// its visibility time-out and the inbox recognises it as a duplicate.
+async fn delete_batch(
+    client: Client,
+    queue_url: String,
+    metrics: ConsumerMetrics,
+    handles: Vec<String>,
+) {
+    let entries: Vec<DeleteMessageBatchRequestEntry> = handles
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, handle)| {
+            DeleteMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .receipt_handle(handle)
+                .build()
+                .ok()
+        })
+        .collect();
+    let n = entries.len();
+    match client
+        .delete_message_batch()
+        .queue_url(&queue_url)
+        .set_entries(Some(entries))
+        .send()
+        .await
+    {
+        Ok(out) => {
+            for failed in out.failed() {
+                metrics.on_failure("delete");
+                tracing::warn!(
+                    queue = %queue_url,
+                    code = failed.code(),
+                    message = failed.message().unwrap_or_default(),
+                    "DeleteMessageBatch failed an entry; the message will be delivered again \
+                     and skipped as a duplicate"
+                );
+            }
+        }
+        Err(e) => {
+            for _ in 0..n {
+                metrics.on_failure("delete");
+            }
+            tracing::warn!(
+                queue = %queue_url,
+                error = %outbox_core::error_chain(&e),
+                "DeleteMessageBatch failed; {n} messages will be delivered again and skipped as \
+                 duplicates"
+            );
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The consumer's Prometheus metrics, labelled with the consumer's name.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    consumer: String,
+    reason: String,
+}
+
+/// A consumer's counters, readable while it runs (cheap to clone: shared).
+///
+/// | name | type | meaning |
+/// |---|---|---|
+/// | `outbox_consumer_received_total{consumer}` | counter | messages received |
+/// | `outbox_consumer_handled_total{consumer}` | counter | events handled and committed |
+/// | `outbox_consumer_duplicates_total{consumer}` | counter | duplicates skipped by the inbox |
+/// | `outbox_consumer_failures_total{consumer,reason}` | counter | failures by reason: `handler`, `database`, `missing_event_id`, `unknown_event_type`, `undecodable`, `receive`, `delete`, `visibility` |
+/// | `outbox_consumer_handler_seconds{consumer}` | histogram | time from the transaction's start to its commit, per handled event |
+#[derive(Clone)]
+pub struct ConsumerMetrics {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    registry: Registry,
+    received: Counter,
+    handled: Counter,
+    duplicates: Counter,
+    failures: Family<ReasonLabel, Counter>,
+    latency: Histogram,
+}
+
+impl std::fmt::Debug for ConsumerMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsumerMetrics")
+            .field("consumer", &self.inner.name)
+            .field("received", &self.received())
+            .field("handled", &self.handled())
+            .field("duplicates", &self.duplicates())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConsumerMetrics {
+    pub(crate) fn new(name: &str) -> Self {
+        let mut registry = Registry::default();
+        let consumer_label = || {
+            (
+                std::borrow::Cow::Borrowed("consumer"),
+                std::borrow::Cow::Owned(name.to_owned()),
+            )
+        };
+        let received = Counter::default();
+        let handled = Counter::default();
+        let duplicates = Counter::default();
+        let latency = Histogram::new(exponential_buckets(0.001, 2.0, 16));
+        {
+            let sub = registry.sub_registry_with_label(consumer_label());
+            sub.register(
+                "outbox_consumer_received",
+                "Messages received",
+                received.clone(),
+            );
+            sub.register(
+                "outbox_consumer_handled",
+                "Events handled and committed",
+                handled.clone(),
+            );
+            sub.register(
+                "outbox_consumer_duplicates",
+                "Duplicates the inbox recognised and skipped",
+                duplicates.clone(),
+            );
+            sub.register(
+                "outbox_consumer_handler_seconds",
+                "Time from a handled event's transaction start to its commit",
+                latency.clone(),
+            );
+        }
+        let failures = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "outbox_consumer_failures",
+            "Failures by reason",
+            failures.clone(),
+        );
+        ConsumerMetrics {
+            inner: Arc::new(Inner {
+                name: name.to_owned(),
+                registry,
+                received,
+                handled,
+                duplicates,
+                failures,
+                latency,
+            }),
+        }
+    }
+
+    /// Messages received so far.
+    pub fn received(&self) -> u64 {
+        self.inner.received.get()
+    }
+
+    /// Events handled and committed so far.
+    pub fn handled(&self) -> u64 {
+        self.inner.handled.get()
+    }
+
+    /// Duplicates skipped so far.
+    pub fn duplicates(&self) -> u64 {
+        self.inner.duplicates.get()
+    }
+
+    /// Failures with `reason` so far (see the table above for the reasons).
+    pub fn failures(&self, reason: &str) -> u64 {
+        self.inner.failures.get_or_create(&self.label(reason)).get()
+    }
+
+    /// The metrics in the text exposition format (OpenMetrics, ending in `# EOF`).
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.inner.registry);
+        out
+    }
+
+    fn label(&self, reason: &str) -> ReasonLabel {
+        ReasonLabel {
+            consumer: self.inner.name.clone(),
+            reason: reason.to_owned(),
+        }
+    }
+
+    pub(crate) fn on_received(&self, n: usize) {
+        self.inner.received.inc_by(n as u64);
+    }
+
+    pub(crate) fn on_handled(&self, took: Duration) {
+        self.inner.handled.inc();
+        self.inner.latency.observe(took.as_secs_f64());
+    }
+
+    pub(crate) fn on_duplicate(&self) {
+        self.inner.duplicates.inc();
+    }
+
+    pub(crate) fn on_failure(&self, reason: &str) {
+        self.inner.failures.get_or_create(&self.label(reason)).inc();
+    }
+}

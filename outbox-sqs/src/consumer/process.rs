@@ -1,0 +1,218 @@
+//! Handling one message: read the envelope, decode, open a transaction, record the event in the
+//! inbox, run the handler, commit, acknowledge. Nothing here logs a body.
+
+use std::time::Instant;
+
+use aws_sdk_sqs::types::Message;
+use outbox_core::DecodeEvent;
+use tracing::Instrument;
+
+use super::Shared;
+use super::config::BadInputPolicy;
+use super::envelope::{BadInput, Envelope};
+use super::handler::{Delivery, Handler, HandlerError, Outcome};
+use super::visibility;
+
+/// Why a handled message failed.
+enum Failure {
+    Database(HandlerError),
+    Handler(HandlerError),
+}
+
+/// Handles `message` and reports it to the observer; returns its outcome.
+pub(crate) async fn handle_message<T, H>(
+    shared: &Shared,
+    handler: &H,
+    message: &Message,
+    received_at: Instant,
+) -> Outcome
+where
+    T: DecodeEvent + Send + 'static,
+    H: Handler<T>,
+{
+    let receipt = message.receipt_handle().unwrap_or_default().to_owned();
+    let message_id = message.message_id().unwrap_or_default().to_owned();
+    let envelope = Envelope::read(message);
+    let (outcome, left_in_queue) = match &envelope {
+        Err(bad) => (
+            bad_input(shared, *bad, &message_id, None, &receipt).await,
+            false,
+        ),
+        Ok(env) => {
+            let span = tracing::info_span!(
+                "outbox.consume",
+                consumer = %shared.config.name,
+                event_id = %env.event_id,
+                event_type = %env.event_type,
+                aggregate = %format_args!("{}:{}", env.aggregate_type, env.aggregate_id),
+                message_id = %env.message_id,
+                receive_count = env.receive_count,
+                traceparent = env.traceparent.as_deref().unwrap_or(""),
+            );
+            decode_and_handle::<T, H>(shared, handler, message, env, &receipt)
+                .instrument(span)
+                .await
+        }
+    };
+    if let Some(observer) = &shared.observer {
+        observer(&Delivery {
+            message_id,
+            envelope: envelope.ok(),
+            outcome,
+            received_at,
+            left_in_queue,
+        });
+    }
+    outcome
+}
+
+/// Returns the outcome and whether the message was left in the queue on purpose.
+async fn decode_and_handle<T, H>(
+    shared: &Shared,
+    handler: &H,
+    message: &Message,
+    env: &Envelope,
+    receipt: &str,
+) -> (Outcome, bool)
+where
+    T: DecodeEvent + Send + 'static,
+    H: Handler<T>,
+{
+    let event = match T::decode(&env.event_type, message.body().unwrap_or_default()) {
+        Ok(event) => event,
+        Err(e) => {
+            let bad = match e.kind() {
+                outbox_core::ErrorKind::UnknownEventType => BadInput::UnknownEventType,
+                _ => BadInput::Undecodable,
+            };
+            // The decode error never quotes the body.
+            tracing::warn!(error = %e, "cannot decode the event");
+            let outcome = bad_input(shared, bad, &env.message_id, Some(env), receipt).await;
+            return (outcome, false);
+        }
+    };
+    let started = Instant::now();
+    let applied = match &env.traceparent {
+        // Events the handler emits continue the producer's trace.
+        Some(tp) => {
+            outbox_core::trace::with_traceparent(
+                tp.clone(),
+                apply::<T, H>(shared, handler, event, env),
+            )
+            .await
+        }
+        None => apply::<T, H>(shared, handler, event, env).await,
+    };
+    match applied {
+        Ok(true) => {
+            shared.metrics.on_handled(started.elapsed());
+            let left = shared.skip_this_delete();
+            if left {
+                visibility::change(
+                    &shared.client,
+                    &shared.queue_url,
+                    &shared.metrics,
+                    &[receipt.to_owned()],
+                    std::time::Duration::ZERO,
+                )
+                .await;
+            } else {
+                shared.deleter.delete(receipt.to_owned());
+            }
+            (Outcome::Handled, left)
+        }
+        Ok(false) => {
+            shared.metrics.on_duplicate();
+            tracing::debug!("duplicate: skipped");
+            shared.deleter.delete(receipt.to_owned());
+            (Outcome::Duplicate, false)
+        }
+        Err(failure) => {
+            let (reason, error) = match &failure {
+                Failure::Database(e) => ("database", e),
+                Failure::Handler(e) => ("handler", e),
+            };
+            shared.metrics.on_failure(reason);
+            let delay = visibility::retry_delay(&shared.config, env.receive_count);
+            tracing::warn!(
+                reason,
+                error = %outbox_core::error_chain(&**error),
+                retry_in_ms = delay.as_millis() as u64,
+                "handling the event failed; rolled back, it will be delivered again"
+            );
+            visibility::change(
+                &shared.client,
+                &shared.queue_url,
+                &shared.metrics,
+                &[receipt.to_owned()],
+                delay,
+            )
+            .await;
+            (Outcome::Failed, false)
+        }
+    }
+}
+
+/// The transaction: inbox row, handler, commit. `Ok(false)` for a duplicate.
+async fn apply<T, H>(
+    shared: &Shared,
+    handler: &H,
+    event: T,
+    env: &Envelope,
+) -> Result<bool, Failure>
+where
+    T: DecodeEvent + Send + 'static,
+    H: Handler<T>,
+{
+    let db = |e: HandlerError| Failure::Database(e);
+    let mut client = shared.pool.get().await.map_err(|e| db(e.into()))?;
+    let tx = client.transaction().await.map_err(|e| db(e.into()))?;
+    if !outbox_core::process_once(&tx, &shared.config.name, env.event_id)
+        .await
+        .map_err(|e| db(e.into()))?
+    {
+        // Nothing was written: dropping the transaction rolls it back.
+        return Ok(false);
+    }
+    handler
+        .handle(event, env, &tx)
+        .await
+        .map_err(Failure::Handler)?;
+    tx.commit().await.map_err(|e| db(e.into()))?;
+    Ok(true)
+}
+
+/// Counts, logs (never the body) and disposes of a message that cannot be read.
+async fn bad_input(
+    shared: &Shared,
+    bad: BadInput,
+    message_id: &str,
+    env: Option<&Envelope>,
+    receipt: &str,
+) -> Outcome {
+    shared.metrics.on_failure(bad.as_str());
+    let policy = shared.config.bad_input;
+    tracing::warn!(
+        consumer = %shared.config.name,
+        reason = bad.as_str(),
+        message_id,
+        event_id = env.map(|e| e.event_id.to_string()).unwrap_or_default(),
+        event_type = env.map(|e| e.event_type.as_str()).unwrap_or_default(),
+        policy = ?policy,
+        "a message that cannot be handled"
+    );
+    match policy {
+        BadInputPolicy::Delete => shared.deleter.delete(receipt.to_owned()),
+        BadInputPolicy::Release => {
+            visibility::change(
+                &shared.client,
+                &shared.queue_url,
+                &shared.metrics,
+                &[receipt.to_owned()],
+                shared.config.bad_input_delay,
+            )
+            .await
+        }
+    }
+    Outcome::BadInput(bad)
+}

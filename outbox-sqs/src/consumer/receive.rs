@@ -1,0 +1,174 @@
+//! The receive loop: long-poll while there is room for more messages, split each batch into units
+//! of work (see `unit.rs`), run the units on the handler permits, and on shutdown let the running
+//! ones finish.
+//!
+//! Two limits: at most `concurrency` units handle at once (handler permits), and at most
+//! `concurrency + max_messages` messages are received and not yet done (message slots). The
+//! slack lets a receive ask for a whole batch while the handlers are busy, instead of one message
+//! per freed handler; waiting messages are kept hidden by their unit's heartbeat.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
+use outbox_core::{CancellationToken, DecodeEvent};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::Shared;
+use super::config::secs;
+use super::handler::Handler;
+use super::unit::{run_unit, split_into_units};
+
+/// The longest pause after failed receives.
+const MAX_RECEIVE_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Runs the configured number of receivers, sharing the handler permits, until `token` is
+/// cancelled and every unit has finished.
+pub(crate) async fn receive_loop<T, H>(
+    shared: Arc<Shared>,
+    handler: Arc<H>,
+    token: CancellationToken,
+) where
+    T: DecodeEvent + Send + 'static,
+    H: Handler<T>,
+{
+    let limits = Limits {
+        handlers: Arc::new(Semaphore::new(shared.config.concurrency)),
+        slots: Arc::new(Semaphore::new(
+            shared.config.concurrency + max_messages(&shared),
+        )),
+    };
+    let receivers = shared.config.receivers.clamp(1, shared.config.concurrency);
+    futures::future::join_all((0..receivers).map(|_| {
+        receiver::<T, H>(
+            shared.clone(),
+            handler.clone(),
+            token.clone(),
+            limits.clone(),
+        )
+    }))
+    .await;
+}
+
+/// The receivers' shared limits.
+#[derive(Clone)]
+struct Limits {
+    /// One per running unit: `concurrency`.
+    handlers: Arc<Semaphore>,
+    /// One per message received and not done: `concurrency + max_messages`.
+    slots: Arc<Semaphore>,
+}
+
+fn max_messages(shared: &Shared) -> usize {
+    usize::try_from(shared.config.max_messages).unwrap_or(10)
+}
+
+/// One receiver: long-polls whenever there is room for a message (so that one poll waiting on an
+/// empty queue does not keep the other receivers' messages from being handled), until `token` is
+/// cancelled; then waits for its units.
+async fn receiver<T, H>(
+    shared: Arc<Shared>,
+    handler: Arc<H>,
+    token: CancellationToken,
+    limits: Limits,
+) where
+    T: DecodeEvent + Send + 'static,
+    H: Handler<T>,
+{
+    let mut units = JoinSet::new();
+    let mut failures = 0u32;
+    let batch = u32::try_from(max_messages(&shared)).unwrap_or(10);
+    loop {
+        // Room for a whole batch before asking for one: with `concurrency + max_messages` slots
+        // the handlers still have up to `concurrency` messages to work on meanwhile, and a batch
+        // is one call instead of one call per freed handler.
+        let mut free = tokio::select! {
+            _ = token.cancelled() => break,
+            permit = limits.slots.clone().acquire_many_owned(batch) => match permit {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        let received = tokio::select! {
+            // A long poll cut short: whatever SQS handed out to it comes back after the visibility
+            // time-out.
+            _ = token.cancelled() => break,
+            r = receive(&shared, max_messages(&shared)) => r,
+        };
+        let messages = match received {
+            Ok(messages) => {
+                failures = 0;
+                messages
+            }
+            Err(e) => {
+                failures = failures.saturating_add(1);
+                shared.metrics.on_failure("receive");
+                let pause = Duration::from_millis(250)
+                    .saturating_mul(1 << failures.min(8))
+                    .min(MAX_RECEIVE_BACKOFF);
+                tracing::warn!(
+                    consumer = %shared.config.name,
+                    queue = %shared.queue_url,
+                    error = %outbox_core::error_chain(&e),
+                    retry_in_ms = pause.as_millis() as u64,
+                    "ReceiveMessage failed"
+                );
+                tokio::select! {
+                    _ = token.cancelled() => break,
+                    _ = tokio::time::sleep(pause) => continue,
+                }
+            }
+        };
+        while units.try_join_next().is_some() {}
+        if messages.is_empty() {
+            continue;
+        }
+        shared.metrics.on_received(messages.len());
+        let received_at = Instant::now();
+        for unit in split_into_units(messages) {
+            // SQS returns no more messages than asked for: a slot for each; the rest are given
+            // back when `free` is dropped.
+            let slots = free.split(unit.len()).into_iter().collect::<Vec<_>>();
+            units.spawn(run_unit::<T, H>(
+                shared.clone(),
+                handler.clone(),
+                unit,
+                received_at,
+                token.clone(),
+                (limits.handlers.clone(), slots),
+            ));
+        }
+    }
+    // Shutdown: the units finish what they started; none starts a new message.
+    while let Some(joined) = units.join_next().await {
+        if let Err(e) = joined {
+            tracing::error!(consumer = %shared.config.name, error = %e, "a handler panicked");
+        }
+    }
+}
+
+async fn receive(
+    shared: &Shared,
+    max: usize,
+) -> Result<
+    Vec<Message>,
+    aws_sdk_sqs::error::SdkError<
+        aws_sdk_sqs::operation::receive_message::ReceiveMessageError,
+        aws_sdk_sqs::config::http::HttpResponse,
+    >,
+> {
+    let out = shared
+        .client
+        .receive_message()
+        .queue_url(&shared.queue_url)
+        .max_number_of_messages(i32::try_from(max).unwrap_or(10))
+        .wait_time_seconds(secs(shared.config.wait, 0))
+        .visibility_timeout(secs(shared.config.visibility_timeout, 1))
+        .message_attribute_names("All")
+        .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+        .message_system_attribute_names(MessageSystemAttributeName::MessageGroupId)
+        .send()
+        .await?;
+    Ok(out.messages.unwrap_or_default())
+}

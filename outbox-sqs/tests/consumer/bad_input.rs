@@ -1,0 +1,178 @@
+//! Messages the consumer cannot read: counted, logged without their body, never a hot loop.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_sdk_sqs::types::MessageAttributeValue;
+use outbox_sqs::consumer::{BadInputPolicy, Outcome};
+use outbox_tests::sqs::TestQueue;
+use outbox_tests::{TestDb, eventually};
+use uuid::Uuid;
+
+use crate::support::*;
+
+const SECRET: &str = "SECRET-4111-1111";
+
+fn attr(v: &str) -> MessageAttributeValue {
+    MessageAttributeValue::builder()
+        .data_type("String")
+        .string_value(v)
+        .build()
+        .unwrap()
+}
+
+/// Sends the three kinds of bad input, each with the secret in its body.
+async fn send_bad_input(queue: &TestQueue) {
+    let body = format!(r#"{{"kind":"credited","account":"{SECRET}","n":1,"cents":1}}"#);
+    let send = |body: String| {
+        queue
+            .client()
+            .send_message()
+            .queue_url(queue.url())
+            .message_body(body)
+    };
+    // No event_id.
+    send(body.clone())
+        .message_attributes("event_type", attr("account.credited"))
+        .send()
+        .await
+        .unwrap();
+    // An event type the consumer's type does not accept.
+    send(body)
+        .message_attributes("event_id", attr(&Uuid::new_v4().to_string()))
+        .message_attributes("event_type", attr("invoice.paid"))
+        .send()
+        .await
+        .unwrap();
+    // A body that does not decode.
+    send(format!(r#"{{"card":"{SECRET}"}}"#))
+        .message_attributes("event_id", attr(&Uuid::new_v4().to_string()))
+        .message_attributes("event_type", attr("account.credited"))
+        .send()
+        .await
+        .unwrap();
+}
+
+/// Captures every log line (all levels) of the current thread.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    /// Captures the outbox crates' own logs at every level. (Not the AWS SDK's: at `trace` it
+    /// logs whole HTTP responses, bodies included — keep `aws_smithy_*` at `info` or above in
+    /// production.)
+    fn install(&self) -> tracing::subscriber::DefaultGuard {
+        use tracing_subscriber::Layer;
+        use tracing_subscriber::layer::SubscriberExt;
+        let logs = self.clone();
+        let ours = tracing_subscriber::filter::Targets::new()
+            .with_target("outbox_sqs", tracing::Level::TRACE)
+            .with_target("outbox_core", tracing::Level::TRACE);
+        let subscriber = tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(move || logs.clone())
+                .with_filter(ours),
+        );
+        tracing::subscriber::set_default(subscriber)
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+// A current-thread runtime: every task runs on this thread, under the capturing subscriber.
+#[tokio::test]
+async fn bad_input_is_counted_logged_without_body_and_released_with_a_long_delay() {
+    let logs = Logs::default();
+    let _guard = logs.install();
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    send_bad_input(&queue).await;
+
+    let seen = Seen::default();
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .bad_input(BadInputPolicy::Release, Duration::from_secs(2))
+        .observe(seen.observer())
+        .build()
+        .await
+        .unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let running = Running::start(c, recorder.clone());
+    // Five seconds: with the 2 s delay each message is received at most 3 times (a hot loop
+    // would receive it hundreds of times).
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let c = running.stop().await;
+    let m = c.metrics();
+    assert_eq!(recorder.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert!(m.failures("missing_event_id") >= 1, "{m:?}");
+    assert!(m.failures("unknown_event_type") >= 1, "{m:?}");
+    assert!(m.failures("undecodable") >= 1, "{m:?}");
+    assert!((3..=10).contains(&m.received()), "bounded receives: {m:?}");
+    assert!(
+        seen.0
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|d| matches!(d.outcome, Outcome::BadInput(_)))
+    );
+    assert_eq!(m.handled(), 0);
+    // Left in the queue for its redrive policy.
+    let left = queue.receive_all(3, Duration::from_secs(6)).await;
+    assert_eq!(left.len(), 3);
+
+    let text = logs.text();
+    assert!(text.contains("missing_event_id"), "{text}");
+    assert!(text.contains("undecodable"), "{text}");
+    assert!(!text.contains(SECRET), "a body was logged:\n{text}");
+    assert!(!text.contains("card"), "a body was logged:\n{text}");
+}
+
+#[tokio::test]
+async fn bad_input_is_deleted_under_the_delete_policy() {
+    let logs = Logs::default();
+    let _guard = logs.install();
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    send_bad_input(&queue).await;
+
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .bad_input(BadInputPolicy::Delete, Duration::ZERO)
+        .build()
+        .await
+        .unwrap();
+    let running = Running::start(c, Recorder::default());
+    assert!(
+        eventually(Duration::from_secs(20), async || {
+            running.consumer.metrics().received() >= 3
+        })
+        .await
+    );
+    // Longer than the visibility time-out (2 s): a message not deleted would come back.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let c = running.stop().await;
+    assert_eq!(c.metrics().received(), 3, "{:?}", c.metrics());
+    assert!(
+        queue
+            .receive_all(1, Duration::from_secs(2))
+            .await
+            .is_empty()
+    );
+    assert!(!logs.text().contains(SECRET));
+}

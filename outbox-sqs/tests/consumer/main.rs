@@ -1,0 +1,8 @@
+//! The typed SQS consumer against real services: PostgreSQL and the local SQS server (fauxqs).
+//! Start them with `bash scripts/services.sh`; a test that cannot reach them fails saying so.
+
+mod bad_input;
+mod fifo;
+mod round_trip;
+mod shutdown;
+mod support;
