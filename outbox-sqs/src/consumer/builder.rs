@@ -14,7 +14,7 @@ use super::config::ConsumerConfig;
 use super::handler::{Delivery, Observer};
 use super::metrics::ConsumerMetrics;
 use super::{Consumer, Inner};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, config_error};
 use crate::sdk_error::{sdk_error, timeout_error};
 
 /// The time limit of the calls `build` makes.
@@ -166,7 +166,7 @@ impl ConsumerBuilder {
         config.validate()?;
         let queue = self.queue.trim().to_owned();
         if queue.is_empty() {
-            return Err(Error::config("the consumer's queue is empty"));
+            return Err(config_error("the consumer's queue is empty"));
         }
         let conf = match (self.client, self.sdk_config) {
             (Some(client), _) => client.config().to_builder(),
@@ -191,7 +191,7 @@ impl ConsumerBuilder {
         }
         let conf = conf.build();
         if conf.region().is_none() {
-            return Err(Error::config(
+            return Err(config_error(
                 "no AWS region: set AWS_REGION (or a region in the AWS profile) or the builder's `region`",
             ));
         }

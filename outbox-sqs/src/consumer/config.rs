@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{Result, config_error};
 
 /// Environment variable: how many handlers run at once ([`ConsumerConfig::concurrency`]).
 pub const ENV_CONSUMER_CONCURRENCY: &str = "OUTBOX_SQS_CONSUMER_CONCURRENCY";
@@ -141,7 +141,7 @@ impl ConsumerConfig {
                 match var(variable).filter(|v| !v.trim().is_empty()) {
                     None => Ok(None),
                     Some(v) => v.trim().parse().map(Some).map_err(|_| {
-                        Error::config(format!("{variable}: `{v}` is not a whole number"))
+                        config_error(format!("{variable}: `{v}` is not a whole number"))
                     }),
                 }
             };
@@ -175,7 +175,7 @@ impl ConsumerConfig {
 
     /// Checks every setting; `Err` names the first invalid one.
     pub(crate) fn validate(&self) -> Result<()> {
-        let fail = |m: String| Err(Error::config(m));
+        let fail = |m: String| Err(config_error(m));
         if self.name.trim().is_empty() {
             return fail("the consumer's name is empty".into());
         }
