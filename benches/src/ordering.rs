@@ -28,16 +28,23 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
     let setup = db.connect().await;
     let n = opts.backlog;
     let mut calls = Vec::new();
-    for aggregates in [10_000, 10] {
+    // The FIFO case: the SQS publisher keeps an aggregate's order within one call there, so the
+    // relay hands over whole batches instead of waves.
+    for (aggregates, fifo) in [(10_000, false), (10, false), (10, true)] {
         let (mut on, mut off): (Vec<Drain>, Vec<Drain>) = (Vec::new(), Vec::new());
         for round in 0..opts.rounds {
             // A capped drain is not repeated: the cap already says enough.
             if !on.iter().any(|d| d.capped) {
                 common::backlog(&setup, n, aggregates).await?;
-                let d =
-                    common::drain_relay(&db, &sqs, opts.relay, true, n, opts.ordering_cap).await?;
+                let d = if fifo {
+                    common::drain_relay_fifo(&db, &sqs, opts.relay, true, n, opts.ordering_cap)
+                        .await?
+                } else {
+                    common::drain_relay(&db, &sqs, opts.relay, true, n, opts.ordering_cap).await?
+                };
                 eprintln!(
-                    "[bench]   round {round}, {aggregates} aggregates: order on {:.0} ev/s{}",
+                    "[bench]   round {round}, {aggregates} aggregates{}: order on {:.0} ev/s{}",
+                    if fifo { ", FIFO" } else { "" },
                     d.rate(),
                     if d.capped { " (capped)" } else { "" }
                 );
@@ -45,10 +52,15 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
             }
             if !off.iter().any(|d| d.capped) {
                 common::backlog(&setup, n, aggregates).await?;
-                let d =
-                    common::drain_relay(&db, &sqs, opts.relay, false, n, opts.ordering_cap).await?;
+                let d = if fifo {
+                    common::drain_relay_fifo(&db, &sqs, opts.relay, false, n, opts.ordering_cap)
+                        .await?
+                } else {
+                    common::drain_relay(&db, &sqs, opts.relay, false, n, opts.ordering_cap).await?
+                };
                 eprintln!(
-                    "[bench]   round {round}, {aggregates} aggregates: order off {:.0} ev/s{}",
+                    "[bench]   round {round}, {aggregates} aggregates{}: order off {:.0} ev/s{}",
+                    if fifo { ", FIFO" } else { "" },
                     d.rate(),
                     if d.capped { " (capped)" } else { "" }
                 );
@@ -61,17 +73,23 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
                 .max_batches
                 .map_or("?".to_owned(), |n| n.to_string())
         };
+        let queue = if fifo { " (FIFO queue)" } else { "" };
         calls.push(format!(
-            "{aggregates} aggregates: {} with order on, {} off",
+            "{aggregates} aggregates{queue}: {} with order on, {} off",
             most(&on),
             most(&off)
         ));
         report.rows.push(Row::info(
             6,
             format!(
-                "ordering on vs off, {} events over {} aggregates",
+                "ordering on vs off, {} events over {} aggregates{}",
                 group(n as u64),
-                group(aggregates as u64)
+                group(aggregates as u64),
+                if fifo {
+                    ", FIFO queue (whole batches per call: the publisher keeps each group's order)"
+                } else {
+                    ""
+                }
             ),
             format!("on: {}", describe(&on)),
             format!("off: {}", describe(&off)),

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::config::Region;
 use aws_sdk_sqs::config::retry::RetryConfig;
+use aws_sdk_sqs::config::{Region, StalledStreamProtectionConfig};
 use tokio::sync::Semaphore;
 
 use crate::breaker::Breaker;
@@ -77,6 +77,14 @@ impl SqsPublisherBuilder {
         self
     }
 
+    /// With only FIFO queues, whole relay batches with several events of one aggregate in one
+    /// `SendMessageBatch` per message group (default off). See [`SqsConfig::group_batches`] for
+    /// the trade-off.
+    pub fn group_batches(mut self, on: bool) -> Self {
+        self.config.group_batches = on;
+        self
+    }
+
     /// Overrides the SQS endpoint (otherwise `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`, or AWS's).
     pub fn endpoint_url(mut self, url: impl Into<String>) -> Self {
         self.config.endpoint_url = Some(url.into());
@@ -143,6 +151,9 @@ impl SqsPublisherBuilder {
         if let Some(url) = &config.endpoint_url {
             conf = conf.endpoint_url(url);
         }
+        // The call timeout bounds every call; the SDK's stalled-stream protection (a throughput
+        // monitor with its own timers on every request and response body) only adds CPU per call.
+        let conf = conf.stalled_stream_protection(StalledStreamProtectionConfig::disabled());
         let mut conf = conf.build();
         if let Some(attempts) = config.max_attempts {
             let retry = conf
@@ -215,6 +226,7 @@ impl SqsPublisherBuilder {
                 queues,
                 permits: Semaphore::new(config.max_in_flight),
                 max_in_flight: config.max_in_flight,
+                group_batches: config.group_batches,
                 call_timeout: config.call_timeout,
                 metrics,
             }),

@@ -94,7 +94,9 @@
 //! publisher, each within `call_timeout`.
 //!
 //! Events go out in `seq` order. When the relay keeps per-aggregate order (its default) a `publish`
-//! never holds two events of one aggregate, so every call is independent. When it holds several
+//! never holds two events of one aggregate, so every call is independent — unless
+//! [`group_batches`](SqsConfig::group_batches) is on and every queue is FIFO: then the relay hands
+//! over whole batches and the rules below keep each aggregate's order. When it holds several
 //! events of one aggregate (the relay running with ordering off) and the queue is FIFO, they are
 //! put in the same `SendMessageBatch` call, in `seq` order; when they do not fit in one call, the
 //! calls carrying them are sent one after the other, and once one of the group's events fails, the

@@ -53,7 +53,8 @@ pub(crate) struct Prepared {
     pub(crate) index: usize,
     /// The event id, for logs.
     pub(crate) event_id: String,
-    pub(crate) entry: SendMessageBatchRequestEntry,
+    /// The batch entry, until the call that sends it takes it.
+    pub(crate) entry: Option<SendMessageBatchRequestEntry>,
     /// The size SQS counts: body plus attributes.
     pub(crate) size: usize,
     /// The `MessageGroupId` on a FIFO queue.
@@ -113,7 +114,7 @@ pub(crate) fn prepare(index: usize, event: &ClaimedEvent, fifo: bool) -> Result<
     Ok(Prepared {
         index,
         event_id,
-        entry,
+        entry: Some(entry),
         size,
         group,
     })

@@ -38,6 +38,8 @@ pub(crate) struct Inner {
     pub(crate) queues: Vec<Arc<Queue>>,
     pub(crate) permits: Semaphore,
     pub(crate) max_in_flight: usize,
+    /// [`SqsConfig::group_batches`](crate::SqsConfig::group_batches).
+    pub(crate) group_batches: bool,
     pub(crate) call_timeout: Duration,
     pub(crate) metrics: SqsMetrics,
 }
@@ -196,7 +198,7 @@ impl SqsPublisher {
                 .map(move |chain| (queue.clone(), chain))
         });
         let reports = futures::future::join_all(
-            chains.map(|(queue, chain)| self.run_chain(queue, chain, deadline)),
+            chains.map(|(queue, chain)| self.run_chain(events, queue, chain, deadline)),
         )
         .await;
         let mut total = Report::default();
@@ -239,6 +241,7 @@ impl SqsPublisher {
     /// it) is not sent: its events are put back without an attempt, and what was sent is kept.
     async fn run_chain(
         &self,
+        events: &[ClaimedEvent],
         queue: Arc<Queue>,
         chain: Chain<Prepared>,
         deadline: Option<tokio::time::Instant>,
@@ -277,22 +280,24 @@ impl SqsPublisher {
             if send.is_empty() {
                 continue;
             }
-            self.send_batch(&queue, send, &mut report, &mut failed_groups)
+            self.send_batch(events, &queue, send, &mut report, &mut failed_groups)
                 .await;
         }
         report
     }
 
     /// Sends one batch and records an outcome per entry. A batch refused as a whole for its
-    /// content is re-sent one entry per call, so that only the culprit is dead-lettered.
+    /// content is re-sent one entry per call (each rebuilt from its event: the first call took the
+    /// entries), so that only the culprit is dead-lettered.
     async fn send_batch(
         &self,
+        events: &[ClaimedEvent],
         queue: &Queue,
-        entries: Vec<Prepared>,
+        mut entries: Vec<Prepared>,
         report: &mut Report,
         failed_groups: &mut HashSet<String>,
     ) {
-        let result = self.call(queue, &entries).await;
+        let result = self.call(queue, &mut entries).await;
         report.count(&result);
         match result {
             Err(failure) if failure.class == Class::Permanent && entries.len() > 1 => {
@@ -305,10 +310,24 @@ impl SqsPublisher {
                         report.outcomes.push((p.index, held_back(queue, group)));
                         continue;
                     }
-                    let single = std::slice::from_ref(&p);
-                    let result = self.call(queue, single).await;
+                    // Built before, so it builds again (same event, same queue).
+                    let rebuilt = match events.get(p.index) {
+                        Some(event) => prepare(p.index, event, queue.fifo),
+                        None => Err("the SQS publisher lost track of this event".to_owned()),
+                    };
+                    let p = match rebuilt {
+                        Ok(p) => p,
+                        Err(reason) => {
+                            report
+                                .outcomes
+                                .push((p.index, PublishOutcome::Permanent(reason)));
+                            continue;
+                        }
+                    };
+                    let mut single = vec![p];
+                    let result = self.call(queue, &mut single).await;
                     report.count(&result);
-                    settle(queue, result, vec![p], report, failed_groups);
+                    settle(queue, result, single, report, failed_groups);
                 }
             }
             result => settle(queue, result, entries, report, failed_groups),
@@ -316,11 +335,11 @@ impl SqsPublisher {
     }
 
     /// One `SendMessageBatch` call, within the call timeout (the caller holds an in-flight
-    /// permit).
+    /// permit). Moves the entries into the request (no copy of the bodies).
     async fn call(
         &self,
         queue: &Queue,
-        entries: &[Prepared],
+        entries: &mut [Prepared],
     ) -> std::result::Result<SendMessageBatchOutput, CallFailure> {
         if let Admit::Refuse {
             reason,
@@ -339,11 +358,14 @@ impl SqsPublisher {
             .client
             .send_message_batch()
             .queue_url(&queue.url)
-            .set_entries(Some(entries.iter().map(|p| p.entry.clone()).collect()));
-        let what = format!("SendMessageBatch to queue `{}`", queue.url);
+            .set_entries(Some(
+                entries.iter_mut().filter_map(|p| p.entry.take()).collect(),
+            ));
+        let what = || format!("SendMessageBatch to queue `{}`", queue.url);
         match tokio::time::timeout(self.inner.call_timeout, request.send()).await {
             Ok(Ok(output)) => Ok(output),
             Ok(Err(e)) => {
+                let what = what();
                 let class = classify_sdk_error(&e);
                 let error = sdk_error(&what, e);
                 let dead_letter =
@@ -357,7 +379,7 @@ impl SqsPublisher {
             }
             Err(_) => Err(CallFailure {
                 class: Class::Retry,
-                error: timeout_error(&what, self.inner.call_timeout),
+                error: timeout_error(&what(), self.inner.call_timeout),
                 dead_letter: false,
                 called: true,
             }),
@@ -395,17 +417,33 @@ fn settle(
     failed_groups: &mut HashSet<String>,
 ) {
     let mut record = |p: &Prepared, outcome: PublishOutcome| {
-        if outcome != PublishOutcome::Published {
-            if let Some(group) = &p.group {
+        if let Some(group) = &p.group {
+            if outcome != PublishOutcome::Published {
                 failed_groups.insert(group.clone());
+            } else if failed_groups.contains(group) {
+                // SQS failed an earlier entry of this group in the same call and accepted this one.
+                tracing::error!(
+                    queue = %queue.url, event_id = %p.event_id,
+                    "SQS accepted a message after an earlier one of its group failed in the same \
+                     batch: that group's order is broken"
+                );
             }
         }
         report.outcomes.push((p.index, outcome));
     };
     match result {
         Ok(output) => {
-            let accepted: HashSet<&str> = output.successful().iter().map(|s| s.id()).collect();
-            let failed: HashMap<&str, _> = output.failed().iter().map(|f| (f.id(), f)).collect();
+            // Entry ids are the events' indexes in the `publish` call.
+            let accepted: HashSet<usize> = output
+                .successful()
+                .iter()
+                .filter_map(|s| s.id().parse().ok())
+                .collect();
+            let failed: HashMap<usize, _> = output
+                .failed()
+                .iter()
+                .filter_map(|f| Some((f.id().parse().ok()?, f)))
+                .collect();
             // An entry failed for its queue's sake (e.g. a KMS key) opens the breaker; any other
             // answer shows the queue working.
             let queue_failure = output
@@ -425,10 +463,10 @@ fn settle(
                 }
             };
             for p in &entries {
-                let id = p.entry.id();
-                let outcome = if accepted.contains(id) {
+                let id = p.index;
+                let outcome = if accepted.contains(&id) {
                     PublishOutcome::Published
-                } else if let Some(f) = failed.get(id) {
+                } else if let Some(f) = failed.get(&id) {
                     let (code, message) = (f.code(), f.message().unwrap_or(""));
                     tracing::warn!(
                         queue = %queue.url, event_id = %p.event_id, code, sender_fault = f.sender_fault(),
@@ -506,5 +544,14 @@ impl Publisher for SqsPublisher {
 
     fn check(&self) -> impl Future<Output = Result<(), Error>> + Send {
         self.check_queues()
+    }
+
+    /// With [`group_batches`](crate::SqsConfig::group_batches) on and only FIFO queues: an
+    /// aggregate's events share a message group, go out in `seq` order in one `SendMessageBatch`
+    /// (or in batches sent one after the other), and once one fails, its group's later batches in
+    /// the call are held back. The relay then publishes a whole batch in one call. Otherwise it
+    /// publishes one wave per position in the aggregates.
+    fn keeps_aggregate_order(&self) -> bool {
+        self.inner.group_batches && self.inner.queues.iter().all(|q| q.fifo)
     }
 }

@@ -81,6 +81,31 @@ pub async fn drain_relay(
     cap: Duration,
 ) -> Result<Drain> {
     let publisher = sqs.publisher(settings.max_in_flight).await?;
+    drain_relay_with(db, sqs, publisher, settings, ordered, expected, cap).await
+}
+
+/// Like [`drain_relay`], into the fixture's FIFO queue ([`FIFO_QUEUE`]).
+pub async fn drain_relay_fifo(
+    db: &TestDb,
+    sqs: &Sqs,
+    settings: RelaySettings,
+    ordered: bool,
+    expected: usize,
+    cap: Duration,
+) -> Result<Drain> {
+    let publisher = sqs.fifo_publisher(settings.max_in_flight).await?;
+    drain_relay_with(db, sqs, publisher, settings, ordered, expected, cap).await
+}
+
+async fn drain_relay_with(
+    db: &TestDb,
+    sqs: &Sqs,
+    publisher: outbox_sqs::SqsPublisher,
+    settings: RelaySettings,
+    ordered: bool,
+    expected: usize,
+    cap: Duration,
+) -> Result<Drain> {
     sqs.fixture.reset_counters();
     let before = sqs.fixture_cpu();
     let mut drain = drain_with(db, publisher, settings, ordered, expected, cap, || {
