@@ -9,21 +9,25 @@ use outbox_core::{Relay, WAITING_LOCK, emit, emit_all};
 use outbox_tests::{RecordingPublisher, RunningRelay, TestDb, TestEvent};
 use tokio_postgres::AsyncMessage;
 
-/// A LISTEN connection: the notifications it hears, one channel name each.
-async fn listener(db: &TestDb) -> tokio::sync::mpsc::UnboundedReceiver<String> {
+/// A LISTEN connection: the notifications it hears, one channel name each (keep the client).
+async fn listener(
+    db: &TestDb,
+) -> (
+    tokio_postgres::Client,
+    tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
     let (client, mut connection) = db.config().connect(tokio_postgres::NoTls).await.unwrap();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
     tokio::spawn(async move {
-        // Keep the client alive as long as the connection.
-        let _client = client;
         while let Some(Ok(message)) = messages.next().await {
             if let AsyncMessage::Notification(n) = message {
                 let _ = tx.send(n.channel().to_string());
             }
         }
     });
-    rx
+    client.batch_execute("LISTEN outbox_events").await.unwrap();
+    (client, rx)
 }
 
 async fn heard(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> Vec<String> {
@@ -38,10 +42,7 @@ async fn heard(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> Vec<Str
 #[tokio::test]
 async fn writers_notify_once_per_inserting_statement_only_while_a_relay_waits() {
     let db = TestDb::new().await;
-    let mut rx = listener(&db).await;
-    // Subscribe before anything is inserted.
-    let probe = db.connect().await;
-    probe.batch_execute("LISTEN outbox_events").await.unwrap();
+    let (_listening, mut rx) = listener(&db).await;
     let client = db.pool().get().await.unwrap();
 
     // Nobody waits: no notification at all.
@@ -78,7 +79,7 @@ async fn writers_notify_once_per_inserting_statement_only_while_a_relay_waits() 
 #[tokio::test]
 async fn a_relay_asking_to_wait_makes_writers_notify_and_waits_for_their_commit() {
     let db = TestDb::new().await;
-    let mut rx = listener(&db).await;
+    let (_listening, mut rx) = listener(&db).await;
     let mut writer = db.connect().await;
     // A writer inserts while nobody waits: it holds the waiting lock shared until it ends.
     let tx = writer.transaction().await.unwrap();
