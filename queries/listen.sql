@@ -2,3 +2,14 @@
 
 --! listen_outbox_events
 LISTEN outbox_events;
+
+-- Adaptive wake-ups (see migration V3): a relay whose workers are all idle holds the waiting lock
+-- exclusively on a connection of its own, so the insert trigger, unable to take it shared, notifies.
+-- Taking it waits for every writer that holds it shared (their transactions end first): the relay
+-- claims once more afterwards. Session-level: released by `stop_advertising_waiting` or with the
+-- connection. The key pair is `outbox_core::WAITING_LOCK`.
+--! advertise_waiting
+SELECT count(*) AS n FROM (SELECT pg_advisory_lock(1869968504, 1)) l;
+
+--! stop_advertising_waiting
+SELECT pg_advisory_unlock(1869968504, 1) AS released;

@@ -122,6 +122,11 @@ impl ClaimedEvent {
 /// The `traceparent` string of a metadata object; `None` when absent, not a string, or when the
 /// metadata does not parse (it is written by `emit`, so that only happens to rows written by hand).
 fn traceparent_of(metadata: &str) -> Option<String> {
+    // Most events carry no trace context: skip the parse. The text is `jsonb`'s output, which
+    // prints the key plainly (never with `\u` escapes for ASCII), so without it there is no key.
+    if !metadata.contains("traceparent") {
+        return None;
+    }
     #[derive(serde::Deserialize)]
     struct Meta {
         // The key is `message::METADATA_TRACEPARENT`.

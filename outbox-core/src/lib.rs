@@ -117,7 +117,7 @@ pub use publisher::{
 pub use relay::{
     BatchReport, CLAIM_IDLE_MARGIN, LISTENER_APPLICATION_NAME, MAX_BACKOFF, MAX_BATCH_MAX_BYTES,
     MAX_BATCH_SIZE, MAX_LAST_ERROR_CHARS, MAX_RETENTION, MAX_TIMEOUT, MAX_WORKER_RESTARTS, Relay,
-    RelayBuilder, RelayConfig, WORKER_RESTART_WINDOW,
+    RelayBuilder, RelayConfig, WAITING_APPLICATION_NAME, WAITING_LOCK, WORKER_RESTART_WINDOW,
 };
 pub use retention::{
     CLEANUP_BATCH_SIZE, INBOX_RETENTION_INTERVAL, cleanup, cleanup_inbox, run_inbox_retention,

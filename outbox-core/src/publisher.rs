@@ -134,6 +134,16 @@ pub trait Publisher: Send + Sync + 'static {
     fn limits(&self) -> MessageLimits {
         MessageLimits::DEFAULT
     }
+
+    /// Whether one [`publish`](Publisher::publish) call may hold several events of one aggregate
+    /// with per-aggregate order kept by the publisher: it gets them in `seq` order, the broker
+    /// accepts none of them ahead of an earlier one, and once one fails the later ones of its
+    /// aggregate in that call are not sent (their outcome is not `Published`). The relay, keeping
+    /// per-aggregate order, then hands over a whole batch in one call instead of one wave per
+    /// position in the aggregates (one call per event of a hot aggregate). The default is `false`.
+    fn keeps_aggregate_order(&self) -> bool {
+        false
+    }
 }
 
 /// A shared publisher (e.g. one SQS client behind several relays) publishes as the publisher itself.
@@ -165,5 +175,9 @@ impl<P: Publisher> Publisher for std::sync::Arc<P> {
 
     fn limits(&self) -> MessageLimits {
         (**self).limits()
+    }
+
+    fn keeps_aggregate_order(&self) -> bool {
+        (**self).keeps_aggregate_order()
     }
 }

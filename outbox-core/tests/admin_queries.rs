@@ -1,13 +1,11 @@
-//! The operator queries against a real PostgreSQL: dead letters (view, retry, purge), cleanup,
-//! stats, and the NOTIFY trigger.
+//! The operator queries against a real PostgreSQL: dead letters (view, retry, purge), cleanup and
+//! stats. (The NOTIFY trigger: `wakeups.rs`.)
 
 use std::time::Duration;
 
-use futures::StreamExt;
-use outbox_core::{emit, emit_all};
+use outbox_core::emit_all;
 use outbox_queries::queries::{admin, relay};
 use outbox_tests::{TestDb, TestEvent};
-use tokio_postgres::AsyncMessage;
 use uuid::Uuid;
 
 async fn claim_all(db: &TestDb) -> Vec<Uuid> {
@@ -244,38 +242,4 @@ async fn stats_report_the_state_of_the_table() {
     assert_eq!(s.blocked_aggregates, 1);
     assert_eq!(s.published_last_hour, 1);
     assert!(s.oldest_pending_age_secs.unwrap() >= 0.0);
-}
-
-#[tokio::test]
-async fn one_notification_per_inserting_statement() {
-    let db = TestDb::new().await;
-    let (listener, mut connection) = db.config().connect(tokio_postgres::NoTls).await.unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
-    tokio::spawn(async move {
-        while let Some(Ok(message)) = messages.next().await {
-            if let AsyncMessage::Notification(n) = message {
-                let _ = tx.send(n.channel().to_string());
-            }
-        }
-    });
-    outbox_queries::queries::listen::listen_outbox_events()
-        .bind(&listener)
-        .await
-        .unwrap();
-
-    let client = db.pool().get().await.unwrap();
-    // One statement inserting 20 rows: one notification.
-    let events: Vec<TestEvent> = (0..20).map(|n| TestEvent::new("a", n)).collect();
-    emit_all(&client, &events).await.unwrap();
-    // Two statements, each its own transaction: two notifications.
-    emit(&client, &TestEvent::new("b", 1)).await.unwrap();
-    emit(&client, &TestEvent::new("c", 1)).await.unwrap();
-
-    let mut received = Vec::new();
-    while let Ok(Some(channel)) = tokio::time::timeout(Duration::from_millis(500), rx.recv()).await
-    {
-        received.push(channel);
-    }
-    assert_eq!(received, vec!["outbox_events"; 3]);
 }

@@ -167,3 +167,99 @@ async fn randomized_interleaving_with_four_relays_keeps_order() {
     );
     assert_eq!(distinct, committed);
 }
+
+/// A broker that keeps an aggregate's order within one call (as a FIFO queue does with one
+/// message group per call): it accepts events in order until the one noted "fail", and sends none
+/// of that aggregate's later events. Records the events of every call.
+struct OrderKeeping {
+    calls: std::sync::Mutex<Vec<Vec<uuid::Uuid>>>,
+}
+
+impl outbox_core::Publisher for OrderKeeping {
+    type Error = std::io::Error;
+
+    async fn publish(
+        &self,
+        events: &[outbox_core::ClaimedEvent],
+    ) -> Result<Vec<outbox_core::PublishOutcome>, Self::Error> {
+        use outbox_core::{FailureKind, PublishOutcome};
+        self.calls
+            .lock()
+            .unwrap()
+            .push(events.iter().map(|e| e.id).collect());
+        let mut failed: HashSet<String> = HashSet::new();
+        Ok(events
+            .iter()
+            .map(|e| {
+                if failed.contains(&e.aggregate_id) {
+                    PublishOutcome::retry(FailureKind::NotSent, "held back")
+                } else if outbox_tests::note(e).as_deref() == Some("fail") && e.attempts == 0 {
+                    failed.insert(e.aggregate_id.clone());
+                    PublishOutcome::retry(FailureKind::Throttled, "throttled")
+                } else {
+                    PublishOutcome::Published
+                }
+            })
+            .collect())
+    }
+
+    fn keeps_aggregate_order(&self) -> bool {
+        true
+    }
+}
+
+/// A publisher that keeps an aggregate's order within a call gets a whole batch in one call (not
+/// one wave per position); after a failure, the aggregate's later events of that call are put back
+/// without counting an attempt, and nothing overtakes the failed event.
+#[tokio::test]
+async fn an_order_keeping_publisher_gets_whole_batches_and_held_back_events_cost_no_attempt() {
+    let db = TestDb::new().await;
+    let client = db.pool().get().await.unwrap();
+    let events: Vec<TestEvent> = (1..=6)
+        .map(|n| {
+            let e = TestEvent::new("hot", n);
+            if n == 3 { e.note("fail") } else { e }
+        })
+        .chain([TestEvent::new("cool", 1)])
+        .collect();
+    let ids = emit_all(&client, &events).await.unwrap();
+    let publisher = Arc::new(OrderKeeping {
+        calls: std::sync::Mutex::new(Vec::new()),
+    });
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .backoff(Duration::from_millis(1), Duration::from_millis(1))
+        .build()
+        .unwrap();
+
+    let report = relay.run_once().await.unwrap();
+    assert_eq!(
+        publisher.calls.lock().unwrap().clone(),
+        vec![ids.clone()],
+        "one call with the whole batch, in seq order"
+    );
+    assert_eq!(
+        (report.published, report.retried, report.released),
+        (3, 1, 3),
+        "{report:?}"
+    );
+    assert_eq!(
+        db.event(ids[2]).await.attempts,
+        1,
+        "the failed event counts an attempt"
+    );
+    for &held in &ids[3..6] {
+        let e = db.event(held).await;
+        assert_eq!(e.attempts, 0, "held back: no attempt");
+        assert!(e.processed_at.is_none());
+    }
+
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    relay.run_once().await.unwrap();
+    let calls = publisher.calls.lock().unwrap().clone();
+    assert_eq!(
+        calls[1],
+        ids[2..6].to_vec(),
+        "the rest of the aggregate, in order"
+    );
+    assert_eq!(db.pending().await, 0);
+}

@@ -165,7 +165,13 @@ async fn on_connection<P: Publisher>(
     let deadline = now
         .checked_add(publish_timeout)
         .unwrap_or_else(|| now + super::config::MAX_TIMEOUT);
-    let waves = if ordered { waves(events) } else { vec![events] };
+    // With per-aggregate order, one wave per position in the aggregates, unless the publisher keeps
+    // the order of an aggregate's events within one call itself.
+    let waves = if ordered && !inner.publisher.keeps_aggregate_order() {
+        waves(events)
+    } else {
+        vec![events]
+    };
 
     let mut rec = Recorder::new(inner, ordered);
     let mut whole_failure: Option<Error> = None;

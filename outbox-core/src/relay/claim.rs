@@ -11,17 +11,25 @@ use crate::publisher::ClaimedEvent;
 /// Splits events (in `seq` order) into waves: wave `k` holds the `k`-th event of every aggregate, so
 /// a wave never holds two events of one aggregate and waves run in order.
 pub(crate) fn waves(events: Vec<ClaimedEvent>) -> Vec<Vec<ClaimedEvent>> {
-    let mut depth: HashMap<(String, String), usize> = HashMap::new();
+    // Each event's wave, keyed by borrowed aggregate names (no copy per event).
+    let mut seen: HashMap<(&str, &str), usize> = HashMap::with_capacity(events.len());
+    let depths: Vec<usize> = events
+        .iter()
+        .map(|e| {
+            let d = seen
+                .entry((e.aggregate_type.as_str(), e.aggregate_id.as_str()))
+                .or_insert(0);
+            *d += 1;
+            *d - 1
+        })
+        .collect();
+    drop(seen);
     let mut waves: Vec<Vec<ClaimedEvent>> = Vec::new();
-    for event in events {
-        let d = depth
-            .entry((event.aggregate_type.clone(), event.aggregate_id.clone()))
-            .or_insert(0);
-        if waves.len() <= *d {
+    for (event, d) in events.into_iter().zip(depths) {
+        while waves.len() <= d {
             waves.push(Vec::new());
         }
-        waves[*d].push(event);
-        *d += 1;
+        waves[d].push(event);
     }
     waves
 }

@@ -25,13 +25,12 @@ pub(crate) enum ListenTarget {
 }
 
 impl ListenTarget {
-    /// The connector of the LISTEN connection, named for `pg_stat_activity`.
+    /// The connector of the LISTEN connection (and of the one advertising waiting), unnamed.
     pub(crate) fn resolve(self) -> Result<PgConnector, Error> {
-        let connector = match self {
+        Ok(match self {
             ListenTarget::Config(config) => PgConnector::new(ConnectConfig::from_pg(config))?,
             ListenTarget::Connector(c) => c,
-        };
-        Ok(connector.with_default_application_name(LISTENER_APPLICATION_NAME))
+        })
     }
 }
 

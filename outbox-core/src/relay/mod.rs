@@ -6,6 +6,7 @@ mod config;
 mod guard;
 mod listener;
 mod outcome;
+mod waiting;
 mod worker;
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ pub use config::{
 pub use listener::LISTENER_APPLICATION_NAME;
 use listener::ListenTarget;
 pub use outcome::MAX_LAST_ERROR_CHARS;
+pub use waiting::{WAITING_APPLICATION_NAME, WAITING_LOCK};
 pub use worker::{MAX_WORKER_RESTARTS, WORKER_RESTART_WINDOW};
 
 use crate::backoff::RetryPolicy;
@@ -59,6 +61,8 @@ pub(crate) struct Inner<P> {
     config: RelayConfig,
     policy: RetryPolicy,
     listen: Option<crate::connect::PgConnector>,
+    /// The connector of the connection that advertises waiting (with `listen`).
+    waiting: Option<crate::connect::PgConnector>,
     metrics: Option<RelayMetrics>,
     row_size: claim::RowSize,
 }
@@ -202,13 +206,18 @@ impl<P: Publisher> RelayBuilder<P> {
                  for the next claim"
             );
         }
+        let connector = self.listen.map(ListenTarget::resolve).transpose()?;
         Ok(Relay {
             inner: Arc::new(Inner {
                 policy: self.config.retry_policy(),
                 pool: self.pool,
                 publisher: self.publisher,
                 config: self.config,
-                listen: self.listen.map(ListenTarget::resolve).transpose()?,
+                listen: connector
+                    .clone()
+                    .map(|c| c.with_default_application_name(LISTENER_APPLICATION_NAME)),
+                waiting: connector
+                    .map(|c| c.with_default_application_name(WAITING_APPLICATION_NAME)),
                 metrics: self.metrics,
                 row_size: claim::RowSize::default(),
             }),
@@ -262,6 +271,8 @@ impl<P: Publisher> Relay<P> {
             Error::new(ErrorKind::Publish, "the publisher's start-up check failed").with_source(e)
         })?;
         let (wake_tx, wake_rx) = watch::channel(0u64);
+        let idle = waiting::IdleWorkers::new();
+        let reclaim = Arc::new(tokio::sync::Notify::new());
         // The helper tasks stop with the workers, whether on shutdown or when the relay gives up.
         let stop = shutdown.child_token();
         let mut tasks = JoinSet::new();
@@ -269,6 +280,15 @@ impl<P: Publisher> Relay<P> {
             tasks.spawn(listener::run(
                 connector.clone(),
                 wake_tx.clone(),
+                stop.clone(),
+            ));
+        }
+        if let Some(connector) = &self.inner.waiting {
+            tasks.spawn(waiting::run(
+                connector.clone(),
+                idle.clone(),
+                self.inner.config.concurrency,
+                reclaim.clone(),
                 stop.clone(),
             ));
         }
@@ -285,7 +305,9 @@ impl<P: Publisher> Relay<P> {
             listen = self.inner.listen.is_some(),
             "relay started"
         );
-        let result = self.supervise_workers(&wake_tx, &wake_rx, &stop).await;
+        let result = self
+            .supervise_workers(&wake_tx, &wake_rx, &idle, &reclaim, &stop)
+            .await;
         stop.cancel();
         let grace = self.inner.config.shutdown_grace;
         let drained =

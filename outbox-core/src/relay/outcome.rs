@@ -74,7 +74,9 @@ impl<'a> Recorder<'a> {
 
     /// Whether an earlier event of `event`'s aggregate failed in this batch.
     pub(crate) fn is_blocked(&self, event: &ClaimedEvent) -> bool {
+        // No failure yet (the common case): no key to build.
         self.ordered
+            && !self.blocked.is_empty()
             && self
                 .blocked
                 .contains(&(event.aggregate_type.clone(), event.aggregate_id.clone()))
@@ -99,6 +101,21 @@ impl<'a> Recorder<'a> {
             let outcome = outcomes.next().unwrap_or_else(|| {
                 PublishOutcome::retry(FailureKind::Other, "the publisher returned no outcome")
             });
+            // One call held several events of this aggregate (the publisher keeps their order) and
+            // an earlier one failed: this one was held back, not tried. Released without an
+            // attempt, like the later waves' events of a failed aggregate.
+            if self.is_blocked(event) {
+                if outcome == PublishOutcome::Published {
+                    tracing::error!(
+                        event_id = %event.id, aggregate_id = %event.aggregate_id,
+                        "the publisher accepted an event after an earlier one of its aggregate \
+                         failed in the same call: per-aggregate order is broken"
+                    );
+                } else {
+                    report.released += 1;
+                    continue;
+                }
+            }
             self.record(event, outcome, report);
         }
     }

@@ -2,15 +2,17 @@
 //! restarted with a backoff; a relay that cannot keep its workers alive stops with an error.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::Relay;
 use super::guard::panic_message;
+use super::waiting::{IdleFlag, IdleWorkers};
 use crate::backoff::{Backoff, InfraBackoff};
 use crate::error::{Error, ErrorKind};
 use crate::publisher::Publisher;
@@ -74,6 +76,8 @@ impl<P: Publisher> Relay<P> {
         &self,
         wake_tx: &watch::Sender<u64>,
         wake_rx: &watch::Receiver<u64>,
+        idle: &IdleWorkers,
+        reclaim: &Arc<Notify>,
         shutdown: &CancellationToken,
     ) -> Result<(), Error> {
         // Cancelled on shutdown, and when the supervisor gives up (without cancelling the caller's
@@ -83,12 +87,13 @@ impl<P: Publisher> Relay<P> {
         let spawn = |workers: &mut JoinSet<Result<(), Error>>, delay: Duration| {
             let (relay, wake_tx, wake_rx, stop) =
                 (self.clone(), wake_tx.clone(), wake_rx.clone(), stop.clone());
+            let (idle, reclaim) = (idle.flag(), reclaim.clone());
             workers.spawn(async move {
                 tokio::select! {
                     _ = stop.cancelled() => return Ok(()),
                     _ = tokio::time::sleep(delay) => {}
                 }
-                relay.worker(wake_tx, wake_rx, stop).await
+                relay.worker(wake_tx, wake_rx, idle, reclaim, stop).await
             });
         };
         for _ in 0..self.inner.config.concurrency {
@@ -167,6 +172,8 @@ impl<P: Publisher> Relay<P> {
         self,
         wake_others: watch::Sender<u64>,
         mut wakeups: watch::Receiver<u64>,
+        mut idle: IdleFlag,
+        reclaim: Arc<Notify>,
         shutdown: CancellationToken,
     ) -> Result<(), Error> {
         let mut infra = InfraBackoff::new(INFRA_BACKOFF_BASE, INFRA_BACKOFF_CAP);
@@ -176,6 +183,9 @@ impl<P: Publisher> Relay<P> {
             let delay = match self.run_once().await {
                 Ok(report) => {
                     infra.succeeded();
+                    // All workers idle: the relay advertises waiting (writers notify); one busy:
+                    // it stops, and the busy workers claim again on their own.
+                    idle.set(report.claimed == 0);
                     if report.claimed > 0 {
                         // This batch's commit unblocked the next events of its aggregates: idle
                         // workers may claim them now instead of at their next poll.
@@ -207,6 +217,7 @@ impl<P: Publisher> Relay<P> {
             tokio::select! {
                 _ = shutdown.cancelled() => return Ok(()),
                 _ = wakeups.changed(), if infra.failures() == 0 => {}
+                _ = reclaim.notified(), if infra.failures() == 0 => {}
                 _ = tokio::time::sleep(delay) => {}
             }
         }

@@ -1,0 +1,235 @@
+//! Adaptive wake-ups: writers send a `NOTIFY` only while a relay is waiting for work.
+//!
+//! A `NOTIFY` makes PostgreSQL take a database-wide lock from the moment the notification is queued
+//! until the commit record is flushed, which serialises committing writers. The insert trigger
+//! (migration V3) therefore notifies only when it cannot take the **waiting lock** — the advisory
+//! lock [`WAITING_LOCK`] — in shared mode, for the rest of the writer's transaction. A relay whose
+//! workers are all idle takes that lock exclusively on a connection of its own (it *advertises*
+//! that it waits); a relay that finds work releases it and claims again on its own, so under
+//! sustained load writers skip the `NOTIFY` altogether.
+//!
+//! # No lost wake-up
+//!
+//! A writer's trigger runs at insert time but its rows become visible only at commit; the lock
+//! closes that gap. Take a writer `W` and a relay `R` going idle:
+//!
+//! - `W` found the lock free and took it shared: it holds it until its transaction has ended (its
+//!   rows are visible by then). `R`'s exclusive request waits for `W`, and once it holds the lock,
+//!   `R` claims once more: that claim sees `W`'s events. Or `R` held the lock before `W` tried: then
+//!   `W` could not take it.
+//! - `W` could not take it (`R`, or another relay, holds or is waiting for it): `W` notifies at
+//!   commit, and every listening relay wakes up.
+//!
+//! While `R` waits for the lock, writers cannot take it either (PostgreSQL queues a shared request
+//! behind a waiting exclusive one; the trigger's `try` then fails) and notify, so a long writer
+//! transaction delays only the advertising, never a wake-up. Several relays queue for the lock one
+//! behind the other; one holding it is enough, since a notification wakes them all. A relay's
+//! connection that drops releases the lock with it; the relay reconnects and advertises again, its
+//! claim after the barrier picking up what committed meanwhile. Without a listening relay nobody
+//! takes the lock and writers never notify (relays then poll).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use outbox_queries::queries::listen as sql;
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::backoff::InfraBackoff;
+use crate::connect::PgConnector;
+use crate::error::Error;
+
+/// The `application_name` of the connection a relay advertises on (unless the given config sets
+/// one), so operators can tell it apart in `pg_stat_activity`.
+pub const WAITING_APPLICATION_NAME: &str = "outbox-relay-waiting";
+
+/// The advisory lock (two-key form: `pg_advisory_lock(1869968504, 1)`; 1869968504 is `outx` in
+/// ASCII) that a waiting relay holds exclusively and that the insert trigger tries in shared mode.
+/// The two-key form cannot collide with `emit`'s aggregate locks (one 64-bit key).
+pub const WAITING_LOCK: (i32, i32) = (1_869_968_504, 1);
+
+/// How many of a relay's workers are idle (their last claim found nothing).
+#[derive(Debug, Clone)]
+pub(crate) struct IdleWorkers(watch::Sender<usize>);
+
+impl IdleWorkers {
+    pub(crate) fn new() -> Self {
+        IdleWorkers(watch::Sender::new(0))
+    }
+
+    /// A flag for one worker, not idle to begin with.
+    pub(crate) fn flag(&self) -> IdleFlag {
+        IdleFlag {
+            count: self.0.clone(),
+            idle: false,
+        }
+    }
+
+    fn subscribe(&self) -> watch::Receiver<usize> {
+        self.0.subscribe()
+    }
+}
+
+/// One worker's share of [`IdleWorkers`]; counts as busy once dropped.
+#[derive(Debug)]
+pub(crate) struct IdleFlag {
+    count: watch::Sender<usize>,
+    idle: bool,
+}
+
+impl IdleFlag {
+    /// Records whether the worker's last claim found nothing.
+    pub(crate) fn set(&mut self, idle: bool) {
+        if idle == self.idle {
+            return;
+        }
+        self.idle = idle;
+        self.count.send_modify(|n| {
+            *n = if idle {
+                n.saturating_add(1)
+            } else {
+                n.saturating_sub(1)
+            }
+        });
+    }
+}
+
+impl Drop for IdleFlag {
+    fn drop(&mut self) {
+        self.set(false);
+    }
+}
+
+/// Advertises the relay as waiting while all `workers` are idle, until `token` is cancelled.
+/// Each time it has taken the waiting lock it wakes one worker (`reclaim`) to claim again: the
+/// claim after the barrier (see the module docs).
+pub(crate) async fn run(
+    connector: PgConnector,
+    idle: IdleWorkers,
+    workers: usize,
+    reclaim: Arc<Notify>,
+    token: CancellationToken,
+) {
+    let mut backoff = InfraBackoff::new(Duration::from_millis(100), Duration::from_secs(30));
+    let mut idle = idle.subscribe();
+    loop {
+        match advertise(
+            &connector,
+            &mut idle,
+            workers,
+            &reclaim,
+            &token,
+            &mut backoff,
+        )
+        .await
+        {
+            Ok(()) => return,
+            Err(e) if !e.is_retryable() => {
+                tracing::error!(error = %e,
+                    "cannot open the connection to advertise waiting; writers will not wake this relay");
+                return;
+            }
+            Err(e) => {
+                let delay = backoff.failed();
+                tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64,
+                    "the connection advertising waiting was lost; reconnecting");
+                tokio::select! {
+                    _ = token.cancelled() => return,
+                    _ = tokio::time::sleep(delay) => {}
+                }
+            }
+        }
+    }
+}
+
+/// One connection's life. `Ok` only when cancelled; the lock goes with the connection.
+async fn advertise(
+    connector: &PgConnector,
+    idle: &mut watch::Receiver<usize>,
+    workers: usize,
+    reclaim: &Notify,
+    token: &CancellationToken,
+    backoff: &mut InfraBackoff,
+) -> Result<(), Error> {
+    let (client, connection) = tokio::select! {
+        _ = token.cancelled() => return Ok(()),
+        c = connector.connect() => c?,
+    };
+    let mut connection = tokio::spawn(connection);
+    let lost = |r: Result<Result<(), tokio_postgres::Error>, tokio::task::JoinError>| -> Error {
+        match r {
+            Ok(Err(e)) => e.into(),
+            _ => Error::new(
+                crate::error::ErrorKind::Database,
+                "the connection advertising waiting closed",
+            ),
+        }
+    };
+    // The exclusive request may wait for long writer transactions: no time limit on it.
+    tokio::select! {
+        _ = token.cancelled() => return Ok(()),
+        r = &mut connection => return Err(lost(r)),
+        r = client.batch_execute("SET statement_timeout = 0; SET lock_timeout = 0") => r?,
+    }
+    backoff.succeeded();
+    let (take, release) = (sql::advertise_waiting(), sql::stop_advertising_waiting());
+    loop {
+        // Idle: every worker's last claim found nothing.
+        tokio::select! {
+            _ = token.cancelled() => return Ok(()),
+            r = &mut connection => return Err(lost(r)),
+            r = idle.wait_for(|n| *n >= workers) => { r.map_err(|_| closed())?; }
+        }
+        tokio::select! {
+            _ = token.cancelled() => return Ok(()),
+            r = &mut connection => return Err(lost(r)),
+            r = take.bind(&client).one() => { r?; }
+        }
+        // Every writer that found the lock free has ended: claim once more.
+        reclaim.notify_one();
+        tracing::trace!("advertising: writers notify");
+        tokio::select! {
+            _ = token.cancelled() => return Ok(()),
+            r = &mut connection => return Err(lost(r)),
+            r = idle.wait_for(|n| *n < workers) => { r.map_err(|_| closed())?; }
+        }
+        tokio::select! {
+            _ = token.cancelled() => return Ok(()),
+            r = &mut connection => return Err(lost(r)),
+            r = release.bind(&client).one() => { r?; }
+        }
+        tracing::trace!("busy: writers do not notify");
+    }
+}
+
+fn closed() -> Error {
+    Error::new(
+        crate::error::ErrorKind::Database,
+        "the relay's workers are gone",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_flags_count_transitions_once_and_release_on_drop() {
+        let idle = IdleWorkers::new();
+        let rx = idle.subscribe();
+        let mut a = idle.flag();
+        let mut b = idle.flag();
+        a.set(true);
+        a.set(true);
+        assert_eq!(*rx.borrow(), 1);
+        b.set(true);
+        assert_eq!(*rx.borrow(), 2);
+        b.set(false);
+        b.set(false);
+        assert_eq!(*rx.borrow(), 1);
+        drop(a);
+        assert_eq!(*rx.borrow(), 0);
+        drop(b);
+        assert_eq!(*rx.borrow(), 0);
+    }
+}

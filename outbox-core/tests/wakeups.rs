@@ -1,0 +1,165 @@
+//! Adaptive wake-ups (migration V3): writers notify only while a relay waits, and no wake-up is lost
+//! when a writer races a relay going idle.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use outbox_core::{Relay, WAITING_LOCK, emit, emit_all};
+use outbox_tests::{RecordingPublisher, RunningRelay, TestDb, TestEvent};
+use tokio_postgres::AsyncMessage;
+
+/// A LISTEN connection: the notifications it hears, one channel name each (keep the client).
+async fn listener(
+    db: &TestDb,
+) -> (
+    tokio_postgres::Client,
+    tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
+    let (client, mut connection) = db.config().connect(tokio_postgres::NoTls).await.unwrap();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+    tokio::spawn(async move {
+        while let Some(Ok(message)) = messages.next().await {
+            if let AsyncMessage::Notification(n) = message {
+                let _ = tx.send(n.channel().to_string());
+            }
+        }
+    });
+    client.batch_execute("LISTEN outbox_events").await.unwrap();
+    (client, rx)
+}
+
+async fn heard(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> Vec<String> {
+    let mut received = Vec::new();
+    while let Ok(Some(channel)) = tokio::time::timeout(Duration::from_millis(500), rx.recv()).await
+    {
+        received.push(channel);
+    }
+    received
+}
+
+#[tokio::test]
+async fn writers_notify_once_per_inserting_statement_only_while_a_relay_waits() {
+    let db = TestDb::new().await;
+    let (_listening, mut rx) = listener(&db).await;
+    let client = db.pool().get().await.unwrap();
+
+    // Nobody waits: no notification at all.
+    emit(&client, &TestEvent::new("a", 1)).await.unwrap();
+    assert_eq!(heard(&mut rx).await, Vec::<String>::new());
+
+    // A relay waits (holds the waiting lock): one notification per inserting statement.
+    let waiting = db.connect().await;
+    waiting
+        .execute(
+            "SELECT pg_advisory_lock($1, $2)",
+            &[&WAITING_LOCK.0, &WAITING_LOCK.1],
+        )
+        .await
+        .unwrap();
+    let events: Vec<TestEvent> = (0..20).map(|n| TestEvent::new("b", n)).collect();
+    emit_all(&client, &events).await.unwrap();
+    emit(&client, &TestEvent::new("c", 1)).await.unwrap();
+    emit(&client, &TestEvent::new("d", 1)).await.unwrap();
+    assert_eq!(heard(&mut rx).await, vec!["outbox_events"; 3]);
+
+    // It stops waiting: silence again.
+    waiting
+        .execute(
+            "SELECT pg_advisory_unlock($1, $2)",
+            &[&WAITING_LOCK.0, &WAITING_LOCK.1],
+        )
+        .await
+        .unwrap();
+    emit(&client, &TestEvent::new("e", 1)).await.unwrap();
+    assert_eq!(heard(&mut rx).await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_relay_asking_to_wait_makes_writers_notify_and_waits_for_their_commit() {
+    let db = TestDb::new().await;
+    let (_listening, mut rx) = listener(&db).await;
+    let mut writer = db.connect().await;
+    // A writer inserts while nobody waits: it holds the waiting lock shared until it ends.
+    let tx = writer.transaction().await.unwrap();
+    emit(&tx, &TestEvent::new("a", 1)).await.unwrap();
+    // A relay asks to wait: its request queues behind the writer.
+    let relay = db.connect().await;
+    let asking = tokio::spawn(async move {
+        relay
+            .execute(
+                "SELECT pg_advisory_lock($1, $2)",
+                &[&WAITING_LOCK.0, &WAITING_LOCK.1],
+            )
+            .await
+            .unwrap();
+        relay
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!asking.is_finished(), "the relay waits for the writer");
+    // Another writer meanwhile cannot take the lock shared (a request is queued): it notifies.
+    let other = db.pool().get().await.unwrap();
+    emit(&other, &TestEvent::new("b", 1)).await.unwrap();
+    assert_eq!(heard(&mut rx).await, vec!["outbox_events"]);
+    assert!(!asking.is_finished());
+    tx.commit().await.unwrap();
+    let _relay = tokio::time::timeout(Duration::from_secs(5), asking)
+        .await
+        .expect("the relay gets the lock once the writer has committed")
+        .unwrap();
+}
+
+/// The race of the design: a writer inserts (the trigger looks for a waiting relay) while the relay
+/// is still busy, and commits while the relay goes idle; or the other way round. With a 10-minute
+/// poll, an event that waits seconds was a lost wake-up.
+#[tokio::test]
+async fn no_wake_up_is_lost_when_writers_race_a_relay_going_idle() {
+    const ROUNDS: usize = 300;
+    let db = TestDb::new().await;
+    let publisher = Arc::new(RecordingPublisher::new());
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .listen(db.config().clone())
+        .poll_interval(Duration::from_secs(600))
+        .concurrency(2)
+        .build()
+        .unwrap();
+    let running = RunningRelay::start(&relay);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut client = db.pool().get().await.unwrap();
+    let mut slowest = Duration::ZERO;
+    for round in 0..ROUNDS {
+        // Vary the phase against the relay's own cycle: commit at once, or hold the transaction
+        // open past the moment the relay (busy with the previous event) goes idle.
+        let hold = Duration::from_micros((round as u64 * 7_919) % 4_000);
+        let start = Instant::now();
+        let tx = client.transaction().await.unwrap();
+        emit(&tx, &TestEvent::new(format!("o-{round}"), 1))
+            .await
+            .unwrap();
+        if !hold.is_zero() {
+            tokio::time::sleep(hold).await;
+        }
+        tx.commit().await.unwrap();
+        // Polled every millisecond (not `eventually`'s 20 ms): the next round must start while the
+        // relay is still finishing this one.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let published = loop {
+            if publisher.ids().len() > round {
+                break true;
+            }
+            if Instant::now() > deadline {
+                break false;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        };
+        assert!(
+            published,
+            "round {round} (held {hold:?}): the event waits for the 10-minute poll — a lost wake-up"
+        );
+        slowest = slowest.max(start.elapsed());
+    }
+    assert_eq!(publisher.ids().len(), ROUNDS);
+    running.stop().await;
+    eprintln!("{ROUNDS} rounds; slowest commit → publish {slowest:?}");
+}
