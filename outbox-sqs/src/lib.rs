@@ -111,9 +111,11 @@
 //! Behind a topic, consumers using the SQS Extended Client need raw message delivery on their
 //! subscription (the library reads message attributes, which SNS's envelope would wrap).
 //!
-//! The object is written before the message is sent. When S3 fails (unreachable, time-out, the
-//! bucket missing or denied) the event's outcome is `Retry`, and the message is not sent; the retry
-//! writes the object again under the same key. Delivery stays at least once: a crash between the
+//! The object is written before the message is sent; when that fails, the message is not sent.
+//! S3 unreachable, too slow or failing (5xx): the event is `Unavailable` — put back without
+//! counting an attempt, like a broker outage. S3 refusing (bucket missing, access denied): `Retry`
+//! — a counted attempt, so a lasting misconfiguration ends in a visible dead letter. The next
+//! attempt writes the object again under the same key. Delivery stays at least once: a crash between the
 //! send and the relay marking the event re-sends the same pointer to the same (rewritten) object.
 //! With offload on, [`Publisher::limits`](outbox_core::Publisher::limits) is [`OFFLOAD_LIMITS`]:
 //! messages up to [`OFFLOAD_MAX_MESSAGE_BYTES`] (64 MiB), so build the emitter with
@@ -251,6 +253,7 @@ mod metrics;
 mod offload;
 mod publisher;
 mod routing;
+mod s3;
 mod sdk_error;
 mod settle;
 mod sns;

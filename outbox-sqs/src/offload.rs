@@ -13,22 +13,17 @@
 //! this crate writes the current name only).
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use aws_sdk_s3::Client;
-use aws_sdk_s3::operation::head_bucket::HeadBucketError;
-use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_sqs::error::SdkError;
 use outbox_core::limits::{CharacterSet, MessageLimits};
 use outbox_core::message::message_size;
 use outbox_core::{ClaimedEvent, FailureKind, PublishFailure, PublishOutcome};
 
 use crate::config::SqsConfig;
 use crate::destination::DestinationKind;
-use crate::error::{Error, ErrorKind, Result, config_error};
+use crate::error::{Result, config_error};
 use crate::message::SQS_LIMITS;
 use crate::publisher::SqsPublisher;
-use crate::sdk_error::{sdk_error, timeout_error};
 use crate::sns::SNS_LIMITS;
 
 /// The message attribute that marks an offloaded message and holds the payload's size in bytes
@@ -146,69 +141,13 @@ pub(crate) struct Offloader {
     pub(crate) threshold: Option<usize>,
 }
 
-impl Offloader {
-    /// Writes `payload` at the event's key and returns the pointer. The failure's kind is for the
-    /// event's outcome (which is `Retry`: the message is not sent without its object).
-    pub(crate) async fn put(
-        &self,
-        event_id: &str,
-        payload: &str,
-        timeout: Duration,
-    ) -> std::result::Result<Offloaded, (FailureKind, Error)> {
-        let key = offload_key(event_id);
-        let call = self
-            .client
-            .put_object()
-            .bucket(&self.bucket)
-            .key(&key)
-            .content_type("application/json")
-            .body(ByteStream::from(payload.as_bytes().to_vec()))
-            .send();
-        let what = format!("PutObject of an offloaded payload to bucket `{}`", self.bucket);
-        match tokio::time::timeout(timeout, call).await {
-            Ok(Ok(_)) => Ok(Offloaded {
-                body: pointer_body(&self.bucket, &key),
-                payload_len: payload.len(),
-            }),
-            Ok(Err(e)) => {
-                let kind = match &e {
-                    SdkError::TimeoutError(_) => FailureKind::Timeout,
-                    SdkError::DispatchFailure(_) => FailureKind::Unreachable,
-                    _ => FailureKind::Broker,
-                };
-                Err((kind, sdk_error(&what, e)))
-            }
-            Err(_) => Err((FailureKind::Timeout, timeout_error(&what, timeout))),
-        }
-    }
-
-    /// `HeadBucket` on the offload bucket: it exists and the credentials reach it.
-    pub(crate) async fn check(&self, timeout: Duration) -> Result<()> {
-        let call = self.client.head_bucket().bucket(&self.bucket).send();
-        let what = format!("HeadBucket on offload bucket `{}`", self.bucket);
-        match tokio::time::timeout(timeout, call).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(SdkError::ServiceError(ctx)))
-                if matches!(ctx.err(), HeadBucketError::NotFound(_))
-                    || ctx.raw().status().as_u16() == 404 =>
-            {
-                Err(Error::new(
-                    ErrorKind::BucketNotFound,
-                    format!("{what}: the bucket does not exist"),
-                ))
-            }
-            Ok(Err(e)) => Err(sdk_error(&what, e)),
-            Err(_) => Err(timeout_error(&what, timeout)),
-        }
-    }
-}
-
 impl SqsPublisher {
     /// Writes the payloads of the events (by index, in `order`) whose messages are over the
     /// offload threshold to S3, concurrently within the in-flight limit. Returns, by index, the
-    /// pointer of each, or the outcome of an event that cannot be sent now: `Retry` when S3
-    /// failed (the message is never sent without its object), `Unavailable` when the deadline
-    /// would pass first, `Permanent` above [`OFFLOAD_MAX_MESSAGE_BYTES`]. Empty without offload.
+    /// pointer of each, or the outcome of an event that cannot be sent now (the message is never
+    /// sent without its object): `Unavailable` when S3 is unreachable, too slow or failing (5xx),
+    /// or when the deadline would pass first; `Retry` when S3 refuses (the bucket missing, access
+    /// denied); `Permanent` above [`OFFLOAD_MAX_MESSAGE_BYTES`]. Empty without offload.
     pub(crate) async fn offload_large(
         &self,
         events: &[ClaimedEvent],
@@ -270,9 +209,18 @@ impl SqsPublisher {
                 Err((kind, error)) => {
                     tracing::warn!(
                         bucket = %offload.bucket, event_id = %id, error = %error,
-                        "S3 offload failed; the event is retried"
+                        "S3 offload failed; the event is not sent now"
                     );
-                    (i, Err(PublishOutcome::retry(kind, error.to_string())))
+                    // S3 down (unreachable, slow, 5xx): put back without an attempt, like an
+                    // outage of the broker. The bucket refusing (missing, denied): a counted
+                    // attempt, so that a lasting misconfiguration ends in a visible dead letter.
+                    let outcome = match kind {
+                        FailureKind::Timeout | FailureKind::Unreachable | FailureKind::Broker => {
+                            PublishOutcome::unavailable(kind, error.to_string())
+                        }
+                        _ => PublishOutcome::retry(kind, error.to_string()),
+                    };
+                    (i, Err(outcome))
                 }
             }
         });
