@@ -9,16 +9,56 @@ use crate::cli::{ENV_LISTEN_URL, ENV_METRICS_ADDR, ENV_NO_LISTEN};
 /// The `outbox relay` settings: flag, variable, meaning (an empty flag: variable only).
 fn relay_settings() -> Vec<(&'static str, &'static str, &'static str)> {
     vec![
-        ("--batch-size", env::BATCH_SIZE, "events per claim (default 100)"),
-        ("--concurrency", env::CONCURRENCY, "batches in flight (default 4)"),
-        ("--max-attempts", env::MAX_ATTEMPTS, "attempts before dead-lettering (default 10)"),
-        ("--poll-interval", env::POLL_INTERVAL_MS, "fallback poll (default 2s)"),
-        ("--shutdown-grace", env::SHUTDOWN_GRACE_MS, "grace period at shutdown (default 30s)"),
-        ("--retention", env::RETENTION_SECS, "delete processed rows older than this (default off)"),
-        ("--no-ordering", env::PER_AGGREGATE_ORDER, "per-aggregate order (default true)"),
-        ("--route", sqs::ENV_ROUTES, "`pattern=target,…` (queue URL or topic ARN)"),
-        ("--default-queue", sqs::ENV_DEFAULT_QUEUE_URL, "queue or topic for unrouted types"),
-        ("--offload-bucket", sqs::ENV_OFFLOAD_BUCKET, "S3 bucket for large payloads (default off)"),
+        (
+            "--batch-size",
+            env::BATCH_SIZE,
+            "events per claim (default 100)",
+        ),
+        (
+            "--concurrency",
+            env::CONCURRENCY,
+            "batches in flight (default 4)",
+        ),
+        (
+            "--max-attempts",
+            env::MAX_ATTEMPTS,
+            "attempts before dead-lettering (default 10)",
+        ),
+        (
+            "--poll-interval",
+            env::POLL_INTERVAL_MS,
+            "fallback poll (default 2s)",
+        ),
+        (
+            "--shutdown-grace",
+            env::SHUTDOWN_GRACE_MS,
+            "grace period at shutdown (default 30s)",
+        ),
+        (
+            "--retention",
+            env::RETENTION_SECS,
+            "delete processed rows older than this (default off)",
+        ),
+        (
+            "--no-ordering",
+            env::PER_AGGREGATE_ORDER,
+            "per-aggregate order (default true)",
+        ),
+        (
+            "--route",
+            sqs::ENV_ROUTES,
+            "`pattern=target,…` (queue URL or topic ARN)",
+        ),
+        (
+            "--default-queue",
+            sqs::ENV_DEFAULT_QUEUE_URL,
+            "queue or topic for unrouted types",
+        ),
+        (
+            "--offload-bucket",
+            sqs::ENV_OFFLOAD_BUCKET,
+            "S3 bucket for large payloads (default off)",
+        ),
         (
             "--offload-threshold",
             sqs::ENV_OFFLOAD_THRESHOLD_BYTES,

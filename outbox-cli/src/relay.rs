@@ -41,7 +41,9 @@ fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
         let (pattern, queue) = route
             .split_once('=')
             .filter(|(p, q)| !p.trim().is_empty() && !q.trim().is_empty())
-            .ok_or_else(|| format!("--route `{route}`: expected PATTERN=QUEUE_URL or PATTERN=TOPIC_ARN"))?;
+            .ok_or_else(|| {
+                format!("--route `{route}`: expected PATTERN=QUEUE_URL or PATTERN=TOPIC_ARN")
+            })?;
         c.routes.push(Route::new(pattern.trim(), queue.trim()));
     }
     if let Some(q) = &args.default_queue {

@@ -408,7 +408,10 @@ async fn relay_routes_to_an_sns_topic_and_refuses_bad_targets_and_offload_settin
         .await
         .unwrap()
         .attributes()
-        .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn).cloned())
+        .and_then(|a| {
+            a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+                .cloned()
+        })
         .unwrap();
     sns.subscribe()
         .topic_arn(&topic)
@@ -419,11 +422,19 @@ async fn relay_routes_to_an_sns_topic_and_refuses_bad_targets_and_offload_settin
         .await
         .unwrap();
     let client = db.pool().get().await.unwrap();
-    let ids = emit_all(&client, &[TestEvent::new("t-1", 1)]).await.unwrap();
+    let ids = emit_all(&client, &[TestEvent::new("t-1", 1)])
+        .await
+        .unwrap();
 
     let route = format!("order.*={topic}");
     let mut child = local_aws(&mut outbox(&db))
-        .args(["relay", "--route", &route, "--default-queue", unrouted.url()])
+        .args([
+            "relay",
+            "--route",
+            &route,
+            "--default-queue",
+            unrouted.url(),
+        ])
         .args(["--poll-interval", "200ms"])
         .stderr(Stdio::null())
         .stdout(Stdio::null())
@@ -434,7 +445,12 @@ async fn relay_routes_to_an_sns_topic_and_refuses_bad_targets_and_offload_settin
     assert!(wait_with_timeout(&mut child, Duration::from_secs(15)).success());
     assert_eq!(received.len(), 1, "the event went through the topic");
     assert_eq!(received[0].attributes["event_id"], ids[0].to_string());
-    assert!(unrouted.receive_all(1, Duration::from_secs(1)).await.is_empty());
+    assert!(
+        unrouted
+            .receive_all(1, Duration::from_secs(1))
+            .await
+            .is_empty()
+    );
 
     // Each mistake is one clear line at start-up, and nothing is relayed.
     let missing_bucket = format!("outbox-cli-missing-{}", Uuid::new_v4().simple());
@@ -443,18 +459,37 @@ async fn relay_routes_to_an_sns_topic_and_refuses_bad_targets_and_offload_settin
             vec!["--route", "order.*=arn:aws:sqs:us-east-1:000000000000:q"],
             "is an ARN but not of an SNS topic",
         ),
-        (vec!["--route", "order.*=orders queue"], "is neither an SQS queue URL"),
         (
-            vec!["--default-queue", unrouted.url(), "--offload-bucket", &missing_bucket],
+            vec!["--route", "order.*=orders queue"],
+            "is neither an SQS queue URL",
+        ),
+        (
+            vec![
+                "--default-queue",
+                unrouted.url(),
+                "--offload-bucket",
+                &missing_bucket,
+            ],
             "S3 offload bucket not found",
         ),
         (
-            vec!["--route", &route, "--offload-bucket", "b-ok", "--offload-threshold", "300000"],
+            vec![
+                "--route",
+                &route,
+                "--offload-bucket",
+                "b-ok",
+                "--offload-threshold",
+                "300000",
+            ],
             "offload threshold 300000 must be within 1..=262144",
         ),
     ];
     for (args, says) in cases {
-        let out = local_aws(&mut outbox(&db)).arg("relay").args(&args).output().unwrap();
+        let out = local_aws(&mut outbox(&db))
+            .arg("relay")
+            .args(&args)
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?} started");
         assert!(err.contains(says), "{args:?}: {err}");

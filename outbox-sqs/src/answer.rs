@@ -78,8 +78,18 @@ mod tests {
     #[test]
     fn publish_batch_output_maps_entry_by_entry() {
         let output = PublishBatchOutput::builder()
-            .successful(PublishBatchResultEntry::builder().id("0").message_id("m0").build())
-            .successful(PublishBatchResultEntry::builder().id("2").message_id("m2").build())
+            .successful(
+                PublishBatchResultEntry::builder()
+                    .id("0")
+                    .message_id("m0")
+                    .build(),
+            )
+            .successful(
+                PublishBatchResultEntry::builder()
+                    .id("2")
+                    .message_id("m2")
+                    .build(),
+            )
             .failed(
                 BatchResultErrorEntry::builder()
                     .id("1")
@@ -202,8 +212,17 @@ mod tests {
             ]
         );
         let reason = outcomes[0].1.error().unwrap();
-        assert!(reason.starts_with("SNS rejected the message: InvalidParameter"), "{reason}");
-        assert!(outcomes[2].1.error().unwrap().contains("SNS did not report"));
+        assert!(
+            reason.starts_with("SNS rejected the message: InvalidParameter"),
+            "{reason}"
+        );
+        assert!(
+            outcomes[2]
+                .1
+                .error()
+                .unwrap()
+                .contains("SNS did not report")
+        );
         // Entry failures of the message's own making leave the topic's breaker closed.
         assert!(!topic.breaker.is_open());
     }

@@ -57,8 +57,7 @@ pub(crate) fn plan<T: Plannable>(mut items: Vec<T>, fifo: bool, max_bytes: usize
     let mut current: Vec<T> = Vec::new();
     let mut current_bytes = 0;
     for item in items {
-        let full =
-            current.len() == MAX_BATCH_ENTRIES || current_bytes + item.size() > max_bytes;
+        let full = current.len() == MAX_BATCH_ENTRIES || current_bytes + item.size() > max_bytes;
         if !current.is_empty() && full {
             batches.push(std::mem::take(&mut current));
             current_bytes = 0;
@@ -126,8 +125,14 @@ mod tests {
     #[test]
     fn splits_by_count() {
         assert!(plan(items(0, 10), false, MAX_BATCH_BYTES).is_empty());
-        assert_eq!(shape(&plan(items(1, 10), false, MAX_BATCH_BYTES)), vec![vec![1]]);
-        assert_eq!(shape(&plan(items(10, 10), false, MAX_BATCH_BYTES)), vec![vec![10]]);
+        assert_eq!(
+            shape(&plan(items(1, 10), false, MAX_BATCH_BYTES)),
+            vec![vec![1]]
+        );
+        assert_eq!(
+            shape(&plan(items(10, 10), false, MAX_BATCH_BYTES)),
+            vec![vec![10]]
+        );
         assert_eq!(
             shape(&plan(items(25, 10), false, MAX_BATCH_BYTES)),
             vec![vec![10], vec![10], vec![5]]
@@ -161,13 +166,19 @@ mod tests {
         // One message of (almost) 1 MiB goes alone.
         let mut v = items(3, 100);
         v[1].size = MAX_BATCH_BYTES - 50;
-        assert_eq!(shape(&plan(v, false, MAX_BATCH_BYTES)), vec![vec![1], vec![1], vec![1]]);
+        assert_eq!(
+            shape(&plan(v, false, MAX_BATCH_BYTES)),
+            vec![vec![1], vec![1], vec![1]]
+        );
     }
 
     #[test]
     fn a_topics_batches_stop_at_snss_256_kib() {
         let sns = crate::SNS_MAX_BATCH_BYTES;
-        assert_eq!(shape(&plan(items(3, 100 * 1024), false, sns)), vec![vec![2], vec![1]]);
+        assert_eq!(
+            shape(&plan(items(3, 100 * 1024), false, sns)),
+            vec![vec![2], vec![1]]
+        );
         assert_eq!(shape(&plan(items(4, sns / 4), false, sns)), vec![vec![4]]);
     }
 
@@ -185,7 +196,11 @@ mod tests {
 
     #[test]
     fn fifo_keeps_a_group_together_and_in_order() {
-        let chains = plan(grouped(&["a", "b", "a", "c", "a", "b"]), true, MAX_BATCH_BYTES);
+        let chains = plan(
+            grouped(&["a", "b", "a", "c", "a", "b"]),
+            true,
+            MAX_BATCH_BYTES,
+        );
         assert_eq!(shape(&chains), vec![vec![6]]);
         let order: Vec<usize> = chains[0][0].iter().map(|i| i.n).collect();
         assert_eq!(order, vec![0, 2, 4, 1, 5, 3]);

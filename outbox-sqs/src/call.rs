@@ -1,7 +1,7 @@
 //! One batch call to a destination: `SendMessageBatch` to a queue, `PublishBatch` to a topic.
 
-use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::config::http::HttpResponse;
+use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 
 use crate::answer::BatchAnswer;
 use crate::breaker::Admit;
@@ -53,7 +53,10 @@ impl SqsPublisher {
                     ));
                 tokio::time::timeout(timeout, request.send())
                     .await
-                    .map(|r| r.map(BatchAnswer::from).map_err(|e| failed(queue, &what, e)))
+                    .map(|r| {
+                        r.map(BatchAnswer::from)
+                            .map_err(|e| failed(queue, &what, e))
+                    })
             }
             _ => {
                 let request = self
@@ -72,7 +75,10 @@ impl SqsPublisher {
                     ));
                 tokio::time::timeout(timeout, request.send())
                     .await
-                    .map(|r| r.map(BatchAnswer::from).map_err(|e| failed(queue, &what, e)))
+                    .map(|r| {
+                        r.map(BatchAnswer::from)
+                            .map_err(|e| failed(queue, &what, e))
+                    })
             }
         };
         answer.unwrap_or_else(|_| {

@@ -311,10 +311,17 @@ mod tests {
         assert_eq!(failure_kind("NotFound"), FailureKind::Destination);
         assert_eq!(failure_kind("KMSDisabled"), FailureKind::Destination);
         assert_eq!(failure_kind("Throttled"), FailureKind::Throttled);
-        for code in ["InvalidParameter", "InvalidParameterValue", "BatchRequestTooLong"] {
+        for code in [
+            "InvalidParameter",
+            "InvalidParameterValue",
+            "BatchRequestTooLong",
+        ] {
             assert_eq!(classify(code, true), Class::Permanent, "{code}");
         }
-        assert_eq!(failure_kind("InvalidParameter"), FailureKind::InvalidContent);
+        assert_eq!(
+            failure_kind("InvalidParameter"),
+            FailureKind::InvalidContent
+        );
         assert!(is_topic_missing("NotFound"));
         assert!(!is_topic_missing("QueueDoesNotExist"));
     }

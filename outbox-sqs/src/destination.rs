@@ -111,7 +111,9 @@ mod tests {
         );
         assert_eq!(
             parse_target("http://127.0.0.1:4566/000000000000/q"),
-            Ok(Target::QueueUrl("http://127.0.0.1:4566/000000000000/q".into()))
+            Ok(Target::QueueUrl(
+                "http://127.0.0.1:4566/000000000000/q".into()
+            ))
         );
         assert_eq!(
             parse_target("payments_v2-x.fifo"),
@@ -132,11 +134,20 @@ mod tests {
     #[test]
     fn anything_else_is_refused_with_a_reason() {
         for (bad, says) in [
-            ("arn:aws:sqs:eu-west-1:123456789012:orders", "not of an SNS topic"),
+            (
+                "arn:aws:sqs:eu-west-1:123456789012:orders",
+                "not of an SNS topic",
+            ),
             ("arn:aws:sns:eu-west-1:123456789012", "not an SNS topic ARN"),
             ("arn:aws:sns:eu-west-1:1234:orders", "not an SNS topic ARN"),
-            ("arn:aws:sns:eu-west-1:123456789012:bad name", "not an SNS topic ARN"),
-            ("arn:aws:sns:eu-west-1:123456789012:orders:sub-id", "not an SNS topic ARN"),
+            (
+                "arn:aws:sns:eu-west-1:123456789012:bad name",
+                "not an SNS topic ARN",
+            ),
+            (
+                "arn:aws:sns:eu-west-1:123456789012:orders:sub-id",
+                "not an SNS topic ARN",
+            ),
             ("orders queue", "neither"),
             ("sqs.eu-west-1.amazonaws.com/1/q", "neither"),
             (".fifo", "neither"),

@@ -43,8 +43,11 @@ pub const OFFLOAD_KEY_PREFIX: &str = "outbox/";
 pub const OFFLOAD_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
 /// The limits of a publisher that offloads: [`OFFLOAD_MAX_MESSAGE_BYTES`], XML characters.
-pub const OFFLOAD_LIMITS: MessageLimits =
-    MessageLimits::new("the S3 offload", OFFLOAD_MAX_MESSAGE_BYTES, CharacterSet::Xml);
+pub const OFFLOAD_LIMITS: MessageLimits = MessageLimits::new(
+    "the S3 offload",
+    OFFLOAD_MAX_MESSAGE_BYTES,
+    CharacterSet::Xml,
+);
 
 /// Checks the offload settings against the kinds of the configured destinations: a valid bucket
 /// name, a threshold only with a bucket, above zero and not above the smallest destination limit.
@@ -241,8 +244,7 @@ mod tests {
         assert_eq!(parsed[1]["s3Key"], "outbox/1");
         assert_eq!(parsed.as_array().unwrap().len(), 2);
         // Odd characters stay valid JSON.
-        let odd: serde_json::Value =
-            serde_json::from_str(&pointer_body("b\"x", "k\\y")).unwrap();
+        let odd: serde_json::Value = serde_json::from_str(&pointer_body("b\"x", "k\\y")).unwrap();
         assert_eq!(odd[1]["s3BucketName"], "b\"x");
     }
 
@@ -251,7 +253,15 @@ mod tests {
         for ok in ["abc", "my-bucket.v2", &"a".repeat(63)] {
             assert!(is_valid_bucket_name(ok), "{ok}");
         }
-        for bad in ["ab", "My-Bucket", "bucket_", "-bucket", "bucket-", "a..b", &"a".repeat(64)] {
+        for bad in [
+            "ab",
+            "My-Bucket",
+            "bucket_",
+            "-bucket",
+            "bucket-",
+            "a..b",
+            &"a".repeat(64),
+        ] {
             assert!(!is_valid_bucket_name(bad), "{bad}");
         }
     }

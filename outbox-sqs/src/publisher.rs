@@ -11,10 +11,10 @@ use outbox_core::limits::MessageLimits;
 use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome, Publisher};
 use tokio::sync::Semaphore;
 
+use crate::batch::MAX_BATCH_BYTES;
 use crate::batch::{Chain, plan};
 use crate::breaker::Breaker;
 pub use crate::builder::SqsPublisherBuilder;
-use crate::batch::MAX_BATCH_BYTES;
 use crate::classify::Class;
 use crate::destination::DestinationKind;
 use crate::error::{Error, ErrorKind, Result};
@@ -237,13 +237,13 @@ impl SqsPublisher {
         if total.transient_failures > 0
             && total.transient_failures + total.unavailable_failures == total.calls
         {
-            let first = total.first_failure.unwrap_or_else(|| {
-                Error::new(ErrorKind::Service, "every batch call failed")
-            });
+            let first = total
+                .first_failure
+                .unwrap_or_else(|| Error::new(ErrorKind::Service, "every batch call failed"));
             let n = total.calls;
             tracing::warn!(calls = n, error = %first, "every SQS/SNS call of this publish failed");
             return Err(first.context(format!(
-                "all {n} batch call(s) of this publish failed; the first"
+                "all {n} SendMessageBatch call(s) (PublishBatch for topics) of this publish failed; the first"
             )));
         }
         for (i, outcome) in total.outcomes {

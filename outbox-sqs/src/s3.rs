@@ -71,7 +71,10 @@ impl Offloader {
                 .content_type("application/json")
                 .body(ByteStream::from(payload.as_bytes().to_vec()))
                 .send();
-            let what = format!("PutObject of an offloaded payload to bucket `{}`", self.bucket);
+            let what = format!(
+                "PutObject of an offloaded payload to bucket `{}`",
+                self.bucket
+            );
             within(&what, timeout, call).await?;
         }
         Ok(Offloaded {
@@ -87,7 +90,10 @@ impl Offloader {
         payload: &[u8],
         timeout: Duration,
     ) -> std::result::Result<(), Failed> {
-        let what = format!("multipart upload of an offloaded payload to bucket `{}`", self.bucket);
+        let what = format!(
+            "multipart upload of an offloaded payload to bucket `{}`",
+            self.bucket
+        );
         let call = self
             .client
             .create_multipart_upload()
@@ -99,10 +105,15 @@ impl Offloader {
         let Some(upload_id) = created.upload_id().map(str::to_owned) else {
             return Err((
                 FailureKind::Broker,
-                Error::new(ErrorKind::Service, format!("{what}: no upload id in the answer")),
+                Error::new(
+                    ErrorKind::Service,
+                    format!("{what}: no upload id in the answer"),
+                ),
             ));
         };
-        let result = self.upload_parts(key, &upload_id, payload, timeout, &what).await;
+        let result = self
+            .upload_parts(key, &upload_id, payload, timeout, &what)
+            .await;
         if result.is_err() {
             let abort = self
                 .client

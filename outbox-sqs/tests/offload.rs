@@ -65,8 +65,14 @@ fn read_with_extended_client(queue: &TestQueue, count: usize) -> tempdir::Dir {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let read: usize = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0);
-    assert_eq!(read, count, "the extended client read {read} of {count} messages");
+    let read: usize = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    assert_eq!(
+        read, count,
+        "the extended client read {read} of {count} messages"
+    );
     dir
 }
 
@@ -121,21 +127,35 @@ async fn large_payloads_go_to_s3_and_the_python_extended_client_reads_them_back(
     // The objects, byte for byte, at the event's key; nothing for the small one.
     for e in [&two, &twenty] {
         let stored = get_object(&s3, &bucket, &offload_key(&e.id.to_string())).await;
-        assert_eq!(stored.as_deref(), Some(e.payload().as_bytes()), "{}", e.aggregate_id);
+        assert_eq!(
+            stored.as_deref(),
+            Some(e.payload().as_bytes()),
+            "{}",
+            e.aggregate_id
+        );
     }
-    assert_eq!(get_object(&s3, &bucket, &offload_key(&small.id.to_string())).await, None);
+    assert_eq!(
+        get_object(&s3, &bucket, &offload_key(&small.id.to_string())).await,
+        None
+    );
 
     // The messages as sent: the pointer and the size attribute for the large ones, the payload and
     // the usual attributes only for the small one.
     let got = raw.receive_all(3, WAIT).await;
     assert_eq!(got.len(), 3);
     for m in &got {
-        let e = evs.iter().find(|e| e.id.to_string() == m.attributes["event_id"]).unwrap();
+        let e = evs
+            .iter()
+            .find(|e| e.id.to_string() == m.attributes["event_id"])
+            .unwrap();
         if e.id == small.id {
             assert_eq!(m.body, e.payload());
             assert!(!m.attributes.contains_key(EXTENDED_PAYLOAD_SIZE_ATTRIBUTE));
         } else {
-            assert_eq!(m.body, pointer_body(&bucket, &offload_key(&e.id.to_string())));
+            assert_eq!(
+                m.body,
+                pointer_body(&bucket, &offload_key(&e.id.to_string()))
+            );
             assert_eq!(
                 m.attributes[EXTENDED_PAYLOAD_SIZE_ATTRIBUTE],
                 e.payload().len().to_string()
@@ -149,7 +169,11 @@ async fn large_payloads_go_to_s3_and_the_python_extended_client_reads_them_back(
     let dir = read_with_extended_client(&python, 3);
     for e in &evs {
         let body = std::fs::read(dir.path().join(e.id.to_string())).unwrap();
-        assert!(body == e.payload().as_bytes(), "event {} differs", e.aggregate_id);
+        assert!(
+            body == e.payload().as_bytes(),
+            "event {} differs",
+            e.aggregate_id
+        );
     }
 }
 
@@ -171,13 +195,19 @@ async fn a_20_mib_event_goes_from_emit_through_postgresql_and_the_relay_to_the_e
     let emitter = Emitter::for_publisher(&p);
     let tx = client.transaction().await.unwrap();
     let id = emitter.emit(&tx, &big).await.unwrap();
-    let small_id = emitter.emit(&tx, &TestEvent::new("order-small", 1)).await.unwrap();
+    let small_id = emitter
+        .emit(&tx, &TestEvent::new("order-small", 1))
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
 
     // The relay's default claim budget (4 MiB) still claims it, alone.
     let relay = Relay::builder(db.pool().clone(), p).build().unwrap();
     let running = RunningRelay::start(&relay);
-    assert!(eventually(WAIT, async || db.pending().await == 0).await, "not relayed");
+    assert!(
+        eventually(WAIT, async || db.pending().await == 0).await,
+        "not relayed"
+    );
     running.stop().await;
 
     let dir = read_with_extended_client(&queue, 2);
@@ -185,16 +215,26 @@ async fn a_20_mib_event_goes_from_emit_through_postgresql_and_the_relay_to_the_e
     let stored: String = db
         .connect()
         .await
-        .query_one("SELECT payload::text FROM outbox_events WHERE id = $1", &[&id])
+        .query_one(
+            "SELECT payload::text FROM outbox_events WHERE id = $1",
+            &[&id],
+        )
         .await
         .unwrap()
         .get(0);
     let body = std::fs::read(dir.path().join(id.to_string())).unwrap();
-    assert!(body == stored.as_bytes(), "the payload read back differs from the stored one");
+    assert!(
+        body == stored.as_bytes(),
+        "the payload read back differs from the stored one"
+    );
     let sent: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(sent, serde_json::to_value(&big).unwrap());
     assert!(dir.path().join(small_id.to_string()).exists());
-    assert!(get_object(&s3, &bucket, &offload_key(&small_id.to_string())).await.is_none());
+    assert!(
+        get_object(&s3, &bucket, &offload_key(&small_id.to_string()))
+            .await
+            .is_none()
+    );
 }
 
 #[tokio::test]
@@ -230,7 +270,9 @@ async fn an_s3_failure_retries_the_event_without_sending_it_then_it_goes_once() 
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].attributes["event_id"], big.id.to_string());
     assert_eq!(
-        get_object(&s3, &bucket, &offload_key(&big.id.to_string())).await.as_deref(),
+        get_object(&s3, &bucket, &offload_key(&big.id.to_string()))
+            .await
+            .as_deref(),
         Some(big.payload().as_bytes())
     );
 }
@@ -253,14 +295,22 @@ async fn below_the_threshold_nothing_touches_s3_and_a_lower_threshold_is_honoure
     let under = event("order.created", "order", "under", 1, json!("u".repeat(500)));
     let over = event("order.created", "order", "over", 2, json!("o".repeat(1000)));
     assert_all_published(&p.publish(&[under.clone(), over.clone()]).await.unwrap());
-    assert_eq!(get_object(&s3, &bucket, &offload_key(&under.id.to_string())).await, None);
     assert_eq!(
-        get_object(&s3, &bucket, &offload_key(&over.id.to_string())).await.as_deref(),
+        get_object(&s3, &bucket, &offload_key(&under.id.to_string())).await,
+        None
+    );
+    assert_eq!(
+        get_object(&s3, &bucket, &offload_key(&over.id.to_string()))
+            .await
+            .as_deref(),
         Some(over.payload().as_bytes())
     );
     let dir = read_with_extended_client(&queue, 2);
     for e in [&under, &over] {
-        assert_eq!(std::fs::read(dir.path().join(e.id.to_string())).unwrap(), e.payload().as_bytes());
+        assert_eq!(
+            std::fs::read(dir.path().join(e.id.to_string())).unwrap(),
+            e.payload().as_bytes()
+        );
     }
 }
 
@@ -269,7 +319,12 @@ async fn offload_settings_are_checked_at_build() {
     let queue_url = "http://127.0.0.1:4566/000000000000/q";
     let topic = "arn:aws:sns:us-east-1:000000000000:t";
     let cases: Vec<(Option<&str>, &str, Option<usize>, &str)> = vec![
-        (None, "outbox-bucket", Some(SQS_LIMITS.max_message_bytes() + 1), "threshold"),
+        (
+            None,
+            "outbox-bucket",
+            Some(SQS_LIMITS.max_message_bytes() + 1),
+            "threshold",
+        ),
         (Some(topic), "outbox-bucket", Some(256 * 1024 + 1), "262144"),
         (None, "outbox-bucket", Some(0), "threshold"),
         (None, "Not_A_Bucket", None, "bucket"),

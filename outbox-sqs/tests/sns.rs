@@ -34,7 +34,10 @@ fn by_event_id(messages: Vec<ReceivedMessage>) -> HashMap<String, ReceivedMessag
     let mut map = HashMap::new();
     for m in messages {
         let id = m.attributes["event_id"].clone();
-        assert!(map.insert(id.clone(), m).is_none(), "event {id} received twice");
+        assert!(
+            map.insert(id.clone(), m).is_none(),
+            "event {id} received twice"
+        );
     }
     map
 }
@@ -103,7 +106,10 @@ async fn a_topic_fans_out_to_raw_and_enveloped_subscriptions_and_a_queue_route_s
             })
             .collect();
         let id = attributes["event_id"].clone();
-        seen.insert(id, (envelope["Message"].as_str().unwrap().to_owned(), attributes));
+        seen.insert(
+            id,
+            (envelope["Message"].as_str().unwrap().to_owned(), attributes),
+        );
     }
     for e in &orders {
         let (message, attributes) = &seen[&e.id.to_string()];
@@ -112,7 +118,11 @@ async fn a_topic_fans_out_to_raw_and_enveloped_subscriptions_and_a_queue_route_s
     }
 
     // The queue route got its events, and only those.
-    let got = by_event_id(audit.receive_all(audits.len() + 1, Duration::from_secs(2)).await);
+    let got = by_event_id(
+        audit
+            .receive_all(audits.len() + 1, Duration::from_secs(2))
+            .await,
+    );
     assert_eq!(got.len(), audits.len());
     for e in &audits {
         assert_eq!(got[&e.id.to_string()].body, body(e));
@@ -158,9 +168,17 @@ async fn a_fifo_topic_keeps_each_aggregates_order_on_fifo_subscriptions() {
             let ns: Vec<i64> = got
                 .iter()
                 .filter(|m| m.attributes["aggregate_id"] == agg)
-                .map(|m| serde_json::from_str::<Value>(&m.body).unwrap()["n"].as_i64().unwrap())
+                .map(|m| {
+                    serde_json::from_str::<Value>(&m.body).unwrap()["n"]
+                        .as_i64()
+                        .unwrap()
+                })
                 .collect();
-            assert_eq!(ns, (0..8).collect::<Vec<_>>(), "aggregate {agg} out of order");
+            assert_eq!(
+                ns,
+                (0..8).collect::<Vec<_>>(),
+                "aggregate {agg} out of order"
+            );
         }
         let got = by_event_id(got);
         for e in &all {
@@ -208,18 +226,30 @@ async fn a_deleted_topic_is_handled_like_a_broken_queue() {
     assert_eq!(open[0].url, topic.arn);
     let metrics = p.encode_metrics();
     assert!(
-        metrics.contains(&format!("outbox_sns_topic_unavailable{{topic=\"{}\"}} 1", topic.arn)),
+        metrics.contains(&format!(
+            "outbox_sns_topic_unavailable{{topic=\"{}\"}} 1",
+            topic.arn
+        )),
         "{metrics}"
     );
     let outcomes = p.publish(&evs[..1]).await.unwrap();
-    assert!(matches!(outcomes[0], PublishOutcome::Unavailable(_)), "{outcomes:?}");
+    assert!(
+        matches!(outcomes[0], PublishOutcome::Unavailable(_)),
+        "{outcomes:?}"
+    );
 }
 
 #[tokio::test]
 async fn a_message_over_snss_limit_is_permanent_without_offload() {
     let topic = TestTopic::standard().await;
     let p = publisher(&[("*", &topic.arn)]).await;
-    let e = event("order.created", "order", "big", 1, json!("x".repeat(300 * 1024)));
+    let e = event(
+        "order.created",
+        "order",
+        "big",
+        1,
+        json!("x".repeat(300 * 1024)),
+    );
     let outcomes = p.publish(&[e]).await.unwrap();
     match &outcomes[0] {
         PublishOutcome::Permanent(f) => {

@@ -66,7 +66,10 @@ impl TestTopic {
         }
         match request.name(&name).send().await {
             Ok(out) => TestTopic {
-                arn: out.topic_arn().expect("CreateTopic returns an ARN").to_owned(),
+                arn: out
+                    .topic_arn()
+                    .expect("CreateTopic returns an ARN")
+                    .to_owned(),
                 client,
             },
             Err(e @ (SdkError::DispatchFailure(_) | SdkError::TimeoutError(_))) => {
