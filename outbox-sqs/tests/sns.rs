@@ -184,9 +184,12 @@ async fn a_fifo_topic_keeps_each_aggregates_order_on_fifo_subscriptions() {
         for e in &all {
             let m = &got[&e.id.to_string()];
             assert_eq!(m.attributes, attributes_of(e));
-            if let Some(group) = &m.group_id {
-                assert_eq!(group, &message_group_id(&e.aggregate_type, &e.aggregate_id));
-            }
+            // SNS passes the group and deduplication ids on to FIFO subscriptions.
+            assert_eq!(
+                m.group_id.as_deref(),
+                Some(message_group_id(&e.aggregate_type, &e.aggregate_id).as_str())
+            );
+            assert_eq!(m.dedup_id.as_deref(), Some(e.id.to_string().as_str()));
         }
     }
 }
