@@ -19,7 +19,7 @@ pub const ENV_LOG_FORMAT: &str = "OUTBOX_LOG_FORMAT";
 /// Address to serve Prometheus metrics on.
 pub const ENV_METRICS_ADDR: &str = "OUTBOX_METRICS_ADDR";
 
-/// Operate a transactional outbox on PostgreSQL: apply its schema, relay its events to AWS SQS, and
+/// Operate a transactional outbox on PostgreSQL: apply its schema, relay its events to AWS SQS/SNS, and
 /// inspect or repair it without writing SQL.
 #[derive(Debug, Parser)]
 #[command(name = "outbox", version)]
@@ -88,7 +88,7 @@ Applied versions are recorded in outbox_schema_history; running it again changes
 several processes running it at once are serialised by an advisory lock.")]
     Migrate,
 
-    /// Relay events to SQS until SIGINT or SIGTERM.
+    /// Relay events to SQS queues and SNS topics until SIGINT or SIGTERM.
     ///
     /// (The long help is built from the variable names' constants: see `help::relay`.)
     Relay(RelayArgs),
@@ -195,12 +195,21 @@ pub struct RelayArgs {
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9187) at /metrics.
     #[arg(long, env = ENV_METRICS_ADDR)]
     pub metrics_addr: Option<SocketAddr>,
-    /// Route an event type or prefix to a queue URL: `order.*=https://sqs...` (repeatable).
-    #[arg(long = "route", value_name = "PATTERN=URL")]
+    /// Route an event type or prefix to an SQS queue URL or an SNS topic ARN:
+    /// `order.*=https://sqs...`, `audit.*=arn:aws:sns:...` (repeatable).
+    #[arg(long = "route", value_name = "PATTERN=TARGET")]
     pub routes: Vec<String>,
-    /// Queue URL for event types without a route.
+    /// Queue URL (or topic ARN) for event types without a route.
     #[arg(long)]
     pub default_queue: Option<String>,
+    /// Offload payloads too large for their queue or topic to this S3 bucket, in the format of the
+    /// AWS SQS/SNS Extended Client libraries.
+    #[arg(long, value_name = "BUCKET")]
+    pub offload_bucket: Option<String>,
+    /// With --offload-bucket: offload messages larger than this many bytes (default: the queue's
+    /// or topic's limit, 1 MiB or 256 KiB).
+    #[arg(long, value_name = "BYTES", requires = "offload_bucket")]
+    pub offload_threshold: Option<usize>,
     /// Events per claim.
     #[arg(long)]
     pub batch_size: Option<usize>,

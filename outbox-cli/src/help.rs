@@ -44,11 +44,25 @@ fn relay_settings() -> Vec<(&'static str, &'static str, &'static str)> {
             env::PER_AGGREGATE_ORDER,
             "per-aggregate order (default true)",
         ),
-        ("--route", sqs::ENV_ROUTES, "`pattern=url,pattern=url`"),
+        (
+            "--route",
+            sqs::ENV_ROUTES,
+            "`pattern=target,…` (queue URL or topic ARN)",
+        ),
         (
             "--default-queue",
             sqs::ENV_DEFAULT_QUEUE_URL,
-            "queue for unrouted event types",
+            "queue or topic for unrouted types",
+        ),
+        (
+            "--offload-bucket",
+            sqs::ENV_OFFLOAD_BUCKET,
+            "S3 bucket for large payloads (default off)",
+        ),
+        (
+            "--offload-threshold",
+            sqs::ENV_OFFLOAD_THRESHOLD_BYTES,
+            "offload above this (default: the limit)",
         ),
         (
             "--broken-queue-dead-letter-after",
@@ -121,27 +135,35 @@ pub fn relay() -> String {
 }
 
 const RELAY: &str = "\
-Relay committed outbox events to AWS SQS until SIGINT or SIGTERM, then shut down gracefully:
-stop claiming, let batches in flight finish within the grace period, release the rest.
+Relay committed outbox events to AWS SQS queues and SNS topics until SIGINT or SIGTERM, then shut
+down gracefully: stop claiming, let batches in flight finish within the grace period, release the
+rest.
 
 Events are claimed with FOR UPDATE SKIP LOCKED, so any number of relays may run side by side.
 Delivery is at-least-once; consumers dedupe on the event_id attribute. Per-aggregate order is kept
 unless --no-ordering is given.
 
 ROUTING:
-  Each event type goes to one queue: an exact route (`order.created=URL`) wins over a prefix route
-  (`order.*=URL`; the longest prefix wins), which wins over the default queue. An event with no
-  route is dead-lettered with a clear reason. Queue URLs ending in .fifo get MessageGroupId =
-  aggregate and MessageDeduplicationId = event id.
+  Each event type goes to one queue or topic: an exact route (`order.created=TARGET`) wins over a
+  prefix route (`order.*=TARGET`; the longest prefix wins), which wins over the default. A target
+  is an SQS queue URL (or name) or an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:TOPIC); anything
+  else is refused at start-up. An event with no route is dead-lettered with a clear reason. Queues
+  and topics ending in .fifo get MessageGroupId = aggregate and MessageDeduplicationId = event id.
+
+LARGE PAYLOADS:
+  With --offload-bucket, a message over the threshold (default: 1 MiB for a queue, 256 KiB for a
+  topic) is written to S3 at outbox/<event_id> and sent as a pointer in the AWS Extended Client
+  format (ExtendedPayloadSize attribute), which the Java/Python/.NET extended clients read
+  unchanged. Nothing deletes these objects: expire the outbox/ prefix with an S3 lifecycle rule.
 
 SETTINGS (flag, or environment variable):
 {settings}
 
-A BROKEN QUEUE:
-  A queue that fails as a whole (deleted, access or KMS key denied, throttled) has its circuit
-  breaker opened: its events are put back for 5s without counting an attempt and it is not called
-  except for one probe every 5s, while other queues keep flowing. Still broken after
-  --broken-queue-dead-letter-after, its events are dead-lettered with the SQS error.
+A BROKEN QUEUE OR TOPIC:
+  A queue or topic that fails as a whole (deleted, access or KMS key denied, throttled) has its
+  circuit breaker opened: its events are put back for 5s without counting an attempt and it is not
+  called except for one probe every 5s, while the others keep flowing. Still broken after
+  --broken-queue-dead-letter-after, its events are dead-lettered with the SQS or SNS error.
 
 START-UP CHECKS:
   Before it starts, the relay connects and checks the database: reachable, password accepted, TLS
@@ -150,4 +172,6 @@ START-UP CHECKS:
 
 AWS:
   Credentials and region come from the default AWS chain (environment, profile, instance role).
-  The relay needs sqs:SendMessage and sqs:GetQueueAttributes on its queues.";
+  The relay needs sqs:SendMessage and sqs:GetQueueAttributes on its queues, sns:Publish and
+  sns:GetTopicAttributes on its topics, and with offload s3:PutObject on BUCKET/outbox/* and
+  s3:ListBucket on BUCKET.";

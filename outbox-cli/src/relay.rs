@@ -41,7 +41,9 @@ fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
         let (pattern, queue) = route
             .split_once('=')
             .filter(|(p, q)| !p.trim().is_empty() && !q.trim().is_empty())
-            .ok_or_else(|| format!("--route `{route}`: expected PATTERN=QUEUE_URL"))?;
+            .ok_or_else(|| {
+                format!("--route `{route}`: expected PATTERN=QUEUE_URL or PATTERN=TOPIC_ARN")
+            })?;
         c.routes.push(Route::new(pattern.trim(), queue.trim()));
     }
     if let Some(q) = &args.default_queue {
@@ -50,9 +52,15 @@ fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
     if let Some(d) = args.broken_queue_dead_letter_after {
         c.broken_queue_dead_letter_after = d;
     }
+    if let Some(b) = &args.offload_bucket {
+        c.offload_bucket = Some(b.clone());
+    }
+    if let Some(t) = args.offload_threshold {
+        c.offload_threshold = Some(t);
+    }
     if c.routes.is_empty() && c.default_queue.is_none() {
         return Err(
-            "no queue configured: pass --default-queue URL or --route PATTERN=URL \
+            "no queue or topic configured: pass --default-queue URL or --route PATTERN=URL|ARN \
             (or set OUTBOX_SQS_DEFAULT_QUEUE_URL / OUTBOX_SQS_ROUTES)"
                 .into(),
         );

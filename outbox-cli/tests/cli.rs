@@ -370,6 +370,132 @@ async fn relay_fails_fast_on_a_queue_that_does_not_exist() {
     );
 }
 
+/// The child's AWS settings: every service (SQS, SNS, S3) on the local emulator.
+fn local_aws(cmd: &mut Command) -> &mut Command {
+    cmd.env("AWS_ENDPOINT_URL", outbox_tests::sqs::endpoint())
+        .env("AWS_ENDPOINT_URL_SQS", outbox_tests::sqs::endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+}
+
+#[tokio::test]
+async fn relay_routes_to_an_sns_topic_and_refuses_bad_targets_and_offload_settings() {
+    let db = TestDb::new().await;
+    let subscriber = TestQueue::standard().await;
+    let unrouted = TestQueue::standard().await;
+    let sdk = outbox_tests::sqs::sdk_config().await;
+    let sns = aws_sdk_sns::Client::from_conf(
+        aws_sdk_sns::config::Builder::from(&sdk)
+            .endpoint_url(outbox_tests::sqs::endpoint())
+            .build(),
+    );
+    let topic = sns
+        .create_topic()
+        .name(format!("outbox-cli-{}", Uuid::new_v4().simple()))
+        .send()
+        .await
+        .expect("CreateTopic on the local emulator (bash scripts/services.sh starts it)")
+        .topic_arn()
+        .unwrap()
+        .to_owned();
+    let queue_arn = subscriber
+        .client()
+        .get_queue_attributes()
+        .queue_url(subscriber.url())
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .unwrap()
+        .attributes()
+        .and_then(|a| {
+            a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+                .cloned()
+        })
+        .unwrap();
+    sns.subscribe()
+        .topic_arn(&topic)
+        .protocol("sqs")
+        .endpoint(queue_arn)
+        .attributes("RawMessageDelivery", "true")
+        .send()
+        .await
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let ids = emit_all(&client, &[TestEvent::new("t-1", 1)])
+        .await
+        .unwrap();
+
+    let route = format!("order.*={topic}");
+    let mut child = local_aws(&mut outbox(&db))
+        .args([
+            "relay",
+            "--route",
+            &route,
+            "--default-queue",
+            unrouted.url(),
+        ])
+        .args(["--poll-interval", "200ms"])
+        .stderr(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let received = subscriber.receive_all(1, Duration::from_secs(20)).await;
+    sigterm(&child);
+    assert!(wait_with_timeout(&mut child, Duration::from_secs(15)).success());
+    assert_eq!(received.len(), 1, "the event went through the topic");
+    assert_eq!(received[0].attributes["event_id"], ids[0].to_string());
+    assert!(
+        unrouted
+            .receive_all(1, Duration::from_secs(1))
+            .await
+            .is_empty()
+    );
+
+    // Each mistake is one clear line at start-up, and nothing is relayed.
+    let missing_bucket = format!("outbox-cli-missing-{}", Uuid::new_v4().simple());
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--route", "order.*=arn:aws:sqs:us-east-1:000000000000:q"],
+            "is an ARN but not of an SNS topic",
+        ),
+        (
+            vec!["--route", "order.*=orders queue"],
+            "is neither an SQS queue URL",
+        ),
+        (
+            vec![
+                "--default-queue",
+                unrouted.url(),
+                "--offload-bucket",
+                &missing_bucket,
+            ],
+            "S3 offload bucket not found",
+        ),
+        (
+            vec![
+                "--route",
+                &route,
+                "--offload-bucket",
+                "b-ok",
+                "--offload-threshold",
+                "300000",
+            ],
+            "offload threshold 300000 must be within 1..=262144",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = local_aws(&mut outbox(&db))
+            .arg("relay")
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} started");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
 #[tokio::test]
 async fn relay_dead_letters_are_visible_to_stats() {
     // The library relay and the CLI share the table: a poison event dead-lettered by a relay shows
@@ -436,6 +562,8 @@ fn relay_help_names_every_setting_variable_the_code_reads() {
         outbox_sqs::ENV_CALL_TIMEOUT_MS,
         outbox_sqs::ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS,
         outbox_sqs::ENV_BREAKER_PROBE_INTERVAL_MS,
+        outbox_sqs::ENV_OFFLOAD_BUCKET,
+        outbox_sqs::ENV_OFFLOAD_THRESHOLD_BYTES,
     ] {
         assert!(
             help.contains(var),

@@ -1,4 +1,4 @@
-//! Splitting one queue's messages into `SendMessageBatch` calls.
+//! Splitting one destination's messages into `SendMessageBatch` or `PublishBatch` calls.
 
 use std::collections::HashMap;
 
@@ -33,13 +33,14 @@ impl Plannable for Prepared {
 pub(crate) type Chain<T> = Vec<Vec<T>>;
 
 /// Splits `items` — one queue's messages in `seq` order — into batches of at most
-/// [`MAX_BATCH_ENTRIES`] entries and [`MAX_BATCH_BYTES`] bytes, grouped into chains.
+/// [`MAX_BATCH_ENTRIES`] entries and `max_bytes` bytes ([`MAX_BATCH_BYTES`] for a queue,
+/// [`SNS_MAX_BATCH_BYTES`](crate::SNS_MAX_BATCH_BYTES) for a topic), grouped into chains.
 ///
 /// On a standard queue every batch is its own chain (all may be sent at once). On a FIFO queue the
 /// messages of one group are kept together, in order, so that they share a batch when they fit;
 /// when a group spills over into the next batch, the two batches form a chain and are sent in
 /// order. Groups keep the order of their first message.
-pub(crate) fn plan<T: Plannable>(mut items: Vec<T>, fifo: bool) -> Vec<Chain<T>> {
+pub(crate) fn plan<T: Plannable>(mut items: Vec<T>, fifo: bool, max_bytes: usize) -> Vec<Chain<T>> {
     if fifo {
         let mut first: HashMap<String, usize> = HashMap::new();
         let mut rank = Vec::with_capacity(items.len());
@@ -56,8 +57,7 @@ pub(crate) fn plan<T: Plannable>(mut items: Vec<T>, fifo: bool) -> Vec<Chain<T>>
     let mut current: Vec<T> = Vec::new();
     let mut current_bytes = 0;
     for item in items {
-        let full =
-            current.len() == MAX_BATCH_ENTRIES || current_bytes + item.size() > MAX_BATCH_BYTES;
+        let full = current.len() == MAX_BATCH_ENTRIES || current_bytes + item.size() > max_bytes;
         if !current.is_empty() && full {
             batches.push(std::mem::take(&mut current));
             current_bytes = 0;
@@ -124,15 +124,21 @@ mod tests {
 
     #[test]
     fn splits_by_count() {
-        assert!(plan(items(0, 10), false).is_empty());
-        assert_eq!(shape(&plan(items(1, 10), false)), vec![vec![1]]);
-        assert_eq!(shape(&plan(items(10, 10), false)), vec![vec![10]]);
+        assert!(plan(items(0, 10), false, MAX_BATCH_BYTES).is_empty());
         assert_eq!(
-            shape(&plan(items(25, 10), false)),
+            shape(&plan(items(1, 10), false, MAX_BATCH_BYTES)),
+            vec![vec![1]]
+        );
+        assert_eq!(
+            shape(&plan(items(10, 10), false, MAX_BATCH_BYTES)),
+            vec![vec![10]]
+        );
+        assert_eq!(
+            shape(&plan(items(25, 10), false, MAX_BATCH_BYTES)),
             vec![vec![10], vec![10], vec![5]]
         );
         // Order is kept.
-        let flat: Vec<usize> = plan(items(25, 10), false)
+        let flat: Vec<usize> = plan(items(25, 10), false, MAX_BATCH_BYTES)
             .into_iter()
             .flatten()
             .flatten()
@@ -145,22 +151,35 @@ mod tests {
     fn splits_by_size() {
         // Three of 400 KiB: two fit in 1 MiB, the third does not.
         assert_eq!(
-            shape(&plan(items(3, 400 * 1024), false)),
+            shape(&plan(items(3, 400 * 1024), false, MAX_BATCH_BYTES)),
             vec![vec![2], vec![1]]
         );
         // Exactly 1 MiB in total fits.
         assert_eq!(
-            shape(&plan(items(4, MAX_BATCH_BYTES / 4), false)),
+            shape(&plan(items(4, MAX_BATCH_BYTES / 4), false, MAX_BATCH_BYTES)),
             vec![vec![4]]
         );
         assert_eq!(
-            shape(&plan(items(5, MAX_BATCH_BYTES / 4), false)),
+            shape(&plan(items(5, MAX_BATCH_BYTES / 4), false, MAX_BATCH_BYTES)),
             vec![vec![4], vec![1]]
         );
         // One message of (almost) 1 MiB goes alone.
         let mut v = items(3, 100);
         v[1].size = MAX_BATCH_BYTES - 50;
-        assert_eq!(shape(&plan(v, false)), vec![vec![1], vec![1], vec![1]]);
+        assert_eq!(
+            shape(&plan(v, false, MAX_BATCH_BYTES)),
+            vec![vec![1], vec![1], vec![1]]
+        );
+    }
+
+    #[test]
+    fn a_topics_batches_stop_at_snss_256_kib() {
+        let sns = crate::SNS_MAX_BATCH_BYTES;
+        assert_eq!(
+            shape(&plan(items(3, 100 * 1024), false, sns)),
+            vec![vec![2], vec![1]]
+        );
+        assert_eq!(shape(&plan(items(4, sns / 4), false, sns)), vec![vec![4]]);
     }
 
     fn grouped(groups: &[&str]) -> Vec<Item> {
@@ -177,7 +196,11 @@ mod tests {
 
     #[test]
     fn fifo_keeps_a_group_together_and_in_order() {
-        let chains = plan(grouped(&["a", "b", "a", "c", "a", "b"]), true);
+        let chains = plan(
+            grouped(&["a", "b", "a", "c", "a", "b"]),
+            true,
+            MAX_BATCH_BYTES,
+        );
         assert_eq!(shape(&chains), vec![vec![6]]);
         let order: Vec<usize> = chains[0][0].iter().map(|i| i.n).collect();
         assert_eq!(order, vec![0, 2, 4, 1, 5, 3]);
@@ -188,13 +211,13 @@ mod tests {
         // 12 of group a then 3 of b: [a×10] → [a×2, b×3] must be sequential.
         let mut groups = vec!["a"; 12];
         groups.extend(["b"; 3]);
-        let chains = plan(grouped(&groups), true);
+        let chains = plan(grouped(&groups), true, MAX_BATCH_BYTES);
         assert_eq!(shape(&chains), vec![vec![10, 5]]);
         // Distinct groups never chain.
         let distinct: Vec<String> = (0..25).map(|i| format!("g{i}")).collect();
         let distinct: Vec<&str> = distinct.iter().map(String::as_str).collect();
         assert_eq!(
-            shape(&plan(grouped(&distinct), true)),
+            shape(&plan(grouped(&distinct), true, MAX_BATCH_BYTES)),
             vec![vec![10], vec![10], vec![5]]
         );
     }

@@ -4,21 +4,24 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_config::{BehaviorVersion, SdkConfig};
+use aws_config::SdkConfig;
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::config::Region;
-use aws_sdk_sqs::config::retry::RetryConfig;
 use tokio::sync::Semaphore;
 
 use crate::breaker::Breaker;
+use crate::clients::clients;
 use crate::config::{
     MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
 };
+use crate::destination::{DestinationKind, Target, is_fifo, parse_target};
 use crate::error::{Error, ErrorKind, Result, config_error};
+use crate::message::SQS_LIMITS;
 use crate::metrics::SqsMetrics;
+use crate::offload::{OFFLOAD_LIMITS, Offloader, validate_offload};
 use crate::publisher::{Inner, Queue, SqsPublisher};
 use crate::routing::Router;
 use crate::sdk_error::{sdk_error, timeout_error};
+use crate::sns::SNS_LIMITS;
 
 /// Builds an [`SqsPublisher`]: settings in, [`build`](Self::build) validates them, loads the AWS
 /// configuration and resolves queue names.
@@ -37,14 +40,16 @@ impl SqsPublisherBuilder {
         self
     }
 
-    /// The queue (URL, or a name resolved at build) for event types no route matches.
+    /// The queue (URL, or a name resolved at build) or topic (ARN) for event types no route
+    /// matches.
     pub fn default_queue(mut self, queue: impl Into<String>) -> Self {
         self.config.default_queue = Some(queue.into());
         self
     }
 
     /// Adds a route: events whose type matches `pattern` (an exact type, or a prefix ending in
-    /// `*`) go to `queue` (a URL, or a name resolved at build). See [`Route`].
+    /// `*`) go to `queue`: a queue URL, a queue name (resolved at build) or an SNS topic ARN. See
+    /// [`Route`].
     pub fn route(mut self, pattern: impl Into<String>, queue: impl Into<String>) -> Self {
         self.config.routes.push(Route::new(pattern, queue));
         self
@@ -77,7 +82,22 @@ impl SqsPublisherBuilder {
         self
     }
 
-    /// Overrides the SQS endpoint (otherwise `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`, or AWS's).
+    /// Offloads large payloads to this S3 bucket (see
+    /// [the crate docs](crate#s3-offload-of-large-payloads)). Off by default.
+    pub fn offload_bucket(mut self, bucket: impl Into<String>) -> Self {
+        self.config.offload_bucket = Some(bucket.into());
+        self
+    }
+
+    /// With [`offload_bucket`](Self::offload_bucket): offload messages larger than `bytes`
+    /// (default: each destination's own limit). See [`SqsConfig::offload_threshold`].
+    pub fn offload_threshold(mut self, bytes: usize) -> Self {
+        self.config.offload_threshold = Some(bytes);
+        self
+    }
+
+    /// Overrides the endpoint of SQS, SNS and S3 (otherwise `AWS_ENDPOINT_URL_SQS` /
+    /// `AWS_ENDPOINT_URL_SNS` / `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, or AWS's).
     pub fn endpoint_url(mut self, url: impl Into<String>) -> Self {
         self.config.endpoint_url = Some(url.into());
         self
@@ -111,53 +131,22 @@ impl SqsPublisherBuilder {
     }
 
     /// Validates the settings, loads the AWS configuration (unless one was given) and resolves
-    /// queue names to URLs with `GetQueueUrl`. Does not otherwise contact SQS: call
-    /// [`Publisher::check`](outbox_core::Publisher::check) for that.
+    /// queue names to URLs with `GetQueueUrl`. Does not otherwise contact AWS: call
+    /// [`Publisher::check`](outbox_core::Publisher::check) for that (it also checks the topics
+    /// and the offload bucket).
     ///
     /// Fails with [`ErrorKind::Config`] on an invalid setting (no queue at all, `max_in_flight`
     /// 0, a zero call timeout, `max_attempts` 0, an endpoint that is not an `http(s)://` URL, an
-    /// invalid route pattern, no region), and with the error of `GetQueueUrl` when a queue name
-    /// cannot be resolved.
+    /// invalid route pattern, a target that is neither a queue URL, a queue name nor an SNS topic
+    /// ARN, an invalid offload bucket name, an offload threshold of 0 or above a destination's
+    /// limit, a threshold without a bucket, no region), and with the error of `GetQueueUrl` when a
+    /// queue name cannot be resolved.
     pub async fn build(self) -> Result<SqsPublisher> {
         let config = self.config;
         validate(&config)?;
 
-        let conf = match (self.client, self.sdk_config) {
-            (Some(client), _) => client.config().to_builder(),
-            (None, Some(sdk)) => aws_sdk_sqs::config::Builder::from(&sdk),
-            (None, None) => {
-                let mut loader = aws_config::defaults(BehaviorVersion::latest());
-                if let Some(region) = &config.region {
-                    loader = loader.region(Region::new(region.clone()));
-                }
-                if let Some(url) = &config.endpoint_url {
-                    loader = loader.endpoint_url(url);
-                }
-                aws_sdk_sqs::config::Builder::from(&loader.load().await)
-            }
-        };
-        let mut conf = conf;
-        if let Some(region) = &config.region {
-            conf = conf.region(Region::new(region.clone()));
-        }
-        if let Some(url) = &config.endpoint_url {
-            conf = conf.endpoint_url(url);
-        }
-        let mut conf = conf.build();
-        if let Some(attempts) = config.max_attempts {
-            let retry = conf
-                .retry_config()
-                .cloned()
-                .unwrap_or_else(RetryConfig::standard)
-                .with_max_attempts(attempts);
-            conf = conf.to_builder().retry_config(retry).build();
-        }
-        if conf.region().is_none() {
-            return Err(config_error(
-                "no AWS region: set AWS_REGION (or a region in the AWS profile) or the builder's `region`",
-            ));
-        }
-        let client = Client::from_conf(conf);
+        let clients = clients(&config, self.client, self.sdk_config).await?;
+        let client = clients.sqs;
 
         // Resolve names, once each, in configuration order.
         let metrics = SqsMetrics::new();
@@ -172,21 +161,31 @@ impl SqsPublisherBuilder {
             if by_name.contains_key(queue) {
                 continue;
             }
-            let url = if queue.contains("://") {
-                queue.to_owned()
-            } else {
-                resolve_queue_url(&client, queue, config.call_timeout).await?
+            // Checked by `validate`.
+            let target = parse_target(queue).map_err(config_error)?;
+            let (url, kind) = match target {
+                Target::QueueUrl(url) => (url, DestinationKind::Queue),
+                Target::QueueName(name) => (
+                    resolve_queue_url(&client, &name, config.call_timeout).await?,
+                    DestinationKind::Queue,
+                ),
+                Target::Topic(arn) => (arn, DestinationKind::Topic),
             };
             let resolved = match queues.iter().find(|q| q.url == url) {
                 Some(q) => q.clone(),
                 None => {
+                    let gauge = match kind {
+                        DestinationKind::Topic => metrics.topic_unavailable(&url),
+                        _ => metrics.unavailable(&url),
+                    };
                     let q = Arc::new(Queue {
-                        fifo: url.trim_end_matches('/').ends_with(".fifo"),
+                        fifo: is_fifo(&url),
+                        kind,
                         breaker: Breaker::new(
                             url.clone(),
                             config.breaker_probe_interval,
                             config.broken_queue_dead_letter_after,
-                            metrics.unavailable(&url),
+                            gauge,
                         ),
                         url,
                     });
@@ -208,9 +207,27 @@ impl SqsPublisherBuilder {
         )
         .map_err(config_error)?;
 
+        let has_topic = queues.iter().any(|q| q.kind == DestinationKind::Topic);
+        let limits = match (&config.offload_bucket, has_topic) {
+            (Some(_), _) => OFFLOAD_LIMITS,
+            (None, true) => SNS_LIMITS,
+            (None, false) => SQS_LIMITS,
+        };
+        let offload = match (clients.s3, &config.offload_bucket) {
+            (Some(s3), Some(bucket)) => Some(Offloader {
+                client: s3,
+                bucket: bucket.trim().to_owned(),
+                threshold: config.offload_threshold,
+            }),
+            _ => None,
+        };
+
         Ok(SqsPublisher {
             inner: Arc::new(Inner {
                 client,
+                sns: clients.sns,
+                offload,
+                limits,
                 router,
                 queues,
                 permits: Semaphore::new(config.max_in_flight),
@@ -273,7 +290,26 @@ fn validate(config: &SqsConfig) -> Result<()> {
             route.pattern
         )));
     }
-    // Patterns are checked before any network call.
+    // Targets and patterns are checked before any network call.
+    let targets = config
+        .routes
+        .iter()
+        .map(|r| (format!("route `{}`", r.pattern), r.queue.as_str()))
+        .chain(
+            config
+                .default_queue
+                .iter()
+                .map(|q| ("the default queue".to_owned(), q.as_str())),
+        );
+    let mut kinds = Vec::new();
+    for (what, target) in targets {
+        match parse_target(target) {
+            Ok(Target::Topic(_)) => kinds.push(DestinationKind::Topic),
+            Ok(_) => kinds.push(DestinationKind::Queue),
+            Err(e) => return Err(config_error(format!("{what}: {e}"))),
+        }
+    }
+    validate_offload(config, &kinds)?;
     Router::new(
         config
             .routes

@@ -1,4 +1,6 @@
-//! The one place that decides what an SQS failure means for the events it hit.
+//! The one place that decides what an SQS or SNS failure means for the events it hit. SNS topics
+//! follow the same rules as queues, with SNS's codes (`NotFound`, `AuthorizationError`,
+//! `KMS…`, `Throttled`, `InvalidParameter`) beside SQS's.
 //!
 //! The rule: [`Class::Permanent`] only when the *message itself* is at fault (invalid content, too
 //! large, a malformed request), because the relay dead-letters it at once.
@@ -47,6 +49,7 @@ const THROTTLING_CODES: &[&str] = &[
     "LimitExceededException",
     "SlowDown",
     "KmsThrottled",
+    "Throttled",
 ];
 
 /// Transient server codes (including those the AWS SDKs retry on).
@@ -72,6 +75,11 @@ const QUEUE_CODES: &[&str] = &[
     "UnsupportedOperation",
     "AccessDenied",
     "AccessDeniedException",
+    // SNS: the topic does not exist (any more), access to it is denied.
+    "NotFound",
+    "NotFoundException",
+    "AuthorizationError",
+    "AuthorizationErrorException",
 ];
 
 /// Codes that blame the credentials or the account, the same for every queue: an outage of the
@@ -100,6 +108,11 @@ pub(crate) fn is_queue_missing(code: &str) -> bool {
     matches!(normalize(code), "QueueDoesNotExist" | "NonExistentQueue")
 }
 
+/// Whether `code` (as SNS reports it) means the topic does not exist.
+pub(crate) fn is_topic_missing(code: &str) -> bool {
+    matches!(code, "NotFound" | "NotFoundException")
+}
+
 /// Whether `code` means the credentials are missing, invalid, expired or not allowed.
 pub(crate) fn is_auth_failure(code: &str) -> bool {
     let code = normalize(code);
@@ -121,7 +134,7 @@ pub fn classify(code: &str, sender_fault: bool) -> Class {
     let code = normalize(code);
     if THROTTLING_CODES.contains(&code)
         || QUEUE_CODES.contains(&code)
-        || code.starts_with("KMS.")
+        || code.starts_with("KMS")
         || code.starts_with("Kms")
     {
         return Class::Unavailable;
@@ -146,7 +159,7 @@ pub fn failure_kind(code: &str) -> FailureKind {
     let code = normalize(code);
     if THROTTLING_CODES.contains(&code) {
         FailureKind::Throttled
-    } else if QUEUE_CODES.contains(&code) || code.starts_with("KMS.") || code.starts_with("Kms") {
+    } else if QUEUE_CODES.contains(&code) || code.starts_with("KMS") || code.starts_with("Kms") {
         FailureKind::Destination
     } else if ACCOUNT_CODES.contains(&code) {
         FailureKind::Credentials
@@ -167,7 +180,10 @@ pub(crate) fn call_failure_kind(kind: ErrorKind) -> FailureKind {
         ErrorKind::Timeout => FailureKind::Timeout,
         ErrorKind::Unavailable => FailureKind::Unreachable,
         ErrorKind::Credentials => FailureKind::Credentials,
-        ErrorKind::QueueNotFound | ErrorKind::QueueUnavailable => FailureKind::Destination,
+        ErrorKind::QueueNotFound | ErrorKind::TopicNotFound | ErrorKind::QueueUnavailable => {
+            FailureKind::Destination
+        }
+        ErrorKind::BucketNotFound => FailureKind::Other,
         ErrorKind::Service => FailureKind::Broker,
         ErrorKind::Config => FailureKind::Other,
     }
@@ -276,6 +292,38 @@ mod tests {
             assert_eq!(classify(code, true), Class::Unavailable, "{code} sender");
             assert_eq!(classify(code, false), Class::Unavailable, "{code} receiver");
         }
+    }
+
+    #[test]
+    fn sns_codes_classify_like_their_sqs_counterparts() {
+        for code in [
+            "NotFound",
+            "AuthorizationError",
+            "KMSDisabled",
+            "KMSNotFound",
+            "KMSAccessDenied",
+            "KMSInvalidState",
+            "KMSThrottling",
+            "Throttled",
+        ] {
+            assert_eq!(classify(code, true), Class::Unavailable, "{code}");
+        }
+        assert_eq!(failure_kind("NotFound"), FailureKind::Destination);
+        assert_eq!(failure_kind("KMSDisabled"), FailureKind::Destination);
+        assert_eq!(failure_kind("Throttled"), FailureKind::Throttled);
+        for code in [
+            "InvalidParameter",
+            "InvalidParameterValue",
+            "BatchRequestTooLong",
+        ] {
+            assert_eq!(classify(code, true), Class::Permanent, "{code}");
+        }
+        assert_eq!(
+            failure_kind("InvalidParameter"),
+            FailureKind::InvalidContent
+        );
+        assert!(is_topic_missing("NotFound"));
+        assert!(!is_topic_missing("QueueDoesNotExist"));
     }
 
     #[test]

@@ -21,6 +21,11 @@ pub const ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS: &str =
 /// Environment variable: how often a broken queue's circuit breaker lets one call through to see
 /// whether the queue is back, in milliseconds.
 pub const ENV_BREAKER_PROBE_INTERVAL_MS: &str = "OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS";
+/// Environment variable: the S3 bucket large payloads are offloaded to (turns offloading on).
+pub const ENV_OFFLOAD_BUCKET: &str = "OUTBOX_SQS_OFFLOAD_BUCKET";
+/// Environment variable: offload messages larger than this many bytes (default: the
+/// destination's limit).
+pub const ENV_OFFLOAD_THRESHOLD_BYTES: &str = "OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTES";
 
 /// Default of [`SqsConfig::max_in_flight`].
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 8;
@@ -37,7 +42,7 @@ pub const DEFAULT_BREAKER_PROBE_INTERVAL: Duration = outbox_core::UNAVAILABLE_RE
 /// Upper bound of [`SqsConfig::breaker_probe_interval`]: one hour.
 pub const MAX_BREAKER_PROBE_INTERVAL: Duration = Duration::from_secs(3600);
 
-/// Sends the events whose type matches `pattern` to `queue`.
+/// Sends the events whose type matches `pattern` to `queue` — an SQS queue or an SNS topic.
 ///
 /// A pattern is an exact event type (`payment.captured`) or a prefix ending in `*` (`order.*`
 /// matches `order.created` and `order.line.added`; `*` alone matches every type). The most
@@ -47,8 +52,9 @@ pub const MAX_BREAKER_PROBE_INTERVAL: Duration = Duration::from_secs(3600);
 pub struct Route {
     /// The event type, or a prefix followed by `*`.
     pub pattern: String,
-    /// The queue URL, or a queue name that [`build`](crate::SqsPublisherBuilder::build) resolves to
-    /// its URL with `GetQueueUrl`.
+    /// The queue URL, a queue name that [`build`](crate::SqsPublisherBuilder::build) resolves to
+    /// its URL with `GetQueueUrl`, or an SNS topic ARN (`arn:aws:sns:REGION:ACCOUNT:TOPIC`).
+    /// Anything else is refused by `build`.
     pub queue: String,
 }
 
@@ -70,8 +76,8 @@ impl Route {
 /// the optional fields here override them. Credentials are never part of this configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SqsConfig {
-    /// The queue (URL, or name resolved at build) for event types no route matches. `None` (the
-    /// default): such events are dead-lettered as "no SQS route".
+    /// The queue (URL, or name resolved at build) or topic (ARN) for event types no route matches.
+    /// `None` (the default): such events are dead-lettered as "no SQS route".
     pub default_queue: Option<String>,
     /// Routes by event type. Default: none.
     pub routes: Vec<Route>,
@@ -100,6 +106,14 @@ pub struct SqsConfig {
     /// for one probe call per this interval. Default [`DEFAULT_BREAKER_PROBE_INTERVAL`] (5 s); at
     /// most [`MAX_BREAKER_PROBE_INTERVAL`] (1 h).
     pub breaker_probe_interval: Duration,
+    /// The S3 bucket large payloads are written to (see [`offload`](crate#s3-offload-of-large-payloads)).
+    /// `None` (the default): no offloading; a message over its destination's limit is
+    /// dead-lettered.
+    pub offload_bucket: Option<String>,
+    /// With an offload bucket: offload messages (payload and attributes) larger than this many
+    /// bytes. At most the smallest limit of the configured destinations (1 MiB for queues, 256 KiB
+    /// when a route goes to a topic). `None` (the default): each destination's own limit.
+    pub offload_threshold: Option<usize>,
 }
 
 impl Default for SqsConfig {
@@ -114,6 +128,8 @@ impl Default for SqsConfig {
             max_attempts: None,
             broken_queue_dead_letter_after: DEFAULT_BROKEN_QUEUE_DEAD_LETTER_AFTER,
             breaker_probe_interval: DEFAULT_BREAKER_PROBE_INTERVAL,
+            offload_bucket: None,
+            offload_threshold: None,
         }
     }
 }
@@ -124,7 +140,9 @@ impl SqsConfig {
     /// [`OUTBOX_SQS_MAX_IN_FLIGHT`](ENV_MAX_IN_FLIGHT) and
     /// [`OUTBOX_SQS_CALL_TIMEOUT_MS`](ENV_CALL_TIMEOUT_MS),
     /// [`OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS`](ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS) and
-    /// [`OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS`](ENV_BREAKER_PROBE_INTERVAL_MS). AWS settings are read later, by
+    /// [`OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS`](ENV_BREAKER_PROBE_INTERVAL_MS),
+    /// [`OUTBOX_SQS_OFFLOAD_BUCKET`](ENV_OFFLOAD_BUCKET) and
+    /// [`OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTES`](ENV_OFFLOAD_THRESHOLD_BYTES). AWS settings are read later, by
     /// `aws-config`, from the standard AWS variables.
     ///
     /// Fails with [`ErrorKind::Config`](crate::ErrorKind::Config), naming the variable, when a value
@@ -174,6 +192,16 @@ impl SqsConfig {
                 ))
             })?;
             config.breaker_probe_interval = Duration::from_millis(ms);
+        }
+        if let Some(bucket) = var(ENV_OFFLOAD_BUCKET) {
+            config.offload_bucket = Some(bucket.trim().to_owned());
+        }
+        if let Some(bytes) = var(ENV_OFFLOAD_THRESHOLD_BYTES) {
+            config.offload_threshold = Some(bytes.trim().parse().map_err(|_| {
+                config_error(format!(
+                    "{ENV_OFFLOAD_THRESHOLD_BYTES}: `{bytes}` is not a whole number of bytes"
+                ))
+            })?);
         }
         Ok(config)
     }
@@ -232,6 +260,8 @@ mod tests {
             (ENV_CALL_TIMEOUT_MS, "2500"),
             (ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, "600"),
             (ENV_BREAKER_PROBE_INTERVAL_MS, "750"),
+            (ENV_OFFLOAD_BUCKET, " payloads "),
+            (ENV_OFFLOAD_THRESHOLD_BYTES, "200000"),
         ]))
         .unwrap();
         assert_eq!(
@@ -252,6 +282,8 @@ mod tests {
         assert_eq!(c.call_timeout, Duration::from_millis(2500));
         assert_eq!(c.broken_queue_dead_letter_after, Duration::from_secs(600));
         assert_eq!(c.breaker_probe_interval, Duration::from_millis(750));
+        assert_eq!(c.offload_bucket.as_deref(), Some("payloads"));
+        assert_eq!(c.offload_threshold, Some(200_000));
     }
 
     #[test]
@@ -280,6 +312,8 @@ mod tests {
         );
         let e = SqsConfig::from_vars(vars(&[(ENV_BREAKER_PROBE_INTERVAL_MS, "-1")])).unwrap_err();
         assert!(e.to_string().contains(ENV_BREAKER_PROBE_INTERVAL_MS), "{e}");
+        let e = SqsConfig::from_vars(vars(&[(ENV_OFFLOAD_THRESHOLD_BYTES, "1MiB")])).unwrap_err();
+        assert!(e.to_string().contains(ENV_OFFLOAD_THRESHOLD_BYTES), "{e}");
         let e = SqsConfig::from_vars(vars(&[(ENV_ROUTES, "order.*")])).unwrap_err();
         assert!(
             e.to_string().contains("`order.*` is not of the form"),

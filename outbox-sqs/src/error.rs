@@ -14,25 +14,33 @@ pub enum ErrorKind {
     Credentials,
     /// A configured queue does not exist.
     QueueNotFound,
-    /// SQS answered with an error (throttling, a server error, …).
+    /// A configured SNS topic does not exist.
+    TopicNotFound,
+    /// The S3 bucket configured for offloading large payloads does not exist.
+    BucketNotFound,
+    /// SQS, SNS or S3 answered with an error (throttling, a server error, …).
     Service,
-    /// SQS could not be reached (connection refused, DNS, TLS, I/O).
+    /// SQS, SNS or S3 could not be reached (connection refused, DNS, TLS, I/O).
     Unavailable,
     /// A call did not finish within the configured call timeout.
     Timeout,
-    /// A queue's circuit breaker is open (the queue recently failed as a whole): the call was not
-    /// made.
+    /// A queue's or topic's circuit breaker is open (it recently failed as a whole): the call was
+    /// not made.
     QueueUnavailable,
 }
 
 impl ErrorKind {
     /// Whether an operation that failed with this kind may succeed when tried again unchanged.
     ///
-    /// Configuration, credentials and missing queues need an operator; SQS errors, unreachability
-    /// and time-outs are worth another try.
+    /// Configuration, credentials and missing queues, topics or buckets need an operator; SQS,
+    /// SNS and S3 errors, unreachability and time-outs are worth another try.
     pub fn is_retryable(self) -> bool {
         match self {
-            ErrorKind::Config | ErrorKind::Credentials | ErrorKind::QueueNotFound => false,
+            ErrorKind::Config
+            | ErrorKind::Credentials
+            | ErrorKind::QueueNotFound
+            | ErrorKind::TopicNotFound
+            | ErrorKind::BucketNotFound => false,
             ErrorKind::Service
             | ErrorKind::Unavailable
             | ErrorKind::Timeout
@@ -45,6 +53,8 @@ impl ErrorKind {
             ErrorKind::Config => "invalid SQS configuration",
             ErrorKind::Credentials => "AWS credentials problem",
             ErrorKind::QueueNotFound => "SQS queue not found",
+            ErrorKind::TopicNotFound => "SNS topic not found",
+            ErrorKind::BucketNotFound => "S3 offload bucket not found",
             ErrorKind::Service => "SQS error",
             ErrorKind::Unavailable => "SQS unreachable",
             ErrorKind::Timeout => "SQS call timed out",

@@ -1,7 +1,14 @@
-//! Amazon SQS publisher for the outbox relay: [`SqsPublisher`] implements
-//! [`outbox_core::Publisher`] on `aws-sdk-sqs`. On the other side of the queue, [`Consumer`]
-//! (module [`consumer`]) receives the relay's messages, decodes them into your event types and
-//! applies each event exactly once to your database, with the inbox.
+//! The AWS publisher of the outbox relay: [`SqsPublisher`] implements [`outbox_core::Publisher`]
+//! on `aws-sdk-sqs` and `aws-sdk-sns` — each event type routed to an SQS queue or an SNS topic —
+//! and can offload large payloads to S3 in the format of the AWS Extended Client libraries.
+//!
+//! (One crate rather than `outbox-sqs` plus `outbox-sns`: a relay routes to queues and topics at
+//! once, and both share the router, the batching plan, the classification of failures, the
+//! circuit breakers and the per-entry settlement; only the batch call and the entry type differ.)
+//!
+//! On the other side of the queue, [`Consumer`] (module [`consumer`]) receives the relay's
+//! messages, decodes them into your event types and applies each event exactly once to your
+//! database, with the inbox.
 //!
 //! ```no_run
 //! use outbox_core::Publisher;
@@ -12,10 +19,11 @@
 //! let publisher = SqsPublisher::builder()
 //!     .route("order.*", "https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo")
 //!     .route("payment.captured", "payments") // a queue name: resolved with GetQueueUrl
+//!     .route("customer.*", "arn:aws:sns:eu-west-1:123456789012:customers") // an SNS topic
 //!     .default_queue("https://sqs.eu-west-1.amazonaws.com/123456789012/events")
 //!     .build()
 //!     .await?;
-//! publisher.check().await?; // every queue exists and the credentials work
+//! publisher.check().await?; // every queue and topic exists and the credentials work
 //! // … hand `publisher` to the relay.
 //!
 //! // Or configured from OUTBOX_SQS_* variables:
@@ -60,6 +68,74 @@
 //! build your emitter with [`Emitter::for_publisher`](outbox_core::Emitter::for_publisher) and such
 //! an event is refused by `emit`, in the writer's transaction, instead.
 //!
+//! # SNS topics
+//!
+//! A route's target (and the default) is a queue URL, a queue name, or an SNS topic ARN
+//! (`arn:aws:sns:REGION:ACCOUNT:TOPIC`); anything else is refused by
+//! [`build`](SqsPublisherBuilder::build) with [`ErrorKind::Config`] naming the route. Events for a
+//! topic go out with `PublishBatch` (at most 10 entries and [`SNS_MAX_BATCH_BYTES`], 256 KiB, per
+//! call) with the same body and message attributes as on a queue; on a FIFO topic (ARN ending in
+//! `.fifo`) with the same `MessageGroupId` ([`message_group_id`]) and `MessageDeduplicationId`
+//! (the event id). Subscribers see:
+//!
+//! - an SQS subscription with **raw message delivery**: exactly the message a queue route would
+//!   have sent (body and attributes);
+//! - without raw delivery: SNS's JSON envelope — the body in `Message`, each attribute in
+//!   `MessageAttributes` as `{"Type": "String", "Value": …}`.
+//!
+//! Per-entry failures are classified by [`classify`] with SNS's codes beside SQS's; a topic that
+//! is deleted (`NotFound`), denied (`AuthorizationError`) or has its KMS key disabled (`KMS…`) is a
+//! broken destination with its own circuit breaker, like a broken queue (gauge
+//! `outbox_sns_topic_unavailable{topic}`). The start-up check calls `GetTopicAttributes` on every
+//! topic ([`ErrorKind::TopicNotFound`] when one is missing). SNS accepts at most 256 KiB per message
+//! ([`SNS_LIMITS`]): a publisher with a route to a topic states that limit to `emit`.
+//!
+//! # S3 offload of large payloads
+//!
+//! Opt-in with [`offload_bucket`](SqsPublisherBuilder::offload_bucket) (`OUTBOX_SQS_OFFLOAD_BUCKET`,
+//! `outbox relay --offload-bucket`). An event whose message (payload and attributes, counted as
+//! [`outbox_core::message::message_size`] counts them) is larger than the threshold — each
+//! destination's limit by default (1 MiB for a queue, 256 KiB for a topic), or
+//! [`offload_threshold`](SqsPublisherBuilder::offload_threshold), which may not exceed the smallest
+//! limit of the configured destinations — is written to S3 first, then sent as a pointer, in the
+//! format of the AWS SQS/SNS Extended Client libraries (Java `amazon-sqs-java-extended-client-lib`
+//! 2.x, `amazon-sns-java-extended-client-lib` 2.x, Python `amazon-sqs-extended-client`), so their
+//! consumers read the payload unchanged:
+//!
+//! - S3 object: bucket as configured, key [`offload_key`]`(event_id)` = `outbox/<event id>`, content
+//!   the payload text exactly as it would have been the body (`Content-Type: application/json`).
+//!   The key is deterministic: a re-send after a crash overwrites the same object.
+//! - body: [`pointer_body`] =
+//!   `["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"…","s3Key":"…"}]`;
+//! - attributes: the usual ones plus [`EXTENDED_PAYLOAD_SIZE_ATTRIBUTE`] (`ExtendedPayloadSize`,
+//!   data type `Number`, the payload's size in bytes) — the attribute the libraries look for (the
+//!   Python reader also accepts the legacy `SQSLargePayloadSize`; this crate writes the current
+//!   name).
+//!
+//! Behind a topic, consumers using the SQS Extended Client need raw message delivery on their
+//! subscription (the library reads message attributes, which SNS's envelope would wrap).
+//!
+//! The object is written before the message is sent; when that fails, the message is not sent.
+//! S3 unreachable, too slow or failing (5xx): the event is `Unavailable` — put back without
+//! counting an attempt, like a broker outage. S3 refusing (bucket missing, access denied): `Retry`
+//! — a counted attempt, so a lasting misconfiguration ends in a visible dead letter. The next
+//! attempt writes the object again under the same key. Delivery stays at least once: a crash between the
+//! send and the relay marking the event re-sends the same pointer to the same (rewritten) object.
+//! With offload on, [`Publisher::limits`](outbox_core::Publisher::limits) is [`OFFLOAD_LIMITS`]:
+//! messages up to [`OFFLOAD_MAX_MESSAGE_BYTES`] (64 MiB), so build the emitter with
+//! [`Emitter::for_publisher`](outbox_core::Emitter::for_publisher) to emit such events. The start-up
+//! check calls `HeadBucket` ([`ErrorKind::BucketNotFound`]). Credentials, region and endpoint come
+//! from the same AWS configuration as SQS's; with an overridden endpoint S3 uses path-style
+//! addressing. The relay needs `s3:PutObject` on `arn:aws:s3:::BUCKET/outbox/*` (and
+//! `s3:ListBucket` for the `HeadBucket` check).
+//!
+//! **Lifecycle**: the relay never deletes offloaded objects, and `outbox cleanup` does not either
+//! (a consumer may read a message long after the outbox row is gone). Expire them with an S3
+//! lifecycle rule on the prefix `outbox/`, longer than a message can live — the queue's retention
+//! (SQS: up to 14 days) plus the relay's retrying — e.g. 30 days. (The Extended Client libraries
+//! can delete the object when the consumer deletes the message; with a topic fanning out to several
+//! queues, leave that off and let the lifecycle rule do it.)
+//!
 //! # Configuration
 //!
 //! [`SqsConfig`] is plain data with defaults; [`SqsConfig::from_env`] reads:
@@ -72,12 +148,15 @@
 //! | `OUTBOX_SQS_CALL_TIMEOUT_MS`   | time limit of one call (SDK retries included) | 10000 |
 //! | `OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS` | a queue broken this long dead-letters its events | 3600 |
 //! | `OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS` | one probe call per interval to a broken queue | 5000 |
+//! | `OUTBOX_SQS_OFFLOAD_BUCKET` | S3 bucket for large payloads (turns offload on) | none |
+//! | `OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTES` | offload messages larger than this | the destination's limit |
 //!
 //! A queue is a URL, or a queue name that [`SqsPublisherBuilder::build`] resolves with
 //! `GetQueueUrl`. Everything AWS — credentials, region, endpoint, SDK retries — comes from
 //! `aws-config`'s default chains, as in any AWS SDK: `AWS_REGION`, `AWS_ACCESS_KEY_ID` /
 //! `AWS_SECRET_ACCESS_KEY`, `AWS_PROFILE`, web identity, ECS and EC2 instance credentials,
-//! `AWS_ENDPOINT_URL_SQS` (or `AWS_ENDPOINT_URL`) for a local SQS, `AWS_MAX_ATTEMPTS`. The builder's
+//! `AWS_ENDPOINT_URL_SQS` / `AWS_ENDPOINT_URL_SNS` / `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`)
+//! for local servers, `AWS_MAX_ATTEMPTS`. The builder's
 //! [`endpoint_url`](SqsPublisherBuilder::endpoint_url), [`region`](SqsPublisherBuilder::region) and
 //! [`max_attempts`](SqsPublisherBuilder::max_attempts) override them;
 //! [`sdk_config`](SqsPublisherBuilder::sdk_config) and [`client`](SqsPublisherBuilder::client) supply
@@ -86,16 +165,16 @@
 //!
 //! # Routing
 //!
-//! Each event's type picks its queue: an exact route (`payment.captured`) wins over a prefix route
+//! Each event's type picks its queue or topic: an exact route (`payment.captured`) wins over a prefix route
 //! (`order.*`), a longer prefix over a shorter one, and the default queue comes last. An event no
 //! route matches and with no default queue gets `PublishOutcome::Permanent` (kind
 //! [`NoRoute`](outbox_core::FailureKind::NoRoute), "no SQS route for event type `x`"): a configuration error, dead-lettered (and so visible) rather than retried forever.
 //!
 //! # Batching, concurrency, ordering
 //!
-//! One `publish` sends its events with `SendMessageBatch`: per queue, at most
-//! [`MAX_BATCH_ENTRIES`] (10) entries and [`MAX_BATCH_BYTES`] (1 MiB, bodies plus attributes) per
-//! call. Calls run concurrently, at most `max_in_flight` at once across every `publish` of the
+//! One `publish` sends its events with `SendMessageBatch` (queues) and `PublishBatch` (topics):
+//! per destination, at most [`MAX_BATCH_ENTRIES`] (10) entries and [`MAX_BATCH_BYTES`] (1 MiB,
+//! bodies plus attributes; [`SNS_MAX_BATCH_BYTES`], 256 KiB, for a topic) per call. Calls run concurrently, at most `max_in_flight` at once across every `publish` of the
 //! publisher, each within `call_timeout`.
 //!
 //! Events go out in `seq` order. When the relay keeps per-aggregate order (its default) a `publish`
@@ -182,37 +261,52 @@
 //!
 //! # Logging
 //!
-//! Failures are logged with `tracing` at `warn`: queue URL, event id, SQS error code and message.
-//! Payloads, attribute values and credentials are never logged. The consumer logs (and puts on its
-//! `outbox.consume` span) a message's id, event id, event type, aggregate and receive count —
-//! the metadata an operator needs — and never its body. (The AWS SDK's own `trace` logs
-//! hold whole requests and responses, message bodies included: keep `aws_smithy_*` and `aws_sdk_*`
-//! at `info` or above in production.)
+//! Failures are logged with `tracing` at `warn`: `destination` (the queue URL or topic ARN), `kind`
+//! (`queue` or `topic`), event id, the SQS or SNS error code and message; an S3 offload failure
+//! with the bucket and the event id. Payloads, attribute values and credentials are never logged.
+//! The consumer logs (and puts on its `outbox.consume` span) a message's id, event id, event
+//! type, aggregate and receive count — the metadata an operator needs — and never its body. (The
+//! AWS SDK's own `trace` logs hold whole requests and responses, message bodies included: keep
+//! `aws_smithy_*` and `aws_sdk_*` at `info` or above in production.)
 
+mod answer;
 mod batch;
 mod breaker;
 mod builder;
+mod call;
 mod check;
 mod classify;
+mod clients;
 mod config;
 pub mod consumer;
+mod destination;
 mod error;
 mod message;
 mod metrics;
+mod offload;
 mod publisher;
 mod routing;
+mod s3;
 mod sdk_error;
 mod settle;
+mod sns;
 
 pub use batch::{MAX_BATCH_BYTES, MAX_BATCH_ENTRIES};
 pub use classify::{Class, classify, classify_sdk_error, failure_kind};
 pub use config::{
     DEFAULT_BREAKER_PROBE_INTERVAL, DEFAULT_BROKEN_QUEUE_DEAD_LETTER_AFTER, DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_IN_FLIGHT, ENV_BREAKER_PROBE_INTERVAL_MS, ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS,
-    ENV_CALL_TIMEOUT_MS, ENV_DEFAULT_QUEUE_URL, ENV_MAX_IN_FLIGHT, ENV_ROUTES,
-    MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
+    ENV_CALL_TIMEOUT_MS, ENV_DEFAULT_QUEUE_URL, ENV_MAX_IN_FLIGHT, ENV_OFFLOAD_BUCKET,
+    ENV_OFFLOAD_THRESHOLD_BYTES, ENV_ROUTES, MAX_BREAKER_PROBE_INTERVAL,
+    MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
 };
 pub use consumer::{Consumer, ConsumerBuilder, ConsumerConfig, Envelope, Handler};
+pub use destination::DestinationKind;
 pub use error::{Error, ErrorKind, Result};
 pub use message::{HASHED_GROUP_ID_PREFIX, MAX_GROUP_ID_LEN, SQS_LIMITS, message_group_id};
+pub use offload::{
+    EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, OFFLOAD_KEY_PREFIX, OFFLOAD_LIMITS, OFFLOAD_MAX_MESSAGE_BYTES,
+    PAYLOAD_POINTER_CLASS, offload_key, pointer_body,
+};
 pub use publisher::{SqsPublisher, SqsPublisherBuilder, UnavailableQueue};
+pub use sns::{SNS_LIMITS, SNS_MAX_BATCH_BYTES};

@@ -1,5 +1,6 @@
-//! From a claimed event to an SQS batch entry.
+//! From a claimed event to an SQS or SNS batch entry.
 
+use aws_sdk_sns::types::PublishBatchRequestEntry;
 use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
 use outbox_core::ClaimedEvent;
 use outbox_core::limits::{CharacterSet, MessageLimits};
@@ -9,6 +10,11 @@ use outbox_core::message::{
 };
 use outbox_core::{FailureKind, PublishFailure};
 use sha2::{Digest, Sha256};
+
+use crate::destination::DestinationKind;
+use crate::offload::{EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, Offloaded, size_attribute_len};
+use crate::publisher::Queue;
+use crate::sns::sns_entry;
 
 /// What SQS accepts in a message: 1 MiB (body and attributes, counted as
 /// [`message_size`](outbox_core::message::message_size) counts them) and the XML 1.0 characters.
@@ -61,16 +67,48 @@ pub(crate) struct Prepared {
     pub(crate) index: usize,
     /// The event id, for logs.
     pub(crate) event_id: String,
-    pub(crate) entry: SendMessageBatchRequestEntry,
-    /// The size SQS counts: body plus attributes.
+    pub(crate) entry: Entry,
+    /// The size SQS and SNS count: body plus attributes.
     pub(crate) size: usize,
-    /// The `MessageGroupId` on a FIFO queue.
+    /// The `MessageGroupId` on a FIFO queue or topic.
     pub(crate) group: Option<String>,
 }
 
-fn string_attribute(value: &str) -> Result<MessageAttributeValue, PublishFailure> {
+/// A batch entry of the destination's API.
+#[derive(Debug, Clone)]
+pub(crate) enum Entry {
+    /// For SQS's `SendMessageBatch`.
+    Sqs(SendMessageBatchRequestEntry),
+    /// For SNS's `PublishBatch`.
+    Sns(PublishBatchRequestEntry),
+}
+
+impl Prepared {
+    /// The entry's `Id` in its batch call.
+    pub(crate) fn id(&self) -> &str {
+        match &self.entry {
+            Entry::Sqs(e) => e.id(),
+            Entry::Sns(e) => e.id(),
+        }
+    }
+}
+
+/// A message's content, whichever API carries it.
+pub(crate) struct Parts<'a> {
+    /// The batch entry's `Id`.
+    pub(crate) id: String,
+    /// The event id: the `MessageDeduplicationId` on FIFO destinations.
+    pub(crate) event_id: &'a str,
+    pub(crate) body: &'a str,
+    /// `(name, data type, value)`.
+    pub(crate) attributes: Vec<(&'static str, &'static str, &'a str)>,
+    /// The `MessageGroupId` on FIFO destinations.
+    pub(crate) group: Option<String>,
+}
+
+fn attribute(data_type: &str, value: &str) -> Result<MessageAttributeValue, PublishFailure> {
     MessageAttributeValue::builder()
-        .data_type("String")
+        .data_type(data_type)
         .string_value(value)
         .build()
         .map_err(|e| {
@@ -81,57 +119,90 @@ fn string_attribute(value: &str) -> Result<MessageAttributeValue, PublishFailure
         })
 }
 
-/// Builds the entry of `event` (at `index` in the call) for a queue that is FIFO or not. `Err` is
-/// the reason the event can never be sent (too large), for a permanent outcome.
+/// The `SendMessageBatch` entry of a message.
+fn sqs_entry(parts: &Parts<'_>) -> Result<SendMessageBatchRequestEntry, PublishFailure> {
+    let mut entry = SendMessageBatchRequestEntry::builder()
+        .id(parts.id.clone())
+        .message_body(parts.body);
+    for (name, data_type, value) in &parts.attributes {
+        entry = entry.message_attributes(*name, attribute(data_type, value)?);
+    }
+    if let Some(group) = &parts.group {
+        entry = entry
+            .message_group_id(group.clone())
+            .message_deduplication_id(parts.event_id);
+    }
+    entry.build().map_err(|e| {
+        PublishFailure::new(
+            FailureKind::InvalidContent,
+            format!("cannot build the SQS entry: {e}"),
+        )
+    })
+}
+
+/// Builds the entry of `event` (at `index` in the call) for `queue` (an SQS queue or an SNS
+/// topic, FIFO or not), carrying the payload, or the pointer to it when it was `offloaded` to S3.
+/// `Err` is the reason the event can never be sent (too large), for a permanent outcome.
 pub(crate) fn prepare(
     index: usize,
     event: &ClaimedEvent,
-    fifo: bool,
+    queue: &Queue,
+    offloaded: Option<&Offloaded>,
 ) -> Result<Prepared, PublishFailure> {
     // The payload's JSON text as stored, sent as is: never parsed (a document nested deeper than a
     // parser accepts, or a number beyond f64, goes through unchanged).
-    let body = event.payload();
+    let body = offloaded.map_or(event.payload(), |o| o.body.as_str());
     let trace = event.traceparent().filter(|t| !t.is_empty());
-    let size = message_size(
+    let mut size = message_size(
         body.len(),
         &event.event_type,
         &event.aggregate_type,
         &event.aggregate_id,
         trace,
     );
-    let max = SQS_LIMITS.max_message_bytes();
+    let payload_len = offloaded.map(|o| o.payload_len.to_string());
+    if let Some(o) = offloaded {
+        size += size_attribute_len(o.payload_len);
+    }
+    let limits = queue.limits();
+    let max = limits.max_message_bytes();
     if size > max {
         return Err(PublishFailure::new(
             FailureKind::TooLarge,
-            format!("the message is {size} bytes (body and attributes); SQS accepts at most {max}"),
+            format!(
+                "the message is {size} bytes (body and attributes); {} accepts at most {max}",
+                limits.broker()
+            ),
         ));
     }
     let event_id = event.id.hyphenated().to_string();
-    let mut entry = SendMessageBatchRequestEntry::builder()
-        .id(index.to_string())
-        .message_body(body)
-        .message_attributes(ATTR_EVENT_ID, string_attribute(&event_id)?)
-        .message_attributes(ATTR_EVENT_TYPE, string_attribute(&event.event_type)?)
-        .message_attributes(
-            ATTR_AGGREGATE_TYPE,
-            string_attribute(&event.aggregate_type)?,
-        )
-        .message_attributes(ATTR_AGGREGATE_ID, string_attribute(&event.aggregate_id)?);
+    let mut attributes = vec![
+        (ATTR_EVENT_ID, "String", event_id.as_str()),
+        (ATTR_EVENT_TYPE, "String", event.event_type.as_str()),
+        (ATTR_AGGREGATE_TYPE, "String", event.aggregate_type.as_str()),
+        (ATTR_AGGREGATE_ID, "String", event.aggregate_id.as_str()),
+    ];
     if let Some(trace) = trace {
-        entry = entry.message_attributes(ATTR_TRACEPARENT, string_attribute(trace)?);
+        attributes.push((ATTR_TRACEPARENT, "String", trace));
     }
-    let group = fifo.then(|| message_group_id(&event.aggregate_type, &event.aggregate_id));
-    if let Some(group) = &group {
-        entry = entry
-            .message_group_id(group.clone())
-            .message_deduplication_id(event_id.clone());
+    if let Some(len) = &payload_len {
+        attributes.push((EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, "Number", len.as_str()));
     }
-    let entry = entry.build().map_err(|e| {
-        PublishFailure::new(
-            FailureKind::InvalidContent,
-            format!("cannot build the SQS entry: {e}"),
-        )
-    })?;
+    let group = queue
+        .fifo
+        .then(|| message_group_id(&event.aggregate_type, &event.aggregate_id));
+    let parts = Parts {
+        id: index.to_string(),
+        event_id: &event_id,
+        body,
+        attributes,
+        group,
+    };
+    let entry = match queue.kind {
+        DestinationKind::Topic => Entry::Sns(sns_entry(&parts)?),
+        _ => Entry::Sqs(sqs_entry(&parts)?),
+    };
+    let group = parts.group;
     Ok(Prepared {
         index,
         event_id,

@@ -1,8 +1,10 @@
-//! The publisher's own Prometheus metrics: which queues are unavailable (circuit breaker open).
+//! The publisher's own Prometheus metrics: which queues and topics are unavailable (circuit breaker
+//! open).
 //!
 //! | name | type | meaning |
 //! |---|---|---|
 //! | `outbox_sqs_queue_unavailable{queue}` | gauge | 1 while the queue's circuit breaker is open, else 0 |
+//! | `outbox_sns_topic_unavailable{topic}` | gauge | 1 while the topic's circuit breaker is open, else 0 |
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
@@ -14,10 +16,16 @@ struct QueueLabel {
     queue: String,
 }
 
-/// The registry of the publisher's metrics and the gauge family in it.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TopicLabel {
+    topic: String,
+}
+
+/// The registry of the publisher's metrics and the gauge families in it.
 pub(crate) struct SqsMetrics {
     registry: Registry,
     unavailable: Family<QueueLabel, Gauge>,
+    topic_unavailable: Family<TopicLabel, Gauge>,
 }
 
 impl SqsMetrics {
@@ -30,9 +38,17 @@ impl SqsMetrics {
              answered normally since), else 0",
             unavailable.clone(),
         );
+        let topic_unavailable = Family::<TopicLabel, Gauge>::default();
+        registry.register(
+            "outbox_sns_topic_unavailable",
+            "1 while the topic's circuit breaker is open (it failed as a whole and has not \
+             answered normally since), else 0",
+            topic_unavailable.clone(),
+        );
         SqsMetrics {
             registry,
             unavailable,
+            topic_unavailable,
         }
     }
 
@@ -41,6 +57,15 @@ impl SqsMetrics {
         self.unavailable
             .get_or_create(&QueueLabel {
                 queue: url.to_owned(),
+            })
+            .clone()
+    }
+
+    /// The gauge of topic `arn` (shown as 0 from now on).
+    pub(crate) fn topic_unavailable(&self, arn: &str) -> Gauge {
+        self.topic_unavailable
+            .get_or_create(&TopicLabel {
+                topic: arn.to_owned(),
             })
             .clone()
     }

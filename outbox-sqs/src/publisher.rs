@@ -1,4 +1,4 @@
-//! [`SqsPublisher`]: the relay's [`Publisher`] on `aws-sdk-sqs`.
+//! [`SqsPublisher`]: the relay's [`Publisher`] on `aws-sdk-sqs` and `aws-sdk-sns`.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -7,23 +7,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchOutput;
 use outbox_core::limits::MessageLimits;
 use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome, Publisher};
 use tokio::sync::Semaphore;
 
+use crate::batch::MAX_BATCH_BYTES;
 use crate::batch::{Chain, plan};
-use crate::breaker::{Admit, Breaker};
+use crate::breaker::Breaker;
 pub use crate::builder::SqsPublisherBuilder;
-use crate::classify::{Class, classify_sdk_error};
+use crate::classify::Class;
+use crate::destination::DestinationKind;
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Prepared, SQS_LIMITS, prepare};
 use crate::metrics::SqsMetrics;
+use crate::offload::Offloader;
 use crate::routing::Router;
-use crate::sdk_error::{sdk_error, timeout_error};
-use crate::settle::{CallFailure, Report, held_back, settle};
+use crate::settle::{Report, held_back, settle};
+use crate::sns::{SNS_LIMITS, SNS_MAX_BATCH_BYTES};
 
-/// Publishes outbox events to Amazon SQS with `SendMessageBatch`. See the [crate docs](crate) for
+/// Publishes outbox events to Amazon SQS queues with `SendMessageBatch` and to Amazon SNS topics
+/// with `PublishBatch`, optionally offloading large payloads to S3. See the [crate docs](crate) for
 /// the message shape, routing, batching and error handling.
 ///
 /// Cheap to clone (the clones share the client and the in-flight limit).
@@ -35,8 +38,13 @@ pub struct SqsPublisher {
 /// What the clones of a publisher share (built by [`SqsPublisherBuilder::build`]).
 pub(crate) struct Inner {
     pub(crate) client: Client,
+    pub(crate) sns: aws_sdk_sns::Client,
+    /// Writes large payloads to S3, when configured.
+    pub(crate) offload: Option<Offloader>,
+    /// What `emit` should accept (see [`Publisher::limits`]).
+    pub(crate) limits: MessageLimits,
     pub(crate) router: Router<Arc<Queue>>,
-    /// Every distinct queue, in configuration order (the default last).
+    /// Every distinct queue and topic, in configuration order (the default last).
     pub(crate) queues: Vec<Arc<Queue>>,
     pub(crate) permits: Semaphore,
     pub(crate) max_in_flight: usize,
@@ -44,23 +52,62 @@ pub(crate) struct Inner {
     pub(crate) metrics: SqsMetrics,
 }
 
-/// A queue whose circuit breaker is open (see [`SqsPublisher::unavailable_queues`]).
+/// A queue or topic whose circuit breaker is open (see [`SqsPublisher::unavailable_queues`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct UnavailableQueue {
-    /// The queue's URL.
+    /// The queue's URL, or the topic's ARN.
     pub url: String,
+    /// A queue or a topic.
+    pub kind: DestinationKind,
     /// How long since its first failure of this open period.
     pub unavailable_for: Duration,
-    /// The last SQS error seen for it.
+    /// The last SQS or SNS error seen for it.
     pub last_error: String,
 }
 
-/// A configured queue and its circuit breaker.
+/// A configured destination — an SQS queue or an SNS topic — and its circuit breaker.
 #[derive(Debug)]
 pub(crate) struct Queue {
+    /// The queue's URL, or the topic's ARN.
     pub(crate) url: String,
+    pub(crate) kind: DestinationKind,
     pub(crate) fifo: bool,
     pub(crate) breaker: Breaker,
+}
+
+impl Queue {
+    /// What the destination accepts in one message.
+    pub(crate) fn limits(&self) -> MessageLimits {
+        match self.kind {
+            DestinationKind::Topic => SNS_LIMITS,
+            _ => SQS_LIMITS,
+        }
+    }
+
+    /// The most bytes of messages in one batch call.
+    pub(crate) fn max_batch_bytes(&self) -> usize {
+        match self.kind {
+            DestinationKind::Topic => SNS_MAX_BATCH_BYTES,
+            _ => MAX_BATCH_BYTES,
+        }
+    }
+
+    /// `SQS` or `SNS`.
+    pub(crate) fn service(&self) -> &'static str {
+        match self.kind {
+            DestinationKind::Topic => "SNS",
+            _ => "SQS",
+        }
+    }
+
+    /// `SendMessageBatch` or `PublishBatch`.
+    pub(crate) fn operation(&self) -> &'static str {
+        match self.kind {
+            DestinationKind::Topic => "PublishBatch",
+            _ => "SendMessageBatch",
+        }
+    }
 }
 
 impl fmt::Debug for SqsPublisher {
@@ -79,13 +126,14 @@ impl SqsPublisher {
         SqsPublisherBuilder::default()
     }
 
-    /// The URLs of every configured queue (routes first, the default queue last).
+    /// The URLs of every configured queue and the ARNs of every configured topic (routes first,
+    /// the default last).
     pub fn queue_urls(&self) -> Vec<&str> {
         self.inner.queues.iter().map(|q| q.url.as_str()).collect()
     }
 
-    /// The queues whose circuit breaker is open now: they failed as a whole — missing, access or
-    /// key denied, throttled — and have not answered normally since.
+    /// The queues and topics whose circuit breaker is open now: they failed as a whole — missing,
+    /// access or key denied, throttled — and have not answered normally since.
     pub fn unavailable_queues(&self) -> Vec<UnavailableQueue> {
         self.inner
             .queues
@@ -95,6 +143,7 @@ impl SqsPublisher {
                     .broken_for()
                     .map(|(unavailable_for, last_error)| UnavailableQueue {
                         url: q.url.clone(),
+                        kind: q.kind,
                         unavailable_for,
                         last_error,
                     })
@@ -103,7 +152,8 @@ impl SqsPublisher {
     }
 
     /// The publisher's metrics in the Prometheus text format (OpenMetrics, ending in `# EOF`):
-    /// `outbox_sqs_queue_unavailable{queue}`, 1 while the queue's circuit breaker is open, else 0.
+    /// `outbox_sqs_queue_unavailable{queue}` and `outbox_sns_topic_unavailable{topic}`, 1 while
+    /// the queue's or topic's circuit breaker is open, else 0.
     pub fn encode_metrics(&self) -> String {
         self.inner.metrics.encode()
     }
@@ -111,6 +161,11 @@ impl SqsPublisher {
     /// The SQS client the publisher uses.
     pub fn client(&self) -> &Client {
         &self.inner.client
+    }
+
+    /// The SNS client the publisher uses.
+    pub fn sns_client(&self) -> &aws_sdk_sns::Client {
+        &self.inner.sns
     }
 }
 
@@ -122,9 +177,11 @@ impl SqsPublisher {
     ) -> Result<Vec<PublishOutcome>> {
         let mut outcomes: Vec<Option<PublishOutcome>> = vec![None; events.len()];
 
-        // Route and build the messages, per queue, in `seq` order.
+        // Route and build the messages, per queue, in `seq` order; large payloads go to S3 first.
         let mut order: Vec<usize> = (0..events.len()).collect();
         order.sort_by_key(|&i| events[i].seq);
+        let mut offloaded = self.offload_large(events, &order, deadline).await;
+        let mut failed_groups: HashSet<String> = HashSet::new();
         let mut per_queue: Vec<(Arc<Queue>, Vec<Prepared>)> = Vec::new();
         for i in order {
             let event = &events[i];
@@ -135,7 +192,23 @@ impl SqsPublisher {
                 ));
                 continue;
             };
-            match prepare(i, event, queue.fifo) {
+            let pointer = match offloaded.remove(&i) {
+                None => None,
+                Some(Ok(pointer)) => Some(pointer),
+                Some(Err(outcome)) => {
+                    // Its group's later events in this publish wait, so none overtakes it.
+                    if queue.fifo {
+                        failed_groups.insert(group_of(event));
+                    }
+                    outcomes[i] = Some(outcome);
+                    continue;
+                }
+            };
+            if queue.fifo && failed_groups.contains(&group_of(event)) {
+                outcomes[i] = Some(held_back(queue, &group_of(event)));
+                continue;
+            }
+            match prepare(i, event, queue, pointer.as_ref()) {
                 Err(failure) => outcomes[i] = Some(PublishOutcome::Permanent(failure)),
                 Ok(prepared) => match per_queue.iter_mut().find(|(q, _)| Arc::ptr_eq(q, queue)) {
                     Some((_, list)) => list.push(prepared),
@@ -145,7 +218,7 @@ impl SqsPublisher {
         }
 
         let chains = per_queue.into_iter().flat_map(|(queue, items)| {
-            plan(items, queue.fifo)
+            plan(items, queue.fifo, queue.max_batch_bytes())
                 .into_iter()
                 .map(move |chain| (queue.clone(), chain))
         });
@@ -164,13 +237,13 @@ impl SqsPublisher {
         if total.transient_failures > 0
             && total.transient_failures + total.unavailable_failures == total.calls
         {
-            let first = total.first_failure.unwrap_or_else(|| {
-                Error::new(ErrorKind::Service, "every SendMessageBatch call failed")
-            });
+            let first = total
+                .first_failure
+                .unwrap_or_else(|| Error::new(ErrorKind::Service, "every batch call failed"));
             let n = total.calls;
-            tracing::warn!(calls = n, error = %first, "every SQS call of this publish failed");
+            tracing::warn!(calls = n, error = %first, "every SQS/SNS call of this publish failed");
             return Err(first.context(format!(
-                "all {n} SendMessageBatch call(s) of this publish failed; the first"
+                "all {n} SendMessageBatch call(s) (PublishBatch for topics) of this publish failed; the first"
             )));
         }
         for (i, outcome) in total.outcomes {
@@ -255,8 +328,9 @@ impl SqsPublisher {
         match result {
             Err(failure) if failure.class == Class::Permanent && entries.len() > 1 => {
                 tracing::warn!(
-                    queue = %queue.url, entries = entries.len(), error = %failure.error,
-                    "SQS refused a whole batch; sending its entries one by one"
+                    destination = %queue.url, kind = %queue.kind, entries = entries.len(),
+                    error = %failure.error, "{} refused a whole batch; sending its entries one by one",
+                    queue.service()
                 );
                 for p in entries {
                     if let Some(group) = p.group.as_ref().filter(|g| failed_groups.contains(*g)) {
@@ -270,55 +344,6 @@ impl SqsPublisher {
                 }
             }
             result => settle(queue, result, entries, report, failed_groups),
-        }
-    }
-
-    /// One `SendMessageBatch` call, within the call timeout (the caller holds an in-flight
-    /// permit).
-    async fn call(
-        &self,
-        queue: &Queue,
-        entries: &[Prepared],
-    ) -> std::result::Result<SendMessageBatchOutput, CallFailure> {
-        if let Admit::Refuse {
-            reason,
-            dead_letter,
-        } = queue.breaker.admit()
-        {
-            return Err(CallFailure {
-                class: Class::Unavailable,
-                error: Error::new(ErrorKind::QueueUnavailable, reason),
-                dead_letter,
-                called: false,
-            });
-        }
-        let request = self
-            .inner
-            .client
-            .send_message_batch()
-            .queue_url(&queue.url)
-            .set_entries(Some(entries.iter().map(|p| p.entry.clone()).collect()));
-        let what = format!("SendMessageBatch to queue `{}`", queue.url);
-        match tokio::time::timeout(self.inner.call_timeout, request.send()).await {
-            Ok(Ok(output)) => Ok(output),
-            Ok(Err(e)) => {
-                let class = classify_sdk_error(&e);
-                let error = sdk_error(&what, e);
-                let dead_letter =
-                    class == Class::Unavailable && queue.breaker.failed(&error.to_string());
-                Err(CallFailure {
-                    class,
-                    error,
-                    dead_letter,
-                    called: true,
-                })
-            }
-            Err(_) => Err(CallFailure {
-                class: Class::Retry,
-                error: timeout_error(&what, self.inner.call_timeout),
-                dead_letter: false,
-                called: true,
-            }),
         }
     }
 }
@@ -341,8 +366,7 @@ impl Publisher for SqsPublisher {
         self.publish_events(events, Some(deadline))
     }
 
-    /// One call timeout per round of `SendMessageBatch` calls (10 entries each, `max_in_flight`
-    /// at a time).
+    /// One call timeout per round of batch calls (10 entries each, `max_in_flight` at a time).
     fn min_publish_timeout(&self, events: usize) -> Duration {
         let calls = events.div_ceil(10).max(1);
         let rounds = calls.div_ceil(self.inner.max_in_flight.max(1));
@@ -355,8 +379,15 @@ impl Publisher for SqsPublisher {
         self.check_queues()
     }
 
-    /// [`SQS_LIMITS`](crate::SQS_LIMITS).
+    /// Without offload: [`SQS_LIMITS`](crate::SQS_LIMITS), or [`SNS_LIMITS`] when a route goes
+    /// to a topic (the smaller limit of the configured destinations). With offload: up to
+    /// [`OFFLOAD_MAX_MESSAGE_BYTES`](crate::OFFLOAD_MAX_MESSAGE_BYTES).
     fn limits(&self) -> MessageLimits {
-        SQS_LIMITS
+        self.inner.limits
     }
+}
+
+/// The `MessageGroupId` of an event on a FIFO destination.
+fn group_of(event: &ClaimedEvent) -> String {
+    crate::message::message_group_id(&event.aggregate_type, &event.aggregate_id)
 }

@@ -7,7 +7,7 @@ use aws_credential_types::provider::error::CredentialsError;
 use aws_sdk_sqs::config::http::HttpResponse;
 use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 
-use crate::classify::{is_auth_failure, is_queue_missing};
+use crate::classify::{is_auth_failure, is_queue_missing, is_topic_missing};
 use crate::error::{Error, ErrorKind};
 
 pub(crate) fn timeout_error(what: &str, timeout: Duration) -> Error {
@@ -40,6 +40,8 @@ where
             let status = ctx.raw().status().as_u16();
             let kind = if is_queue_missing(code) {
                 ErrorKind::QueueNotFound
+            } else if is_topic_missing(code) {
+                ErrorKind::TopicNotFound
             } else if is_auth_failure(code) {
                 ErrorKind::Credentials
             } else {
@@ -47,6 +49,8 @@ where
             };
             let detail = if is_queue_missing(code) {
                 format!("the queue does not exist ({code}, HTTP {status})")
+            } else if is_topic_missing(code) {
+                format!("the topic does not exist ({code}, HTTP {status})")
             } else {
                 format!("{code} (HTTP {status}): {message}")
             };
@@ -62,7 +66,7 @@ where
         ),
         SdkError::DispatchFailure(_) => (
             ErrorKind::Unavailable,
-            format!("cannot reach SQS: {}", outbox_core::error_chain(&err)),
+            format!("cannot reach AWS: {}", outbox_core::error_chain(&err)),
         ),
         _ => (ErrorKind::Service, outbox_core::error_chain(&err)),
     };

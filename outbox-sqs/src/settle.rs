@@ -1,11 +1,11 @@
-//! What the calls of a `publish` did: an outcome per entry, from SQS's per-entry results or from
+//! What the calls of a `publish` did: an outcome per entry, from SQS's or SNS's per-entry results or from
 //! a call that failed as a whole, and the counts that tell an SQS outage from a broken queue.
 
 use std::collections::{HashMap, HashSet};
 
-use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchOutput;
 use outbox_core::{FailureKind, PublishFailure, PublishOutcome};
 
+use crate::answer::BatchAnswer;
 use crate::classify::{Class, call_failure_kind, classify, failure_kind};
 use crate::error::Error;
 use crate::message::Prepared;
@@ -35,10 +35,7 @@ pub(crate) struct Report {
 }
 
 impl Report {
-    pub(crate) fn count(
-        &mut self,
-        result: &std::result::Result<SendMessageBatchOutput, CallFailure>,
-    ) {
+    pub(crate) fn count(&mut self, result: &std::result::Result<BatchAnswer, CallFailure>) {
         self.calls += 1;
         if let Err(f) = result {
             match f.class {
@@ -84,7 +81,7 @@ fn unavailable(failure: PublishFailure, dead_letter: bool) -> PublishOutcome {
 /// Records the outcome of every entry of a call.
 pub(crate) fn settle(
     queue: &Queue,
-    result: std::result::Result<SendMessageBatchOutput, CallFailure>,
+    result: std::result::Result<BatchAnswer, CallFailure>,
     entries: Vec<Prepared>,
     report: &mut Report,
     failed_groups: &mut HashSet<String>,
@@ -99,20 +96,23 @@ pub(crate) fn settle(
     };
     match result {
         Ok(output) => {
-            let accepted: HashSet<&str> = output.successful().iter().map(|s| s.id()).collect();
-            let failed: HashMap<&str, _> = output.failed().iter().map(|f| (f.id(), f)).collect();
+            let accepted: HashSet<&str> = output.successful.iter().map(String::as_str).collect();
+            let failed: HashMap<&str, _> =
+                output.failed.iter().map(|f| (f.id.as_str(), f)).collect();
             // An entry failed for its queue's sake (e.g. a KMS key) opens the breaker; any other
             // answer shows the queue working.
             let queue_failure = output
-                .failed()
+                .failed
                 .iter()
-                .find(|f| classify(f.code(), f.sender_fault()) == Class::Unavailable);
+                .find(|f| classify(&f.code, f.sender_fault) == Class::Unavailable);
             let dead_letter = match queue_failure {
                 Some(f) => queue.breaker.failed(&format!(
-                    "SendMessageBatch to queue `{}`: {}: {}",
+                    "{} to {} `{}`: {}: {}",
+                    queue.operation(),
+                    queue.kind,
                     queue.url,
-                    f.code(),
-                    f.message().unwrap_or("")
+                    f.code,
+                    f.message.as_deref().unwrap_or("")
                 )),
                 None => {
                     queue.breaker.succeeded();
@@ -120,35 +120,42 @@ pub(crate) fn settle(
                 }
             };
             for p in &entries {
-                let id = p.entry.id();
+                let id = p.id();
                 let outcome = if accepted.contains(id) {
                     PublishOutcome::Published
                 } else if let Some(f) = failed.get(id) {
-                    let (code, message) = (f.code(), f.message().unwrap_or(""));
+                    let (code, message) = (f.code.as_str(), f.message.as_deref().unwrap_or(""));
+                    let service = queue.service();
                     tracing::warn!(
-                        queue = %queue.url, event_id = %p.event_id, code, sender_fault = f.sender_fault(),
-                        message, "SQS failed a message"
+                        destination = %queue.url, kind = %queue.kind, event_id = %p.event_id, code,
+                        sender_fault = f.sender_fault, message, "{service} failed a message"
                     );
                     let kind = failure_kind(code);
-                    match classify(code, f.sender_fault()) {
+                    match classify(code, f.sender_fault) {
                         Class::Permanent => PublishOutcome::permanent(
                             kind,
-                            format!("SQS rejected the message: {code}: {message}"),
+                            format!("{service} rejected the message: {code}: {message}"),
                         ),
                         Class::Retry => PublishOutcome::retry(
                             kind,
-                            format!("SQS did not accept the message: {code}: {message}"),
+                            format!("{service} did not accept the message: {code}: {message}"),
                         ),
                         Class::Unavailable => unavailable(
                             PublishFailure::new(
                                 kind,
-                                format!("SQS queue `{}` unavailable: {code}: {message}", queue.url),
+                                format!(
+                                    "{service} {} `{}` unavailable: {code}: {message}",
+                                    queue.kind, queue.url
+                                ),
                             ),
                             dead_letter,
                         ),
                     }
                 } else {
-                    PublishOutcome::retry(FailureKind::Other, "SQS did not report on this message")
+                    PublishOutcome::retry(
+                        FailureKind::Other,
+                        format!("{} did not report on this message", queue.service()),
+                    )
                 };
                 record(p, outcome);
             }
@@ -157,8 +164,8 @@ pub(crate) fn settle(
             // A refusal by the open breaker was logged when it opened.
             if failure.called {
                 tracing::warn!(
-                    queue = %queue.url, entries = entries.len(), error = %failure.error,
-                    "SendMessageBatch failed"
+                    destination = %queue.url, kind = %queue.kind, entries = entries.len(),
+                    error = %failure.error, "{} failed", queue.operation()
                 );
             }
             let reason = PublishFailure::new(

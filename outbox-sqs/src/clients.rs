@@ -1,0 +1,105 @@
+//! The AWS clients of a publisher — SQS, SNS and (with offloading) S3 — from one AWS
+//! configuration and the builder's overrides.
+
+use aws_config::{BehaviorVersion, SdkConfig};
+use aws_sdk_sqs::config::Region;
+use aws_sdk_sqs::config::retry::RetryConfig;
+
+use crate::config::SqsConfig;
+use crate::error::{Result, config_error};
+
+/// The publisher's clients.
+pub(crate) struct Clients {
+    pub(crate) sqs: aws_sdk_sqs::Client,
+    pub(crate) sns: aws_sdk_sns::Client,
+    /// Only with an offload bucket.
+    pub(crate) s3: Option<aws_sdk_s3::Client>,
+}
+
+/// Builds the clients: from `client` (SQS) and `sdk` when given, else from `aws-config`'s
+/// default chains; `config`'s region, endpoint and attempts override every one of them.
+///
+/// S3 uses path-style addressing when an endpoint is overridden (the builder's `endpoint_url`,
+/// `AWS_ENDPOINT_URL` or `AWS_ENDPOINT_URL_S3`): local and S3-compatible servers need it.
+pub(crate) async fn clients(
+    config: &SqsConfig,
+    client: Option<aws_sdk_sqs::Client>,
+    sdk: Option<SdkConfig>,
+) -> Result<Clients> {
+    let sdk = match sdk {
+        Some(sdk) => sdk,
+        None => {
+            let mut loader = aws_config::defaults(BehaviorVersion::latest());
+            if let Some(region) = &config.region {
+                loader = loader.region(Region::new(region.clone()));
+            }
+            if let Some(url) = &config.endpoint_url {
+                loader = loader.endpoint_url(url);
+            }
+            loader.load().await
+        }
+    };
+    let region = config
+        .region
+        .clone()
+        .map(Region::new)
+        .or_else(|| client.as_ref().and_then(|c| c.config().region().cloned()))
+        .or_else(|| sdk.region().cloned());
+    let Some(region) = region else {
+        return Err(config_error(
+            "no AWS region: set AWS_REGION (or a region in the AWS profile) or the builder's `region`",
+        ));
+    };
+    let retry = config.max_attempts.map(|attempts| {
+        sdk.retry_config()
+            .cloned()
+            .unwrap_or_else(RetryConfig::standard)
+            .with_max_attempts(attempts)
+    });
+
+    let mut sqs = match &client {
+        Some(client) => client.config().to_builder(),
+        None => aws_sdk_sqs::config::Builder::from(&sdk),
+    };
+    sqs = sqs.region(region.clone());
+    if let Some(url) = &config.endpoint_url {
+        sqs = sqs.endpoint_url(url);
+    }
+    let mut sqs = sqs.build();
+    if let Some(attempts) = config.max_attempts {
+        let retry = sqs
+            .retry_config()
+            .cloned()
+            .unwrap_or_else(RetryConfig::standard)
+            .with_max_attempts(attempts);
+        sqs = sqs.to_builder().retry_config(retry).build();
+    }
+
+    let mut sns = aws_sdk_sns::config::Builder::from(&sdk).region(region.clone());
+    if let Some(url) = &config.endpoint_url {
+        sns = sns.endpoint_url(url);
+    }
+    if let Some(retry) = &retry {
+        sns = sns.retry_config(retry.clone());
+    }
+
+    let s3 = config.offload_bucket.as_ref().map(|_| {
+        let mut s3 = aws_sdk_s3::config::Builder::from(&sdk).region(region.clone());
+        if let Some(url) = &config.endpoint_url {
+            s3 = s3.endpoint_url(url);
+        }
+        if let Some(retry) = &retry {
+            s3 = s3.retry_config(retry.clone());
+        }
+        let custom_endpoint = config.endpoint_url.is_some()
+            || sdk.endpoint_url().is_some()
+            || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
+        aws_sdk_s3::Client::from_conf(s3.force_path_style(custom_endpoint).build())
+    });
+
+    Ok(Clients {
+        sqs: aws_sdk_sqs::Client::from_conf(sqs),
+        sns: aws_sdk_sns::Client::from_conf(sns.build()),
+        s3,
+    })
+}

@@ -1,0 +1,162 @@
+//! What a route's target names: an SQS queue (URL or name) or an SNS topic (ARN).
+
+use std::fmt;
+
+/// The kind of a destination the publisher sends to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DestinationKind {
+    /// An Amazon SQS queue, sent to with `SendMessageBatch`.
+    Queue,
+    /// An Amazon SNS topic, published to with `PublishBatch`.
+    Topic,
+}
+
+impl DestinationKind {
+    /// `queue` or `topic`, as logs and metrics name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DestinationKind::Queue => "queue",
+            DestinationKind::Topic => "topic",
+        }
+    }
+}
+
+impl fmt::Display for DestinationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A route target, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A queue URL (`http://` or `https://`).
+    QueueUrl(String),
+    /// A queue name, resolved to its URL with `GetQueueUrl`.
+    QueueName(String),
+    /// An SNS topic ARN.
+    Topic(String),
+}
+
+/// The longest SQS queue name (`.fifo` included) and SNS topic name.
+const MAX_NAME_LEN: usize = 80;
+
+/// Whether `name` is a valid SQS queue or SNS topic name: 1–80 ASCII letters, digits, `-` and `_`,
+/// optionally followed by `.fifo` (counted in the 80).
+fn is_valid_name(name: &str) -> bool {
+    let stem = name.strip_suffix(".fifo").unwrap_or(name);
+    !stem.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && stem
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Parses a route target: a queue URL, a queue name, or an SNS topic ARN
+/// (`arn:<partition>:sns:<region>:<account>:<topic>`). The error says what is wrong, for a
+/// configuration error that names the route.
+pub(crate) fn parse_target(target: &str) -> Result<Target, String> {
+    let target = target.trim();
+    if target.starts_with("http://") || target.starts_with("https://") {
+        return Ok(Target::QueueUrl(target.to_owned()));
+    }
+    if let Some(rest) = target.strip_prefix("arn:") {
+        let parts: Vec<&str> = rest.split(':').collect();
+        return match parts.as_slice() {
+            [partition, "sns", region, account, topic]
+                if !partition.is_empty()
+                    && !region.is_empty()
+                    && account.len() == 12
+                    && account.chars().all(|c| c.is_ascii_digit())
+                    && is_valid_name(topic) =>
+            {
+                Ok(Target::Topic(target.to_owned()))
+            }
+            [_, "sns", ..] => Err(format!(
+                "`{target}` is not an SNS topic ARN (arn:PARTITION:sns:REGION:ACCOUNT:TOPIC, a \
+                 12-digit account, a topic name of letters, digits, `-` and `_`)"
+            )),
+            _ => Err(format!(
+                "`{target}` is an ARN but not of an SNS topic; a target is an SQS queue URL, an \
+                 SQS queue name or an SNS topic ARN"
+            )),
+        };
+    }
+    if is_valid_name(target) {
+        return Ok(Target::QueueName(target.to_owned()));
+    }
+    Err(format!(
+        "`{target}` is neither an SQS queue URL (https://…), an SQS queue name (letters, digits, \
+         `-`, `_`, at most 80) nor an SNS topic ARN (arn:aws:sns:…)"
+    ))
+}
+
+/// Whether a queue URL or topic ARN names a FIFO queue or topic.
+pub(crate) fn is_fifo(address: &str) -> bool {
+    address.trim_end_matches('/').ends_with(".fifo")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_urls_names_and_topic_arns() {
+        assert_eq!(
+            parse_target(" https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo "),
+            Ok(Target::QueueUrl(
+                "https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo".into()
+            ))
+        );
+        assert_eq!(
+            parse_target("http://127.0.0.1:4566/000000000000/q"),
+            Ok(Target::QueueUrl(
+                "http://127.0.0.1:4566/000000000000/q".into()
+            ))
+        );
+        assert_eq!(
+            parse_target("payments_v2-x.fifo"),
+            Ok(Target::QueueName("payments_v2-x.fifo".into()))
+        );
+        for arn in [
+            "arn:aws:sns:eu-west-1:123456789012:orders",
+            "arn:aws:sns:eu-west-1:123456789012:orders.fifo",
+            "arn:aws-cn:sns:cn-north-1:123456789012:o_1-2",
+        ] {
+            assert_eq!(parse_target(arn), Ok(Target::Topic(arn.into())), "{arn}");
+        }
+        assert!(is_fifo("arn:aws:sns:eu-west-1:123456789012:orders.fifo"));
+        assert!(is_fifo("https://sqs.x/1/q.fifo/"));
+        assert!(!is_fifo("arn:aws:sns:eu-west-1:123456789012:orders"));
+    }
+
+    #[test]
+    fn anything_else_is_refused_with_a_reason() {
+        for (bad, says) in [
+            (
+                "arn:aws:sqs:eu-west-1:123456789012:orders",
+                "not of an SNS topic",
+            ),
+            ("arn:aws:sns:eu-west-1:123456789012", "not an SNS topic ARN"),
+            ("arn:aws:sns:eu-west-1:1234:orders", "not an SNS topic ARN"),
+            (
+                "arn:aws:sns:eu-west-1:123456789012:bad name",
+                "not an SNS topic ARN",
+            ),
+            (
+                "arn:aws:sns:eu-west-1:123456789012:orders:sub-id",
+                "not an SNS topic ARN",
+            ),
+            ("orders queue", "neither"),
+            ("sqs.eu-west-1.amazonaws.com/1/q", "neither"),
+            (".fifo", "neither"),
+            ("", "neither"),
+        ] {
+            let e = parse_target(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        assert!(parse_target(&"q".repeat(81)).is_err());
+        assert!(parse_target(&"q".repeat(80)).is_ok());
+    }
+}

@@ -1,0 +1,280 @@
+//! S3 offload of large payloads, in the format of the AWS SQS/SNS Extended Client libraries.
+//!
+//! An event whose message would be larger than the threshold is written to S3 first, at
+//! [`offload_key`]`(event_id)`; the message then carries a pointer instead of the payload:
+//!
+//! - body: `["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"B","s3Key":"K"}]`;
+//! - one more message attribute, [`EXTENDED_PAYLOAD_SIZE_ATTRIBUTE`] (`ExtendedPayloadSize`), of
+//!   data type `Number`: the payload's size in bytes.
+//!
+//! This is what the Java `amazon-sqs-java-extended-client-lib` 2.x and
+//! `amazon-sns-java-extended-client-lib` 2.x write and read, and what the Python
+//! `amazon-sqs-extended-client` reads (it also accepts the legacy attribute `SQSLargePayloadSize`;
+//! this crate writes the current name only).
+
+use std::collections::HashMap;
+
+use aws_sdk_s3::Client;
+use outbox_core::limits::{CharacterSet, MessageLimits};
+use outbox_core::message::message_size;
+use outbox_core::{ClaimedEvent, FailureKind, PublishFailure, PublishOutcome};
+
+use crate::config::SqsConfig;
+use crate::destination::DestinationKind;
+use crate::error::{Result, config_error};
+use crate::message::SQS_LIMITS;
+use crate::publisher::SqsPublisher;
+use crate::sns::SNS_LIMITS;
+
+/// The message attribute that marks an offloaded message and holds the payload's size in bytes
+/// (data type `Number`): the reserved name of the AWS Extended Client libraries.
+pub const EXTENDED_PAYLOAD_SIZE_ATTRIBUTE: &str = "ExtendedPayloadSize";
+
+/// The class name the pointer body starts with (the Extended Client libraries' `PayloadS3Pointer`).
+pub const PAYLOAD_POINTER_CLASS: &str = "software.amazon.payloadoffloading.PayloadS3Pointer";
+
+/// The prefix of every offloaded object's key: scope an S3 lifecycle rule to it.
+pub const OFFLOAD_KEY_PREFIX: &str = "outbox/";
+
+/// The largest message (payload and attributes) a publisher that offloads accepts: 64 MiB. S3
+/// takes objects of up to 5 GiB in one `PutObject`, but the relay holds a claimed event in memory
+/// (twice while writing it to S3) and PostgreSQL's `jsonb` stops at 255 MiB; 64 MiB keeps one event
+/// far from both.
+pub const OFFLOAD_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// The limits of a publisher that offloads: [`OFFLOAD_MAX_MESSAGE_BYTES`], XML characters.
+pub const OFFLOAD_LIMITS: MessageLimits = MessageLimits::new(
+    "the S3 offload",
+    OFFLOAD_MAX_MESSAGE_BYTES,
+    CharacterSet::Xml,
+);
+
+/// Checks the offload settings against the kinds of the configured destinations: a valid bucket
+/// name, a threshold only with a bucket, above zero and not above the smallest destination limit.
+pub(crate) fn validate_offload(config: &SqsConfig, kinds: &[DestinationKind]) -> Result<()> {
+    let Some(bucket) = &config.offload_bucket else {
+        if config.offload_threshold.is_some() {
+            return Err(config_error(
+                "an offload threshold is set but no offload bucket: set the bucket too",
+            ));
+        }
+        return Ok(());
+    };
+    if !is_valid_bucket_name(bucket.trim()) {
+        return Err(config_error(format!(
+            "offload bucket `{bucket}` is not a valid S3 bucket name (3-63 lower-case letters, \
+             digits, `.` and `-`, starting and ending with a letter or digit)"
+        )));
+    }
+    let Some(threshold) = config.offload_threshold else {
+        return Ok(());
+    };
+    let (broker, limit) = if kinds.contains(&DestinationKind::Topic) {
+        ("SNS", SNS_LIMITS.max_message_bytes())
+    } else {
+        ("SQS", SQS_LIMITS.max_message_bytes())
+    };
+    if threshold == 0 || threshold > limit {
+        return Err(config_error(format!(
+            "offload threshold {threshold} must be within 1..={limit}: {broker} accepts at most \
+             {limit} bytes, so a larger message could neither be sent nor offloaded"
+        )));
+    }
+    Ok(())
+}
+
+/// S3's bucket naming rules (general purpose buckets).
+fn is_valid_bucket_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    (3..=63).contains(&bytes.len())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'.' || *b == b'-')
+        && bytes[0].is_ascii_alphanumeric()
+        && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+        && !name.contains("..")
+}
+
+/// The S3 key of an offloaded payload: [`OFFLOAD_KEY_PREFIX`] followed by the event id
+/// (hyphenated, lower case). Deterministic, so a re-send after a crash overwrites the same object.
+///
+/// ```
+/// assert_eq!(
+///     outbox_sqs::offload_key("6f1c2a9e-3b4d-4c5e-8f60-718293a4b5c6"),
+///     "outbox/6f1c2a9e-3b4d-4c5e-8f60-718293a4b5c6"
+/// );
+/// ```
+pub fn offload_key(event_id: &str) -> String {
+    format!("{OFFLOAD_KEY_PREFIX}{event_id}")
+}
+
+/// The message body that points at an offloaded payload, in the Extended Client format.
+///
+/// ```
+/// assert_eq!(
+///     outbox_sqs::pointer_body("my-bucket", "outbox/42"),
+///     r#"["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"my-bucket","s3Key":"outbox/42"}]"#
+/// );
+/// ```
+pub fn pointer_body(bucket: &str, key: &str) -> String {
+    serde_json::json!([PAYLOAD_POINTER_CLASS, {"s3BucketName": bucket, "s3Key": key}]).to_string()
+}
+
+/// The bytes SQS and SNS count for the [`EXTENDED_PAYLOAD_SIZE_ATTRIBUTE`] of a payload of
+/// `payload_len` bytes: name, data type and value.
+pub(crate) fn size_attribute_len(payload_len: usize) -> usize {
+    EXTENDED_PAYLOAD_SIZE_ATTRIBUTE.len() + "Number".len() + payload_len.to_string().len()
+}
+
+/// A payload written to S3: what the message carries instead.
+#[derive(Debug, Clone)]
+pub(crate) struct Offloaded {
+    /// The pointer body.
+    pub(crate) body: String,
+    /// The payload's size in bytes (the attribute's value).
+    pub(crate) payload_len: usize,
+}
+
+/// Writes payloads to the offload bucket.
+#[derive(Debug)]
+pub(crate) struct Offloader {
+    pub(crate) client: Client,
+    pub(crate) bucket: String,
+    /// Offload messages larger than this; `None`: larger than their destination's limit.
+    pub(crate) threshold: Option<usize>,
+}
+
+impl SqsPublisher {
+    /// Writes the payloads of the events (by index, in `order`) whose messages are over the
+    /// offload threshold to S3, concurrently within the in-flight limit. Returns, by index, the
+    /// pointer of each, or the outcome of an event that cannot be sent now (the message is never
+    /// sent without its object): `Unavailable` when S3 is unreachable, too slow or failing (5xx),
+    /// or when the deadline would pass first; `Retry` when S3 refuses (the bucket missing, access
+    /// denied); `Permanent` above [`OFFLOAD_MAX_MESSAGE_BYTES`]. Empty without offload.
+    pub(crate) async fn offload_large(
+        &self,
+        events: &[ClaimedEvent],
+        order: &[usize],
+        deadline: Option<tokio::time::Instant>,
+    ) -> HashMap<usize, std::result::Result<Offloaded, PublishOutcome>> {
+        let Some(offload) = &self.inner.offload else {
+            return HashMap::new();
+        };
+        let large = order.iter().copied().filter(|&i| {
+            let e = &events[i];
+            self.inner.router.route(&e.event_type).is_some_and(|queue| {
+                let threshold = offload
+                    .threshold
+                    .unwrap_or(queue.limits().max_message_bytes());
+                let trace = e.traceparent().filter(|t| !t.is_empty());
+                let size = message_size(
+                    e.payload().len(),
+                    &e.event_type,
+                    &e.aggregate_type,
+                    &e.aggregate_id,
+                    trace,
+                );
+                size > threshold
+            })
+        });
+        let puts = large.map(|i| async move {
+            let e = &events[i];
+            let id = e.id.hyphenated().to_string();
+            if e.payload().len() > OFFLOAD_MAX_MESSAGE_BYTES {
+                let failure = PublishFailure::new(
+                    FailureKind::TooLarge,
+                    format!(
+                        "the payload is {} bytes; the publisher offloads at most \
+                         {OFFLOAD_MAX_MESSAGE_BYTES}",
+                        e.payload().len()
+                    ),
+                );
+                return (i, Err(PublishOutcome::Permanent(failure)));
+            }
+            let _permit = self.inner.permits.acquire().await.ok();
+            let timeout = self.inner.call_timeout;
+            let late = deadline.is_some_and(|d| {
+                tokio::time::Instant::now()
+                    .checked_add(timeout)
+                    .is_none_or(|done_by| done_by > d)
+            });
+            if late {
+                return (
+                    i,
+                    Err(PublishOutcome::unavailable(
+                        FailureKind::NotSent,
+                        "not offloaded to S3: the relay's publish deadline would pass first",
+                    )),
+                );
+            }
+            match offload.put(&id, e.payload(), timeout).await {
+                Ok(pointer) => (i, Ok(pointer)),
+                Err((kind, error)) => {
+                    tracing::warn!(
+                        bucket = %offload.bucket, event_id = %id, error = %error,
+                        "S3 offload failed; the event is not sent now"
+                    );
+                    // S3 down (unreachable, slow, 5xx): put back without an attempt, like an
+                    // outage of the broker. The bucket refusing (missing, denied): a counted
+                    // attempt, so that a lasting misconfiguration ends in a visible dead letter.
+                    let outcome = match kind {
+                        FailureKind::Timeout | FailureKind::Unreachable | FailureKind::Broker => {
+                            PublishOutcome::unavailable(kind, error.to_string())
+                        }
+                        _ => PublishOutcome::retry(kind, error.to_string()),
+                    };
+                    (i, Err(outcome))
+                }
+            }
+        });
+        futures::future::join_all(puts).await.into_iter().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointer_is_the_extended_client_format_and_escapes() {
+        let body = pointer_body("b", "outbox/1");
+        let parsed: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(parsed[0], PAYLOAD_POINTER_CLASS);
+        assert_eq!(parsed[1]["s3BucketName"], "b");
+        assert_eq!(parsed[1]["s3Key"], "outbox/1");
+        assert_eq!(parsed.as_array().unwrap().len(), 2);
+        // Odd characters stay valid JSON.
+        let odd: serde_json::Value = serde_json::from_str(&pointer_body("b\"x", "k\\y")).unwrap();
+        assert_eq!(odd[1]["s3BucketName"], "b\"x");
+    }
+
+    #[test]
+    fn bucket_names() {
+        for ok in ["abc", "my-bucket.v2", &"a".repeat(63)] {
+            assert!(is_valid_bucket_name(ok), "{ok}");
+        }
+        for bad in [
+            "ab",
+            "My-Bucket",
+            "bucket_",
+            "-bucket",
+            "bucket-",
+            "a..b",
+            &"a".repeat(64),
+        ] {
+            assert!(!is_valid_bucket_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn key_is_deterministic_and_prefixed() {
+        assert_eq!(offload_key("abc"), "outbox/abc");
+        assert_eq!(offload_key("abc"), offload_key("abc"));
+    }
+
+    #[test]
+    fn size_attribute_counts_name_type_and_digits() {
+        assert_eq!(size_attribute_len(20_971_520), 19 + 6 + 8);
+        assert_eq!(size_attribute_len(0), 19 + 6 + 1);
+    }
+}

@@ -1,0 +1,189 @@
+//! Writing offloaded payloads to S3: one `PutObject`, or a multipart upload for large payloads;
+//! and the start-up `HeadBucket`.
+
+use std::time::Duration;
+
+use aws_sdk_s3::operation::head_bucket::HeadBucketError;
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+use aws_sdk_sqs::config::http::HttpResponse;
+use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
+use outbox_core::FailureKind;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::offload::{Offloaded, Offloader, offload_key, pointer_body};
+use crate::sdk_error::{sdk_error, timeout_error};
+
+/// Payloads larger than this are uploaded in parts of this size (S3 wants parts of at least
+/// 5 MiB but the last; a single `PutObject` takes up to 5 GiB, but smaller requests retry cheaper
+/// and fit the request limits of S3-compatible servers).
+pub(crate) const MULTIPART_PART_BYTES: usize = 8 * 1024 * 1024;
+
+/// A failed S3 call: the failure kind for the event's outcome, and the error.
+type Failed = (FailureKind, Error);
+
+/// The failure kind of an S3 call's error: time-out, unreachable, 5xx (`Broker`), any other
+/// answer (`Destination`: the bucket missing, access denied).
+fn kind_of<E>(e: &SdkError<E, HttpResponse>) -> FailureKind {
+    match e {
+        SdkError::TimeoutError(_) => FailureKind::Timeout,
+        SdkError::DispatchFailure(_) => FailureKind::Unreachable,
+        SdkError::ServiceError(ctx) if ctx.raw().status().is_server_error() => FailureKind::Broker,
+        SdkError::ServiceError(_) => FailureKind::Destination,
+        _ => FailureKind::Other,
+    }
+}
+
+/// Runs one S3 call within `timeout`.
+async fn within<T, E>(
+    what: &str,
+    timeout: Duration,
+    call: impl Future<Output = std::result::Result<T, SdkError<E, HttpResponse>>>,
+) -> std::result::Result<T, Failed>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match tokio::time::timeout(timeout, call).await {
+        Ok(Ok(out)) => Ok(out),
+        Ok(Err(e)) => Err((kind_of(&e), sdk_error(what, e))),
+        Err(_) => Err((FailureKind::Timeout, timeout_error(what, timeout))),
+    }
+}
+
+impl Offloader {
+    /// Writes `payload` at the event's key and returns the pointer; each S3 call within
+    /// `timeout`.
+    pub(crate) async fn put(
+        &self,
+        event_id: &str,
+        payload: &str,
+        timeout: Duration,
+    ) -> std::result::Result<Offloaded, Failed> {
+        let key = offload_key(event_id);
+        if payload.len() > MULTIPART_PART_BYTES {
+            self.put_in_parts(&key, payload.as_bytes(), timeout).await?;
+        } else {
+            let call = self
+                .client
+                .put_object()
+                .bucket(&self.bucket)
+                .key(&key)
+                .content_type("application/json")
+                .body(ByteStream::from(payload.as_bytes().to_vec()))
+                .send();
+            let what = format!(
+                "PutObject of an offloaded payload to bucket `{}`",
+                self.bucket
+            );
+            within(&what, timeout, call).await?;
+        }
+        Ok(Offloaded {
+            body: pointer_body(&self.bucket, &key),
+            payload_len: payload.len(),
+        })
+    }
+
+    /// A multipart upload; aborted (best effort) when a part or the completion fails.
+    async fn put_in_parts(
+        &self,
+        key: &str,
+        payload: &[u8],
+        timeout: Duration,
+    ) -> std::result::Result<(), Failed> {
+        let what = format!(
+            "multipart upload of an offloaded payload to bucket `{}`",
+            self.bucket
+        );
+        let call = self
+            .client
+            .create_multipart_upload()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type("application/json")
+            .send();
+        let created = within(&what, timeout, call).await?;
+        let Some(upload_id) = created.upload_id().map(str::to_owned) else {
+            return Err((
+                FailureKind::Broker,
+                Error::new(
+                    ErrorKind::Service,
+                    format!("{what}: no upload id in the answer"),
+                ),
+            ));
+        };
+        let result = self
+            .upload_parts(key, &upload_id, payload, timeout, &what)
+            .await;
+        if result.is_err() {
+            let abort = self
+                .client
+                .abort_multipart_upload()
+                .bucket(&self.bucket)
+                .key(key)
+                .upload_id(&upload_id)
+                .send();
+            // Best effort: an upload left behind is removed by the bucket's lifecycle rule
+            // (`AbortIncompleteMultipartUpload`).
+            let _ = tokio::time::timeout(timeout, abort).await;
+        }
+        result
+    }
+
+    async fn upload_parts(
+        &self,
+        key: &str,
+        upload_id: &str,
+        payload: &[u8],
+        timeout: Duration,
+        what: &str,
+    ) -> std::result::Result<(), Failed> {
+        let mut done = CompletedMultipartUpload::builder();
+        for (n, chunk) in payload.chunks(MULTIPART_PART_BYTES).enumerate() {
+            let number = i32::try_from(n + 1).unwrap_or(i32::MAX);
+            let call = self
+                .client
+                .upload_part()
+                .bucket(&self.bucket)
+                .key(key)
+                .upload_id(upload_id)
+                .part_number(number)
+                .body(ByteStream::from(chunk.to_vec()))
+                .send();
+            let part = within(what, timeout, call).await?;
+            let mut completed = CompletedPart::builder().part_number(number);
+            if let Some(tag) = part.e_tag() {
+                completed = completed.e_tag(tag);
+            }
+            done = done.parts(completed.build());
+        }
+        let call = self
+            .client
+            .complete_multipart_upload()
+            .bucket(&self.bucket)
+            .key(key)
+            .upload_id(upload_id)
+            .multipart_upload(done.build())
+            .send();
+        within(what, timeout, call).await.map(|_| ())
+    }
+
+    /// `HeadBucket` on the offload bucket: it exists and the credentials reach it.
+    pub(crate) async fn check(&self, timeout: Duration) -> Result<()> {
+        let call = self.client.head_bucket().bucket(&self.bucket).send();
+        let what = format!("HeadBucket on offload bucket `{}`", self.bucket);
+        match tokio::time::timeout(timeout, call).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(SdkError::ServiceError(ctx)))
+                if matches!(ctx.err(), HeadBucketError::NotFound(_))
+                    || ctx.raw().status().as_u16() == 404 =>
+            {
+                Err(Error::new(
+                    ErrorKind::BucketNotFound,
+                    format!("{what}: the bucket does not exist"),
+                ))
+            }
+            Ok(Err(e)) => Err(sdk_error(&what, e)),
+            Err(_) => Err(timeout_error(&what, timeout)),
+        }
+    }
+}
