@@ -224,10 +224,11 @@ async fn no_listen_polls_only_and_listen_url_listens_on_its_own_connection() {
         .spawn();
     assert!(
         outbox_tests::running::eventually(Duration::from_secs(10), async || {
-            listeners("direct-listen").await == 1
+            // The LISTEN connection and the one advertising waiting both use --listen-url.
+            listeners("direct-listen").await == 2
         })
         .await,
-        "the LISTEN connection uses --listen-url: {}",
+        "the LISTEN connections use --listen-url: {}",
         relay.logs()
     );
     emit_all(&**client, &[TestEvent::new("b", 1)])
@@ -246,7 +247,8 @@ async fn no_listen_polls_only_and_listen_url_listens_on_its_own_connection() {
 }
 
 /// The library: a certificate error is not retryable, a wrong password is; a LISTEN connection
-/// whose certificate is refused is tried once (one error), and polling keeps the relay working.
+/// whose certificate is refused is tried once (one error each for it and the waiting connection),
+/// and polling keeps the relay working.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_certificate_is_final_and_the_listener_does_not_retry_it() {
     let _serial = SERIAL.lock().await;
@@ -296,10 +298,11 @@ async fn a_refused_certificate_is_final_and_the_listener_does_not_retry_it() {
         "polling delivers without LISTEN"
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
+    // The LISTEN connection and the one advertising waiting (same connector) each try once.
     assert_eq!(
         refusals(&pg) - before,
-        1,
-        "one LISTEN attempt, no retry loop"
+        2,
+        "one attempt per connection, no retry loop"
     );
     running.stop().await;
 }
