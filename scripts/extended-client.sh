@@ -16,10 +16,16 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.tools/venv"
 package="amazon-sqs-extended-client==1.0.1"
 
+# Tests run this concurrently: one installs, the others wait for it (flock on a lock file).
+mkdir -p "$root/.tools"
+exec 9>"$root/.tools/venv.lock"
+flock 9
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import sqs_extended_client' 2>/dev/null; then
   echo "[extended-client] installing $package into .tools/venv" >&2
+  rm -rf "$venv"
   python3.11 -m venv "$venv" >&2
   "$venv/bin/pip" install --quiet --disable-pip-version-check "$package" >&2
 fi
+flock -u 9
 
 exec "$venv/bin/python" "$root/scripts/extended_client_receive.py" "$@"
