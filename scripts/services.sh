@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the services the tests and the demo need are up, and prints the settings they read:
 #   - PostgreSQL on 127.0.0.1:5432 (started with pg_ctlcluster if it is down);
-#   - fauxqs@1.9.2, a local SQS server, installed into .tools/ (ignored by git) and started on
+#   - fauxqs@1.9.2, a local SQS, SNS and S3 server, installed into .tools/ (ignored by git) and started on
 #     127.0.0.1:${FAUXQS_PORT:-4566}.
 # Idempotent: a service already answering is left alone. Source it (`. scripts/services.sh`) to get
 # the environment variables exported into your shell, or run it and copy them.
@@ -55,6 +55,9 @@ ensure_fauxqs
 
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 export AWS_ENDPOINT_URL_SQS="${AWS_ENDPOINT_URL_SQS:-http://127.0.0.1:${fauxqs_port}}"
+# fauxqs serves SNS and S3 on the same port (topic routes and S3 offload).
+export AWS_ENDPOINT_URL_SNS="${AWS_ENDPOINT_URL_SNS:-${AWS_ENDPOINT_URL_SQS}}"
+export AWS_ENDPOINT_URL_S3="${AWS_ENDPOINT_URL_S3:-${AWS_ENDPOINT_URL_SQS}}"
 export AWS_REGION="${AWS_REGION:-us-east-1}"
 export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}"
 export AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}"

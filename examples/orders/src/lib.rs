@@ -9,12 +9,17 @@
 //!   model (`order_summaries`), with the outbox's consumer inbox
 //!   ([`outbox_core::process_once`]).
 //! - [`demo`] puts it all together with the relay: `scripts/demo` runs it.
+//! - [`fanout`] publishes the same events to an SNS topic that fans them out to two queues: the
+//!   read model's and the [`shipping`] service's, each consumer applying every event once:
+//!   `scripts/demo --fan-out` runs it.
 
 pub mod consumer;
 pub mod demo;
 pub mod events;
+pub mod fanout;
 pub mod migrate;
 pub mod service;
+pub mod shipping;
 
 pub use migrate::migrate;
 

@@ -10,21 +10,21 @@ mod progress;
 mod report;
 mod setup;
 mod tally;
-mod writers;
+pub(crate) mod writers;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::Pool;
 use outbox_core::{CancellationToken, Relay};
 use outbox_sqs::SqsPublisher;
 use tokio::task::JoinHandle;
-use tokio_postgres::NoTls;
 use uuid::Uuid;
 
 pub use config::DemoConfig;
 pub use report::{Report, format_stats};
+pub(crate) use setup::{connect, pool};
 pub use setup::{create_fifo_queue, recreate_database};
 
 use crate::Error;
@@ -51,22 +51,7 @@ pub async fn run(config: DemoConfig) -> Result<Report, Error> {
     let mut client = setup::connect(&config.database).await?;
     outbox_core::migrate(&mut client).await?;
     crate::migrate(&mut client).await?;
-    // TCP keepalives, a TCP user timeout and pool time-outs sized to the relay's publish timeout.
-    let publish_timeout = outbox_core::RelayConfig::default().publish_timeout;
-    let mut database = config.database.clone();
-    outbox_core::connect::harden(&mut database, publish_timeout);
-    let pool = outbox_core::connect::pool_timeouts(
-        Pool::builder(Manager::from_config(
-            database,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        ))
-        .max_size(config.writers + config.consumers + 4 + 2),
-        publish_timeout,
-    )
-    .build()?;
+    let pool = setup::pool(&config.database, config.writers + config.consumers + 4 + 2)?;
 
     let relay = Stoppable::relay(&config, &pool).await?;
     let tally = Arc::new(Tally::default());

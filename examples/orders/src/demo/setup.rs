@@ -3,6 +3,7 @@
 use std::str::FromStr;
 
 use aws_sdk_sqs::types::QueueAttributeName;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use crate::Error;
@@ -52,8 +53,25 @@ pub async fn create_fifo_queue(sqs: &aws_sdk_sqs::Client, name: &str) -> Result<
         .to_owned())
 }
 
+/// A pool of `size` connections to `database`, with TCP keepalives, a TCP user timeout and pool
+/// time-outs sized to the relay's publish timeout.
+pub(crate) fn pool(database: &tokio_postgres::Config, size: usize) -> Result<Pool, Error> {
+    let publish_timeout = outbox_core::RelayConfig::default().publish_timeout;
+    let mut database = database.clone();
+    outbox_core::connect::harden(&mut database, publish_timeout);
+    let manager = Manager::from_config(
+        database,
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    let builder = Pool::builder(manager).max_size(size);
+    Ok(outbox_core::connect::pool_timeouts(builder, publish_timeout).build()?)
+}
+
 /// Connects with `config`, driving the connection on a task.
-pub(super) async fn connect(
+pub(crate) async fn connect(
     config: &tokio_postgres::Config,
 ) -> Result<tokio_postgres::Client, Error> {
     let (client, connection) = config.connect(NoTls).await?;

@@ -97,7 +97,7 @@ async fn place_rolled_back(pool: &Pool, id: Uuid) -> bool {
 
 /// What the order with number `i` goes through: placed with 1–3 lines, then 0–2 lines added, a line
 /// removed from every fourth order, every other order shipped.
-fn order_plan(i: u32) -> (NewOrder, Vec<NewLine>, bool, bool) {
+pub(crate) fn order_plan(i: u32) -> (NewOrder, Vec<NewLine>, bool, bool) {
     let line = |j: u32| NewLine {
         sku: format!("SKU-{:03}", (i * 7 + j) % 200),
         quantity: 1 + ((i + j) % 4) as i32,
