@@ -6,6 +6,13 @@
 //! middleware, from the incoming `traceparent` header). With the `opentelemetry` cargo feature,
 //! `emit` otherwise takes it from the current OpenTelemetry context (`opentelemetry::Context::current()`)
 //! when that holds a valid span.
+//!
+//! With the `opentelemetry` feature, [`with_traceparent`] also makes the `traceparent`'s span the
+//! current OpenTelemetry context's remote parent for the scope: spans an OpenTelemetry tracer
+//! starts inside it (and the events emitted inside those spans) belong to the producer's trace.
+//! That is how `outbox_sqs::Consumer` continues the producer's trace in a handler. With
+//! `tracing-opentelemetry`, make a `tracing` span a child of it with
+//! `span.set_parent(remote_context(traceparent))` (see `remote_context`, with the feature).
 
 use std::future::Future;
 
@@ -17,8 +24,46 @@ tokio::task_local! {
 
 /// Runs `future` with `traceparent` as the current W3C trace context: every event emitted inside it
 /// carries it. An invalid value (not `version-traceid-spanid-flags` in lowercase hex) is ignored.
+///
+/// With the `opentelemetry` feature, a valid `traceparent` becomes the remote parent of the current
+/// OpenTelemetry context while `future` runs (`remote_context`): spans started inside are
+/// children of the producer's span, and an event emitted inside such a span carries the span's own
+/// trace context.
 pub async fn with_traceparent<F: Future>(traceparent: impl Into<String>, future: F) -> F::Output {
-    TRACEPARENT.scope(traceparent.into(), future).await
+    let traceparent = traceparent.into();
+    #[cfg(feature = "opentelemetry")]
+    if let Some(context) = remote_context(&traceparent) {
+        use opentelemetry::context::FutureExt;
+        return future.with_context(context).await;
+    }
+    TRACEPARENT.scope(traceparent, future).await
+}
+
+/// The current OpenTelemetry context with `traceparent`'s span as its remote parent, or `None`
+/// when `traceparent` is not a valid W3C `traceparent`. (Feature `opentelemetry`.)
+///
+/// Useful with `tracing-opentelemetry`: `tracing::Span::current().set_parent(context)` links a
+/// `tracing` span to the producer's trace.
+#[cfg(feature = "opentelemetry")]
+pub fn remote_context(traceparent: &str) -> Option<opentelemetry::Context> {
+    use opentelemetry::trace::{
+        SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
+    };
+    if !is_valid_traceparent(traceparent) {
+        return None;
+    }
+    let mut parts = traceparent.split('-').skip(1);
+    let trace_id = TraceId::from_hex(parts.next()?).ok()?;
+    let span_id = SpanId::from_hex(parts.next()?).ok()?;
+    let flags = u8::from_str_radix(parts.next()?, 16).ok()?;
+    let span = SpanContext::new(
+        trace_id,
+        span_id,
+        TraceFlags::new(flags),
+        true,
+        TraceState::default(),
+    );
+    Some(opentelemetry::Context::current().with_remote_span_context(span))
 }
 
 /// The current valid W3C `traceparent`: the one set with [`with_traceparent`], else (with the
@@ -123,5 +168,41 @@ mod tests {
             .with_remote_span_context(sc)
             .attach();
         assert_eq!(current_traceparent().as_deref(), Some(TP));
+    }
+
+    #[cfg(feature = "opentelemetry")]
+    #[tokio::test]
+    async fn with_traceparent_makes_the_span_the_remote_opentelemetry_parent() {
+        use opentelemetry::trace::TraceContextExt;
+        let seen = with_traceparent(TP, async {
+            tokio::task::yield_now().await;
+            let context = opentelemetry::Context::current();
+            let sc = context.span().span_context().clone();
+            (
+                sc.trace_id().to_string(),
+                sc.span_id().to_string(),
+                sc.is_remote(),
+                sc.is_sampled(),
+                current_traceparent(),
+            )
+        })
+        .await;
+        assert_eq!(
+            seen,
+            (
+                "0af7651916cd43dd8448eb211c80319c".to_owned(),
+                "b7ad6b7169203331".to_owned(),
+                true,
+                true,
+                Some(TP.to_owned())
+            )
+        );
+        // Outside the scope: no span.
+        assert_eq!(current_traceparent(), None);
+        // Invalid values make no context.
+        assert!(remote_context("00-garbage").is_none());
+        let unsampled = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
+        let context = remote_context(unsampled).expect("valid");
+        assert!(!context.span().span_context().is_sampled());
     }
 }

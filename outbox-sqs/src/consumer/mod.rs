@@ -59,7 +59,10 @@
 //! 3. The handler runs with the event, the envelope and the transaction, inside a `tracing` span
 //!    `outbox.consume` carrying the event id, type, aggregate, receive count and the producer's
 //!    `traceparent`; events the handler emits carry that `traceparent` too
-//!    ([`outbox_core::trace::with_traceparent`]), so the trace continues downstream.
+//!    ([`outbox_core::trace::with_traceparent`]), so the trace continues downstream. With this
+//!    crate's `opentelemetry` feature, the handler also runs with the producer's span as the
+//!    remote parent of the current OpenTelemetry context: spans its tracer starts there join the
+//!    producer's trace.
 //! 4. `Ok`: the transaction commits — effects and inbox row together — and the message is deleted
 //!    (batched `DeleteMessageBatch`, 10 per call). A crash between commit and delete only means
 //!    a redelivery that the inbox skips.

@@ -1,8 +1,8 @@
 //! Emit → relay → consume, every event applied exactly once despite forced redeliveries and a
 //! consumer killed mid-handler.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use deadpool_postgres::Transaction;
@@ -170,7 +170,8 @@ async fn the_trace_context_and_envelope_reach_the_handler() {
     .await;
     let recorder = Arc::new(Recorder::default());
     let c = consumer(&db, &queue, "ledger").await.build().await.unwrap();
-    let running = Running::start(c, Forwarder(recorder.clone()));
+    let forwarder = Forwarder(recorder.clone(), Arc::default());
+    let running = Running::start(c, Forwarder(recorder.clone(), forwarder.1.clone()));
     assert!(
         eventually(Duration::from_secs(20), async || effect_counts(&db).await.1
             == 1)
@@ -192,6 +193,16 @@ async fn the_trace_context_and_envelope_reach_the_handler() {
         .map(|r| r.get(0))
         .collect();
     assert_eq!(forwarded, [Some(TP.to_owned())]);
+    // The handler ran with the producer's span as its OpenTelemetry context's remote parent
+    // (outbox-core's `opentelemetry` feature is on in the tests).
+    assert_eq!(
+        *forwarder.1.lock().unwrap(),
+        [(
+            "0af7651916cd43dd8448eb211c80319c".to_owned(),
+            "b7ad6b7169203331".to_owned(),
+            true
+        )]
+    );
     let e = recorder.envelopes.lock().unwrap()[0].clone();
     assert_eq!(e.event_id, id);
     assert_eq!(e.event_type, "account.credited");
@@ -204,8 +215,9 @@ async fn the_trace_context_and_envelope_reach_the_handler() {
     assert!(!e.message_id.is_empty());
 }
 
-/// Records a credit, and emits `account.closed` for it in the same transaction.
-struct Forwarder(Arc<Recorder>);
+/// Records a credit, and emits `account.closed` for it in the same transaction. Records the
+/// OpenTelemetry span context it runs in: trace id, span id, whether remote.
+struct Forwarder(Arc<Recorder>, Arc<Mutex<Vec<(String, String, bool)>>>);
 
 impl Handler<AccountEvent> for Forwarder {
     async fn handle(
@@ -215,6 +227,14 @@ impl Handler<AccountEvent> for Forwarder {
         tx: &Transaction<'_>,
     ) -> Result<(), HandlerError> {
         if let AccountEvent::Credited { account, n, .. } = &event {
+            let context = opentelemetry::Context::current();
+            let span = opentelemetry::trace::TraceContextExt::span(&context);
+            let sc = span.span_context();
+            self.1.lock().unwrap().push((
+                sc.trace_id().to_string(),
+                sc.span_id().to_string(),
+                sc.is_remote(),
+            ));
             outbox_core::emit(
                 tx,
                 &AccountEvent::Closed {
