@@ -30,7 +30,21 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
     let mut calls = Vec::new();
     for aggregates in [10_000, 10] {
         let (mut on, mut off): (Vec<Drain>, Vec<Drain>) = (Vec::new(), Vec::new());
+        let mut batched: Vec<Drain> = Vec::new();
         for round in 0..opts.rounds {
+            // Few hot aggregates: also order on with an aggregate's events in one FIFO call.
+            if aggregates == 10 && !batched.iter().any(|d| d.capped) {
+                common::backlog(&setup, n, aggregates).await?;
+                let d =
+                    common::drain_relay_fifo_batched(&db, &sqs, opts.relay, n, opts.ordering_cap)
+                        .await?;
+                eprintln!(
+                    "[bench]   round {round}, {aggregates} aggregates: order on, FIFO, aggregates batched {:.0} ev/s{}",
+                    d.rate(),
+                    if d.capped { " (capped)" } else { "" }
+                );
+                batched.push(d);
+            }
             // A capped drain is not repeated: the cap already says enough.
             if !on.iter().any(|d| d.capped) {
                 common::backlog(&setup, n, aggregates).await?;
@@ -77,6 +91,21 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
             format!("off: {}", describe(&off)),
             on.median / off.median,
         ));
+        if !batched.is_empty() {
+            let batched = common::median_rate(&batched);
+            report.rows.push(Row::at_least(
+                6,
+                format!(
+                    "order on, FIFO queue, an aggregate's events in one call (`batch_aggregates`), {} events over {} aggregates",
+                    group(n as u64),
+                    group(aggregates as u64)
+                ),
+                format!("on: {}", describe(&batched)),
+                format!("off: {}", describe(&off)),
+                batched.median / off.median,
+                0.4,
+            ));
+        }
     }
     report.notes.push(format!(
         "6: zero SQS latency, relay settings as above; a drain stops after {:.0} s and its rate so \

@@ -210,6 +210,10 @@ pub struct RelayArgs {
     /// or topic's limit, 1 MiB or 256 KiB).
     #[arg(long, value_name = "BYTES", requires = "offload_bucket")]
     pub offload_threshold: Option<usize>,
+    /// With one FIFO queue or topic and per-aggregate order: send several events of one
+    /// aggregate in one call (faster for hot aggregates; see the README).
+    #[arg(long)]
+    pub batch_aggregates: bool,
     /// Events per claim.
     #[arg(long)]
     pub batch_size: Option<usize>,

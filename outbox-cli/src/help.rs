@@ -65,6 +65,11 @@ fn relay_settings() -> Vec<(&'static str, &'static str, &'static str)> {
             "offload above this (default: the limit)",
         ),
         (
+            "--batch-aggregates",
+            sqs::ENV_BATCH_AGGREGATES,
+            "an aggregate's events in one FIFO call (default false)",
+        ),
+        (
             "--broken-queue-dead-letter-after",
             sqs::ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS,
             "(default 1h)",

@@ -58,6 +58,9 @@ fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
     if let Some(t) = args.offload_threshold {
         c.offload_threshold = Some(t);
     }
+    if args.batch_aggregates {
+        c.batch_aggregates = true;
+    }
     if c.routes.is_empty() && c.default_queue.is_none() {
         return Err(
             "no queue or topic configured: pass --default-queue URL or --route PATTERN=URL|ARN \

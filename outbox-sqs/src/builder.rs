@@ -96,6 +96,13 @@ impl SqsPublisherBuilder {
         self
     }
 
+    /// Sends several events of one aggregate in one FIFO call when the relay keeps per-aggregate
+    /// order and there is a single FIFO destination. See [`SqsConfig::batch_aggregates`].
+    pub fn batch_aggregates(mut self, on: bool) -> Self {
+        self.config.batch_aggregates = on;
+        self
+    }
+
     /// Overrides the endpoint of SQS, SNS and S3 (otherwise `AWS_ENDPOINT_URL_SQS` /
     /// `AWS_ENDPOINT_URL_SNS` / `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, or AWS's).
     pub fn endpoint_url(mut self, url: impl Into<String>) -> Self {
@@ -222,8 +229,13 @@ impl SqsPublisherBuilder {
             _ => None,
         };
 
+        // One FIFO destination: each aggregate's events go to one place, where a call keeps their
+        // order; with two, an aggregate's events could race each other to different destinations.
+        let keeps_aggregate_order =
+            config.batch_aggregates && queues.len() == 1 && queues.iter().all(|q| q.fifo);
         Ok(SqsPublisher {
             inner: Arc::new(Inner {
+                keeps_aggregate_order,
                 client,
                 sns: clients.sns,
                 offload,

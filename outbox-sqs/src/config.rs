@@ -27,6 +27,10 @@ pub const ENV_OFFLOAD_BUCKET: &str = "OUTBOX_SQS_OFFLOAD_BUCKET";
 /// destination's limit).
 pub const ENV_OFFLOAD_THRESHOLD_BYTES: &str = "OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTES";
 
+/// Environment variable: `true` to send several events of one aggregate in one FIFO call (see
+/// [`SqsConfig::batch_aggregates`]).
+pub const ENV_BATCH_AGGREGATES: &str = "OUTBOX_SQS_BATCH_AGGREGATES";
+
 /// Default of [`SqsConfig::max_in_flight`].
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 8;
 /// Default of [`SqsConfig::call_timeout`].
@@ -114,6 +118,17 @@ pub struct SqsConfig {
     /// bytes. At most the smallest limit of the configured destinations (1 MiB for queues, 256 KiB
     /// when a route goes to a topic). `None` (the default): each destination's own limit.
     pub offload_threshold: Option<usize>,
+    /// With per-aggregate order on and a single FIFO destination (queue or topic): send several
+    /// events of one aggregate in one `SendMessageBatch` / `PublishBatch` call, in order (the
+    /// relay then hands a whole claimed batch to one publish instead of one wave per position in
+    /// the aggregates, which costs one round trip per event of a hot aggregate). SQS and SNS keep
+    /// a message group's order within a call; the publisher validates every entry first, and once
+    /// an entry of a group fails, the group's later entries are not sent. What no client can
+    /// rule out is SQS failing an entry for an internal error while accepting a later one of its
+    /// group in the same call: the relay logs that as an error (per-aggregate order broken).
+    /// Default `false`: waves, where a later event is only sent once the earlier one was accepted.
+    /// Ignored (waves) with several destinations or a standard queue.
+    pub batch_aggregates: bool,
 }
 
 impl Default for SqsConfig {
@@ -130,6 +145,7 @@ impl Default for SqsConfig {
             breaker_probe_interval: DEFAULT_BREAKER_PROBE_INTERVAL,
             offload_bucket: None,
             offload_threshold: None,
+            batch_aggregates: false,
         }
     }
 }
@@ -142,7 +158,8 @@ impl SqsConfig {
     /// [`OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS`](ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS) and
     /// [`OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS`](ENV_BREAKER_PROBE_INTERVAL_MS),
     /// [`OUTBOX_SQS_OFFLOAD_BUCKET`](ENV_OFFLOAD_BUCKET) and
-    /// [`OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTES`](ENV_OFFLOAD_THRESHOLD_BYTES). AWS settings are read later, by
+    /// [`OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTES`](ENV_OFFLOAD_THRESHOLD_BYTES),
+    /// [`OUTBOX_SQS_BATCH_AGGREGATES`](ENV_BATCH_AGGREGATES). AWS settings are read later, by
     /// `aws-config`, from the standard AWS variables.
     ///
     /// Fails with [`ErrorKind::Config`](crate::ErrorKind::Config), naming the variable, when a value
@@ -203,6 +220,17 @@ impl SqsConfig {
                 ))
             })?);
         }
+        if let Some(on) = var(ENV_BATCH_AGGREGATES) {
+            config.batch_aggregates = match on.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" | "on" => true,
+                "false" | "0" | "no" | "off" => false,
+                _ => {
+                    return Err(config_error(format!(
+                        "{ENV_BATCH_AGGREGATES}: `{on}` is not true or false"
+                    )));
+                }
+            };
+        }
         Ok(config)
     }
 }
@@ -262,6 +290,7 @@ mod tests {
             (ENV_BREAKER_PROBE_INTERVAL_MS, "750"),
             (ENV_OFFLOAD_BUCKET, " payloads "),
             (ENV_OFFLOAD_THRESHOLD_BYTES, "200000"),
+            (ENV_BATCH_AGGREGATES, " TRUE "),
         ]))
         .unwrap();
         assert_eq!(
@@ -284,6 +313,11 @@ mod tests {
         assert_eq!(c.breaker_probe_interval, Duration::from_millis(750));
         assert_eq!(c.offload_bucket.as_deref(), Some("payloads"));
         assert_eq!(c.offload_threshold, Some(200_000));
+        assert!(c.batch_aggregates);
+        let off = SqsConfig::from_vars(vars(&[(ENV_BATCH_AGGREGATES, "0")])).unwrap();
+        assert!(!off.batch_aggregates);
+        let bad = SqsConfig::from_vars(vars(&[(ENV_BATCH_AGGREGATES, "maybe")])).unwrap_err();
+        assert!(bad.to_string().contains(ENV_BATCH_AGGREGATES), "{bad}");
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub(crate) struct Inner {
     pub(crate) max_in_flight: usize,
     pub(crate) call_timeout: Duration,
     pub(crate) metrics: SqsMetrics,
+    /// See [`SqsConfig::batch_aggregates`](crate::SqsConfig::batch_aggregates).
+    pub(crate) keeps_aggregate_order: bool,
 }
 
 /// A queue or topic whose circuit breaker is open (see [`SqsPublisher::unavailable_queues`]).
@@ -209,7 +211,12 @@ impl SqsPublisher {
                 continue;
             }
             match prepare(i, event, queue, pointer.as_ref()) {
-                Err(failure) => outcomes[i] = Some(PublishOutcome::Permanent(failure)),
+                Err(failure) => {
+                    if queue.fifo {
+                        failed_groups.insert(group_of(event));
+                    }
+                    outcomes[i] = Some(PublishOutcome::Permanent(failure));
+                }
                 Ok(prepared) => match per_queue.iter_mut().find(|(q, _)| Arc::ptr_eq(q, queue)) {
                     Some((_, list)) => list.push(prepared),
                     None => per_queue.push((queue.clone(), vec![prepared])),
@@ -384,6 +391,12 @@ impl Publisher for SqsPublisher {
     /// [`OFFLOAD_MAX_MESSAGE_BYTES`](crate::OFFLOAD_MAX_MESSAGE_BYTES).
     fn limits(&self) -> MessageLimits {
         self.inner.limits
+    }
+
+    /// With [`SqsConfig::batch_aggregates`](crate::SqsConfig::batch_aggregates) on and a single
+    /// FIFO destination.
+    fn keeps_aggregate_order(&self) -> bool {
+        self.inner.keeps_aggregate_order
     }
 }
 

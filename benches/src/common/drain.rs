@@ -94,6 +94,26 @@ pub async fn drain_relay(
     Ok(drain)
 }
 
+/// Like [`drain_relay`] with per-aggregate order on, into the fixture's FIFO queue with an
+/// aggregate's events batched in one call (`SqsConfig::batch_aggregates`).
+pub async fn drain_relay_fifo_batched(
+    db: &TestDb,
+    sqs: &Sqs,
+    settings: RelaySettings,
+    expected: usize,
+    cap: Duration,
+) -> Result<Drain> {
+    let publisher = sqs.fifo_batching_publisher(settings.max_in_flight).await?;
+    if !publisher.keeps_aggregate_order() {
+        return Err("the FIFO batching publisher does not keep aggregate order".into());
+    }
+    sqs.fixture.reset_counters();
+    drain_with(db, publisher, settings, true, expected, cap, || {
+        sqs.fixture.accepted()
+    })
+    .await
+}
+
 /// Like [`drain_relay`], through a [`NoopPublisher`] instead of SQS.
 pub async fn drain_noop(
     db: &TestDb,

@@ -19,6 +19,8 @@ pub type Result<T> = std::result::Result<T, BoxError>;
 
 /// The queue every benchmark publishes to (a standard queue).
 pub const QUEUE: &str = "bench-events";
+/// The fixture's FIFO queue (benchmark 6, aggregates batched per call).
+pub const FIFO_QUEUE: &str = "bench-events.fifo";
 
 /// The relay settings of the throughput benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

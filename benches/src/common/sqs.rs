@@ -20,6 +20,8 @@ pub struct Sqs {
     pub fixture: SqsFixture,
     /// The URL of [`QUEUE`].
     pub queue_url: String,
+    /// The URL of [`FIFO_QUEUE`].
+    pub fifo_queue_url: String,
     sdk: aws_config::SdkConfig,
     thread: FixtureThread,
 }
@@ -104,6 +106,10 @@ impl<P: Publisher> Publisher for Counting<P> {
     async fn check(&self) -> std::result::Result<(), Self::Error> {
         self.inner.check().await
     }
+
+    fn keeps_aggregate_order(&self) -> bool {
+        self.inner.keeps_aggregate_order()
+    }
 }
 
 /// CPU time (user + system) this process has used so far, when the OS tells (Linux).
@@ -137,10 +143,12 @@ impl Sqs {
         let (fixture, stat) = ready_rx.await.expect("the SQS fixture starts");
         fixture.set_recording(false);
         let queue_url = fixture.create_queue(QUEUE);
+        let fifo_queue_url = fixture.create_queue(FIFO_QUEUE);
         let sdk = outbox_tests::sqs::sdk_config_for(&fixture.endpoint_url()).await;
         Sqs {
             fixture,
             queue_url,
+            fifo_queue_url,
             sdk,
             thread: FixtureThread {
                 stop: Some(stop_tx),
@@ -160,6 +168,19 @@ impl Sqs {
         Ok(SqsPublisher::builder()
             .sdk_config(self.sdk.clone())
             .default_queue(self.queue_url.clone())
+            .max_attempts(1)
+            .max_in_flight(max_in_flight)
+            .build()
+            .await?)
+    }
+
+    /// The product's SQS publisher, aimed at the fixture's FIFO queue, sending an aggregate's events
+    /// in one call (`batch_aggregates`).
+    pub async fn fifo_batching_publisher(&self, max_in_flight: usize) -> Result<SqsPublisher> {
+        Ok(SqsPublisher::builder()
+            .sdk_config(self.sdk.clone())
+            .default_queue(self.fifo_queue_url.clone())
+            .batch_aggregates(true)
             .max_attempts(1)
             .max_in_flight(max_in_flight)
             .build()

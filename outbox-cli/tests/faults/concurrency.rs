@@ -56,21 +56,41 @@ async fn four_relays_and_writers_publish_once_in_order() {
 ///    the aggregate lock taken by `emit` makes the commit order within each aggregate.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interleaved_writers_without_business_locks_keep_per_aggregate_order() {
+    interleaved_writers("9-interleaved-writers", "interleaved", &[], EVENTS as usize).await;
+}
+
+/// 9b. The same into a FIFO queue with `--batch-aggregates`: each relay hands a whole claimed batch
+///     to one publish, and an aggregate's events share `SendMessageBatch` calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interleaved_writers_keep_order_with_aggregates_batched_into_fifo_calls() {
+    interleaved_writers(
+        "9b-interleaved-writers-batched",
+        "interleaved.fifo",
+        &["--batch-aggregates"],
+        EVENTS as usize / 2,
+    )
+    .await;
+}
+
+async fn interleaved_writers(name: &str, queue: &str, args: &[&str], events: usize) {
     use outbox_tests::interleaved::{Interleaving, seqs, write_interleaved};
     let _serial = SERIAL.lock().await;
     let started = Instant::now();
     let db = TestDb::new().await;
     let role = RelayRole::create(&db).await;
     let fx = SqsFixture::start().await;
-    let url = fx.create_queue("interleaved");
-    let spec = RelaySpec::new(role.url(&db), fx.endpoint_url(), url)
+    let url = fx.create_queue(queue);
+    let mut spec = RelaySpec::new(role.url(&db), fx.endpoint_url(), url)
         .arg("--batch-size")
         .arg("50");
+    for arg in args {
+        spec = spec.arg(arg);
+    }
     let mut relays: Vec<RelayProcess> = (0..4).map(|_| spec.spawn()).collect();
     let shape = Interleaving {
         writers: 8,
         aggregates: 10,
-        events: EVENTS as usize,
+        events,
         rollback_rate: 0.1,
         max_pause: std::time::Duration::from_millis(3),
     };
@@ -110,7 +130,7 @@ async fn interleaved_writers_without_business_locks_keep_per_aggregate_order() {
         .collect();
     let f = check(&writes.committed, &writes, &deliveries);
     report(
-        "9-interleaved-writers",
+        name,
         &f,
         started.elapsed(),
         &format!(
