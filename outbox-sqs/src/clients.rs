@@ -16,6 +16,25 @@ pub(crate) struct Clients {
     pub(crate) s3: Option<aws_sdk_s3::Client>,
 }
 
+/// `aws-config`'s default chains, with a builder's `region` and `endpoint` overrides.
+pub(crate) async fn load_default(region: Option<&str>, endpoint: Option<&str>) -> SdkConfig {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest());
+    if let Some(region) = region {
+        loader = loader.region(Region::new(region.to_owned()));
+    }
+    if let Some(url) = endpoint {
+        loader = loader.endpoint_url(url);
+    }
+    loader.load().await
+}
+
+/// The error of a builder that found no AWS region anywhere.
+pub(crate) fn no_region() -> crate::error::Error {
+    config_error(
+        "no AWS region: set AWS_REGION (or a region in the AWS profile) or the builder's `region`",
+    )
+}
+
 /// Builds the clients: from `client` (SQS) and `sdk` when given, else from `aws-config`'s
 /// default chains; `config`'s region, endpoint and attempts override every one of them.
 ///
@@ -28,16 +47,7 @@ pub(crate) async fn clients(
 ) -> Result<Clients> {
     let sdk = match sdk {
         Some(sdk) => sdk,
-        None => {
-            let mut loader = aws_config::defaults(BehaviorVersion::latest());
-            if let Some(region) = &config.region {
-                loader = loader.region(Region::new(region.clone()));
-            }
-            if let Some(url) = &config.endpoint_url {
-                loader = loader.endpoint_url(url);
-            }
-            loader.load().await
-        }
+        None => load_default(config.region.as_deref(), config.endpoint_url.as_deref()).await,
     };
     let region = config
         .region
@@ -46,9 +56,7 @@ pub(crate) async fn clients(
         .or_else(|| client.as_ref().and_then(|c| c.config().region().cloned()))
         .or_else(|| sdk.region().cloned());
     let Some(region) = region else {
-        return Err(config_error(
-            "no AWS region: set AWS_REGION (or a region in the AWS profile) or the builder's `region`",
-        ));
+        return Err(no_region());
     };
     let retry = config.max_attempts.map(|attempts| {
         sdk.retry_config()

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use aws_config::{BehaviorVersion, SdkConfig};
+use aws_config::SdkConfig;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::config::Region;
 use aws_sdk_sqs::types::QueueAttributeName;
@@ -14,6 +14,7 @@ use super::config::ConsumerConfig;
 use super::handler::{Delivery, Observer};
 use super::metrics::ConsumerMetrics;
 use super::{Consumer, Inner};
+use crate::clients::{load_default, no_region};
 use crate::error::{Error, ErrorKind, Result, config_error};
 use crate::sdk_error::{sdk_error, timeout_error};
 
@@ -171,16 +172,9 @@ impl ConsumerBuilder {
         let conf = match (self.client, self.sdk_config) {
             (Some(client), _) => client.config().to_builder(),
             (None, Some(sdk)) => aws_sdk_sqs::config::Builder::from(&sdk),
-            (None, None) => {
-                let mut loader = aws_config::defaults(BehaviorVersion::latest());
-                if let Some(region) = &config.region {
-                    loader = loader.region(Region::new(region.clone()));
-                }
-                if let Some(url) = &config.endpoint_url {
-                    loader = loader.endpoint_url(url);
-                }
-                aws_sdk_sqs::config::Builder::from(&loader.load().await)
-            }
+            (None, None) => aws_sdk_sqs::config::Builder::from(
+                &load_default(config.region.as_deref(), config.endpoint_url.as_deref()).await,
+            ),
         };
         let mut conf = conf;
         if let Some(region) = &config.region {
@@ -191,9 +185,7 @@ impl ConsumerBuilder {
         }
         let conf = conf.build();
         if conf.region().is_none() {
-            return Err(config_error(
-                "no AWS region: set AWS_REGION (or a region in the AWS profile) or the builder's `region`",
-            ));
+            return Err(no_region());
         }
         let client = Client::from_conf(conf);
         let queue_url = if queue.contains("://") {
