@@ -29,7 +29,9 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
 -- or dead) event of its aggregate. Holding the head's row lock reserves the whole aggregate: no other
 -- relay can claim a later event of it while the head is unpublished.
 -- Fast path: look for heads among the oldest `window` pending events only, so the cost stays bounded
--- when a few aggregates carry a long backlog (most pending rows are then not heads).
+-- when a few aggregates carry a long backlog (most pending rows are then not heads). Only the first
+-- pending event of each aggregate in the window can be a head (any later one has it before it), so
+-- only those are checked: one probe per aggregate in the window, not one per event.
 --! fetch_outbox_heads : ClaimedRow
 SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at
   FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes
@@ -37,16 +39,21 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
                SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload,
                       e.metadata::text AS metadata, e.attempts,
                       e.created_at
-                 FROM outbox_events e
+                 FROM (SELECT f.seq
+                         FROM (SELECT w.seq,
+                                      row_number() OVER (PARTITION BY w.aggregate_type, w.aggregate_id
+                                                         ORDER BY w.seq) AS nth
+                                 FROM (SELECT seq, aggregate_type, aggregate_id
+                                         FROM outbox_events
+                                        WHERE processed_at IS NULL AND dead_lettered_at IS NULL
+                                        ORDER BY seq
+                                        LIMIT :window) w) f
+                        WHERE f.nth = 1
+                        ORDER BY f.seq) firsts
+                 JOIN outbox_events e ON e.seq = firsts.seq
                 WHERE e.processed_at IS NULL
                   AND e.dead_lettered_at IS NULL
                   AND (e.retry_after IS NULL OR e.retry_after <= now())
-                  AND e.seq <= COALESCE((SELECT seq
-                                           FROM outbox_events
-                                          WHERE processed_at IS NULL AND dead_lettered_at IS NULL
-                                          ORDER BY seq
-                                         OFFSET :window::bigint - 1
-                                          LIMIT 1), 9223372036854775807)
                   AND NOT EXISTS (
                           SELECT 1
                             FROM outbox_events b
