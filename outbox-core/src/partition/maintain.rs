@@ -163,6 +163,8 @@ async fn ahead(
             }
             carve(client, wanted, options, report).await
         }
+        // Rows reached the safety net: move them into partitions of their own.
+        Some(_) if tail.tail_rows == Some(true) => drain(client, wanted, options, report).await,
         Some(lo) if lo >= wanted => Ok(()),
         Some(_) if tail.carve_safe == Some(true) => {
             ddl::detach_concurrently(client, TAIL).await?;
