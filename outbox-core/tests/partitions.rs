@@ -228,8 +228,8 @@ async fn maintenance_creates_partitions_ahead_and_drains_the_tail() {
 #[tokio::test]
 async fn a_pending_event_or_a_dead_letter_keeps_an_expired_partition() {
     let db = TestDb::partitioned(Granularity::Hourly).await;
-    // The empty head is past any retention: dropped.
-    let r = maintain(&db, Some(Duration::from_secs(600))).await;
+    // The empty head ends where this hour starts: dropped.
+    let r = maintain(&db, Some(Duration::ZERO)).await;
     assert_eq!(r.dropped, ["outbox_events_p_head"], "{r:?}");
     old_hours(&db, 2..=4, 100).await;
     let client = db.pool().get().await.unwrap();
@@ -287,7 +287,7 @@ async fn a_pending_event_or_a_dead_letter_keeps_an_expired_partition() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_maintainers_do_the_work_once() {
     let db = TestDb::partitioned(Granularity::Hourly).await;
-    maintain(&db, Some(Duration::from_secs(600))).await;
+    maintain(&db, Some(Duration::ZERO)).await; // the head
     old_hours(&db, 2..=4, 10).await;
     sql(&db, "UPDATE outbox_partitioning SET ahead = 53").await;
     let mut tasks = Vec::new();
@@ -317,7 +317,7 @@ async fn concurrent_maintainers_do_the_work_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn maintenance_under_load_loses_nothing_and_keeps_order() {
     let db = TestDb::partitioned(Granularity::Hourly).await;
-    maintain(&db, Some(Duration::from_secs(600))).await;
+    maintain(&db, Some(Duration::ZERO)).await; // the head
     old_hours(&db, 2..=7, 500).await;
     // A pending event in an old partition: it blocks that partition's drop until it is published.
     sql(
@@ -413,4 +413,38 @@ async fn maintenance_under_load_loses_nothing_and_keeps_order() {
         "the writes and the blocker"
     );
     assert!(writes.rolled_back.iter().all(|id| !distinct.contains(id)));
+}
+
+/// The relay runs maintenance (with its retention) on the partitioned layout: partitions created
+/// ahead, expired ones dropped.
+#[tokio::test]
+async fn the_relay_maintains_partitions() {
+    let db = TestDb::partitioned(Granularity::Hourly).await;
+    maintain(&db, Some(Duration::ZERO)).await; // the head
+    old_hours(&db, 2..=3, 10).await;
+    sql(&db, "UPDATE outbox_partitioning SET ahead = 50").await;
+    let before = names(&db).await.len();
+    let relay = Relay::builder(db.pool().clone(), Arc::new(RecordingPublisher::new()))
+        .retention(Some(Duration::from_secs(600)))
+        .build()
+        .unwrap();
+    let running = RunningRelay::start(&relay);
+    let done = eventually(Duration::from_secs(10), async || {
+        names(&db).await.len() == before + 2 - 2
+            && !names(&db).await.iter().any(|n| n.ends_with("_head"))
+    })
+    .await;
+    running.stop().await;
+    let names = names(&db).await;
+    assert!(done, "two created ahead, two old dropped: {names:?}");
+    let client = db.connect().await;
+    let old: i64 = client
+        .query_one(
+            "SELECT count(*) FROM outbox_events WHERE event_type = 'old.event'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(old, 0);
 }
