@@ -42,7 +42,7 @@ pub use maintain::{
     DEFAULT_DRAIN_LOCK_TIMEOUT, KeptPartition, MAINTENANCE_LOCK_KEY, MaintainOptions,
     MaintenanceReport, maintain,
 };
-pub use stats::{PartitionStats, partition_stats};
+pub use stats::{PartitionInfo, PartitionStats, list_partitions, partition_stats};
 
 pub use crate::migrate::migrate_partitioned;
 

@@ -46,3 +46,36 @@ pub async fn partition_stats<C: GenericClient>(
             legacy_table: s.legacy_table,
         }))
 }
+
+/// One partition of `outbox_events` (see [`list_partitions`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct PartitionInfo {
+    /// Its table's name.
+    pub name: String,
+    /// Where its range starts (`None`: MINVALUE, the head).
+    pub lo: Option<chrono::DateTime<chrono::Utc>>,
+    /// Where its range ends, exclusive (`None`: MAXVALUE, the tail).
+    pub hi: Option<chrono::DateTime<chrono::Utc>>,
+    /// A `DETACH … CONCURRENTLY` was interrupted; the next maintenance finishes it.
+    pub detach_pending: bool,
+    /// Rows, as the planner's statistics estimate them (0 before the first ANALYZE).
+    pub estimated_rows: i64,
+}
+
+/// The partitions, oldest first; empty on the plain layout.
+pub async fn list_partitions<C: GenericClient>(client: &C) -> Result<Vec<PartitionInfo>, Error> {
+    Ok(sql::partition_list()
+        .bind(client)
+        .all()
+        .await?
+        .into_iter()
+        .map(|p| PartitionInfo {
+            name: p.name,
+            lo: p.lo,
+            hi: p.hi,
+            detach_pending: p.detach_pending,
+            estimated_rows: p.estimated_rows,
+        })
+        .collect())
+}
