@@ -12,52 +12,11 @@ use outbox_tests::interleaved::{Interleaving, order_violations, seqs, write_inte
 use outbox_tests::{RecordingPublisher, RunningRelay, TestDb, TestEvent, eventually};
 use uuid::Uuid;
 
-async fn sql(db: &TestDb, statements: &str) {
-    db.connect()
-        .await
-        .batch_execute(statements)
-        .await
-        .unwrap_or_else(|e| panic!("{statements}: {e:?}"));
-}
-
-async fn names(db: &TestDb) -> Vec<String> {
-    let client = db.connect().await;
-    client
-        .query(
-            "SELECT name FROM outbox_partition_list() ORDER BY lo NULLS FIRST",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect()
-}
-
 async fn maintain(db: &TestDb, retention: Option<Duration>) -> MaintenanceReport {
     let client = db.connect().await;
     partition::maintain(&client, &MaintainOptions::new().retention(retention))
         .await
         .expect("maintenance succeeds")
-}
-
-/// Partitions for the hours `from..to` hours before the current hour's start (after the head was
-/// dropped), each with `rows` events written then and published an hour ago.
-async fn old_hours(db: &TestDb, hours: std::ops::RangeInclusive<i32>, rows: i32) {
-    for k in hours {
-        sql(
-            db,
-            &format!(
-                "SELECT outbox_partition_add(outbox_partition_name(lo, 'hourly'), lo, lo + interval '1 hour')
-                   FROM (SELECT date_trunc('hour', now(), 'UTC') - interval '{k} hours' AS lo) t;
-                 INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, created_at, processed_at)
-                 SELECT 'old', i::text, 'old.event', '{{}}', date_trunc('hour', now(), 'UTC') - interval '{k} hours' + interval '1 minute',
-                        now() - interval '1 hour'
-                   FROM generate_series(1, {rows}) i;"
-            ),
-        )
-        .await;
-    }
 }
 
 #[tokio::test]
@@ -72,7 +31,7 @@ async fn converting_a_plain_table_moves_unpublished_rows_and_keeps_published_one
     db.mark_processed(&ids[..3]).await;
     db.dead_letter(&ids[3..4], "poison").await;
     // Roles are the cluster's: created once, kept (the grants go with the test database).
-    sql(&db, "DO $$ BEGIN CREATE ROLE outbox_conv_reader; EXCEPTION WHEN duplicate_object THEN NULL; END $$; GRANT SELECT ON outbox_events, outbox_dead_letters TO outbox_conv_reader; GRANT UPDATE (processed_at) ON outbox_events TO outbox_conv_reader;").await;
+    db.execute("DO $$ BEGIN CREATE ROLE outbox_conv_reader; EXCEPTION WHEN duplicate_object THEN NULL; END $$; GRANT SELECT ON outbox_events, outbox_dead_letters TO outbox_conv_reader; GRANT UPDATE (processed_at) ON outbox_events TO outbox_conv_reader;").await;
     let before: Vec<(Uuid, i64)> = seqs(db.pool())
         .await
         .into_iter()
@@ -126,7 +85,7 @@ async fn converting_a_plain_table_moves_unpublished_rows_and_keeps_published_one
     let next = emit(&client, &TestEvent::new("conv", 7)).await.unwrap();
     assert!(seqs(db.pool()).await[&next].1 > before.iter().map(|b| b.1).max().unwrap());
     assert_eq!(
-        names(&db).await,
+        db.partition_names().await,
         ["outbox_events_p_head", "", "", "", "outbox_events_p_tail"]
             .iter()
             .enumerate()
@@ -172,7 +131,7 @@ fn names_at(i: usize) -> String {
 #[tokio::test]
 async fn maintenance_creates_partitions_ahead_and_drains_the_tail() {
     let db = TestDb::partitioned(Granularity::Hourly).await;
-    let first = names(&db).await;
+    let first = db.partition_names().await;
     assert_eq!(
         first.len(),
         48 + 1 + 2,
@@ -180,11 +139,12 @@ async fn maintenance_creates_partitions_ahead_and_drains_the_tail() {
     );
     assert_eq!(maintain(&db, None).await.created, 0, "nothing to do");
 
-    sql(&db, "UPDATE outbox_partitioning SET ahead = 52").await;
+    db.execute("UPDATE outbox_partitioning SET ahead = 52")
+        .await;
     let r = maintain(&db, None).await;
     assert_eq!(r.created, 4, "{r:?}");
     assert_eq!(r.drained, 0);
-    assert_eq!(names(&db).await.len(), first.len() + 4);
+    assert_eq!(db.partition_names().await.len(), first.len() + 4);
 
     // A row beyond every partition (maintenance "down" for days) lands in the tail: the insert never
     // fails. Maintenance moves it into a partition of its own, keeping its id and seq.
@@ -231,7 +191,7 @@ async fn a_pending_event_or_a_dead_letter_keeps_an_expired_partition() {
     // The empty head ends where this hour starts: dropped.
     let r = maintain(&db, Some(Duration::ZERO)).await;
     assert_eq!(r.dropped, ["outbox_events_p_head"], "{r:?}");
-    old_hours(&db, 2..=4, 100).await;
+    db.add_old_hours(2..=4, 100).await;
     let client = db.pool().get().await.unwrap();
     let ids: Vec<Uuid> = client
         .query(
@@ -288,8 +248,9 @@ async fn a_pending_event_or_a_dead_letter_keeps_an_expired_partition() {
 async fn concurrent_maintainers_do_the_work_once() {
     let db = TestDb::partitioned(Granularity::Hourly).await;
     maintain(&db, Some(Duration::ZERO)).await; // the head
-    old_hours(&db, 2..=4, 10).await;
-    sql(&db, "UPDATE outbox_partitioning SET ahead = 53").await;
+    db.add_old_hours(2..=4, 10).await;
+    db.execute("UPDATE outbox_partitioning SET ahead = 53")
+        .await;
     let mut tasks = Vec::new();
     for _ in 0..4 {
         let client = db.connect().await;
@@ -318,10 +279,9 @@ async fn concurrent_maintainers_do_the_work_once() {
 async fn maintenance_under_load_loses_nothing_and_keeps_order() {
     let db = TestDb::partitioned(Granularity::Hourly).await;
     maintain(&db, Some(Duration::ZERO)).await; // the head
-    old_hours(&db, 2..=7, 500).await;
+    db.add_old_hours(2..=7, 500).await;
     // A pending event in an old partition: it blocks that partition's drop until it is published.
-    sql(
-        &db,
+    db.execute(
         "UPDATE outbox_events SET processed_at = NULL, aggregate_id = 'blocker'
                WHERE seq = (SELECT min(seq) FROM outbox_events)",
     )
@@ -421,22 +381,28 @@ async fn maintenance_under_load_loses_nothing_and_keeps_order() {
 async fn the_relay_maintains_partitions() {
     let db = TestDb::partitioned(Granularity::Hourly).await;
     maintain(&db, Some(Duration::ZERO)).await; // the head
-    old_hours(&db, 2..=3, 10).await;
-    sql(&db, "UPDATE outbox_partitioning SET ahead = 50").await;
-    let before = names(&db).await.len();
+    db.add_old_hours(2..=3, 10).await;
+    db.execute("UPDATE outbox_partitioning SET ahead = 50")
+        .await;
+    let before = db.partition_names().await;
+    let old_hours = before[..2].to_vec();
     let relay = Relay::builder(db.pool().clone(), Arc::new(RecordingPublisher::new()))
         .retention(Some(Duration::from_secs(600)))
         .build()
         .unwrap();
     let running = RunningRelay::start(&relay);
     let done = eventually(Duration::from_secs(10), async || {
-        names(&db).await.len() == before + 2 - 2
-            && !names(&db).await.iter().any(|n| n.ends_with("_head"))
+        let now = db.partition_names().await;
+        // Two created ahead, the two old hours dropped.
+        now.len() == before.len() && !now.iter().any(|n| old_hours.contains(n))
     })
     .await;
     running.stop().await;
-    let names = names(&db).await;
-    assert!(done, "two created ahead, two old dropped: {names:?}");
+    let names = db.partition_names().await;
+    assert!(
+        done,
+        "two created ahead, two old dropped: {before:?} → {names:?}"
+    );
     let client = db.connect().await;
     let old: i64 = client
         .query_one(

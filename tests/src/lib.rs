@@ -10,6 +10,7 @@
 pub mod db;
 pub mod events;
 pub mod interleaved;
+pub mod partitions;
 pub mod proxy;
 pub mod publishers;
 pub mod running;
