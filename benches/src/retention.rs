@@ -232,8 +232,10 @@ async fn one_layout(opts: &Opts, partitioned: bool) -> Result<Run> {
         let row = c
             .query_one(
                 "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::text::pg_lsn)::float8,
-                        (SELECT coalesce(sum(pg_total_relation_size(relid)), 0)::int8
-                           FROM pg_partition_tree('outbox_events'))",
+                        (pg_total_relation_size('outbox_events')
+                         + (SELECT coalesce(sum(pg_total_relation_size(relid)), 0)
+                              FROM pg_partition_tree('outbox_events')
+                             WHERE relid <> 'outbox_events'::regclass))::int8",
                 &[&lsn],
             )
             .await?;
