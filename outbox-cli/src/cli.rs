@@ -146,7 +146,7 @@ pub struct MigrateArgs {
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "daily",
           value_name = "GRANULARITY")]
     pub partitioned: Option<GranularityArg>,
-    /// With --partitioned: partitions kept ready beyond the current one (default 7 days, 48 hours).
+    /// With --partitioned: partitions kept ready beyond the current one (default 3 days, 12 hours).
     #[arg(long, requires = "partitioned", value_name = "N")]
     pub ahead: Option<u32>,
 }

@@ -12,6 +12,9 @@ use outbox_tests::interleaved::{Interleaving, order_violations, seqs, write_inte
 use outbox_tests::{RecordingPublisher, RunningRelay, TestDb, TestEvent, eventually};
 use uuid::Uuid;
 
+/// Hourly partitions made ahead by default.
+const AHEAD: u32 = 12;
+
 async fn maintain(db: &TestDb, retention: Option<Duration>) -> MaintenanceReport {
     let client = db.connect().await;
     partition::maintain(&client, &MaintainOptions::new().retention(retention))
@@ -131,16 +134,20 @@ fn names_at(i: usize) -> String {
 #[tokio::test]
 async fn maintenance_creates_partitions_ahead_and_drains_the_tail() {
     let db = TestDb::partitioned(Granularity::Hourly).await;
+    assert_eq!(Granularity::Hourly.default_ahead(), AHEAD);
     let first = db.partition_names().await;
     assert_eq!(
         first.len(),
-        48 + 1 + 2,
-        "head, this hour and 48 ahead, tail: {first:?}"
+        AHEAD as usize + 1 + 2,
+        "head, this hour and the ones ahead, tail: {first:?}"
     );
     assert_eq!(maintain(&db, None).await.created, 0, "nothing to do");
 
-    db.execute("UPDATE outbox_partitioning SET ahead = 52")
-        .await;
+    db.execute(&format!(
+        "UPDATE outbox_partitioning SET ahead = {}",
+        AHEAD + 4
+    ))
+    .await;
     let r = maintain(&db, None).await;
     assert_eq!(r.created, 4, "{r:?}");
     assert_eq!(r.drained, 0);
@@ -164,7 +171,7 @@ async fn maintenance_creates_partitions_ahead_and_drains_the_tail() {
     assert_eq!(stats.tail_events, 1);
     let r = maintain(&db, None).await;
     assert_eq!(r.drained, 1, "{r:?}");
-    assert!(r.created >= 5 * 24 - 52, "{r:?}");
+    assert!(r.created >= 5 * 24 - (AHEAD + 4), "{r:?}");
     let row = client
         .query_one(
             "SELECT seq, tableoid::regclass::text FROM outbox_events WHERE id = $1",
@@ -249,8 +256,11 @@ async fn concurrent_maintainers_do_the_work_once() {
     let db = TestDb::partitioned(Granularity::Hourly).await;
     maintain(&db, Some(Duration::ZERO)).await; // the head
     db.add_old_hours(2..=4, 10).await;
-    db.execute("UPDATE outbox_partitioning SET ahead = 53")
-        .await;
+    db.execute(&format!(
+        "UPDATE outbox_partitioning SET ahead = {}",
+        AHEAD + 5
+    ))
+    .await;
     let mut tasks = Vec::new();
     for _ in 0..4 {
         let client = db.connect().await;
@@ -382,8 +392,11 @@ async fn the_relay_maintains_partitions() {
     let db = TestDb::partitioned(Granularity::Hourly).await;
     maintain(&db, Some(Duration::ZERO)).await; // the head
     db.add_old_hours(2..=3, 10).await;
-    db.execute("UPDATE outbox_partitioning SET ahead = 50")
-        .await;
+    db.execute(&format!(
+        "UPDATE outbox_partitioning SET ahead = {}",
+        AHEAD + 2
+    ))
+    .await;
     let before = db.partition_names().await;
     let old_hours = before[..2].to_vec();
     let relay = Relay::builder(db.pool().clone(), Arc::new(RecordingPublisher::new()))

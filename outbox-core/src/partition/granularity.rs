@@ -26,12 +26,13 @@ impl Granularity {
         }
     }
 
-    /// Partitions kept ready beyond the current one unless told otherwise: a week of days, two
-    /// days of hours. The tail partition catches rows past them if maintenance stops longer.
+    /// Partitions kept ready beyond the current one unless told otherwise: 3 days, 12 hours —
+    /// room for maintenance to be down that long before rows reach the tail partition (which
+    /// catches them: no insert fails), and few partitions for lookups by id to probe.
     pub fn default_ahead(self) -> u32 {
         match self {
-            Granularity::Daily => 7,
-            Granularity::Hourly => 48,
+            Granularity::Daily => 3,
+            Granularity::Hourly => 12,
         }
     }
 }
