@@ -39,18 +39,20 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
                SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload,
                       e.metadata::text AS metadata, e.attempts,
                       e.created_at
-                 FROM (SELECT f.seq
-                         FROM (SELECT w.seq,
+                 FROM (SELECT f.id, f.created_at, f.seq
+                         FROM (SELECT w.id, w.created_at, w.seq,
                                       row_number() OVER (PARTITION BY w.aggregate_type, w.aggregate_id
                                                          ORDER BY w.seq) AS nth
-                                 FROM (SELECT seq, aggregate_type, aggregate_id
+                                 FROM (SELECT id, created_at, seq, aggregate_type, aggregate_id
                                          FROM outbox_events
                                         WHERE processed_at IS NULL AND dead_lettered_at IS NULL
                                         ORDER BY seq
                                         LIMIT :window) w) f
                         WHERE f.nth = 1
                         ORDER BY f.seq) firsts
-                 JOIN outbox_events e ON e.seq = firsts.seq
+                 -- By the primary key: (id, created_at) on the partitioned layout, so each probe
+                 -- goes to one partition.
+                 JOIN outbox_events e ON e.id = firsts.id AND e.created_at = firsts.created_at
                 WHERE e.processed_at IS NULL
                   AND e.dead_lettered_at IS NULL
                   AND (e.retry_after IS NULL OR e.retry_after <= now())
@@ -61,7 +63,7 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
                              AND b.aggregate_id = e.aggregate_id
                              AND b.processed_at IS NULL
                              AND b.seq < e.seq)
-                ORDER BY e.seq
+                ORDER BY firsts.seq
                 LIMIT :batch_size
                   FOR UPDATE OF e SKIP LOCKED
                ) c) w

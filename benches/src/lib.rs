@@ -1,7 +1,8 @@
 //! Benchmarks of the outbox: the relay against PostgreSQL's own limit and against a naive relay,
 //! the cost of `emit` and of the NOTIFY trigger, commit-to-SQS latency, table growth and the cost of
-//! per-aggregate ordering, scale-out over several relay instances, and the typed consumer against a
-//! hand-written receive loop.
+//! per-aggregate ordering, scale-out over several relay instances, the typed consumer against a
+//! hand-written receive loop, and retention on the partitioned layout against the plain table's
+//! `cleanup` under sustained load.
 //!
 //! Run them with `scripts/bench` (release build; `--quick` for a smoke run; `--help` for the flags).
 //! Every figure is a ratio against a baseline measured in the same run, on a fresh database per
@@ -17,6 +18,7 @@ pub mod naive;
 pub mod ordering;
 pub mod relay_limit;
 pub mod report;
+pub mod retention;
 pub mod scale_out;
 
 use std::path::PathBuf;
@@ -29,7 +31,7 @@ pub use report::{Report, Row, Verdict};
 /// [`Opts::tiny`] what the test suite runs.
 #[derive(Debug, Clone)]
 pub struct Opts {
-    /// Which benchmarks to run (1–8); empty runs all.
+    /// Which benchmarks to run (1–9); empty runs all.
     pub only: Vec<u8>,
     /// A label for the run's sizes (`full`, `quick`, `tiny`).
     pub mode: &'static str,
@@ -73,6 +75,14 @@ pub struct Opts {
     pub scale_out_backlog: usize,
     /// Benchmark 8: messages drained by the consumer and by the hand-written loop.
     pub consumer_events: usize,
+    /// Benchmark 9: events per second the writers emit (all writers together).
+    pub retention_rate: u32,
+    /// Benchmark 9: retention cycles per layout; cycle k retires k × `retention_rows` rows.
+    pub retention_cycles: usize,
+    /// Benchmark 9: old published rows retired in the first cycle.
+    pub retention_rows: usize,
+    /// Benchmark 9: load between cycles.
+    pub retention_gap: Duration,
     /// Where the table is written.
     pub out: PathBuf,
 }
@@ -107,6 +117,10 @@ impl Opts {
             ordering_cap: Duration::from_secs(60),
             scale_out_backlog: 50_000,
             consumer_events: 10_000,
+            retention_rate: 1_000,
+            retention_cycles: 3,
+            retention_rows: 200_000,
+            retention_gap: Duration::from_secs(10),
             out: PathBuf::from("bench-results/latest.md"),
         }
     }
@@ -129,6 +143,9 @@ impl Opts {
             ordering_cap: Duration::from_secs(5),
             scale_out_backlog: 5_000,
             consumer_events: 2_000,
+            retention_rate: 500,
+            retention_rows: 20_000,
+            retention_gap: Duration::from_secs(3),
             ..Opts::full()
         }
     }
@@ -153,6 +170,10 @@ impl Opts {
             ordering_cap: Duration::from_secs(3),
             scale_out_backlog: 400,
             consumer_events: 100,
+            retention_rate: 100,
+            retention_cycles: 2,
+            retention_rows: 1_000,
+            retention_gap: Duration::from_millis(300),
             ..Opts::full()
         }
     }
@@ -164,7 +185,7 @@ impl Opts {
 }
 
 /// The benchmarks, by number.
-pub const BENCHMARKS: [(u8, &str); 8] = [
+pub const BENCHMARKS: [(u8, &str); 9] = [
     (1, "relay vs pgbench limit"),
     (2, "relay vs naive relay"),
     (3, "emit overhead"),
@@ -173,6 +194,7 @@ pub const BENCHMARKS: [(u8, &str); 8] = [
     (6, "ordering cost"),
     (7, "scale-out"),
     (8, "typed consumer vs hand-written loop"),
+    (9, "retention: partition drop vs cleanup"),
 ];
 
 /// Runs the selected benchmarks and returns the report (printing progress to stderr).
@@ -195,7 +217,8 @@ pub async fn run(opts: &Opts) -> Result<Report> {
             5 => growth::run(opts, &mut report).await?,
             6 => ordering::run(opts, &mut report).await?,
             7 => scale_out::run(opts, &mut report).await?,
-            _ => consumer::run(opts, &mut report).await?,
+            8 => consumer::run(opts, &mut report).await?,
+            _ => retention::run(opts, &mut report).await?,
         }
         let took = started.elapsed();
         eprintln!("[bench] {n}. {name} done in {:.1} s", took.as_secs_f64());

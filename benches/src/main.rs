@@ -15,7 +15,7 @@ Exits 0 even when targets are missed (MISS rows); non-zero only when a benchmark
 
 options:
   --quick               small sizes: a smoke run in well under a minute
-  --only N[,N…]         run only these benchmarks (1-8)
+  --only N[,N…]         run only these benchmarks (1-9)
   --rounds N            repetitions; figures are their median (default 3, quick 1)
   --backlog N           events drained in benchmarks 1 and 6 (default 100000)
   --batch-size N        relay batch size, also pgbench's (default 100)
@@ -26,6 +26,8 @@ options:
   --cap-secs N          longest drain in benchmark 6 (default 60)
   --scale-out-backlog N events drained in benchmark 7 (default 50000)
   --consumer-events N   messages drained in benchmark 8 (default 10000)
+  --retention-rows N    old rows retired in benchmark 9's first cycle (default 200000)
+  --retention-rate N    events/s the writers emit in benchmark 9 (default 1000)
   --out PATH            where the table is written (default bench-results/latest.md)
   -h, --help            this text
 
@@ -62,8 +64,8 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 opts.only = v
                     .split(',')
                     .map(|n| match n.trim().parse::<u8>() {
-                        Ok(n @ 1..=8) => Ok(n),
-                        _ => Err(format!("--only: `{n}` is not a benchmark number (1-8)")),
+                        Ok(n @ 1..=9) => Ok(n),
+                        _ => Err(format!("--only: `{n}` is not a benchmark number (1-9)")),
                     })
                     .collect::<Result<_, _>>()?;
             }
@@ -77,6 +79,10 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--cap-secs" => opts.ordering_cap = Duration::from_secs(number()? as u64),
             "--scale-out-backlog" => opts.scale_out_backlog = number()?.max(1),
             "--consumer-events" => opts.consumer_events = number()?.max(1),
+            "--retention-rows" => opts.retention_rows = number()?.max(1),
+            "--retention-rate" => {
+                opts.retention_rate = u32::try_from(number()?.max(1)).unwrap_or(u32::MAX)
+            }
             "--out" => opts.out = value()?.into(),
             "-h" | "--help" => {
                 println!("{USAGE}");

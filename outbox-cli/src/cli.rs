@@ -85,8 +85,14 @@ Apply the outbox schema to the database: the outbox_events table and its indexes
 outbox_dead_letters view, the NOTIFY trigger and the processed_events inbox table.
 
 Applied versions are recorded in outbox_schema_history; running it again changes nothing, and
-several processes running it at once are serialised by an advisory lock.")]
-    Migrate,
+several processes running it at once are serialised by an advisory lock.
+
+With --partitioned (daily, the default, or hourly), outbox_events is range-partitioned on
+created_at so that retention drops whole partitions instead of deleting rows. An existing plain
+table is converted in one transaction that locks it while its pending events and dead letters move
+over; its published rows stay in outbox_events_legacy until they are past the retention. See the
+README, Partitioned outbox.")]
+    Migrate(MigrateArgs),
 
     /// Relay events to SQS queues and SNS topics until SIGINT or SIGTERM.
     ///
@@ -108,6 +114,10 @@ hour. With --json, one JSON object with the same figures.")]
     #[command(subcommand)]
     DeadLetters(DeadLettersCommand),
 
+    /// Maintain or list the partitions of a partitioned outbox.
+    #[command(subcommand)]
+    Partitions(PartitionsCommand),
+
     /// Delete processed events (and consumer inbox records) older than a given age.
     #[command(long_about = "\
 Delete processed (published) events older than --older-than, in batches of 1000 rows per
@@ -126,6 +136,70 @@ periodically with --inbox-retention when the inbox is in its database.")]
         /// Age of the inbox records (processed_events) to delete, e.g. 30d.
         #[arg(long, value_parser = duration::parse)]
         inbox_older_than: Option<Duration>,
+    },
+}
+
+/// `outbox migrate` flags.
+#[derive(Debug, Clone, Args)]
+pub struct MigrateArgs {
+    /// Partition outbox_events by day (default) or hour, converting a plain table.
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "daily",
+          value_name = "GRANULARITY")]
+    pub partitioned: Option<GranularityArg>,
+    /// With --partitioned: partitions kept ready beyond the current one (default 3 days, 12 hours).
+    #[arg(long, requires = "partitioned", value_name = "N")]
+    pub ahead: Option<u32>,
+}
+
+/// How long one partition is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GranularityArg {
+    /// One partition per UTC day.
+    Daily,
+    /// One partition per UTC hour.
+    Hourly,
+}
+
+impl From<GranularityArg> for outbox_core::partition::Granularity {
+    fn from(g: GranularityArg) -> Self {
+        match g {
+            GranularityArg::Daily => outbox_core::partition::Granularity::Daily,
+            GranularityArg::Hourly => outbox_core::partition::Granularity::Hourly,
+        }
+    }
+}
+
+/// Partition operations.
+#[derive(Debug, Subcommand)]
+pub enum PartitionsCommand {
+    /// Create partitions ahead and retire expired ones (for cron; relays do it every minute).
+    #[command(long_about = "\
+Maintain a partitioned outbox once: create the partitions the next periods need (detaching the
+tail partition concurrently, so writers never wait), move rows that reached the tail back into
+partitions of their own (the one step that locks the table, bounded by --drain-lock-timeout), and
+with --retention detach (CONCURRENTLY) and drop every partition whose whole range and whose rows'
+publication are older than the retention. A partition holding a pending event or a dead letter is
+kept and reported; `outbox stats` shows it too.
+
+Relays started with the table's owner do this every minute; run it from cron as the owner when
+relays run as a least-privilege role. Several maintainers at once are fine: one does the work (an
+advisory lock), the others report that it was busy.")]
+    Maintain {
+        /// Drop partitions older than this whose rows were all published longer ago, e.g. 7d.
+        #[arg(long, value_parser = duration::parse)]
+        retention: Option<Duration>,
+        /// How long the tail's drain may wait for its table lock, e.g. 2s.
+        #[arg(long, value_parser = duration::parse, default_value = "2s")]
+        drain_lock_timeout: Duration,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the partitions, oldest first, with their bounds and estimated rows.
+    List {
+        /// Print JSON (one array) instead of a table.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -229,7 +303,8 @@ pub struct RelayArgs {
     /// How long shutdown waits for batches in flight, e.g. 30s.
     #[arg(long, value_parser = duration::parse)]
     pub shutdown_grace: Option<Duration>,
-    /// Delete processed rows older than this, every minute (e.g. 7d).
+    /// Delete processed rows older than this, every minute (e.g. 7d); on the partitioned layout,
+    /// drop partitions older than this instead.
     #[arg(long, value_parser = duration::parse)]
     pub retention: Option<Duration>,
     /// Do not keep per-aggregate order.

@@ -37,7 +37,7 @@ fn relay_settings() -> Vec<(&'static str, &'static str, &'static str)> {
         (
             "--retention",
             env::RETENTION_SECS,
-            "delete processed rows older than this (default off)",
+            "retention: delete processed rows (partitioned: drop partitions) older than this (default off)",
         ),
         (
             "--no-ordering",

@@ -9,6 +9,7 @@ mod help;
 mod logging;
 mod metrics_server;
 mod migrate;
+mod partitions;
 mod relay;
 mod stats;
 
@@ -47,7 +48,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     });
     let url = cli.database_url.as_deref();
     match cli.command {
-        Command::Migrate => migrate::run(url).await,
+        Command::Migrate(args) => migrate::run(url, args).await,
+        Command::Partitions(cmd) => partitions::run(url, cmd).await,
         Command::Relay(args) => relay::run(url, args).await,
         Command::Stats { json } => stats::run(url, json).await,
         Command::DeadLetters(cmd) => dead_letters::run(url, cmd).await,

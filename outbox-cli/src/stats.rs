@@ -6,8 +6,13 @@ use crate::{Failure, db};
 pub async fn run(url: Option<&str>, json: bool) -> Result<(), Failure> {
     let client = db::connect(url).await?;
     let s = outbox_core::stats(&client).await?;
+    let partitions = outbox_core::partition::partition_stats(&client).await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        let mut value = serde_json::to_value(&s)?;
+        if let (Some(p), Some(object)) = (&partitions, value.as_object_mut()) {
+            object.insert("partitions".into(), serde_json::to_value(p)?);
+        }
+        println!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
     let age = s
@@ -20,5 +25,25 @@ pub async fn run(url: Option<&str>, json: bool) -> Result<(), Failure> {
     println!("oldest pending age       {age:>10}");
     println!("blocked aggregates       {:>10}", s.blocked_aggregates);
     println!("published (last hour)    {:>10}", s.published_last_hour);
+    if let Some(p) = partitions {
+        println!(
+            "partitions ({:<6})      {:>10}",
+            p.granularity, p.partitions
+        );
+        println!(
+            "  kept past retention    {:>10}  ({} pending events or dead letters hold them)",
+            p.kept_partitions, p.kept_events
+        );
+        println!(
+            "  events in the tail     {:>10}  (written past the partitions made ahead)",
+            p.tail_events
+        );
+        if p.legacy_table {
+            println!(
+                "  outbox_events_legacy   {:>10}  (dropped once past the retention)",
+                "present"
+            );
+        }
+    }
     Ok(())
 }

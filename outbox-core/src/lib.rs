@@ -63,7 +63,8 @@
 //! (publishing), [`stats()`], the dead-letter functions, [`cleanup`] and [`cleanup_inbox`] (operating),
 //! [`process_once`] (consumers), [`RelayMetrics`] (Prometheus), [`PgConnector`] (connections: TLS with
 //! libpq's `sslmode`, one connector for the pool and the relay's LISTEN connection, RDS IAM tokens
-//! with the `rds-iam` feature) and [`check_relay_database`] (start-up checks).
+//! with the `rds-iam` feature), [`check_relay_database`] (start-up checks) and [`partition`] (the
+//! opt-in partitioned layout, whose retention drops partitions instead of deleting rows).
 
 mod backoff;
 mod chain;
@@ -82,6 +83,7 @@ pub mod limits;
 pub mod message;
 mod metrics;
 mod migrate;
+pub mod partition;
 mod preflight;
 mod publisher;
 mod relay;

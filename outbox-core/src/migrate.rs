@@ -2,7 +2,10 @@
 
 use outbox_queries::queries::migrate;
 
+use outbox_queries::queries::partition as partition_sql;
+
 use crate::error::{Error, ErrorKind};
+use crate::partition::Granularity;
 
 /// The advisory lock key that serialises concurrent migrations ("outbox" in ASCII).
 const SCHEMA_LOCK_KEY: i64 = 0x6f75_7462_6f78;
@@ -30,7 +33,7 @@ pub fn schema_version() -> i64 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MigrationReport {
     /// The migrations applied by this call, as `V{version}__{name}`; empty when the schema was
-    /// already up to date.
+    /// already up to date. ([`migrate_partitioned`] adds a line saying what the conversion did.)
     pub applied: Vec<String>,
 }
 
@@ -56,6 +59,54 @@ pub async fn migrate(client: &mut tokio_postgres::Client) -> Result<MigrationRep
         .one()
         .await?;
     let result = run_migrations(client).await;
+    let unlocked = migrate::unlock_schema()
+        .bind(client, &SCHEMA_LOCK_KEY)
+        .one()
+        .await;
+    let report = result?;
+    unlocked?;
+    Ok(report)
+}
+
+/// Applies the outbox schema ([`migrate()`]) and converts `outbox_events` to the
+/// [partitioned layout](crate::partition) with `granularity`, keeping `ahead` partitions ready
+/// beyond the current one (default: [`Granularity::default_ahead`]). Idempotent; serialised with
+/// other migrations by the same advisory lock. The report's last entry says what the conversion did.
+///
+/// The conversion runs in one transaction holding `ACCESS EXCLUSIVE` on the plain table: writers
+/// and relays wait while its unpublished rows (pending events and dead letters) are moved. Its
+/// published rows are not copied: they stay in `outbox_events_legacy`, which
+/// [`maintain`](crate::partition::maintain) drops once they are all older than the retention. A
+/// table already partitioned with another granularity is an error ([`ErrorKind::Migration`]).
+pub async fn migrate_partitioned(
+    client: &mut tokio_postgres::Client,
+    granularity: Granularity,
+    ahead: Option<u32>,
+) -> Result<MigrationReport, Error> {
+    let ahead = ahead.unwrap_or_else(|| granularity.default_ahead());
+    let ahead = i32::try_from(ahead)
+        .ok()
+        .filter(|a| (1..=1000).contains(a))
+        .ok_or_else(|| Error::config(format!("ahead must be within 1..=1000, got {ahead}")))?;
+    migrate::lock_schema()
+        .bind(client, &SCHEMA_LOCK_KEY)
+        .one()
+        .await?;
+    let result = async {
+        let mut report = run_migrations(client).await?;
+        let tx = client.transaction().await?;
+        let done = partition_sql::partitions_convert()
+            .bind(&tx, &granularity.as_str(), &ahead)
+            .one()
+            .await
+            .map_err(|e| {
+                Error::new(ErrorKind::Migration, "could not partition outbox_events").with_source(e)
+            })?;
+        tx.commit().await?;
+        report.applied.push(done);
+        Ok::<_, Error>(report)
+    }
+    .await;
     let unlocked = migrate::unlock_schema()
         .bind(client, &SCHEMA_LOCK_KEY)
         .one()

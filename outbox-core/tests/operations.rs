@@ -173,7 +173,9 @@ async fn dead_letter_functions_change_exactly_the_rows_asked_for() {
 
 #[tokio::test]
 async fn the_relay_runs_retention_when_configured() {
-    let db = TestDb::new().await;
+    // Row retention is the plain layout's; the partitioned one retires whole partitions
+    // (tests/partitions.rs: the_relay_maintains_partitions).
+    let db = TestDb::plain().await;
     let publisher = Arc::new(outbox_tests::RecordingPublisher::new());
     let client = db.pool().get().await.unwrap();
     let old = emit_all(&client, &[TestEvent::new("a", 1), TestEvent::new("b", 1)])

@@ -5,4 +5,5 @@ pub mod emit;
 pub mod inbox;
 pub mod listen;
 pub mod migrate;
+pub mod partition;
 pub mod relay;

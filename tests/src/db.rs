@@ -35,14 +35,52 @@ pub async fn connect(config: &tokio_postgres::Config) -> tokio_postgres::Client 
     client
 }
 
+/// The variable that picks the layout [`TestDb::new`] gives every test: `plain` (the default),
+/// `partitioned` (daily) or `partitioned-hourly`. `OUTBOX_TEST_LAYOUT=partitioned cargo test …` runs
+/// a suite against the partitioned layout.
+pub const LAYOUT_ENV: &str = "OUTBOX_TEST_LAYOUT";
+
+/// The layout [`LAYOUT_ENV`] asks for: `None` for the plain table.
+pub fn layout_from_env() -> Option<outbox_core::partition::Granularity> {
+    match std::env::var(LAYOUT_ENV).as_deref() {
+        Err(_) | Ok("") | Ok("plain") => None,
+        Ok("partitioned") | Ok("partitioned-daily") => {
+            Some(outbox_core::partition::Granularity::Daily)
+        }
+        Ok("partitioned-hourly") => Some(outbox_core::partition::Granularity::Hourly),
+        Ok(other) => panic!(
+            "{LAYOUT_ENV}={other}: expected plain, partitioned (daily) or partitioned-hourly"
+        ),
+    }
+}
+
 impl TestDb {
-    /// Creates the database and applies the outbox migrations.
+    /// Creates the database and applies the outbox migrations, in the layout [`LAYOUT_ENV`] names
+    /// (plain by default).
     pub async fn new() -> TestDb {
+        match layout_from_env() {
+            None => TestDb::plain().await,
+            Some(g) => TestDb::partitioned(g).await,
+        }
+    }
+
+    /// Creates the database with the plain layout, whatever [`LAYOUT_ENV`] says.
+    pub async fn plain() -> TestDb {
         let db = TestDb::empty().await;
         let mut client = connect(&db.config).await;
         outbox_core::migrate(&mut client)
             .await
             .expect("outbox migrations apply to a fresh database");
+        db
+    }
+
+    /// Creates the database with the partitioned layout of `granularity`.
+    pub async fn partitioned(granularity: outbox_core::partition::Granularity) -> TestDb {
+        let db = TestDb::empty().await;
+        let mut client = connect(&db.config).await;
+        outbox_core::partition::migrate_partitioned(&mut client, granularity, None)
+            .await
+            .expect("the partitioned layout applies to a fresh database");
         db
     }
 

@@ -5,17 +5,19 @@
 //! `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`, the server tests create
 //! their databases on) and the standard AWS variables (the `sqs` module, behind the `sqs` feature).
 //! A test that cannot reach a service fails with a message saying how to start it.
+//! `OUTBOX_TEST_LAYOUT=partitioned` gives every [`TestDb::new`] the partitioned layout.
 
 pub mod db;
 pub mod events;
 pub mod interleaved;
+pub mod partitions;
 pub mod proxy;
 pub mod publishers;
 pub mod running;
 #[cfg(feature = "sqs")]
 pub mod sqs;
 
-pub use db::TestDb;
+pub use db::{LAYOUT_ENV, TestDb};
 pub use events::{TestEvent, Unserialisable, note};
 pub use proxy::BlackHoleProxy;
 pub use publishers::{FlakyPublisher, RecordingPublisher};

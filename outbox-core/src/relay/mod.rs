@@ -4,6 +4,7 @@ mod batch;
 mod claim;
 mod config;
 mod guard;
+mod housekeeping;
 mod listener;
 mod outcome;
 mod waiting;
@@ -31,10 +32,7 @@ use crate::backoff::RetryPolicy;
 use crate::error::{Error, ErrorKind};
 use crate::metrics::RelayMetrics;
 use crate::publisher::Publisher;
-use crate::{retention, stats};
-
-/// How often the relay runs retention, when configured.
-const RETENTION_INTERVAL: Duration = Duration::from_secs(60);
+use crate::stats;
 
 /// Publishes committed outbox events through a [`Publisher`].
 ///
@@ -295,9 +293,13 @@ impl<P: Publisher> Relay<P> {
         if let Some(metrics) = &self.inner.metrics {
             tasks.spawn(self.clone().refresh_gauges(metrics.clone(), stop.clone()));
         }
-        if let Some(older_than) = self.inner.config.retention {
-            tasks.spawn(self.clone().retention(older_than, stop.clone()));
-        }
+        // Retention (rows on the plain layout, partitions on the partitioned one) and partitions
+        // created ahead; returns at once on the plain layout without a retention.
+        tasks.spawn(housekeeping::run(
+            self.inner.pool.clone(),
+            self.inner.config.retention,
+            stop.clone(),
+        ));
         tracing::info!(
             concurrency = self.inner.config.concurrency,
             batch_size = self.inner.config.batch_size,
@@ -337,24 +339,6 @@ impl<P: Publisher> Relay<P> {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep(self.inner.config.metrics_interval) => {}
-            }
-        }
-    }
-
-    /// Deletes old processed rows every minute.
-    async fn retention(self, older_than: Duration, shutdown: CancellationToken) {
-        loop {
-            match self.inner.pool.get().await {
-                Ok(client) => match retention::cleanup(&**client, older_than).await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(deleted = n, "retention deleted processed events"),
-                    Err(e) => tracing::warn!(error = %e, "retention failed"),
-                },
-                Err(e) => tracing::warn!(error = %e, "retention could not get a connection"),
-            }
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(RETENTION_INTERVAL) => {}
             }
         }
     }

@@ -1,0 +1,82 @@
+//! `outbox partitions maintain | list`.
+
+use outbox_core::partition::{self, MaintainOptions};
+
+use crate::cli::PartitionsCommand;
+use crate::{Failure, db};
+
+/// Runs one partition command.
+pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failure> {
+    let client = db::connect(url).await?;
+    match cmd {
+        PartitionsCommand::Maintain {
+            retention,
+            drain_lock_timeout,
+            json,
+        } => {
+            let options = MaintainOptions::new()
+                .retention(retention)
+                .drain_lock_timeout(drain_lock_timeout);
+            let r = partition::maintain(&client, &options).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else if r.skipped {
+                println!("another maintainer is at work; nothing done");
+            } else {
+                println!("created {} partitions ahead", r.created);
+                if r.drained > 0 {
+                    println!("moved {} events out of the tail partition", r.drained);
+                }
+                for name in &r.dropped {
+                    println!("dropped {name}");
+                }
+                for k in &r.kept {
+                    println!(
+                        "kept {} past the retention: {} pending events or dead letters",
+                        k.name, k.leftovers
+                    );
+                }
+                if r.legacy_dropped {
+                    println!("dropped outbox_events_legacy");
+                }
+            }
+        }
+        PartitionsCommand::List { json } => {
+            if partition::layout(&client).await?.is_none() {
+                return Err(
+                    "outbox_events is not partitioned (see `outbox migrate --help`)".into(),
+                );
+            }
+            let list = partition::list_partitions(&client).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+                return Ok(());
+            }
+            let bound = |b: Option<chrono::DateTime<chrono::Utc>>, open: &str| {
+                b.map_or_else(
+                    || open.to_string(),
+                    |t| t.format("%Y-%m-%d %H:%M").to_string(),
+                )
+            };
+            println!(
+                "{:<28} {:<17} {:<17} {:>12}",
+                "partition", "from", "to", "rows (est.)"
+            );
+            for p in &list {
+                let pending = if p.detach_pending {
+                    "  (detach pending)"
+                } else {
+                    ""
+                };
+                println!(
+                    "{:<28} {:<17} {:<17} {:>12}{pending}",
+                    p.name,
+                    bound(p.lo, "MINVALUE"),
+                    bound(p.hi, "MAXVALUE"),
+                    p.estimated_rows
+                );
+            }
+        }
+    }
+    Ok(())
+}

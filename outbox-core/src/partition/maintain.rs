@@ -1,0 +1,287 @@
+//! Partition maintenance: partitions created ahead, the safety net drained, expired partitions
+//! detached and dropped — once, whichever relay or cron job gets there first.
+
+use std::time::Duration;
+
+use outbox_queries::queries::partition as sql;
+
+use super::ddl;
+use crate::error::{Error, ErrorKind};
+
+/// The advisory lock key (`pg_try_advisory_lock`, session level) that elects the one maintainer
+/// among relays and `outbox partitions maintain` ("outpart" in ASCII).
+pub const MAINTENANCE_LOCK_KEY: i64 = 0x006f_7574_7061_7274;
+
+/// How long draining the tail may wait for its `ACCESS EXCLUSIVE` lock before it gives up until
+/// the next run (default of [`MaintainOptions::drain_lock_timeout`]).
+pub const DEFAULT_DRAIN_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What [`maintain`] should do.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct MaintainOptions {
+    /// Retire partitions whose whole range is older than this and whose rows were all published
+    /// longer ago than this (`None`: create ahead only, never drop).
+    pub retention: Option<Duration>,
+    /// `lock_timeout` of the tail's drain (the one blocking step; see the README).
+    pub drain_lock_timeout: Duration,
+}
+
+impl Default for MaintainOptions {
+    fn default() -> Self {
+        MaintainOptions {
+            retention: None,
+            drain_lock_timeout: DEFAULT_DRAIN_LOCK_TIMEOUT,
+        }
+    }
+}
+
+impl MaintainOptions {
+    /// Create ahead only; no retention.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets [`retention`](Self::retention).
+    pub fn retention(mut self, retention: Option<Duration>) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// Sets [`drain_lock_timeout`](Self::drain_lock_timeout).
+    pub fn drain_lock_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_lock_timeout = timeout;
+        self
+    }
+}
+
+/// A partition past the retention that maintenance did not drop.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct KeptPartition {
+    /// Its name.
+    pub name: String,
+    /// Its pending events and dead letters (and events published more recently than the
+    /// retention) that keep it.
+    pub leftovers: i64,
+}
+
+/// What one [`maintain`] call did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct MaintenanceReport {
+    /// Another maintainer held the lock: this call did nothing.
+    pub skipped: bool,
+    /// Partitions created ahead.
+    pub created: u32,
+    /// Events moved out of the tail partition (the safety net) into their own partitions.
+    pub drained: i64,
+    /// Partitions detached and dropped.
+    pub dropped: Vec<String>,
+    /// Partitions past the retention kept for their leftovers.
+    pub kept: Vec<KeptPartition>,
+    /// Whether `outbox_events_legacy` (left by a conversion) was dropped.
+    pub legacy_dropped: bool,
+}
+
+/// Maintains the partitioned layout on `client` (a connection of its own: the election lock is a
+/// session lock, released before returning — and with the connection, should this future be
+/// dropped half-way):
+///
+/// 1. **Ahead**: keeps partitions ready up to [`Granularity::default_ahead`](super::Granularity)
+///    (or the `ahead` given at conversion) periods beyond the current one. The tail partition is
+///    detached with `DETACH … CONCURRENTLY` while no row can reach it, the new partitions are
+///    created and attached (`ATTACH` takes SHARE UPDATE EXCLUSIVE: writers and relays go on), and
+///    a fresh tail is attached after them.
+/// 2. **Safety net**: when rows reached the tail (maintenance did not run for that long), they are
+///    moved into proper partitions in one transaction under `ACCESS EXCLUSIVE`, bounded by
+///    [`drain_lock_timeout`](MaintainOptions::drain_lock_timeout) — the only step that makes
+///    writers wait.
+/// 3. **Retention** (with [`retention`](MaintainOptions::retention)): each partition whose range
+///    ended more than the retention ago and whose rows were all published more than the retention
+///    ago is detached concurrently, checked again, and dropped. One holding a pending event or a
+///    dead letter is kept (and reported, and counted in [`partition_stats`](super::partition_stats)).
+///    The conversion's `outbox_events_legacy` is dropped under the same rule.
+///
+/// Only one maintainer works at a time (advisory lock [`MAINTENANCE_LOCK_KEY`]); the others
+/// return at once with [`skipped`](MaintenanceReport::skipped). On the plain layout this is an
+/// [`ErrorKind::Config`] error. DDL needs the table's owner: run it as the role that migrated.
+pub async fn maintain(
+    client: &tokio_postgres::Client,
+    options: &MaintainOptions,
+) -> Result<MaintenanceReport, Error> {
+    let locked = sql::try_maintenance_lock()
+        .bind(client, &MAINTENANCE_LOCK_KEY)
+        .one()
+        .await?;
+    if !locked {
+        return Ok(MaintenanceReport {
+            skipped: true,
+            ..MaintenanceReport::default()
+        });
+    }
+    let result = run(client, options).await;
+    let unlocked = sql::maintenance_unlock()
+        .bind(client, &MAINTENANCE_LOCK_KEY)
+        .one()
+        .await;
+    let report = result?;
+    unlocked?;
+    Ok(report)
+}
+
+async fn run(
+    client: &tokio_postgres::Client,
+    options: &MaintainOptions,
+) -> Result<MaintenanceReport, Error> {
+    let mut report = MaintenanceReport::default();
+    ahead(client, options, &mut report).await?;
+    if let Some(retention) = options.retention {
+        retire(client, retention.as_secs_f64(), &mut report).await?;
+    }
+    Ok(report)
+}
+
+/// Step 1 and 2: partitions ahead, the tail drained.
+async fn ahead(
+    client: &tokio_postgres::Client,
+    options: &MaintainOptions,
+    report: &mut MaintenanceReport,
+) -> Result<(), Error> {
+    let tail = sql::partitions_tail().bind(client).one().await?;
+    let (Some(_), Some(wanted)) = (tail.granularity, tail.wanted) else {
+        return Err(Error::new(
+            ErrorKind::Config,
+            "outbox_events is not partitioned: run `outbox migrate --partitioned` first",
+        ));
+    };
+    match tail.tail_lo {
+        // A carve was interrupted: the tail is detached (or its detach pending). Finish it.
+        None => {
+            if tail.tail_detach_pending == Some(true) {
+                ddl::finalize_detach(client, TAIL).await?;
+            }
+            carve(client, wanted, options, report).await
+        }
+        // Rows reached the safety net: move them into partitions of their own.
+        Some(_) if tail.tail_rows == Some(true) => drain(client, wanted, options, report).await,
+        Some(lo) if lo >= wanted => Ok(()),
+        Some(_) if tail.carve_safe == Some(true) => {
+            ddl::detach_concurrently(client, TAIL).await?;
+            carve(client, wanted, options, report).await
+        }
+        Some(_) => drain(client, wanted, options, report).await,
+    }
+}
+
+const TAIL: &str = "outbox_events_p_tail";
+
+async fn carve(
+    client: &tokio_postgres::Client,
+    wanted: chrono::DateTime<chrono::Utc>,
+    options: &MaintainOptions,
+    report: &mut MaintenanceReport,
+) -> Result<(), Error> {
+    let created = sql::partitions_carve().bind(client, &wanted).one().await?;
+    if created < 0 {
+        // Rows reached the tail while it was being detached: it is attached back; drain it.
+        return drain(client, wanted, options, report).await;
+    }
+    report.created += created.unsigned_abs();
+    if created > 0 {
+        tracing::info!(created, "partition maintenance created partitions ahead");
+    }
+    Ok(())
+}
+
+async fn drain(
+    client: &tokio_postgres::Client,
+    wanted: chrono::DateTime<chrono::Utc>,
+    options: &MaintainOptions,
+    report: &mut MaintenanceReport,
+) -> Result<(), Error> {
+    let lock_timeout_ms = i32::try_from(options.drain_lock_timeout.as_millis()).unwrap_or(i32::MAX);
+    let before = partition_count(client).await?;
+    let moved = sql::partitions_drain_tail()
+        .bind(client, &wanted, &lock_timeout_ms)
+        .one()
+        .await?;
+    let after = partition_count(client).await?;
+    report.drained += moved;
+    report.created += u32::try_from(after.saturating_sub(before)).unwrap_or(u32::MAX);
+    tracing::warn!(
+        moved,
+        "partition maintenance drained the tail partition (maintenance had not run for longer \
+         than the partitions created ahead)"
+    );
+    Ok(())
+}
+
+async fn partition_count(client: &tokio_postgres::Client) -> Result<usize, Error> {
+    Ok(sql::partition_list().bind(client).all().await?.len())
+}
+
+/// Step 3: expired partitions detached concurrently and dropped, unless they hold leftovers.
+async fn retire(
+    client: &tokio_postgres::Client,
+    retention_secs: f64,
+    report: &mut MaintenanceReport,
+) -> Result<(), Error> {
+    let expired = sql::partitions_expired()
+        .bind(client, &retention_secs)
+        .all()
+        .await?;
+    for p in expired {
+        if !p.droppable {
+            if p.detach_pending {
+                // An interrupted retirement of a partition that meanwhile got leftovers: finish
+                // the detach; drop_detached attaches it back.
+                ddl::finalize_detach(client, &p.name).await?;
+                drop_detached(client, &p, retention_secs, report).await?;
+            } else {
+                report.kept.push(KeptPartition {
+                    name: p.name,
+                    leftovers: p.leftovers,
+                });
+            }
+            continue;
+        }
+        if p.detach_pending {
+            ddl::finalize_detach(client, &p.name).await?;
+        } else {
+            ddl::detach_concurrently(client, &p.name).await?;
+        }
+        drop_detached(client, &p, retention_secs, report).await?;
+    }
+    if !report.kept.is_empty() {
+        tracing::warn!(kept = ?report.kept,
+            "partition maintenance kept expired partitions that still hold pending events or dead letters");
+    }
+    report.legacy_dropped = sql::partitions_drop_legacy()
+        .bind(client, &retention_secs)
+        .one()
+        .await?;
+    Ok(())
+}
+
+async fn drop_detached(
+    client: &tokio_postgres::Client,
+    p: &sql::PartitionsExpired,
+    retention_secs: f64,
+    report: &mut MaintenanceReport,
+) -> Result<(), Error> {
+    let dropped = sql::partition_drop_detached()
+        .bind(client, &p.name.as_str(), &p.lo, &p.hi, &retention_secs)
+        .one()
+        .await?;
+    if dropped {
+        tracing::info!(partition = %p.name, "partition maintenance dropped an expired partition");
+        report.dropped.push(p.name.clone());
+    } else {
+        report.kept.push(KeptPartition {
+            name: p.name.clone(),
+            leftovers: p.leftovers.max(1),
+        });
+    }
+    Ok(())
+}

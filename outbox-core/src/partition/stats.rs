@@ -1,0 +1,81 @@
+//! What `outbox stats` says about the partitions.
+
+use outbox_queries::queries::partition as sql;
+
+use crate::client::GenericClient;
+use crate::error::Error;
+
+/// The partitioned layout's figures (see [`partition_stats`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct PartitionStats {
+    /// `daily` or `hourly`.
+    pub granularity: String,
+    /// Partitions holding events (the head and one per period), without the tail.
+    pub partitions: i64,
+    /// Events in the tail partition: written past the partitions created ahead, because
+    /// maintenance has not run for that long. Maintenance moves them back.
+    pub tail_events: i64,
+    /// Partitions past the retention that the last maintenance kept because they still hold a
+    /// pending event or a dead letter (or rows published too recently).
+    pub kept_partitions: i32,
+    /// The events that keep them.
+    pub kept_events: i64,
+    /// When retention last ran (`None`: never).
+    pub maintained_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Whether `outbox_events_legacy` (the plain table's published rows after a conversion)
+    /// still exists.
+    pub legacy_table: bool,
+}
+
+/// The partitioned layout's figures; `None` on the plain layout.
+pub async fn partition_stats<C: GenericClient>(
+    client: &C,
+) -> Result<Option<PartitionStats>, Error> {
+    Ok(sql::partition_stats()
+        .bind(client)
+        .opt()
+        .await?
+        .map(|s| PartitionStats {
+            granularity: s.granularity,
+            partitions: s.partitions,
+            tail_events: s.tail_events,
+            kept_partitions: s.kept_partitions,
+            kept_events: s.kept_events,
+            maintained_at: s.maintained_at,
+            legacy_table: s.legacy_table,
+        }))
+}
+
+/// One partition of `outbox_events` (see [`list_partitions`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct PartitionInfo {
+    /// Its table's name.
+    pub name: String,
+    /// Where its range starts (`None`: MINVALUE, the head).
+    pub lo: Option<chrono::DateTime<chrono::Utc>>,
+    /// Where its range ends, exclusive (`None`: MAXVALUE, the tail).
+    pub hi: Option<chrono::DateTime<chrono::Utc>>,
+    /// A `DETACH … CONCURRENTLY` was interrupted; the next maintenance finishes it.
+    pub detach_pending: bool,
+    /// Rows, as the planner's statistics estimate them (0 before the first ANALYZE).
+    pub estimated_rows: i64,
+}
+
+/// The partitions, oldest first; empty on the plain layout.
+pub async fn list_partitions<C: GenericClient>(client: &C) -> Result<Vec<PartitionInfo>, Error> {
+    Ok(sql::partition_list()
+        .bind(client)
+        .all()
+        .await?
+        .into_iter()
+        .map(|p| PartitionInfo {
+            name: p.name,
+            lo: p.lo,
+            hi: p.hi,
+            detach_pending: p.detach_pending,
+            estimated_rows: p.estimated_rows,
+        })
+        .collect())
+}

@@ -1,0 +1,115 @@
+//! The relay's periodic housekeeping: partition maintenance on the partitioned layout, row
+//! retention on the plain one.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Error;
+use crate::partition::{self, MaintainOptions};
+use crate::retention;
+
+/// How often the relay runs housekeeping.
+const INTERVAL: Duration = Duration::from_secs(60);
+
+/// What the next round does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Not known yet: look at the layout.
+    Unknown,
+    /// Partitioned: maintain (create ahead; retire with a retention).
+    Maintain,
+    /// Plain (or partitioned but this role may not maintain it): delete rows with a retention.
+    Rows,
+}
+
+/// Runs housekeeping now and then every minute until `shutdown`. Returns at once on the plain
+/// layout without a retention. Failures are logged and tried again next round; nothing here can
+/// stop the relay.
+pub(crate) async fn run(
+    pool: deadpool_postgres::Pool,
+    retention: Option<Duration>,
+    shutdown: CancellationToken,
+) {
+    let mut mode = Mode::Unknown;
+    loop {
+        mode = round(&pool, retention, mode).await;
+        if mode == Mode::Rows && retention.is_none() {
+            return;
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(INTERVAL) => {}
+        }
+    }
+}
+
+/// One round; returns the mode for the next.
+async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode: Mode) -> Mode {
+    // A connection of its own, closed afterwards: maintenance's election lock is a session lock
+    // and must never go back to the pool.
+    let client = match pool.get().await {
+        Ok(c) => deadpool_postgres::Object::take(c),
+        Err(e) => {
+            tracing::warn!(error = %e, "housekeeping could not get a connection");
+            return mode;
+        }
+    };
+    let mode = match mode {
+        Mode::Unknown => match partition::layout(&*client).await {
+            Ok(Some(_)) => Mode::Maintain,
+            Ok(None) => Mode::Rows,
+            Err(e) if is_denied(&e) => {
+                tracing::info!(
+                    "this role cannot read outbox_partitioning: no partition maintenance here \
+                     (on the partitioned layout run `outbox partitions maintain` as the owner)"
+                );
+                Mode::Rows
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "housekeeping could not read the layout");
+                return Mode::Unknown;
+            }
+        },
+        known => known,
+    };
+    match mode {
+        Mode::Maintain => {
+            let options = MaintainOptions::new().retention(retention);
+            match partition::maintain(&client, &options).await {
+                Ok(r) if r.skipped => {
+                    tracing::debug!("partition maintenance: another maintainer is at work")
+                }
+                Ok(r) => tracing::debug!(report = ?r, "partition maintenance done"),
+                Err(e) if is_denied(&e) => {
+                    tracing::warn!(error = %e,
+                        "this role may not maintain partitions (it needs to own outbox_events): \
+                         run `outbox partitions maintain` as the owner from cron; deleting rows instead");
+                    return Mode::Rows;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "partition maintenance failed; trying again next round")
+                }
+            }
+        }
+        Mode::Rows => {
+            if let Some(older_than) = retention {
+                match retention::cleanup(&*client, older_than).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(deleted = n, "retention deleted processed events"),
+                    Err(e) => tracing::warn!(error = %e, "retention failed"),
+                }
+            }
+        }
+        Mode::Unknown => {}
+    }
+    mode
+}
+
+/// Whether the database refused for lack of privilege (SQLSTATE 42501: not granted, not owner).
+fn is_denied(e: &Error) -> bool {
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<tokio_postgres::Error>())
+        .and_then(|e| e.code())
+        .is_some_and(|c| *c == tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE)
+}

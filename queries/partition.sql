@@ -1,0 +1,63 @@
+-- The opt-in partitioned layout (migration V4): conversion, maintenance and its figures. The DDL
+-- itself lives in V4's plpgsql functions; only `DETACH PARTITION … CONCURRENTLY` / `FINALIZE`, which
+-- cannot run inside a function, are issued by outbox_core::partition.
+
+-- Converts the plain outbox_events (V4's outbox_partitions_convert), in the caller's transaction.
+--! partitions_convert
+SELECT outbox_partitions_convert(:granularity::text, :ahead::int) AS report;
+
+-- The layout's settings and what the last maintenance found; no row on the plain layout.
+--! partitioning_settings : (maintained_at?, retention_secs?)
+SELECT granularity, ahead, maintained_at, retention_secs, kept_partitions, kept_events
+  FROM outbox_partitioning;
+
+-- The safety net's state (one row; every column NULL on the plain layout).
+--! partitions_tail : (granularity?, wanted?, tail_lo?, tail_rows?, tail_detach_pending?, carve_safe?)
+SELECT granularity, wanted, tail_lo, tail_rows, tail_detach_pending, carve_safe
+  FROM outbox_partitions_tail();
+
+-- After the tail was detached: partitions up to `wanted` and a fresh tail; -1 when rows reached it.
+--! partitions_carve
+SELECT outbox_partitions_carve(:wanted) AS created;
+
+-- Moves rows that reached the tail into proper partitions (blocking; bounded by `lock_timeout_ms`).
+--! partitions_drain_tail
+SELECT outbox_partitions_drain_tail(:wanted, :lock_timeout_ms::int) AS moved;
+
+-- Partitions wholly older than the retention, and whether each may be dropped.
+--! partitions_expired : (lo?)
+SELECT name, lo, hi, droppable, leftovers, detach_pending
+  FROM outbox_partitions_expired(:retention_secs::float8);
+
+-- Drops a detached partition, or attaches it back when it holds something to keep.
+--! partition_drop_detached (lo?)
+SELECT outbox_partition_drop_detached(:name::text, :lo::timestamptz, :hi::timestamptz, :retention_secs::float8) AS dropped;
+
+-- Drops the conversion's leftover plain table once its rows are past the retention.
+--! partitions_drop_legacy
+SELECT outbox_partitions_drop_legacy(:retention_secs::float8) AS dropped;
+
+-- Leader election for maintenance: a session-level advisory lock, tried, never waited for.
+--! try_maintenance_lock
+SELECT pg_try_advisory_lock(:key) AS locked;
+
+--! maintenance_unlock
+SELECT pg_advisory_unlock(:key) AS unlocked;
+
+-- Every partition with its bounds (NULL = unbounded) and row estimate, oldest first.
+--! partition_list : (lo?, hi?)
+SELECT l.name, l.lo, l.hi, l.detach_pending, greatest(c.reltuples, 0)::int8 AS estimated_rows
+  FROM outbox_partition_list() l
+  JOIN pg_class c ON c.oid = l.name::regclass
+ ORDER BY l.lo NULLS FIRST;
+
+-- `outbox stats`' partition line; no row on the plain layout.
+--! partition_stats : (maintained_at?)
+SELECT p.granularity,
+       (SELECT count(*) FROM outbox_partition_list() l WHERE l.name <> 'outbox_events_p_tail') AS partitions,
+       (SELECT count(*) FROM outbox_events e
+         WHERE e.created_at >= (SELECT l.lo FROM outbox_partition_list() l
+                                 WHERE l.name = 'outbox_events_p_tail')) AS tail_events,
+       p.kept_partitions, p.kept_events, p.maintained_at,
+       to_regclass('outbox_events_legacy') IS NOT NULL AS legacy_table
+  FROM outbox_partitioning p;

@@ -1,0 +1,43 @@
+//! Helpers for tests of the partitioned layout.
+
+use crate::TestDb;
+
+impl TestDb {
+    /// Runs `statements` (simple query protocol) on a fresh connection; panics with them on error.
+    pub async fn execute(&self, statements: &str) {
+        self.connect()
+            .await
+            .batch_execute(statements)
+            .await
+            .unwrap_or_else(|e| panic!("{statements}: {e:?}"));
+    }
+
+    /// The partitions of `outbox_events`, oldest first (empty on the plain layout).
+    pub async fn partition_names(&self) -> Vec<String> {
+        outbox_core::partition::list_partitions(&self.connect().await)
+            .await
+            .expect("list partitions")
+            .into_iter()
+            .map(|p| p.name)
+            .collect()
+    }
+
+    /// On an hourly partitioned layout whose head was dropped: a partition for each hour `k` of
+    /// `hours` hours before the current hour's start, each with `rows` events written then and
+    /// published an hour ago (so past a retention of up to an hour).
+    pub async fn add_old_hours(&self, hours: std::ops::RangeInclusive<i32>, rows: i32) {
+        for k in hours {
+            self.execute(&format!(
+                "SELECT outbox_partition_add(outbox_partition_name(lo, 'hourly'), lo, lo + interval '1 hour')
+                   FROM (SELECT date_trunc('hour', now(), 'UTC') - interval '{k} hours' AS lo) t;
+                 INSERT INTO outbox_events
+                        (aggregate_type, aggregate_id, event_type, payload, created_at, processed_at)
+                 SELECT 'old', i::text, 'old.event', '{{}}',
+                        date_trunc('hour', now(), 'UTC') - interval '{k} hours' + interval '1 minute',
+                        now() - interval '1 hour'
+                   FROM generate_series(1, {rows}) i;"
+            ))
+            .await;
+        }
+    }
+}
