@@ -1191,7 +1191,7 @@ impl MaintenanceUnlockStmt {
 pub struct PartitionListStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn partition_list() -> PartitionListStmt {
     PartitionListStmt(
-        "SELECT l.name, l.lo, l.hi, l.detach_pending, greatest(c.reltuples, 0)::int8 AS estimated_rows FROM outbox_partition_list() l JOIN pg_class c ON c.oid = l.name::regclass ORDER BY l.lo NULLS FIRST",
+        "SELECT l.name, l.lo, l.hi, l.detach_pending, greatest(c.reltuples, 0)::int8 AS estimated_rows FROM outbox_partition_list() l JOIN pg_class c ON c.oid = to_regclass(l.name) ORDER BY l.lo NULLS FIRST",
         None,
     )
 }
