@@ -6,13 +6,16 @@
 -- serialise from their emit to their commit, so within an aggregate `seq` order is commit order and
 -- an uncommitted event always comes after every committed one: the relay can never publish an event
 -- while an earlier event of its aggregate is still uncommitted.
+--
+-- Ids come from the emitter (UUIDv7: time-ordered, so the primary key grows at its right edge
+-- instead of touching a random page per insert).
 
 --! insert_outbox_event
 WITH aggregate_lock AS (
     SELECT pg_advisory_xact_lock(hashtextextended(:aggregate_type::text || E'\x1f' || :aggregate_id::text, 0))
 )
-INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, metadata)
-SELECT :aggregate_type::text, :aggregate_id::text, :event_type::text, :payload::jsonb, :metadata::jsonb
+INSERT INTO outbox_events (id, aggregate_type, aggregate_id, event_type, payload, metadata)
+SELECT :id::uuid, :aggregate_type::text, :aggregate_id::text, :event_type::text, :payload::jsonb, :metadata::jsonb
   FROM aggregate_lock
 RETURNING id;
 
@@ -26,11 +29,11 @@ WITH keys AS (
 ), aggregate_locks AS (
     SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock(k) FROM keys) l
 ), inserted AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, metadata)
-    SELECT aggregate_type, aggregate_id, event_type, payload, metadata
-      FROM unnest(:aggregate_types::text[], :aggregate_ids::text[], :event_types::text[],
+    INSERT INTO outbox_events (id, aggregate_type, aggregate_id, event_type, payload, metadata)
+    SELECT id, aggregate_type, aggregate_id, event_type, payload, metadata
+      FROM unnest(:aggregate_types::text[], :aggregate_ids::text[], :ids::uuid[], :event_types::text[],
                   :payloads::jsonb[], :metadata::jsonb[])
-           WITH ORDINALITY AS e(aggregate_type, aggregate_id, event_type, payload, metadata, ord),
+           WITH ORDINALITY AS e(aggregate_type, aggregate_id, id, event_type, payload, metadata, ord),
            aggregate_locks
      ORDER BY ord
     RETURNING id, seq
@@ -39,17 +42,17 @@ SELECT id FROM inserted ORDER BY seq;
 
 -- Without per-aggregate order (`Emitter::per_aggregate_order(false)`): no lock, writers never wait.
 --! insert_outbox_event_unordered
-INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, metadata)
-VALUES (:aggregate_type, :aggregate_id, :event_type, :payload, :metadata)
+INSERT INTO outbox_events (aggregate_type, aggregate_id, id, event_type, payload, metadata)
+VALUES (:aggregate_type, :aggregate_id, :id, :event_type, :payload, :metadata)
 RETURNING id;
 
 --! insert_outbox_events_unordered
 WITH inserted AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, metadata)
-    SELECT aggregate_type, aggregate_id, event_type, payload, metadata
-      FROM unnest(:aggregate_types::text[], :aggregate_ids::text[], :event_types::text[],
+    INSERT INTO outbox_events (id, aggregate_type, aggregate_id, event_type, payload, metadata)
+    SELECT id, aggregate_type, aggregate_id, event_type, payload, metadata
+      FROM unnest(:aggregate_types::text[], :aggregate_ids::text[], :ids::uuid[], :event_types::text[],
                   :payloads::jsonb[], :metadata::jsonb[])
-           WITH ORDINALITY AS e(aggregate_type, aggregate_id, event_type, payload, metadata, ord)
+           WITH ORDINALITY AS e(aggregate_type, aggregate_id, id, event_type, payload, metadata, ord)
      ORDER BY ord
     RETURNING id, seq
 )

@@ -176,3 +176,11 @@ UPDATE outbox_events e
  WHERE e.id = f.id
    AND e.processed_at IS NULL
 RETURNING e.id;
+
+-- Acknowledge by deleting, for a relay with a zero retention (nothing is kept once published):
+-- no new row version and no new index entries, the least WAL an acknowledgement can cost.
+--! delete_outbox_published
+DELETE FROM outbox_events
+ WHERE id = ANY(:ids)
+   AND processed_at IS NULL
+RETURNING id;

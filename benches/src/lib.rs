@@ -20,6 +20,7 @@ pub mod relay_limit;
 pub mod report;
 pub mod retention;
 pub mod scale_out;
+pub mod wal;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -31,7 +32,7 @@ pub use report::{Report, Row, Verdict};
 /// [`Opts::tiny`] what the test suite runs.
 #[derive(Debug, Clone)]
 pub struct Opts {
-    /// Which benchmarks to run (1–9); empty runs all.
+    /// Which benchmarks to run (1–10); empty runs all.
     pub only: Vec<u8>,
     /// A label for the run's sizes (`full`, `quick`, `tiny`).
     pub mode: &'static str,
@@ -83,6 +84,11 @@ pub struct Opts {
     pub retention_rows: usize,
     /// Benchmark 9: load between cycles.
     pub retention_gap: Duration,
+    /// Benchmark 10: published rows the table holds before the measured events (a retention's
+    /// worth of history).
+    pub wal_history: usize,
+    /// Benchmark 10: events written and drained per schema.
+    pub wal_events: usize,
     /// Where the table is written.
     pub out: PathBuf,
 }
@@ -98,6 +104,7 @@ impl Opts {
                 batch_size: 100,
                 concurrency: 4,
                 max_in_flight: 40,
+                retention: None,
             },
             pgbench_threads: 2,
             backlog: 100_000,
@@ -121,6 +128,8 @@ impl Opts {
             retention_cycles: 3,
             retention_rows: 200_000,
             retention_gap: Duration::from_secs(10),
+            wal_history: 500_000,
+            wal_events: 20_000,
             out: PathBuf::from("bench-results/latest.md"),
         }
     }
@@ -146,6 +155,8 @@ impl Opts {
             retention_rate: 500,
             retention_rows: 20_000,
             retention_gap: Duration::from_secs(3),
+            wal_history: 100_000,
+            wal_events: 4_000,
             ..Opts::full()
         }
     }
@@ -174,6 +185,8 @@ impl Opts {
             retention_cycles: 2,
             retention_rows: 1_000,
             retention_gap: Duration::from_millis(300),
+            wal_history: 2_000,
+            wal_events: 200,
             ..Opts::full()
         }
     }
@@ -185,7 +198,7 @@ impl Opts {
 }
 
 /// The benchmarks, by number.
-pub const BENCHMARKS: [(u8, &str); 9] = [
+pub const BENCHMARKS: [(u8, &str); 10] = [
     (1, "relay vs pgbench limit"),
     (2, "relay vs naive relay"),
     (3, "emit overhead"),
@@ -195,6 +208,7 @@ pub const BENCHMARKS: [(u8, &str); 9] = [
     (7, "scale-out"),
     (8, "typed consumer vs hand-written loop"),
     (9, "retention: partition drop vs cleanup"),
+    (10, "write amplification: WAL per event"),
 ];
 
 /// Runs the selected benchmarks and returns the report (printing progress to stderr).
@@ -218,7 +232,8 @@ pub async fn run(opts: &Opts) -> Result<Report> {
             6 => ordering::run(opts, &mut report).await?,
             7 => scale_out::run(opts, &mut report).await?,
             8 => consumer::run(opts, &mut report).await?,
-            _ => retention::run(opts, &mut report).await?,
+            9 => retention::run(opts, &mut report).await?,
+            _ => wal::run(opts, &mut report).await?,
         }
         let took = started.elapsed();
         eprintln!("[bench] {n}. {name} done in {:.1} s", took.as_secs_f64());

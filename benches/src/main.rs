@@ -15,7 +15,7 @@ Exits 0 even when targets are missed (MISS rows); non-zero only when a benchmark
 
 options:
   --quick               small sizes: a smoke run in well under a minute
-  --only N[,N…]         run only these benchmarks (1-9)
+  --only N[,N…]         run only these benchmarks (1-10)
   --rounds N            repetitions; figures are their median (default 3, quick 1)
   --backlog N           events drained in benchmarks 1 and 6 (default 100000)
   --batch-size N        relay batch size, also pgbench's (default 100)
@@ -64,8 +64,8 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 opts.only = v
                     .split(',')
                     .map(|n| match n.trim().parse::<u8>() {
-                        Ok(n @ 1..=9) => Ok(n),
-                        _ => Err(format!("--only: `{n}` is not a benchmark number (1-9)")),
+                        Ok(n @ 1..=10) => Ok(n),
+                        _ => Err(format!("--only: `{n}` is not a benchmark number (1-10)")),
                     })
                     .collect::<Result<_, _>>()?;
             }

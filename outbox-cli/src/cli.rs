@@ -304,7 +304,8 @@ pub struct RelayArgs {
     #[arg(long, value_parser = duration::parse)]
     pub shutdown_grace: Option<Duration>,
     /// Delete processed rows older than this, every minute (e.g. 7d); on the partitioned layout,
-    /// drop partitions older than this instead.
+    /// drop partitions older than this instead. 0s keeps nothing: each event is deleted as it is
+    /// acknowledged instead of being marked processed (the least write load).
     #[arg(long, value_parser = duration::parse)]
     pub retention: Option<Duration>,
     /// Do not keep per-aggregate order.

@@ -132,6 +132,10 @@ impl Emitter {
     /// Writes `event` through `client` — a `tokio_postgres` client or transaction, or a
     /// deadpool-postgres client or transaction — and returns the new event's id.
     ///
+    /// The id is a UUIDv7 made here: time-ordered (Unix milliseconds first, then random bits), so
+    /// the table's primary key grows at its right edge, and unique like any UUID. It is the
+    /// consumer's dedupe key; order between events is the outbox's `seq`, not the id.
+    ///
     /// Run it on the transaction that writes your business rows: the event is published if and only
     /// if that transaction commits. Invalid events are refused before anything is written (see
     /// [`ErrorKind`]); the transaction stays usable, so you decide whether to roll back.
@@ -141,6 +145,7 @@ impl Emitter {
         E: OutboxEvent + Sync + ?Sized,
     {
         let e = self.check(event)?;
+        let id = Uuid::now_v7();
         // Prepared through the client's statement cache where it has one (deadpool), so a warm
         // connection inserts in one round trip.
         // The ordered and unordered statements are distinct generated types with the same shape.
@@ -153,6 +158,7 @@ impl Emitter {
                         client,
                         &e.aggregate_type,
                         &e.aggregate_id.as_str(),
+                        &id,
                         &e.event_type,
                         &Json(&*e.payload),
                         &Json(&*e.metadata),
@@ -161,12 +167,12 @@ impl Emitter {
                     .await?
             };
         }
-        let id = if self.ordered {
+        let written = if self.ordered {
             insert!(sql::insert_outbox_event())
         } else {
             insert!(sql::insert_outbox_event_unordered())
         };
-        Ok(id)
+        Ok(written)
     }
 
     /// Writes many events in one statement and returns their ids in the same order. Either every
@@ -184,6 +190,7 @@ impl Emitter {
         if checked.is_empty() {
             return Ok(Vec::new());
         }
+        let ids: Vec<Uuid> = checked.iter().map(|_| Uuid::now_v7()).collect();
         let aggregate_types: Vec<&str> = checked.iter().map(|e| e.aggregate_type).collect();
         let aggregate_ids: Vec<&str> = checked.iter().map(|e| e.aggregate_id.as_str()).collect();
         let event_types: Vec<&str> = checked.iter().map(|e| e.event_type).collect();
@@ -198,6 +205,7 @@ impl Emitter {
                         client,
                         &aggregate_types,
                         &aggregate_ids,
+                        &ids,
                         &event_types,
                         &payloads,
                         &metadata,
@@ -206,12 +214,12 @@ impl Emitter {
                     .await?
             };
         }
-        let ids = if self.ordered {
+        let written = if self.ordered {
             insert_all!(sql::insert_outbox_events())
         } else {
             insert_all!(sql::insert_outbox_events_unordered())
         };
-        Ok(ids)
+        Ok(written)
     }
 
     /// Serialises `event` and refuses it if the database or the broker would.

@@ -110,6 +110,8 @@ pub use event::OutboxEvent;
 pub use failure::{FailureKind, PublishFailure};
 pub use inbox::process_once;
 pub use metrics::RelayMetrics;
+#[doc(hidden)]
+pub use migrate::migrate_up_to;
 pub use migrate::{MigrationReport, SCHEMA_HISTORY_TABLE, migrate, schema_version};
 pub use outbox_macros::OutboxEvent;
 pub use preflight::{DatabaseReport, check_relay_database};

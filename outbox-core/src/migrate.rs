@@ -116,8 +116,25 @@ pub async fn migrate_partitioned(
     Ok(report)
 }
 
+/// Applies the outbox schema up to and including `version` only: a database as an older release
+/// left it, for upgrade tests. Not public API.
+#[doc(hidden)]
+pub async fn migrate_up_to(
+    client: &mut tokio_postgres::Client,
+    version: i32,
+) -> Result<MigrationReport, Error> {
+    run_migrations_to(client, refinery::Target::Version(version)).await
+}
+
 async fn run_migrations(client: &mut tokio_postgres::Client) -> Result<MigrationReport, Error> {
-    let mut runner = embedded::migrations::runner();
+    run_migrations_to(client, refinery::Target::Latest).await
+}
+
+async fn run_migrations_to(
+    client: &mut tokio_postgres::Client,
+    target: refinery::Target,
+) -> Result<MigrationReport, Error> {
+    let mut runner = embedded::migrations::runner().set_target(target);
     runner.set_migration_table_name(SCHEMA_HISTORY_TABLE);
     let report = runner
         .set_abort_divergent(true)

@@ -40,6 +40,18 @@ pub async fn backlog(
     Ok(())
 }
 
+/// How many rows of `outbox_events` are not processed (pending, waiting for a retry or dead).
+pub async fn remaining(client: &tokio_postgres::Client) -> Result<u64> {
+    let n: i64 = client
+        .query_one(
+            "SELECT count(*) FROM outbox_events WHERE processed_at IS NULL",
+            &[],
+        )
+        .await?
+        .get(0);
+    Ok(n as u64)
+}
+
 /// How many rows of `outbox_events` are marked processed.
 pub async fn processed(client: &tokio_postgres::Client) -> Result<u64> {
     let n: i64 = client

@@ -31,6 +31,8 @@ pub struct RelaySettings {
     pub concurrency: usize,
     /// `SendMessageBatch` calls in flight at once (the SQS publisher's limit).
     pub max_in_flight: usize,
+    /// The relay's retention; `Some(ZERO)` deletes each event as it is acknowledged.
+    pub retention: Option<std::time::Duration>,
 }
 
 impl std::fmt::Display for RelaySettings {

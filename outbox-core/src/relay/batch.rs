@@ -270,7 +270,7 @@ async fn on_connection<P: Publisher>(
 
     let (published, failures) = rec.finish();
     bounded(stalled, bound, async {
-        record(&tx, &published, &failures).await?;
+        record(&tx, &published, &failures, inner.config.deletes_on_ack()).await?;
         Ok(tx.commit().await?)
     })
     .await?;
@@ -295,13 +295,22 @@ async fn on_connection<P: Publisher>(
     }
 }
 
-/// Marks the published events and records the failures, one statement each.
+/// Marks the published events (or deletes them, with `delete`) and records the failures, one
+/// statement each.
 async fn record(
     tx: &deadpool_postgres::Transaction<'_>,
     published: &[Uuid],
     failures: &[Failure],
+    delete: bool,
 ) -> Result<(), Error> {
-    if !published.is_empty() {
+    if !published.is_empty() && delete {
+        sql::delete_outbox_published()
+            .prepare(tx)
+            .await?
+            .bind(tx, &published)
+            .all()
+            .await?;
+    } else if !published.is_empty() {
         sql::mark_outbox_processed()
             .prepare(tx)
             .await?

@@ -64,6 +64,11 @@ pub struct RelayConfig {
     pub per_aggregate_order: bool,
     /// Delete processed rows older than this, periodically (default off, at most
     /// [`MAX_RETENTION`]). Env: [`OUTBOX_RETENTION_SECS`](crate::env::RETENTION_SECS).
+    ///
+    /// `Some(Duration::ZERO)` keeps nothing: each event is deleted in the statement that
+    /// acknowledges it instead of being marked processed. That is the cheapest acknowledgement
+    /// (no new row version, no new index entries: about a seventh of the mark's WAL), at the price
+    /// of the published rows' history (`outbox stats` then counts no recent publications).
     pub retention: Option<Duration>,
     /// How often the metrics' gauges are refreshed when metrics are on (default 5 s, at most
     /// [`MAX_TIMEOUT`]). Env: [`OUTBOX_METRICS_INTERVAL_MS`](crate::env::METRICS_INTERVAL_MS).
@@ -145,16 +150,18 @@ impl RelayConfig {
                 self.concurrency
             ));
         }
-        if self
-            .retention
-            .is_some_and(|r| r.is_zero() || r > MAX_RETENTION)
-        {
+        if self.retention.is_some_and(|r| r > MAX_RETENTION) {
             return fail(format!(
-                "retention must be above zero and at most {MAX_RETENTION:?} when set, got {:?}",
+                "retention must be at most {MAX_RETENTION:?} when set, got {:?}",
                 self.retention
             ));
         }
         Ok(())
+    }
+
+    /// Whether acknowledgements delete the published rows ([`retention`](Self::retention) zero).
+    pub(crate) fn deletes_on_ack(&self) -> bool {
+        self.retention.is_some_and(|r| r.is_zero())
     }
 
     pub(crate) fn retry_policy(&self) -> RetryPolicy {

@@ -10,6 +10,7 @@ pub struct InsertOutboxEventParams<
 > {
     pub aggregate_type: T1,
     pub aggregate_id: T2,
+    pub id: uuid::Uuid,
     pub event_type: T3,
     pub payload: T4,
     pub metadata: T5,
@@ -20,18 +21,20 @@ pub struct InsertOutboxEventsParams<
     T2: crate::ArraySql<Item = T1>,
     T3: crate::StringSql,
     T4: crate::ArraySql<Item = T3>,
-    T5: crate::StringSql,
-    T6: crate::ArraySql<Item = T5>,
-    T7: crate::JsonSql,
-    T8: crate::ArraySql<Item = T7>,
-    T9: crate::JsonSql,
-    T10: crate::ArraySql<Item = T9>,
+    T5: crate::ArraySql<Item = uuid::Uuid>,
+    T6: crate::StringSql,
+    T7: crate::ArraySql<Item = T6>,
+    T8: crate::JsonSql,
+    T9: crate::ArraySql<Item = T8>,
+    T10: crate::JsonSql,
+    T11: crate::ArraySql<Item = T10>,
 > {
     pub aggregate_types: T2,
     pub aggregate_ids: T4,
-    pub event_types: T6,
-    pub payloads: T8,
-    pub metadata: T10,
+    pub ids: T5,
+    pub event_types: T7,
+    pub payloads: T9,
+    pub metadata: T11,
 }
 #[derive(Debug)]
 pub struct InsertOutboxEventUnorderedParams<
@@ -43,6 +46,7 @@ pub struct InsertOutboxEventUnorderedParams<
 > {
     pub aggregate_type: T1,
     pub aggregate_id: T2,
+    pub id: uuid::Uuid,
     pub event_type: T3,
     pub payload: T4,
     pub metadata: T5,
@@ -53,18 +57,20 @@ pub struct InsertOutboxEventsUnorderedParams<
     T2: crate::ArraySql<Item = T1>,
     T3: crate::StringSql,
     T4: crate::ArraySql<Item = T3>,
-    T5: crate::StringSql,
-    T6: crate::ArraySql<Item = T5>,
-    T7: crate::JsonSql,
-    T8: crate::ArraySql<Item = T7>,
-    T9: crate::JsonSql,
-    T10: crate::ArraySql<Item = T9>,
+    T5: crate::ArraySql<Item = uuid::Uuid>,
+    T6: crate::StringSql,
+    T7: crate::ArraySql<Item = T6>,
+    T8: crate::JsonSql,
+    T9: crate::ArraySql<Item = T8>,
+    T10: crate::JsonSql,
+    T11: crate::ArraySql<Item = T10>,
 > {
     pub aggregate_types: T2,
     pub aggregate_ids: T4,
-    pub event_types: T6,
-    pub payloads: T8,
-    pub metadata: T10,
+    pub ids: T5,
+    pub event_types: T7,
+    pub payloads: T9,
+    pub metadata: T11,
 }
 use crate::client::async_::GenericClient;
 use futures::{self, StreamExt, TryStreamExt};
@@ -135,7 +141,7 @@ where
 pub struct InsertOutboxEventStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn insert_outbox_event() -> InsertOutboxEventStmt {
     InsertOutboxEventStmt(
-        "WITH aggregate_lock AS ( SELECT pg_advisory_xact_lock(hashtextextended($1::text || E'\\x1f' || $2::text, 0)) ) INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, metadata) SELECT $1::text, $2::text, $3::text, $4::jsonb, $5::jsonb FROM aggregate_lock RETURNING id",
+        "WITH aggregate_lock AS ( SELECT pg_advisory_xact_lock(hashtextextended($1::text || E'\\x1f' || $2::text, 0)) ) INSERT INTO outbox_events (id, aggregate_type, aggregate_id, event_type, payload, metadata) SELECT $3::uuid, $1::text, $2::text, $4::text, $5::jsonb, $6::jsonb FROM aggregate_lock RETURNING id",
         None,
     )
 }
@@ -162,13 +168,21 @@ impl InsertOutboxEventStmt {
         client: &'c C,
         aggregate_type: &'a T1,
         aggregate_id: &'a T2,
+        id: &'a uuid::Uuid,
         event_type: &'a T3,
         payload: &'a T4,
         metadata: &'a T5,
-    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 6> {
         UuidUuidQuery {
             client,
-            params: [aggregate_type, aggregate_id, event_type, payload, metadata],
+            params: [
+                aggregate_type,
+                aggregate_id,
+                id,
+                event_type,
+                payload,
+                metadata,
+            ],
             query: self.0,
             cached: self.1.as_ref(),
             extractor: |row| Ok(row.try_get(0)?),
@@ -192,7 +206,7 @@ impl<
         'a,
         's,
         InsertOutboxEventParams<T1, T2, T3, T4, T5>,
-        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5>,
+        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 6>,
         C,
     > for InsertOutboxEventStmt
 {
@@ -200,11 +214,12 @@ impl<
         &'s self,
         client: &'c C,
         params: &'a InsertOutboxEventParams<T1, T2, T3, T4, T5>,
-    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 6> {
         self.bind(
             client,
             &params.aggregate_type,
             &params.aggregate_id,
+            &params.id,
             &params.event_type,
             &params.payload,
             &params.metadata,
@@ -214,7 +229,7 @@ impl<
 pub struct InsertOutboxEventsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn insert_outbox_events() -> InsertOutboxEventsStmt {
     InsertOutboxEventsStmt(
-        "WITH keys AS ( SELECT DISTINCT hashtextextended(t || E'\\x1f' || i, 0) AS k FROM unnest($1::text[], $2::text[]) AS a(t, i) ORDER BY k ), aggregate_locks AS ( SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock(k) FROM keys) l ), inserted AS ( INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, metadata) SELECT aggregate_type, aggregate_id, event_type, payload, metadata FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::jsonb[]) WITH ORDINALITY AS e(aggregate_type, aggregate_id, event_type, payload, metadata, ord), aggregate_locks ORDER BY ord RETURNING id, seq ) SELECT id FROM inserted ORDER BY seq",
+        "WITH keys AS ( SELECT DISTINCT hashtextextended(t || E'\\x1f' || i, 0) AS k FROM unnest($1::text[], $2::text[]) AS a(t, i) ORDER BY k ), aggregate_locks AS ( SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock(k) FROM keys) l ), inserted AS ( INSERT INTO outbox_events (id, aggregate_type, aggregate_id, event_type, payload, metadata) SELECT id, aggregate_type, aggregate_id, event_type, payload, metadata FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::jsonb[], $6::jsonb[]) WITH ORDINALITY AS e(aggregate_type, aggregate_id, id, event_type, payload, metadata, ord), aggregate_locks ORDER BY ord RETURNING id, seq ) SELECT id FROM inserted ORDER BY seq",
         None,
     )
 }
@@ -235,26 +250,29 @@ impl InsertOutboxEventsStmt {
         T2: crate::ArraySql<Item = T1>,
         T3: crate::StringSql,
         T4: crate::ArraySql<Item = T3>,
-        T5: crate::StringSql,
-        T6: crate::ArraySql<Item = T5>,
-        T7: crate::JsonSql,
-        T8: crate::ArraySql<Item = T7>,
-        T9: crate::JsonSql,
-        T10: crate::ArraySql<Item = T9>,
+        T5: crate::ArraySql<Item = uuid::Uuid>,
+        T6: crate::StringSql,
+        T7: crate::ArraySql<Item = T6>,
+        T8: crate::JsonSql,
+        T9: crate::ArraySql<Item = T8>,
+        T10: crate::JsonSql,
+        T11: crate::ArraySql<Item = T10>,
     >(
         &'s self,
         client: &'c C,
         aggregate_types: &'a T2,
         aggregate_ids: &'a T4,
-        event_types: &'a T6,
-        payloads: &'a T8,
-        metadata: &'a T10,
-    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
+        ids: &'a T5,
+        event_types: &'a T7,
+        payloads: &'a T9,
+        metadata: &'a T11,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 6> {
         UuidUuidQuery {
             client,
             params: [
                 aggregate_types,
                 aggregate_ids,
+                ids,
                 event_types,
                 payloads,
                 metadata,
@@ -275,31 +293,33 @@ impl<
     T2: crate::ArraySql<Item = T1>,
     T3: crate::StringSql,
     T4: crate::ArraySql<Item = T3>,
-    T5: crate::StringSql,
-    T6: crate::ArraySql<Item = T5>,
-    T7: crate::JsonSql,
-    T8: crate::ArraySql<Item = T7>,
-    T9: crate::JsonSql,
-    T10: crate::ArraySql<Item = T9>,
+    T5: crate::ArraySql<Item = uuid::Uuid>,
+    T6: crate::StringSql,
+    T7: crate::ArraySql<Item = T6>,
+    T8: crate::JsonSql,
+    T9: crate::ArraySql<Item = T8>,
+    T10: crate::JsonSql,
+    T11: crate::ArraySql<Item = T10>,
 >
     crate::client::async_::Params<
         'c,
         'a,
         's,
-        InsertOutboxEventsParams<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10>,
-        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5>,
+        InsertOutboxEventsParams<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11>,
+        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 6>,
         C,
     > for InsertOutboxEventsStmt
 {
     fn params(
         &'s self,
         client: &'c C,
-        params: &'a InsertOutboxEventsParams<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10>,
-    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
+        params: &'a InsertOutboxEventsParams<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11>,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 6> {
         self.bind(
             client,
             &params.aggregate_types,
             &params.aggregate_ids,
+            &params.ids,
             &params.event_types,
             &params.payloads,
             &params.metadata,
@@ -309,7 +329,7 @@ impl<
 pub struct InsertOutboxEventUnorderedStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn insert_outbox_event_unordered() -> InsertOutboxEventUnorderedStmt {
     InsertOutboxEventUnorderedStmt(
-        "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, metadata) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+        "INSERT INTO outbox_events (aggregate_type, aggregate_id, id, event_type, payload, metadata) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
         None,
     )
 }
@@ -336,13 +356,21 @@ impl InsertOutboxEventUnorderedStmt {
         client: &'c C,
         aggregate_type: &'a T1,
         aggregate_id: &'a T2,
+        id: &'a uuid::Uuid,
         event_type: &'a T3,
         payload: &'a T4,
         metadata: &'a T5,
-    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 6> {
         UuidUuidQuery {
             client,
-            params: [aggregate_type, aggregate_id, event_type, payload, metadata],
+            params: [
+                aggregate_type,
+                aggregate_id,
+                id,
+                event_type,
+                payload,
+                metadata,
+            ],
             query: self.0,
             cached: self.1.as_ref(),
             extractor: |row| Ok(row.try_get(0)?),
@@ -366,7 +394,7 @@ impl<
         'a,
         's,
         InsertOutboxEventUnorderedParams<T1, T2, T3, T4, T5>,
-        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5>,
+        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 6>,
         C,
     > for InsertOutboxEventUnorderedStmt
 {
@@ -374,11 +402,12 @@ impl<
         &'s self,
         client: &'c C,
         params: &'a InsertOutboxEventUnorderedParams<T1, T2, T3, T4, T5>,
-    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 6> {
         self.bind(
             client,
             &params.aggregate_type,
             &params.aggregate_id,
+            &params.id,
             &params.event_type,
             &params.payload,
             &params.metadata,
@@ -388,7 +417,7 @@ impl<
 pub struct InsertOutboxEventsUnorderedStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn insert_outbox_events_unordered() -> InsertOutboxEventsUnorderedStmt {
     InsertOutboxEventsUnorderedStmt(
-        "WITH inserted AS ( INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, metadata) SELECT aggregate_type, aggregate_id, event_type, payload, metadata FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::jsonb[]) WITH ORDINALITY AS e(aggregate_type, aggregate_id, event_type, payload, metadata, ord) ORDER BY ord RETURNING id, seq ) SELECT id FROM inserted ORDER BY seq",
+        "WITH inserted AS ( INSERT INTO outbox_events (id, aggregate_type, aggregate_id, event_type, payload, metadata) SELECT id, aggregate_type, aggregate_id, event_type, payload, metadata FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::jsonb[], $6::jsonb[]) WITH ORDINALITY AS e(aggregate_type, aggregate_id, id, event_type, payload, metadata, ord) ORDER BY ord RETURNING id, seq ) SELECT id FROM inserted ORDER BY seq",
         None,
     )
 }
@@ -409,26 +438,29 @@ impl InsertOutboxEventsUnorderedStmt {
         T2: crate::ArraySql<Item = T1>,
         T3: crate::StringSql,
         T4: crate::ArraySql<Item = T3>,
-        T5: crate::StringSql,
-        T6: crate::ArraySql<Item = T5>,
-        T7: crate::JsonSql,
-        T8: crate::ArraySql<Item = T7>,
-        T9: crate::JsonSql,
-        T10: crate::ArraySql<Item = T9>,
+        T5: crate::ArraySql<Item = uuid::Uuid>,
+        T6: crate::StringSql,
+        T7: crate::ArraySql<Item = T6>,
+        T8: crate::JsonSql,
+        T9: crate::ArraySql<Item = T8>,
+        T10: crate::JsonSql,
+        T11: crate::ArraySql<Item = T10>,
     >(
         &'s self,
         client: &'c C,
         aggregate_types: &'a T2,
         aggregate_ids: &'a T4,
-        event_types: &'a T6,
-        payloads: &'a T8,
-        metadata: &'a T10,
-    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
+        ids: &'a T5,
+        event_types: &'a T7,
+        payloads: &'a T9,
+        metadata: &'a T11,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 6> {
         UuidUuidQuery {
             client,
             params: [
                 aggregate_types,
                 aggregate_ids,
+                ids,
                 event_types,
                 payloads,
                 metadata,
@@ -449,31 +481,33 @@ impl<
     T2: crate::ArraySql<Item = T1>,
     T3: crate::StringSql,
     T4: crate::ArraySql<Item = T3>,
-    T5: crate::StringSql,
-    T6: crate::ArraySql<Item = T5>,
-    T7: crate::JsonSql,
-    T8: crate::ArraySql<Item = T7>,
-    T9: crate::JsonSql,
-    T10: crate::ArraySql<Item = T9>,
+    T5: crate::ArraySql<Item = uuid::Uuid>,
+    T6: crate::StringSql,
+    T7: crate::ArraySql<Item = T6>,
+    T8: crate::JsonSql,
+    T9: crate::ArraySql<Item = T8>,
+    T10: crate::JsonSql,
+    T11: crate::ArraySql<Item = T10>,
 >
     crate::client::async_::Params<
         'c,
         'a,
         's,
-        InsertOutboxEventsUnorderedParams<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10>,
-        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5>,
+        InsertOutboxEventsUnorderedParams<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11>,
+        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 6>,
         C,
     > for InsertOutboxEventsUnorderedStmt
 {
     fn params(
         &'s self,
         client: &'c C,
-        params: &'a InsertOutboxEventsUnorderedParams<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10>,
-    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
+        params: &'a InsertOutboxEventsUnorderedParams<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11>,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 6> {
         self.bind(
             client,
             &params.aggregate_types,
             &params.aggregate_ids,
+            &params.ids,
             &params.event_types,
             &params.payloads,
             &params.metadata,

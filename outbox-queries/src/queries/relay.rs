@@ -724,3 +724,33 @@ impl<
         )
     }
 }
+pub struct DeleteOutboxPublishedStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn delete_outbox_published() -> DeleteOutboxPublishedStmt {
+    DeleteOutboxPublishedStmt(
+        "DELETE FROM outbox_events WHERE id = ANY($1) AND processed_at IS NULL RETURNING id",
+        None,
+    )
+}
+impl DeleteOutboxPublishedStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>(
+        &'s self,
+        client: &'c C,
+        ids: &'a T1,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 1> {
+        UuidUuidQuery {
+            client,
+            params: [ids],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
