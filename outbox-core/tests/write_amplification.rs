@@ -45,15 +45,7 @@ async fn ids_are_uuidv7_from_emit_and_from_the_column_default() {
     assert_eq!(sorted, ids, "ids of one emitter grow in the order of emits");
 
     // A row written by hand gets a UUIDv7 from the column default.
-    let raw: Uuid = client
-        .query_one(
-            "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
-             VALUES ('order', 'raw', 'order.placed', '{}') RETURNING id",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let raw = old_rows(&client, "raw", 1).await[0];
     assert_eq!(raw.get_version_num(), 7, "{raw}");
     assert_eq!(raw.get_variant(), uuid::Variant::RFC4122, "{raw}");
     assert!(now_ms().abs_diff(unix_ms(raw)) < 60_000, "{raw}: not now");
@@ -112,7 +104,8 @@ async fn shape(client: &tokio_postgres::Client) -> Shape {
     }
 }
 
-/// Writes `n` pending events the way a release before V5 did (ids from the column default).
+/// Writes `n` pending events by hand (ids from the column default), as every release before V5
+/// wrote them.
 async fn old_rows(client: &tokio_postgres::Client, aggregate: &str, n: i64) -> Vec<Uuid> {
     client
         .query(
@@ -246,15 +239,7 @@ async fn v5_upgrades_a_partitioned_table_and_later_conversions_use_the_new_shape
     let after = shape(&client).await;
     assert_eq!(after.seq_indexes, 0);
     assert!(after.fillfactor_60 > 0);
-    let raw: Uuid = client
-        .query_one(
-            "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
-             VALUES ('test', 'q', 'test.happened', '{}') RETURNING id",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let raw = old_rows(&client, "raw", 1).await[0];
     assert_eq!(
         raw.get_version_num(),
         7,
