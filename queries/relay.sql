@@ -103,18 +103,25 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
                                      ORDER BY o.aggregate_type, o.aggregate_id, o.seq
                                      LIMIT 1) n)
                )
-               SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload,
-                      e.metadata::text AS metadata, e.attempts,
-                      e.created_at
-                 FROM firsts f
-                 JOIN outbox_events e ON e.seq = f.seq
-                WHERE e.processed_at IS NULL
-                  AND e.dead_lettered_at IS NULL
-                  AND (e.retry_after IS NULL OR e.retry_after <= now())
-                  AND e.id <> ALL(:exclude)
-                ORDER BY e.seq
+               -- Each first, oldest first, looked up on its own (one index probe, and the lock, per
+               -- first, only until the batch is full) — never a join the planner could turn into a
+               -- scan of every pending row per first when its statistics are stale.
+               SELECT e.*
+                 FROM (SELECT aggregate_type, aggregate_id, seq FROM firsts ORDER BY seq) f,
+                      LATERAL (SELECT o.id, o.seq, o.aggregate_type, o.aggregate_id, o.event_type,
+                                      o.payload::text AS payload, o.metadata::text AS metadata, o.attempts,
+                                      o.created_at
+                                 FROM outbox_events o
+                                WHERE o.aggregate_type = f.aggregate_type
+                                  AND o.aggregate_id = f.aggregate_id
+                                  AND o.seq = f.seq
+                                  AND o.processed_at IS NULL
+                                  AND o.dead_lettered_at IS NULL
+                                  AND (o.retry_after IS NULL OR o.retry_after <= now())
+                                  AND o.id <> ALL(:exclude)
+                                  FOR UPDATE SKIP LOCKED) e
+                ORDER BY f.seq
                 LIMIT :batch_size
-                  FOR UPDATE OF e SKIP LOCKED
                ) c) w
  WHERE w.running_bytes - octet_length(w.payload) < :max_bytes
  ORDER BY w.seq;
