@@ -54,6 +54,24 @@ pub fn layout_from_env() -> Option<outbox_core::partition::Granularity> {
     }
 }
 
+/// Applies the outbox migrations to the database `client` is connected to, in the layout
+/// [`LAYOUT_ENV`] names (plain by default): for tests that make their database elsewhere than
+/// [`TestDb`] (a throwaway cluster). Panics if they do not apply.
+pub async fn migrate_in_env_layout(client: &mut tokio_postgres::Client) {
+    match layout_from_env() {
+        None => {
+            outbox_core::migrate(client)
+                .await
+                .expect("outbox migrations apply to a fresh database");
+        }
+        Some(g) => {
+            outbox_core::partition::migrate_partitioned(client, g, None)
+                .await
+                .expect("the partitioned layout applies to a fresh database");
+        }
+    }
+}
+
 impl TestDb {
     /// Creates the database and applies the outbox migrations, in the layout [`LAYOUT_ENV`] names
     /// (plain by default).
