@@ -7,9 +7,9 @@ use tokio::time::Instant;
 use tokio_postgres::IsolationLevel;
 
 use super::Inner;
+use super::ack::record;
 use super::claim::{claim, waves};
 use super::guard::{Guarded, overrun, publish_guarded};
-use super::ack::record;
 use super::outcome::Recorder;
 use crate::error::{Error, ErrorKind};
 use crate::failure::FailureKind;
