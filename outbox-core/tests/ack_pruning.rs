@@ -23,9 +23,7 @@ async fn partitioned_with_events(n: usize) -> (TestDb, Vec<(Uuid, DateTime<Utc>)
         .expect("the partitioned layout applies");
     let partitions = db.partition_names().await;
     assert!(partitions.len() > AHEAD as usize, "{partitions:?}");
-    let events: Vec<TestEvent> = (0..n)
-        .map(|i| TestEvent::new(&format!("a{i}"), 1))
-        .collect();
+    let events: Vec<TestEvent> = (0..n).map(|i| TestEvent::new(format!("a{i}"), 1)).collect();
     let ids = emit_all(&client, &events).await.expect("emit");
     let mut rows = Vec::with_capacity(n);
     for id in ids {
