@@ -161,10 +161,20 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
 
 -- Acknowledge every published event of a batch in one statement, stamped with the database clock at
 -- acknowledgement (`clock_timestamp()`), not the claim transaction's start.
+-- `oldest` and `newest` are the smallest and largest `created_at` of the claimed rows: on the
+-- partitioned layout PostgreSQL prunes every partition outside that range when the statement starts
+-- (`id = ANY(…)` alone probes every partition's primary key: an array parameter cannot prune). The
+-- `+ interval '0 s'` is deliberate: it makes the bounds stable expressions, which the planner cannot
+-- prune with but the executor can, so a custom plan is no cheaper than the generic one and the
+-- prepared statement settles on its generic plan instead of being planned again (~0.3 ms with 30
+-- partitions) at every acknowledgement; the generic plan prunes at executor start-up. On the plain
+-- layout the bounds are one more condition on the primary-key probe.
 --! mark_outbox_processed
 UPDATE outbox_events
    SET processed_at = clock_timestamp(), retry_after = NULL
  WHERE id = ANY(:ids)
+   AND created_at >= :oldest::timestamptz + interval '0 s'
+   AND created_at <= :newest::timestamptz + interval '0 s'
    AND processed_at IS NULL
 RETURNING id;
 
@@ -172,22 +182,32 @@ RETURNING id;
 -- destination's, not the event's: `counted` false), the error kept, and either a retry time computed
 -- from the database clock at the time of recording (`clock_timestamp()`, not the claim transaction's
 -- start) plus the backoff the relay chose, or dead-lettering.
+-- Rows are matched by their whole primary key on the partitioned layout, `(id, created_at)`, and
+-- `oldest` / `newest` (the smallest and largest of `created_ats`) prune the partitions outside that
+-- range when the statement starts, with the generic plan, as in `mark_outbox_processed`.
 --! record_outbox_failures
 UPDATE outbox_events e
    SET attempts = e.attempts + CASE WHEN f.counted THEN 1 ELSE 0 END,
        last_error = f.error,
        retry_after = CASE WHEN f.dead THEN NULL ELSE clock_timestamp() + make_interval(secs => f.delay_secs) END,
        dead_lettered_at = CASE WHEN f.dead THEN clock_timestamp() ELSE NULL END
-  FROM unnest(:ids::uuid[], :errors::text[], :delay_secs::float8[], :dead::bool[], :counted::bool[])
-       AS f(id, error, delay_secs, dead, counted)
+  FROM unnest(:ids::uuid[], :created_ats::timestamptz[], :errors::text[], :delay_secs::float8[], :dead::bool[],
+              :counted::bool[])
+       AS f(id, created_at, error, delay_secs, dead, counted)
  WHERE e.id = f.id
+   AND e.created_at = f.created_at
+   AND e.created_at >= :oldest::timestamptz + interval '0 s'
+   AND e.created_at <= :newest::timestamptz + interval '0 s'
    AND e.processed_at IS NULL
 RETURNING e.id;
 
 -- Acknowledge by deleting, for a relay with a zero retention (nothing is kept once published):
 -- no new row version and no new index entries, the least WAL an acknowledgement can cost.
+-- Pruned by creation time like `mark_outbox_processed`.
 --! delete_outbox_published
 DELETE FROM outbox_events
  WHERE id = ANY(:ids)
+   AND created_at >= :oldest::timestamptz + interval '0 s'
+   AND created_at <= :newest::timestamptz + interval '0 s'
    AND processed_at IS NULL
 RETURNING id;

@@ -28,6 +28,7 @@ options:
   --consumer-events N   messages drained in benchmark 8 (default 10000)
   --retention-rows N    old rows retired in benchmark 9's first cycle (default 200000)
   --retention-rate N    events/s the writers emit in benchmark 9 (default 1000)
+  --retention-gap N     seconds of load before each of benchmark 9's cycles and after the last (default 10)
   --out PATH            where the table is written (default bench-results/latest.md)
   -h, --help            this text
 
@@ -83,6 +84,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--retention-rate" => {
                 opts.retention_rate = u32::try_from(number()?.max(1)).unwrap_or(u32::MAX)
             }
+            "--retention-gap" => opts.retention_gap = Duration::from_secs(number()? as u64),
             "--out" => opts.out = value()?.into(),
             "-h" | "--help" => {
                 println!("{USAGE}");

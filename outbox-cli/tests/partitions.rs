@@ -1,27 +1,13 @@
 //! `outbox migrate --partitioned`, `outbox partitions maintain | list` and the partition lines of
 //! `outbox stats`, end to end against real PostgreSQL.
 
+mod support;
+
 use std::process::{Command, Output};
 
 use outbox_core::emit_all;
 use outbox_tests::{TestDb, TestEvent};
-
-fn outbox(db: &TestDb) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_outbox"));
-    cmd.env("DATABASE_URL", db.url()).env_remove("RUST_LOG");
-    cmd
-}
-
-fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().expect("outbox runs");
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use support::commands::{outbox, succeeds};
 
 fn fails(cmd: &mut Command) -> Output {
     let out = cmd.output().expect("outbox runs");
@@ -38,17 +24,21 @@ async fn migrate_partitioned_converts_and_maintain_retires_what_it_may() {
         .unwrap();
     db.mark_processed(&ids[..1]).await;
 
-    let out = run(outbox(&db).args(["migrate", "--partitioned=hourly", "--ahead", "3"]));
+    let out = succeeds(outbox(&db.url()).args(["migrate", "--partitioned=hourly", "--ahead", "3"]));
     assert!(
         out.contains("partitioned hourly (3 partitions ahead); moved 1 unpublished events"),
         "{out}"
     );
     assert_eq!(
-        run(outbox(&db).args(["migrate", "--partitioned=hourly"])).trim(),
+        succeeds(outbox(&db.url()).args(["migrate", "--partitioned=hourly"])).trim(),
         "applied already partitioned hourly"
     );
-    let list: serde_json::Value =
-        serde_json::from_str(&run(outbox(&db).args(["partitions", "list", "--json"]))).unwrap();
+    let list: serde_json::Value = serde_json::from_str(&succeeds(outbox(&db.url()).args([
+        "partitions",
+        "list",
+        "--json",
+    ])))
+    .unwrap();
     let names: Vec<&str> = list
         .as_array()
         .unwrap()
@@ -75,7 +65,7 @@ async fn migrate_partitioned_converts_and_maintain_retires_what_it_may() {
     .await
     .unwrap();
     // (A retention of 0s: the head ends where this hour starts, whatever the minute.)
-    let out = run(outbox(&db).args(["partitions", "maintain", "--retention", "0s"]));
+    let out = succeeds(outbox(&db.url()).args(["partitions", "maintain", "--retention", "0s"]));
     let kept = "kept outbox_events_p_head past the retention: 1 pending events or dead letters";
     assert!(out.contains(kept), "{out}");
     assert!(
@@ -83,33 +73,33 @@ async fn migrate_partitioned_converts_and_maintain_retires_what_it_may() {
         "published before: {out}"
     );
     let stats: serde_json::Value =
-        serde_json::from_str(&run(outbox(&db).args(["stats", "--json"]))).unwrap();
+        serde_json::from_str(&succeeds(outbox(&db.url()).args(["stats", "--json"]))).unwrap();
     assert_eq!(stats["pending"], 1, "{stats}");
     assert_eq!(stats["partitions"]["kept_partitions"], 1, "{stats}");
     assert_eq!(stats["partitions"]["kept_events"], 1, "{stats}");
     assert_eq!(stats["partitions"]["legacy_table"], false, "{stats}");
-    let text = run(outbox(&db).arg("stats"));
+    let text = succeeds(outbox(&db.url()).arg("stats"));
     assert!(text.contains("kept past retention             1"), "{text}");
 
     // Published: dropped.
     c.batch_execute("UPDATE outbox_events SET processed_at = now() - interval '1 hour'")
         .await
         .unwrap();
-    let out = run(outbox(&db).args(["partitions", "maintain", "--retention", "0s"]));
+    let out = succeeds(outbox(&db.url()).args(["partitions", "maintain", "--retention", "0s"]));
     assert!(out.contains("dropped outbox_events_p_head"), "{out}");
     let stats: serde_json::Value =
-        serde_json::from_str(&run(outbox(&db).args(["stats", "--json"]))).unwrap();
+        serde_json::from_str(&succeeds(outbox(&db.url()).args(["stats", "--json"]))).unwrap();
     assert_eq!(stats["partitions"]["kept_partitions"], 0, "{stats}");
 }
 
 #[tokio::test]
 async fn partition_commands_refuse_what_they_cannot_do() {
     let db = TestDb::plain().await;
-    let out = fails(outbox(&db).args(["migrate", "--partitioned=weekly"]));
+    let out = fails(outbox(&db.url()).args(["migrate", "--partitioned=weekly"]));
     assert_eq!(out.status.code(), Some(2), "a usage error");
-    let out = fails(outbox(&db).args(["migrate", "--ahead", "3"]));
+    let out = fails(outbox(&db.url()).args(["migrate", "--ahead", "3"]));
     assert_eq!(out.status.code(), Some(2), "--ahead needs --partitioned");
-    let out = fails(outbox(&db).args(["partitions", "maintain"]));
+    let out = fails(outbox(&db.url()).args(["partitions", "maintain"]));
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -117,7 +107,7 @@ async fn partition_commands_refuse_what_they_cannot_do() {
         "{err}"
     );
     let stats: serde_json::Value =
-        serde_json::from_str(&run(outbox(&db).args(["stats", "--json"]))).unwrap();
+        serde_json::from_str(&succeeds(outbox(&db.url()).args(["stats", "--json"]))).unwrap();
     assert!(
         stats.get("partitions").is_none(),
         "no partition figures on the plain layout: {stats}"

@@ -54,18 +54,28 @@ pub struct MigrationReport {
 /// ```
 pub async fn migrate(client: &mut tokio_postgres::Client) -> Result<MigrationReport, Error> {
     // Several relays may start at once: one migrates, the others wait and then find nothing to do.
+    with_schema_lock(client, async |client| run_migrations(client).await).await
+}
+
+/// Runs `work` holding the schema's advisory lock ([`SCHEMA_LOCK_KEY`], session level), which
+/// serialises every migration. The lock is released whether `work` succeeds or fails; `work`'s
+/// error wins over the unlock's.
+async fn with_schema_lock<T>(
+    client: &mut tokio_postgres::Client,
+    work: impl AsyncFnOnce(&mut tokio_postgres::Client) -> Result<T, Error>,
+) -> Result<T, Error> {
     migrate::lock_schema()
         .bind(client, &SCHEMA_LOCK_KEY)
         .one()
         .await?;
-    let result = run_migrations(client).await;
+    let result = work(client).await;
     let unlocked = migrate::unlock_schema()
         .bind(client, &SCHEMA_LOCK_KEY)
         .one()
         .await;
-    let report = result?;
+    let done = result?;
     unlocked?;
-    Ok(report)
+    Ok(done)
 }
 
 /// Applies the outbox schema ([`migrate()`]) and converts `outbox_events` to the
@@ -88,11 +98,7 @@ pub async fn migrate_partitioned(
         .ok()
         .filter(|a| (1..=1000).contains(a))
         .ok_or_else(|| Error::config(format!("ahead must be within 1..=1000, got {ahead}")))?;
-    migrate::lock_schema()
-        .bind(client, &SCHEMA_LOCK_KEY)
-        .one()
-        .await?;
-    let result = async {
+    with_schema_lock(client, async |client| {
         let mut report = run_migrations(client).await?;
         let tx = client.transaction().await?;
         let done = partition_sql::partitions_convert()
@@ -104,16 +110,9 @@ pub async fn migrate_partitioned(
             })?;
         tx.commit().await?;
         report.applied.push(done);
-        Ok::<_, Error>(report)
-    }
-    .await;
-    let unlocked = migrate::unlock_schema()
-        .bind(client, &SCHEMA_LOCK_KEY)
-        .one()
-        .await;
-    let report = result?;
-    unlocked?;
-    Ok(report)
+        Ok(report)
+    })
+    .await
 }
 
 /// Applies the outbox schema up to and including `version` only: a database as an older release

@@ -37,14 +37,18 @@ async fn dead_letters_show_in_the_view_are_never_claimed_and_retry_resets_them()
     )
     .await
     .unwrap();
+    let created_at = db.event(ids[0]).await.created_at;
     relay::record_outbox_failures()
         .bind(
             &client,
             &[ids[0]].as_slice(),
+            &[created_at].as_slice(),
             &["rejected"].as_slice(),
             &[0.0].as_slice(),
             &[true].as_slice(),
             &[true].as_slice(),
+            &created_at,
+            &created_at,
         )
         .all()
         .await

@@ -207,8 +207,21 @@ async fn marked_processed_is_never_claimed_again_and_pending_drops() {
         .await
         .unwrap();
     assert_eq!(pending_count(&db).await, 2);
+    let created_at = db.event(ids[0]).await.created_at;
+    // The creation-time bounds are part of the match: a range that misses the row marks nothing.
+    let missed = relay::mark_outbox_processed()
+        .bind(
+            &client,
+            &[ids[0]].as_slice(),
+            &(created_at + chrono::Duration::microseconds(1)),
+            &(created_at + chrono::Duration::seconds(1)),
+        )
+        .all()
+        .await
+        .unwrap();
+    assert!(missed.is_empty());
     let marked = relay::mark_outbox_processed()
-        .bind(&client, &[ids[0]].as_slice())
+        .bind(&client, &[ids[0]].as_slice(), &created_at, &created_at)
         .all()
         .await
         .unwrap();
@@ -217,7 +230,7 @@ async fn marked_processed_is_never_claimed_again_and_pending_drops() {
     assert_eq!(claim_all(&db).await, vec![ids[1]]);
     // Marking twice changes nothing.
     let again = relay::mark_outbox_processed()
-        .bind(&client, &[ids[0]].as_slice())
+        .bind(&client, &[ids[0]].as_slice(), &created_at, &created_at)
         .all()
         .await
         .unwrap();
@@ -229,14 +242,18 @@ async fn recorded_failure_waits_for_retry_after_then_is_claimable() {
     let db = TestDb::new().await;
     let client = db.pool().get().await.unwrap();
     let id = emit(&client, &TestEvent::new("a", 1)).await.unwrap();
+    let created_at = db.event(id).await.created_at;
     relay::record_outbox_failures()
         .bind(
             &client,
             &[id].as_slice(),
+            &[created_at].as_slice(),
             &["throttled"].as_slice(),
             &[0.6].as_slice(),
             &[false].as_slice(),
             &[true].as_slice(),
+            &created_at,
+            &created_at,
         )
         .all()
         .await

@@ -54,6 +54,24 @@ pub fn layout_from_env() -> Option<outbox_core::partition::Granularity> {
     }
 }
 
+/// Applies the outbox migrations to the database `client` is connected to, in the layout
+/// [`LAYOUT_ENV`] names (plain by default): for tests that make their database elsewhere than
+/// [`TestDb`] (a throwaway cluster). Panics if they do not apply.
+pub async fn migrate_in_env_layout(client: &mut tokio_postgres::Client) {
+    match layout_from_env() {
+        None => {
+            outbox_core::migrate(client)
+                .await
+                .expect("outbox migrations apply to a fresh database");
+        }
+        Some(g) => {
+            outbox_core::partition::migrate_partitioned(client, g, None)
+                .await
+                .expect("the partitioned layout applies to a fresh database");
+        }
+    }
+}
+
 impl TestDb {
     /// Creates the database and applies the outbox migrations, in the layout [`LAYOUT_ENV`] names
     /// (plain by default).
@@ -199,16 +217,23 @@ impl TestDb {
     }
 
     async fn record_failures(&self, ids: &[uuid::Uuid], error: &str, delay_secs: f64, dead: bool) {
+        let created_ats = self.created_ats(ids).await;
+        let Some((oldest, newest)) = bounds(&created_ats) else {
+            return;
+        };
         let client = self.pool.get().await.expect("a pooled connection");
         let n = ids.len();
         outbox_queries::queries::relay::record_outbox_failures()
             .bind(
                 &client,
                 &ids,
+                &created_ats,
                 &vec![error; n],
                 &vec![delay_secs; n],
                 &vec![dead; n],
                 &vec![true; n],
+                &oldest,
+                &newest,
             )
             .all()
             .await
@@ -217,11 +242,31 @@ impl TestDb {
 
     /// Marks `ids` processed (published), as the relay does.
     pub async fn mark_processed(&self, ids: &[uuid::Uuid]) {
+        let created_ats = self.created_ats(ids).await;
+        let Some((oldest, newest)) = bounds(&created_ats) else {
+            return;
+        };
         let client = self.pool.get().await.expect("a pooled connection");
         outbox_queries::queries::relay::mark_outbox_processed()
-            .bind(&client, &ids)
+            .bind(&client, &ids, &oldest, &newest)
             .all()
             .await
             .expect("mark processed");
     }
+
+    /// The creation times of `ids` (each must exist), which the relay's statements take with them.
+    async fn created_ats(&self, ids: &[uuid::Uuid]) -> Vec<chrono::DateTime<chrono::Utc>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            out.push(self.event(*id).await.created_at);
+        }
+        out
+    }
+}
+
+/// The smallest and largest of `times`, as the relay's statements take them; `None` for none.
+fn bounds(
+    times: &[chrono::DateTime<chrono::Utc>],
+) -> Option<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)> {
+    Some((*times.iter().min()?, *times.iter().max()?))
 }

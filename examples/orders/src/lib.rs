@@ -1,6 +1,7 @@
 //! The orders example: a small order service built on the transactional outbox, as a user of the
 //! `outbox` crates would write it.
 //!
+//! - [`args`] is the command-line parsing the binaries (`demo`, `fanout`) share.
 //! - [`migrate()`] applies the service's own schema (`migrations/*.sql`, next to the outbox's).
 //! - [`events`] are the order aggregate's domain events, derived with `#[derive(OutboxEvent)]`.
 //! - [`service`] writes orders through the queries cornucopia generated from `queries/*.sql` (the
@@ -13,6 +14,7 @@
 //!   read model's and the [`shipping`] service's, each consumer applying every event once:
 //!   `scripts/demo --fan-out` runs it.
 
+pub mod args;
 pub mod consumer;
 pub mod demo;
 pub mod events;

@@ -7,7 +7,7 @@ use super::*;
 async fn four_relays_and_writers_publish_once_in_order() {
     let _serial = SERIAL.lock().await;
     let started = Instant::now();
-    let db = TestDb::new().await;
+    let db = fault_db().await;
     let role = RelayRole::create(&db).await;
     let fx = SqsFixture::start().await;
     let url = fx.create_queue("four");
@@ -76,7 +76,7 @@ async fn interleaved_writers(name: &str, queue: &str, args: &[&str], events: usi
     use outbox_tests::interleaved::{Interleaving, seqs, write_interleaved};
     let _serial = SERIAL.lock().await;
     let started = Instant::now();
-    let db = TestDb::new().await;
+    let db = fault_db().await;
     let role = RelayRole::create(&db).await;
     let fx = SqsFixture::start().await;
     let url = fx.create_queue(queue);

@@ -10,7 +10,7 @@ async fn kill_9_at_random_moments_loses_nothing() {
     let _serial = SERIAL.lock().await;
     for fifo in [true, false] {
         let started = Instant::now();
-        let db = TestDb::new().await;
+        let db = fault_db().await;
         let role = RelayRole::create(&db).await;
         // A marker in every payload: the relays' logs must never show it.
         let marker = format!("payload-marker-{}", uuid::Uuid::new_v4().simple());
@@ -113,7 +113,7 @@ async fn kill_9_at_random_moments_loses_nothing() {
 async fn sigterm_during_a_full_drain_exits_in_time_and_marks_only_what_was_published() {
     let _serial = SERIAL.lock().await;
     let started = Instant::now();
-    let db = TestDb::new().await;
+    let db = fault_db().await;
     let role = RelayRole::create(&db).await;
     let fx = SqsFixture::start().await;
     fx.set_latency(Duration::from_millis(20));

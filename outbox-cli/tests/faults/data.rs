@@ -8,7 +8,7 @@ use super::*;
 async fn poison_events_are_dead_lettered_and_block_only_their_aggregates() {
     let _serial = SERIAL.lock().await;
     let started = Instant::now();
-    let db = TestDb::new().await;
+    let db = fault_db().await;
     let role = RelayRole::create(&db).await;
     let fx = SqsFixture::start().await;
     let url = fx.create_queue("poison");
@@ -96,7 +96,7 @@ async fn poison_events_are_dead_lettered_and_block_only_their_aggregates() {
 async fn bad_input_is_refused_at_emit_and_the_caller_keeps_control() {
     let _serial = SERIAL.lock().await;
     let started = Instant::now();
-    let db = TestDb::new().await;
+    let db = fault_db().await;
     let role = RelayRole::create(&db).await;
     let admin_client = db.connect().await;
     // The business table of this scenario (test setup: DDL is the application's, not the outbox's).
@@ -199,7 +199,7 @@ async fn bad_input_is_refused_at_emit_and_the_caller_keeps_control() {
 async fn unparseable_payloads_among_10_000_events_are_delivered_raw_and_kill_no_worker() {
     let _serial = SERIAL.lock().await;
     let started = Instant::now();
-    let db = TestDb::new().await;
+    let db = fault_db().await;
     let role = RelayRole::create(&db).await;
     let fx = SqsFixture::start().await;
     let url = fx.create_queue("odd-payloads");
@@ -283,7 +283,7 @@ async fn unparseable_payloads_among_10_000_events_are_delivered_raw_and_kill_no_
 async fn draining_1_mb_payloads_keeps_the_relay_memory_bounded() {
     let _serial = SERIAL.lock().await;
     let started = Instant::now();
-    let db = TestDb::new().await;
+    let db = fault_db().await;
     let role = RelayRole::create(&db).await;
     let fx = SqsFixture::start().await;
     fx.set_recording(false);

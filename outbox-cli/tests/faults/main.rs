@@ -32,6 +32,27 @@ fn fixture_deliveries(fx: &SqsFixture) -> Vec<Delivery> {
         .collect()
 }
 
+/// A fresh database in the layout `OUTBOX_TEST_LAYOUT` names, checked to have it: the suite runs a
+/// second time on the partitioned layout (`scripts/test`) and must not silently test the plain one.
+async fn fault_db() -> TestDb {
+    let db = TestDb::new().await;
+    assert_env_layout(&db.connect().await).await;
+    db
+}
+
+/// Panics unless the database `client` is connected to has the layout `OUTBOX_TEST_LAYOUT` names.
+async fn assert_env_layout(client: &tokio_postgres::Client) {
+    let have = outbox_core::partition::layout(client)
+        .await
+        .expect("read the database's layout");
+    assert_eq!(
+        have,
+        outbox_tests::db::layout_from_env(),
+        "the fault suite's database must have the layout {} names",
+        outbox_tests::LAYOUT_ENV
+    );
+}
+
 fn rand_u64() -> u64 {
     (uuid::Uuid::new_v4().as_u128() >> 64) as u64
 }

@@ -9,7 +9,7 @@ use super::*;
 async fn sqs_outage_of_30_seconds_loses_nothing_and_backs_off() {
     let _serial = SERIAL.lock().await;
     let started = Instant::now();
-    let db = TestDb::new().await;
+    let db = fault_db().await;
     let role = RelayRole::create(&db).await;
     let fx = SqsFixture::start().await;
     fx.set_latency(Duration::from_millis(2));
@@ -102,7 +102,9 @@ async fn postgres_restart_scenario(tls: bool) {
         .unwrap();
     let connector = outbox_core::PgConnector::from_url(&url("outbox")).unwrap();
     let mut client = connector.connect_spawned().await.unwrap();
-    outbox_core::migrate(&mut client).await.unwrap();
+    // The layout OUTBOX_TEST_LAYOUT names, like every TestDb of the suite.
+    outbox_tests::db::migrate_in_env_layout(&mut client).await;
+    assert_env_layout(&client).await;
     let pool =
         deadpool_postgres::Pool::builder(connector.manager(deadpool_postgres::ManagerConfig {
             recycling_method: deadpool_postgres::RecyclingMethod::Verified,
@@ -193,7 +195,7 @@ async fn postgres_restart_scenario(tls: bool) {
 async fn a_relay_black_holed_mid_batch_holds_its_rows_no_longer_than_the_bound() {
     let _serial = SERIAL.lock().await;
     let started = Instant::now();
-    let db = TestDb::new().await;
+    let db = fault_db().await;
     let role = RelayRole::create(&db).await;
     let fx = SqsFixture::start().await;
     let url = fx.create_queue("black-hole");

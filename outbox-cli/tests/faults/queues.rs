@@ -12,7 +12,7 @@ async fn a_queue_deleted_after_start_up_holds_back_only_its_own_events() {
     const HEALTHY: u64 = 1_000;
     let _serial = SERIAL.lock().await;
     let started = Instant::now();
-    let db = TestDb::new().await;
+    let db = fault_db().await;
     let role = RelayRole::create(&db).await;
     let healthy = TestQueue::standard().await;
     let broken = TestQueue::standard().await;

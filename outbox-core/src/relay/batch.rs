@@ -3,15 +3,14 @@
 use std::future::Future;
 use std::time::Duration;
 
-use outbox_queries::queries::relay as sql;
 use tokio::time::Instant;
 use tokio_postgres::IsolationLevel;
-use uuid::Uuid;
 
 use super::Inner;
+use super::ack::record;
 use super::claim::{claim, waves};
 use super::guard::{Guarded, overrun, publish_guarded};
-use super::outcome::{Failure, Recorder};
+use super::outcome::Recorder;
 use crate::error::{Error, ErrorKind};
 use crate::failure::FailureKind;
 use crate::publisher::{PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
@@ -293,45 +292,6 @@ async fn on_connection<P: Publisher>(
         Some(e) => Err(e),
         None => Ok(report),
     }
-}
-
-/// Marks the published events (or deletes them, with `delete`) and records the failures, one
-/// statement each.
-async fn record(
-    tx: &deadpool_postgres::Transaction<'_>,
-    published: &[Uuid],
-    failures: &[Failure],
-    delete: bool,
-) -> Result<(), Error> {
-    if !published.is_empty() && delete {
-        sql::delete_outbox_published()
-            .prepare(tx)
-            .await?
-            .bind(tx, &published)
-            .all()
-            .await?;
-    } else if !published.is_empty() {
-        sql::mark_outbox_processed()
-            .prepare(tx)
-            .await?
-            .bind(tx, &published)
-            .all()
-            .await?;
-    }
-    if !failures.is_empty() {
-        let ids: Vec<Uuid> = failures.iter().map(|f| f.id).collect();
-        let errors: Vec<&str> = failures.iter().map(|f| f.error.as_str()).collect();
-        let delays: Vec<f64> = failures.iter().map(|f| f.delay_secs).collect();
-        let dead: Vec<bool> = failures.iter().map(|f| f.dead).collect();
-        let counted: Vec<bool> = failures.iter().map(|f| f.counted).collect();
-        sql::record_outbox_failures()
-            .prepare(tx)
-            .await?
-            .bind(tx, &ids, &errors, &delays, &dead, &counted)
-            .all()
-            .await?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

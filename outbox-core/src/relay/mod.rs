@@ -1,5 +1,6 @@
 //! The relay: claims committed events, publishes them, marks them processed.
 
+mod ack;
 mod batch;
 mod claim;
 mod config;

@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::BatchReport;
@@ -15,9 +16,19 @@ use crate::publisher::{ClaimedEvent, PublishOutcome, Publisher, UNAVAILABLE_RETR
 /// The longest `last_error` stored, in characters; longer errors are cut at a character boundary.
 pub const MAX_LAST_ERROR_CHARS: usize = 2_000;
 
+/// A published event, as acknowledged in one statement: its primary key on the partitioned layout
+/// (the creation time lets PostgreSQL prune the partitions that cannot hold it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Acked {
+    pub(crate) id: Uuid,
+    pub(crate) created_at: DateTime<Utc>,
+}
+
 /// A failed event, as recorded in one statement.
 pub(crate) struct Failure {
     pub(crate) id: Uuid,
+    /// The event's creation time (with the id, its key on the partitioned layout).
+    pub(crate) created_at: DateTime<Utc>,
     pub(crate) error: String,
     pub(crate) delay_secs: f64,
     pub(crate) dead: bool,
@@ -30,7 +41,7 @@ pub(crate) struct Recorder<'a> {
     policy: &'a RetryPolicy,
     metrics: Option<&'a RelayMetrics>,
     ordered: bool,
-    published: Vec<Uuid>,
+    published: Vec<Acked>,
     failures: Vec<Failure>,
     /// Aggregates with a failed event in this batch: their later events wait.
     blocked: HashSet<(String, String)>,
@@ -128,7 +139,10 @@ impl<'a> Recorder<'a> {
                     event_id = %event.id, event_type = %event.event_type,
                     aggregate_id = %event.aggregate_id, attempt, "published"
                 );
-                self.published.push(event.id);
+                self.published.push(Acked {
+                    id: event.id,
+                    created_at: event.created_at,
+                });
                 if let Some(m) = self.metrics {
                     let age = chrono::Utc::now() - event.created_at;
                     m.published(&event.event_type, age.as_seconds_f64());
@@ -150,6 +164,7 @@ impl<'a> Recorder<'a> {
                 self.block(event);
                 self.failures.push(Failure {
                     id: event.id,
+                    created_at: event.created_at,
                     error,
                     delay_secs: delay.as_secs_f64(),
                     dead: false,
@@ -190,6 +205,7 @@ impl<'a> Recorder<'a> {
         self.block(event);
         self.failures.push(Failure {
             id: event.id,
+            created_at: event.created_at,
             error,
             delay_secs,
             dead,
@@ -197,8 +213,8 @@ impl<'a> Recorder<'a> {
         });
     }
 
-    /// The ids to mark processed and the failures to record.
-    pub(crate) fn finish(self) -> (Vec<Uuid>, Vec<Failure>) {
+    /// The events to mark processed and the failures to record.
+    pub(crate) fn finish(self) -> (Vec<Acked>, Vec<Failure>) {
         (self.published, self.failures)
     }
 }

@@ -32,19 +32,35 @@ pub struct FetchOutboxFollowersParams<
     pub max_bytes: i64,
 }
 #[derive(Debug)]
+pub struct MarkOutboxProcessedParams<T1: crate::ArraySql<Item = uuid::Uuid>> {
+    pub ids: T1,
+    pub oldest: chrono::DateTime<chrono::Utc>,
+    pub newest: chrono::DateTime<chrono::Utc>,
+}
+#[derive(Debug)]
 pub struct RecordOutboxFailuresParams<
     T1: crate::ArraySql<Item = uuid::Uuid>,
-    T2: crate::StringSql,
-    T3: crate::ArraySql<Item = T2>,
-    T4: crate::ArraySql<Item = f64>,
-    T5: crate::ArraySql<Item = bool>,
+    T2: crate::ArraySql<Item = chrono::DateTime<chrono::Utc>>,
+    T3: crate::StringSql,
+    T4: crate::ArraySql<Item = T3>,
+    T5: crate::ArraySql<Item = f64>,
     T6: crate::ArraySql<Item = bool>,
+    T7: crate::ArraySql<Item = bool>,
 > {
     pub ids: T1,
-    pub errors: T3,
-    pub delay_secs: T4,
-    pub dead: T5,
-    pub counted: T6,
+    pub created_ats: T2,
+    pub errors: T4,
+    pub delay_secs: T5,
+    pub dead: T6,
+    pub counted: T7,
+    pub oldest: chrono::DateTime<chrono::Utc>,
+    pub newest: chrono::DateTime<chrono::Utc>,
+}
+#[derive(Debug)]
+pub struct DeleteOutboxPublishedParams<T1: crate::ArraySql<Item = uuid::Uuid>> {
+    pub ids: T1,
+    pub oldest: chrono::DateTime<chrono::Utc>,
+    pub newest: chrono::DateTime<chrono::Utc>,
 }
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ClaimedRow {
@@ -616,7 +632,7 @@ impl<
 pub struct MarkOutboxProcessedStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn mark_outbox_processed() -> MarkOutboxProcessedStmt {
     MarkOutboxProcessedStmt(
-        "UPDATE outbox_events SET processed_at = clock_timestamp(), retry_after = NULL WHERE id = ANY($1) AND processed_at IS NULL RETURNING id",
+        "UPDATE outbox_events SET processed_at = clock_timestamp(), retry_after = NULL WHERE id = ANY($1) AND created_at >= $2::timestamptz + interval '0 s' AND created_at <= $3::timestamptz + interval '0 s' AND processed_at IS NULL RETURNING id",
         None,
     )
 }
@@ -632,10 +648,12 @@ impl MarkOutboxProcessedStmt {
         &'s self,
         client: &'c C,
         ids: &'a T1,
-    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 1> {
+        oldest: &'a chrono::DateTime<chrono::Utc>,
+        newest: &'a chrono::DateTime<chrono::Utc>,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 3> {
         UuidUuidQuery {
             client,
-            params: [ids],
+            params: [ids, oldest, newest],
             query: self.0,
             cached: self.1.as_ref(),
             extractor: |row| Ok(row.try_get(0)?),
@@ -643,10 +661,28 @@ impl MarkOutboxProcessedStmt {
         }
     }
 }
+impl<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        MarkOutboxProcessedParams<T1>,
+        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 3>,
+        C,
+    > for MarkOutboxProcessedStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a MarkOutboxProcessedParams<T1>,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 3> {
+        self.bind(client, &params.ids, &params.oldest, &params.newest)
+    }
+}
 pub struct RecordOutboxFailuresStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn record_outbox_failures() -> RecordOutboxFailuresStmt {
     RecordOutboxFailuresStmt(
-        "UPDATE outbox_events e SET attempts = e.attempts + CASE WHEN f.counted THEN 1 ELSE 0 END, last_error = f.error, retry_after = CASE WHEN f.dead THEN NULL ELSE clock_timestamp() + make_interval(secs => f.delay_secs) END, dead_lettered_at = CASE WHEN f.dead THEN clock_timestamp() ELSE NULL END FROM unnest($1::uuid[], $2::text[], $3::float8[], $4::bool[], $5::bool[]) AS f(id, error, delay_secs, dead, counted) WHERE e.id = f.id AND e.processed_at IS NULL RETURNING e.id",
+        "UPDATE outbox_events e SET attempts = e.attempts + CASE WHEN f.counted THEN 1 ELSE 0 END, last_error = f.error, retry_after = CASE WHEN f.dead THEN NULL ELSE clock_timestamp() + make_interval(secs => f.delay_secs) END, dead_lettered_at = CASE WHEN f.dead THEN clock_timestamp() ELSE NULL END FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::float8[], $5::bool[], $6::bool[]) AS f(id, created_at, error, delay_secs, dead, counted) WHERE e.id = f.id AND e.created_at = f.created_at AND e.created_at >= $7::timestamptz + interval '0 s' AND e.created_at <= $8::timestamptz + interval '0 s' AND e.processed_at IS NULL RETURNING e.id",
         None,
     )
 }
@@ -664,23 +700,36 @@ impl RecordOutboxFailuresStmt {
         's,
         C: GenericClient,
         T1: crate::ArraySql<Item = uuid::Uuid>,
-        T2: crate::StringSql,
-        T3: crate::ArraySql<Item = T2>,
-        T4: crate::ArraySql<Item = f64>,
-        T5: crate::ArraySql<Item = bool>,
+        T2: crate::ArraySql<Item = chrono::DateTime<chrono::Utc>>,
+        T3: crate::StringSql,
+        T4: crate::ArraySql<Item = T3>,
+        T5: crate::ArraySql<Item = f64>,
         T6: crate::ArraySql<Item = bool>,
+        T7: crate::ArraySql<Item = bool>,
     >(
         &'s self,
         client: &'c C,
         ids: &'a T1,
-        errors: &'a T3,
-        delay_secs: &'a T4,
-        dead: &'a T5,
-        counted: &'a T6,
-    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
+        created_ats: &'a T2,
+        errors: &'a T4,
+        delay_secs: &'a T5,
+        dead: &'a T6,
+        counted: &'a T7,
+        oldest: &'a chrono::DateTime<chrono::Utc>,
+        newest: &'a chrono::DateTime<chrono::Utc>,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 8> {
         UuidUuidQuery {
             client,
-            params: [ids, errors, delay_secs, dead, counted],
+            params: [
+                ids,
+                created_ats,
+                errors,
+                delay_secs,
+                dead,
+                counted,
+                oldest,
+                newest,
+            ],
             query: self.0,
             cached: self.1.as_ref(),
             extractor: |row| Ok(row.try_get(0)?),
@@ -694,40 +743,44 @@ impl<
     's,
     C: GenericClient,
     T1: crate::ArraySql<Item = uuid::Uuid>,
-    T2: crate::StringSql,
-    T3: crate::ArraySql<Item = T2>,
-    T4: crate::ArraySql<Item = f64>,
-    T5: crate::ArraySql<Item = bool>,
+    T2: crate::ArraySql<Item = chrono::DateTime<chrono::Utc>>,
+    T3: crate::StringSql,
+    T4: crate::ArraySql<Item = T3>,
+    T5: crate::ArraySql<Item = f64>,
     T6: crate::ArraySql<Item = bool>,
+    T7: crate::ArraySql<Item = bool>,
 >
     crate::client::async_::Params<
         'c,
         'a,
         's,
-        RecordOutboxFailuresParams<T1, T2, T3, T4, T5, T6>,
-        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5>,
+        RecordOutboxFailuresParams<T1, T2, T3, T4, T5, T6, T7>,
+        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 8>,
         C,
     > for RecordOutboxFailuresStmt
 {
     fn params(
         &'s self,
         client: &'c C,
-        params: &'a RecordOutboxFailuresParams<T1, T2, T3, T4, T5, T6>,
-    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 5> {
+        params: &'a RecordOutboxFailuresParams<T1, T2, T3, T4, T5, T6, T7>,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 8> {
         self.bind(
             client,
             &params.ids,
+            &params.created_ats,
             &params.errors,
             &params.delay_secs,
             &params.dead,
             &params.counted,
+            &params.oldest,
+            &params.newest,
         )
     }
 }
 pub struct DeleteOutboxPublishedStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn delete_outbox_published() -> DeleteOutboxPublishedStmt {
     DeleteOutboxPublishedStmt(
-        "DELETE FROM outbox_events WHERE id = ANY($1) AND processed_at IS NULL RETURNING id",
+        "DELETE FROM outbox_events WHERE id = ANY($1) AND created_at >= $2::timestamptz + interval '0 s' AND created_at <= $3::timestamptz + interval '0 s' AND processed_at IS NULL RETURNING id",
         None,
     )
 }
@@ -743,14 +796,34 @@ impl DeleteOutboxPublishedStmt {
         &'s self,
         client: &'c C,
         ids: &'a T1,
-    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 1> {
+        oldest: &'a chrono::DateTime<chrono::Utc>,
+        newest: &'a chrono::DateTime<chrono::Utc>,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 3> {
         UuidUuidQuery {
             client,
-            params: [ids],
+            params: [ids, oldest, newest],
             query: self.0,
             cached: self.1.as_ref(),
             extractor: |row| Ok(row.try_get(0)?),
             mapper: |it| it,
         }
+    }
+}
+impl<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        DeleteOutboxPublishedParams<T1>,
+        UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 3>,
+        C,
+    > for DeleteOutboxPublishedStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a DeleteOutboxPublishedParams<T1>,
+    ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 3> {
+        self.bind(client, &params.ids, &params.oldest, &params.newest)
     }
 }

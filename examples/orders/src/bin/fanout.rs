@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use aws_config::BehaviorVersion;
 use orders_example::Error;
+use orders_example::args::{self as cli, env};
 use orders_example::demo;
 use orders_example::fanout::{self, FanOutConfig, Topology};
 
@@ -35,10 +36,6 @@ struct Args {
     database: String,
 }
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         orders: 300,
@@ -47,29 +44,17 @@ fn parse_args() -> Result<Args, String> {
         timeout: Duration::from_secs(60),
         database: "outbox_fanout".into(),
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        if flag == "-h" || flag == "--help" {
-            return Err(String::new());
+    cli::parse(|flag, value| {
+        match flag {
+            "--orders" => args.orders = value.orders()?,
+            "--writers" => args.writers = value.workers()?,
+            "--handlers" => args.handlers = value.workers()?,
+            "--timeout" => args.timeout = value.seconds()?,
+            "--database" => args.database = value.text(),
+            _ => return Err(cli::unknown(flag)),
         }
-        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let number = |what: &str| {
-            value
-                .parse::<u64>()
-                .map_err(|_| format!("{flag}: `{value}` is not {what}"))
-        };
-        match flag.as_str() {
-            "--orders" => {
-                args.orders = u32::try_from(number("a number of orders")?)
-                    .map_err(|_| format!("{flag}: too many"))?;
-            }
-            "--writers" => args.writers = number("a number")?.clamp(1, 64) as usize,
-            "--handlers" => args.handlers = number("a number")?.clamp(1, 64) as usize,
-            "--timeout" => args.timeout = Duration::from_secs(number("a number of seconds")?),
-            "--database" => args.database = value,
-            _ => return Err(format!("unknown argument `{flag}`")),
-        }
-    }
+        Ok(())
+    })?;
     Ok(args)
 }
 
@@ -77,13 +62,7 @@ fn parse_args() -> Result<Args, String> {
 async fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(args) => args,
-        Err(e) => {
-            if !e.is_empty() {
-                eprintln!("fanout: {e}\n");
-            }
-            eprintln!("{USAGE}");
-            return ExitCode::from(if e.is_empty() { 0 } else { 2 });
-        }
+        Err(e) => return cli::usage_exit("fanout", &e, USAGE),
     };
     match run(args).await {
         Ok(true) => ExitCode::SUCCESS,
