@@ -146,6 +146,8 @@ impl<P: Publisher> RelayBuilder<P> {
     }
 
     /// Periodically delete processed rows older than `older_than` (default: never).
+    /// `Some(Duration::ZERO)` keeps nothing: each event is deleted as it is acknowledged instead of
+    /// being marked processed (see [`RelayConfig::retention`](crate::RelayConfig::retention)).
     pub fn retention(mut self, older_than: Option<Duration>) -> Self {
         self.config.retention = older_than;
         self
