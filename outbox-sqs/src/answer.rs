@@ -158,7 +158,7 @@ mod tests {
         let entries: Vec<_> = events
             .iter()
             .enumerate()
-            .map(|(i, e)| prepare(i + 7, e, &topic, None).unwrap())
+            .map(|(i, e)| prepare(i + 7, e, &topic, None, true).unwrap())
             .collect();
         let output = PublishBatchOutput::builder()
             .failed(

@@ -22,6 +22,7 @@ use crate::publisher::{Inner, Queue, SqsPublisher};
 use crate::routing::Router;
 use crate::sdk_error::{sdk_error, timeout_error};
 use crate::sns::SNS_LIMITS;
+use crate::transport::SqsTransport;
 
 /// Builds an [`SqsPublisher`]: settings in, [`build`](Self::build) validates them, loads the AWS
 /// configuration and resolves queue names.
@@ -123,6 +124,12 @@ impl SqsPublisherBuilder {
         self
     }
 
+    /// How `SendMessageBatch` is sent (default [`SqsTransport::Direct`]). See [`SqsTransport`].
+    pub fn transport(mut self, transport: SqsTransport) -> Self {
+        self.config.transport = transport;
+        self
+    }
+
     /// Uses this AWS configuration instead of loading the default chain (the endpoint, region
     /// and attempts settings above still override it).
     pub fn sdk_config(mut self, sdk_config: SdkConfig) -> Self {
@@ -131,7 +138,9 @@ impl SqsPublisherBuilder {
     }
 
     /// Uses this client's configuration (the endpoint, region and attempts settings above still
-    /// override it). Takes precedence over [`sdk_config`](Self::sdk_config).
+    /// override it). Takes precedence over [`sdk_config`](Self::sdk_config). `SendMessageBatch`
+    /// then goes through this client ([`SqsTransport::Sdk`]), so that everything configured on
+    /// it — interceptors, HTTP client, credentials — applies.
     pub fn client(mut self, client: Client) -> Self {
         self.client = Some(client);
         self
@@ -154,6 +163,7 @@ impl SqsPublisherBuilder {
 
         let clients = clients(&config, self.client, self.sdk_config).await?;
         let client = clients.sqs;
+        let direct = clients.direct;
 
         // Resolve names, once each, in configuration order.
         let metrics = SqsMetrics::new();
@@ -237,6 +247,7 @@ impl SqsPublisherBuilder {
             inner: Arc::new(Inner {
                 keeps_aggregate_order,
                 client,
+                direct,
                 sns: clients.sns,
                 offload,
                 limits,

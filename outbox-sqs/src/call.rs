@@ -5,13 +5,15 @@ use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 
 use crate::answer::BatchAnswer;
 use crate::breaker::Admit;
-use crate::classify::{Class, classify_sdk_error};
+use crate::classify::{Class, classify_sdk_error, classify_status};
 use crate::destination::DestinationKind;
+use crate::direct::DirectError;
 use crate::error::{Error, ErrorKind};
 use crate::message::{Entry, Prepared};
 use crate::publisher::{Queue, SqsPublisher};
-use crate::sdk_error::{sdk_error, timeout_error};
+use crate::sdk_error::{sdk_error, service_failure, timeout_error};
 use crate::settle::CallFailure;
+use crate::signer::SignError;
 
 impl SqsPublisher {
     /// One batch call, within the call timeout (the caller holds an in-flight permit). Refused
@@ -47,7 +49,7 @@ impl SqsPublisher {
                             .iter()
                             .filter_map(|p| match &p.entry {
                                 Entry::Sns(e) => Some(e.clone()),
-                                Entry::Sqs(_) => None,
+                                _ => None,
                             })
                             .collect(),
                     ));
@@ -58,28 +60,39 @@ impl SqsPublisher {
                             .map_err(|e| failed(queue, &what, e))
                     })
             }
-            _ => {
-                let request = self
-                    .inner
-                    .client
-                    .send_message_batch()
-                    .queue_url(&queue.url)
-                    .set_entries(Some(
-                        entries
-                            .iter()
-                            .filter_map(|p| match &p.entry {
-                                Entry::Sqs(e) => Some(e.clone()),
-                                Entry::Sns(_) => None,
-                            })
-                            .collect(),
-                    ));
-                tokio::time::timeout(timeout, request.send())
-                    .await
-                    .map(|r| {
-                        r.map(BatchAnswer::from)
-                            .map_err(|e| failed(queue, &what, e))
-                    })
-            }
+            _ => match &self.inner.direct {
+                Some(direct) => {
+                    let entries = entries.iter().filter_map(|p| match &p.entry {
+                        Entry::SqsJson { json, .. } => Some(json.as_str()),
+                        _ => None,
+                    });
+                    tokio::time::timeout(timeout, direct.send_message_batch(&queue.url, entries))
+                        .await
+                        .map(|r| r.map_err(|e| direct_failed(queue, &what, e)))
+                }
+                None => {
+                    let request = self
+                        .inner
+                        .client
+                        .send_message_batch()
+                        .queue_url(&queue.url)
+                        .set_entries(Some(
+                            entries
+                                .iter()
+                                .filter_map(|p| match &p.entry {
+                                    Entry::Sqs(e) => Some(e.clone()),
+                                    _ => None,
+                                })
+                                .collect(),
+                        ));
+                    tokio::time::timeout(timeout, request.send())
+                        .await
+                        .map(|r| {
+                            r.map(BatchAnswer::from)
+                                .map_err(|e| failed(queue, &what, e))
+                        })
+                }
+            },
         };
         answer.unwrap_or_else(|_| {
             Err(CallFailure {
@@ -100,6 +113,36 @@ where
 {
     let class = classify_sdk_error(&e);
     let error = sdk_error(what, e);
+    let dead_letter = class == Class::Unavailable && queue.breaker.failed(&error.to_string());
+    CallFailure {
+        class,
+        error,
+        dead_letter,
+        called: true,
+    }
+}
+
+/// A direct call that failed as a whole: classified like an SDK failure (an error answer by its
+/// status and code, no answer or no credentials as [`Class::Retry`]), and counted by the
+/// destination's breaker when it says the destination is broken.
+fn direct_failed(queue: &Queue, what: &str, e: DirectError) -> CallFailure {
+    let (class, kind, detail) = match &e {
+        DirectError::Service {
+            status,
+            code,
+            message,
+        } => {
+            let (kind, detail) = service_failure(code, message.as_deref().unwrap_or(""), *status);
+            (classify_status(*status, code), kind, detail)
+        }
+        DirectError::Unreadable { .. } => (Class::Retry, ErrorKind::Service, e.to_string()),
+        DirectError::Transport(_) => (Class::Retry, ErrorKind::Unavailable, e.to_string()),
+        DirectError::Sign(SignError::Credentials(_)) => {
+            (Class::Retry, ErrorKind::Credentials, e.to_string())
+        }
+        DirectError::Sign(_) => (Class::Retry, ErrorKind::Service, e.to_string()),
+    };
+    let error = Error::new(kind, format!("{what}: {detail}")).with_source(e);
     let dead_letter = class == Class::Unavailable && queue.breaker.failed(&error.to_string());
     CallFailure {
         class,

@@ -113,6 +113,23 @@ pub(crate) fn is_topic_missing(code: &str) -> bool {
     matches!(code, "NotFound" | "NotFoundException")
 }
 
+/// Whether `code` is worth another attempt of the same call at once (what the AWS SDKs' standard
+/// retry mode retries): throttling and transient server codes.
+pub(crate) fn is_transient_code(code: &str) -> bool {
+    let code = normalize(code);
+    THROTTLING_CODES.contains(&code) || TRANSIENT_CODES.contains(&code)
+}
+
+/// Classifies a call that failed as a whole with an error answer: HTTP `status` (5xx →
+/// [`Class::Retry`]) and `code` (otherwise [`classify`]`(code, sender_fault = true)`).
+pub(crate) fn classify_status(status: u16, code: &str) -> Class {
+    if status >= 500 {
+        Class::Retry
+    } else {
+        classify(code, true)
+    }
+}
+
 /// Whether `code` means the credentials are missing, invalid, expired or not allowed.
 pub(crate) fn is_auth_failure(code: &str) -> bool {
     let code = normalize(code);
@@ -199,11 +216,7 @@ pub(crate) fn call_failure_kind(kind: ErrorKind) -> FailureKind {
 pub fn classify_sdk_error<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> Class {
     match err {
         SdkError::ServiceError(ctx) => {
-            if ctx.raw().status().is_server_error() {
-                Class::Retry
-            } else {
-                classify(ctx.err().code().unwrap_or(""), true)
-            }
+            classify_status(ctx.raw().status().as_u16(), ctx.err().code().unwrap_or(""))
         }
         _ => Class::Retry,
     }

@@ -6,11 +6,15 @@ use aws_sdk_sqs::config::retry::RetryConfig;
 use aws_sdk_sqs::config::{Region, StalledStreamProtectionConfig};
 
 use crate::config::SqsConfig;
+use crate::direct::DirectSqs;
 use crate::error::{Result, config_error};
+use crate::transport::SqsTransport;
 
 /// The publisher's clients.
 pub(crate) struct Clients {
     pub(crate) sqs: aws_sdk_sqs::Client,
+    /// With [`SqsTransport::Direct`] and no client given.
+    pub(crate) direct: Option<DirectSqs>,
     pub(crate) sns: aws_sdk_sns::Client,
     /// Only with an offload bucket.
     pub(crate) s3: Option<aws_sdk_s3::Client>,
@@ -65,6 +69,19 @@ pub(crate) async fn clients(
             .with_max_attempts(attempts)
     });
 
+    let direct = match (&client, config.transport) {
+        (None, SqsTransport::Direct) => Some(
+            DirectSqs::new(
+                &sdk,
+                region.as_ref(),
+                config.endpoint_url.as_deref(),
+                config.max_attempts,
+            )
+            .await?,
+        ),
+        _ => None,
+    };
+
     let mut sqs = match &client {
         Some(client) => client.config().to_builder(),
         None => aws_sdk_sqs::config::Builder::from(&sdk),
@@ -113,6 +130,7 @@ pub(crate) async fn clients(
     });
 
     Ok(Clients {
+        direct,
         sqs: aws_sdk_sqs::Client::from_conf(sqs),
         sns: aws_sdk_sns::Client::from_conf(sns.build()),
         s3,

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{Result, config_error};
+use crate::transport::SqsTransport;
 
 /// Environment variable: the queue for event types that no route matches.
 pub const ENV_DEFAULT_QUEUE_URL: &str = "OUTBOX_SQS_DEFAULT_QUEUE_URL";
@@ -30,6 +31,10 @@ pub const ENV_OFFLOAD_THRESHOLD_BYTES: &str = "OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTE
 /// Environment variable: `true` to send several events of one aggregate in one FIFO call (see
 /// [`SqsConfig::batch_aggregates`]).
 pub const ENV_BATCH_AGGREGATES: &str = "OUTBOX_SQS_BATCH_AGGREGATES";
+
+/// Environment variable: how `SendMessageBatch` is sent, `direct` (the default) or `sdk` (see
+/// [`SqsTransport`]).
+pub const ENV_TRANSPORT: &str = "OUTBOX_SQS_TRANSPORT";
 
 /// Default of [`SqsConfig::max_in_flight`].
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 8;
@@ -129,6 +134,9 @@ pub struct SqsConfig {
     /// Default `false`: waves, where a later event is only sent once the earlier one was accepted.
     /// Ignored (waves) with several destinations or a standard queue.
     pub batch_aggregates: bool,
+    /// How `SendMessageBatch` is sent: [`SqsTransport::Direct`] (the default) or
+    /// [`SqsTransport::Sdk`].
+    pub transport: SqsTransport,
 }
 
 impl Default for SqsConfig {
@@ -146,6 +154,7 @@ impl Default for SqsConfig {
             offload_bucket: None,
             offload_threshold: None,
             batch_aggregates: false,
+            transport: SqsTransport::Direct,
         }
     }
 }
@@ -159,7 +168,8 @@ impl SqsConfig {
     /// [`OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS`](ENV_BREAKER_PROBE_INTERVAL_MS),
     /// [`OUTBOX_SQS_OFFLOAD_BUCKET`](ENV_OFFLOAD_BUCKET) and
     /// [`OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTES`](ENV_OFFLOAD_THRESHOLD_BYTES),
-    /// [`OUTBOX_SQS_BATCH_AGGREGATES`](ENV_BATCH_AGGREGATES). AWS settings are read later, by
+    /// [`OUTBOX_SQS_BATCH_AGGREGATES`](ENV_BATCH_AGGREGATES),
+    /// [`OUTBOX_SQS_TRANSPORT`](ENV_TRANSPORT). AWS settings are read later, by
     /// `aws-config`, from the standard AWS variables.
     ///
     /// Fails with [`ErrorKind::Config`](crate::ErrorKind::Config), naming the variable, when a value
@@ -230,6 +240,11 @@ impl SqsConfig {
                     )));
                 }
             };
+        }
+        if let Some(t) = var(ENV_TRANSPORT) {
+            config.transport = t
+                .parse()
+                .map_err(|e| config_error(format!("{ENV_TRANSPORT}: {e}")))?;
         }
         Ok(config)
     }
@@ -318,6 +333,10 @@ mod tests {
         assert!(!off.batch_aggregates);
         let bad = SqsConfig::from_vars(vars(&[(ENV_BATCH_AGGREGATES, "maybe")])).unwrap_err();
         assert!(bad.to_string().contains(ENV_BATCH_AGGREGATES), "{bad}");
+        let sdk = SqsConfig::from_vars(vars(&[(ENV_TRANSPORT, " sdk ")])).unwrap();
+        assert_eq!(sdk.transport, SqsTransport::Sdk);
+        let bad = SqsConfig::from_vars(vars(&[(ENV_TRANSPORT, "curl")])).unwrap_err();
+        assert!(bad.to_string().contains(ENV_TRANSPORT), "{bad}");
     }
 
     #[test]

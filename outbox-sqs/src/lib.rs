@@ -280,6 +280,8 @@ mod clients;
 mod config;
 pub mod consumer;
 mod destination;
+mod direct;
+mod endpoint;
 mod error;
 mod message;
 mod metrics;
@@ -289,7 +291,10 @@ mod routing;
 mod s3;
 mod sdk_error;
 mod settle;
+mod signer;
 mod sns;
+mod sqs_json;
+mod transport;
 
 pub use batch::{MAX_BATCH_BYTES, MAX_BATCH_ENTRIES};
 pub use classify::{Class, classify, classify_sdk_error, failure_kind};
@@ -297,7 +302,7 @@ pub use config::{
     DEFAULT_BREAKER_PROBE_INTERVAL, DEFAULT_BROKEN_QUEUE_DEAD_LETTER_AFTER, DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_IN_FLIGHT, ENV_BATCH_AGGREGATES, ENV_BREAKER_PROBE_INTERVAL_MS,
     ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, ENV_CALL_TIMEOUT_MS, ENV_DEFAULT_QUEUE_URL,
-    ENV_MAX_IN_FLIGHT, ENV_OFFLOAD_BUCKET, ENV_OFFLOAD_THRESHOLD_BYTES, ENV_ROUTES,
+    ENV_MAX_IN_FLIGHT, ENV_OFFLOAD_BUCKET, ENV_OFFLOAD_THRESHOLD_BYTES, ENV_ROUTES, ENV_TRANSPORT,
     MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
 };
 pub use consumer::{Consumer, ConsumerBuilder, ConsumerConfig, Envelope, Handler};
@@ -310,3 +315,4 @@ pub use offload::{
 };
 pub use publisher::{SqsPublisher, SqsPublisherBuilder, UnavailableQueue};
 pub use sns::{SNS_LIMITS, SNS_MAX_BATCH_BYTES};
+pub use transport::SqsTransport;

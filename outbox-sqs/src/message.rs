@@ -15,6 +15,7 @@ use crate::destination::DestinationKind;
 use crate::offload::{EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, Offloaded, size_attribute_len};
 use crate::publisher::Queue;
 use crate::sns::sns_entry;
+use crate::sqs_json::entry_json;
 
 /// What SQS accepts in a message: 1 MiB (body and attributes, counted as
 /// [`message_size`](outbox_core::message::message_size) counts them) and the XML 1.0 characters.
@@ -77,8 +78,15 @@ pub(crate) struct Prepared {
 /// A batch entry of the destination's API.
 #[derive(Debug, Clone)]
 pub(crate) enum Entry {
-    /// For SQS's `SendMessageBatch`.
+    /// For SQS's `SendMessageBatch` through the SDK ([`SqsTransport::Sdk`](crate::SqsTransport::Sdk)).
     Sqs(SendMessageBatchRequestEntry),
+    /// For SQS's `SendMessageBatch` through the direct transport: the entry's JSON, written once.
+    SqsJson {
+        /// The entry's `Id`.
+        id: String,
+        /// The entry's JSON object.
+        json: String,
+    },
     /// For SNS's `PublishBatch`.
     Sns(PublishBatchRequestEntry),
 }
@@ -88,6 +96,7 @@ impl Prepared {
     pub(crate) fn id(&self) -> &str {
         match &self.entry {
             Entry::Sqs(e) => e.id(),
+            Entry::SqsJson { id, .. } => id,
             Entry::Sns(e) => e.id(),
         }
     }
@@ -141,13 +150,15 @@ fn sqs_entry(parts: &Parts<'_>) -> Result<SendMessageBatchRequestEntry, PublishF
 }
 
 /// Builds the entry of `event` (at `index` in the call) for `queue` (an SQS queue or an SNS
-/// topic, FIFO or not), carrying the payload, or the pointer to it when it was `offloaded` to S3.
-/// `Err` is the reason the event can never be sent (too large), for a permanent outcome.
+/// topic, FIFO or not), carrying the payload, or the pointer to it when it was `offloaded` to S3;
+/// a queue's entry as JSON when `direct` (the direct transport). `Err` is the reason the event
+/// can never be sent (too large), for a permanent outcome.
 pub(crate) fn prepare(
     index: usize,
     event: &ClaimedEvent,
     queue: &Queue,
     offloaded: Option<&Offloaded>,
+    direct: bool,
 ) -> Result<Prepared, PublishFailure> {
     // The payload's JSON text as stored, sent as is: never parsed (a document nested deeper than a
     // parser accepts, or a number beyond f64, goes through unchanged).
@@ -200,6 +211,10 @@ pub(crate) fn prepare(
     };
     let entry = match queue.kind {
         DestinationKind::Topic => Entry::Sns(sns_entry(&parts)?),
+        _ if direct => Entry::SqsJson {
+            json: entry_json(&parts),
+            id: parts.id.clone(),
+        },
         _ => Entry::Sqs(sqs_entry(&parts)?),
     };
     let group = parts.group;

@@ -17,6 +17,7 @@ use crate::breaker::Breaker;
 pub use crate::builder::SqsPublisherBuilder;
 use crate::classify::Class;
 use crate::destination::DestinationKind;
+use crate::direct::DirectSqs;
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Prepared, SQS_LIMITS, prepare};
 use crate::metrics::SqsMetrics;
@@ -37,7 +38,11 @@ pub struct SqsPublisher {
 
 /// What the clones of a publisher share (built by [`SqsPublisherBuilder::build`]).
 pub(crate) struct Inner {
+    /// The SDK's SQS client: `GetQueueUrl`, the start-up check, and `SendMessageBatch` with
+    /// [`SqsTransport::Sdk`](crate::SqsTransport::Sdk).
     pub(crate) client: Client,
+    /// `SendMessageBatch` with [`SqsTransport::Direct`](crate::SqsTransport::Direct).
+    pub(crate) direct: Option<DirectSqs>,
     pub(crate) sns: aws_sdk_sns::Client,
     /// Writes large payloads to S3, when configured.
     pub(crate) offload: Option<Offloader>,
@@ -210,7 +215,13 @@ impl SqsPublisher {
                 outcomes[i] = Some(held_back(queue, &group_of(event)));
                 continue;
             }
-            match prepare(i, event, queue, pointer.as_ref()) {
+            match prepare(
+                i,
+                event,
+                queue,
+                pointer.as_ref(),
+                self.inner.direct.is_some(),
+            ) {
                 Err(failure) => {
                     if queue.fifo {
                         failed_groups.insert(group_of(event));

@@ -28,34 +28,39 @@ fn has_credentials_error(err: &(dyn StdError + 'static)) -> bool {
     false
 }
 
+/// The kind and description of an error answer from SQS or SNS: its `code`, `message` and HTTP
+/// `status`, for either transport.
+pub(crate) fn service_failure(code: &str, message: &str, status: u16) -> (ErrorKind, String) {
+    let kind = if is_queue_missing(code) {
+        ErrorKind::QueueNotFound
+    } else if is_topic_missing(code) {
+        ErrorKind::TopicNotFound
+    } else if is_auth_failure(code) {
+        ErrorKind::Credentials
+    } else {
+        ErrorKind::Service
+    };
+    let detail = if is_queue_missing(code) {
+        format!("the queue does not exist ({code}, HTTP {status})")
+    } else if is_topic_missing(code) {
+        format!("the topic does not exist ({code}, HTTP {status})")
+    } else {
+        format!("{code} (HTTP {status}): {message}")
+    };
+    (kind, detail)
+}
+
 /// An SDK failure of `what` (e.g. "SendMessageBatch to queue `…`") as this crate's error.
 pub(crate) fn sdk_error<E>(what: &str, err: SdkError<E, HttpResponse>) -> Error
 where
     E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
 {
     let (kind, detail) = match &err {
-        SdkError::ServiceError(ctx) => {
-            let code = ctx.err().code().unwrap_or("unknown error");
-            let message = ctx.err().message().unwrap_or("");
-            let status = ctx.raw().status().as_u16();
-            let kind = if is_queue_missing(code) {
-                ErrorKind::QueueNotFound
-            } else if is_topic_missing(code) {
-                ErrorKind::TopicNotFound
-            } else if is_auth_failure(code) {
-                ErrorKind::Credentials
-            } else {
-                ErrorKind::Service
-            };
-            let detail = if is_queue_missing(code) {
-                format!("the queue does not exist ({code}, HTTP {status})")
-            } else if is_topic_missing(code) {
-                format!("the topic does not exist ({code}, HTTP {status})")
-            } else {
-                format!("{code} (HTTP {status}): {message}")
-            };
-            (kind, detail)
-        }
+        SdkError::ServiceError(ctx) => service_failure(
+            ctx.err().code().unwrap_or("unknown error"),
+            ctx.err().message().unwrap_or(""),
+            ctx.raw().status().as_u16(),
+        ),
         SdkError::TimeoutError(_) => (ErrorKind::Timeout, outbox_core::error_chain(&err)),
         SdkError::DispatchFailure(_) if has_credentials_error(&err) => (
             ErrorKind::Credentials,

@@ -53,6 +53,7 @@
 mod protocol;
 mod request;
 mod server;
+mod sigv4;
 mod sqs_error;
 mod state;
 
@@ -195,6 +196,9 @@ impl SqsFixture {
             accepted: AtomicU64::new(0),
             messages: Mutex::new(Vec::new()),
             next_message_id: AtomicU64::new(1),
+            signing_key: Mutex::new(None),
+            signatures_verified: AtomicU64::new(0),
+            last_user_agent: Mutex::new(None),
         });
         let (ctrl, ctrl_rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(server::run(listener, addr, state.clone(), ctrl_rx));
@@ -263,6 +267,12 @@ impl SqsFixture {
     /// [`set_latency`](Self::set_latency)).
     pub fn clear_faults(&self) {
         *lock(&self.state.faults) = Faults::default();
+    }
+
+    /// From now on, checks every request's SigV4 signature as SQS does, against these keys: a
+    /// request signed otherwise (or not at all) fails with HTTP 403 `SignatureDoesNotMatch`.
+    pub fn verify_signatures(&self, access_key: &str, secret_key: &str) {
+        *lock(&self.state.signing_key) = Some((access_key.to_owned(), secret_key.to_owned()));
     }
 
     /// Closes the listener and every open connection: connection attempts are refused until
@@ -339,6 +349,17 @@ impl SqsFixture {
     /// The largest number of calls that were being handled at the same moment.
     pub fn max_concurrent_calls(&self) -> usize {
         self.state.max_in_flight.load(Ordering::Relaxed)
+    }
+
+    /// How many requests passed the signature check of
+    /// [`verify_signatures`](Self::verify_signatures).
+    pub fn signatures_verified(&self) -> u64 {
+        self.state.signatures_verified.load(Ordering::Relaxed)
+    }
+
+    /// The `User-Agent` of the last request that had one.
+    pub fn last_user_agent(&self) -> Option<String> {
+        lock(&self.state.last_user_agent).clone()
     }
 
     /// Resets the call counters, the concurrency high-water mark and the accepted count.

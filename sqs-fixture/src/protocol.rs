@@ -39,10 +39,29 @@ pub(crate) async fn handle(
         .map(|t| t.strip_prefix("AmazonSQS.").unwrap_or(t).to_owned())
         .unwrap_or_default();
     state.count_call(&action);
-    let body = match req.into_body().collect().await {
+    let (parts, body) = req.into_parts();
+    let body = match body.collect().await {
         Ok(body) => body.to_bytes(),
         Err(e) => return Ok(SqsError::invalid(format!("cannot read body: {e}")).response()),
     };
+    if let Some(agent) = parts
+        .headers
+        .get("user-agent")
+        .and_then(|v| v.to_str().ok())
+    {
+        *lock(&state.last_user_agent) = Some(agent.to_owned());
+    }
+    let key = lock(&state.signing_key).clone();
+    if let Some((access_key, secret_key)) = key {
+        if let Err(e) = crate::sigv4::verify(&parts, &body, &access_key, &secret_key) {
+            return Ok(
+                SqsError::new(403, "SignatureDoesNotMatch", "SignatureDoesNotMatch", e).response(),
+            );
+        }
+        state
+            .signatures_verified
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     let latency = state.latency();
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;

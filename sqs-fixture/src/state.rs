@@ -26,6 +26,10 @@ pub(crate) struct State {
     pub(crate) accepted: AtomicU64,
     pub(crate) messages: Mutex<Vec<SentMessage>>,
     pub(crate) next_message_id: AtomicU64,
+    /// With [`verify_signatures`](crate::SqsFixture::verify_signatures): the access and secret key.
+    pub(crate) signing_key: Mutex<Option<(String, String)>>,
+    pub(crate) signatures_verified: AtomicU64,
+    pub(crate) last_user_agent: Mutex<Option<String>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -1,0 +1,263 @@
+//! The direct transport: `SendMessageBatch` over one pooled HTTP/1.1 client, the request body
+//! written straight from the prepared entries' JSON, signed with SigV4 — the AWS SDK's request
+//! pipeline (its orchestrator, interceptors, request types and re-serialisation) left out of the
+//! relay's hot path. The SDK still provides the configuration: credentials, region, endpoint and
+//! retry settings.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_config::SdkConfig;
+use bytes::Bytes;
+use http::header::{CONTENT_TYPE, HOST, USER_AGENT};
+use http::{HeaderValue, Uri};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+use crate::answer::BatchAnswer;
+use crate::classify::{is_auth_failure, is_transient_code};
+use crate::endpoint::sqs_endpoint;
+use crate::error::{Result, config_error};
+use crate::signer::{SignError, Signer};
+use crate::sqs_json::{self, SEND_MESSAGE_BATCH_TARGET};
+
+/// The largest answer read from SQS (a `SendMessageBatch` answer is a few KiB).
+const MAX_ANSWER_BYTES: usize = 1024 * 1024;
+
+/// How long an idle pooled connection is kept.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(50);
+
+/// The standard retry mode's defaults (as `aws-config`'s `RetryConfig::standard()`).
+const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
+/// Why a direct call failed as a whole.
+#[derive(Debug)]
+pub(crate) enum DirectError {
+    /// SQS answered with an error status.
+    Service {
+        status: u16,
+        code: String,
+        message: Option<String>,
+    },
+    /// SQS answered 2xx with something that is not a `SendMessageBatch` answer.
+    Unreadable { status: u16, detail: String },
+    /// No answer: connection refused, reset, DNS, TLS, a body cut short.
+    Transport(Box<dyn std::error::Error + Send + Sync>),
+    /// The request could not be signed (no credentials, most often).
+    Sign(SignError),
+}
+
+impl fmt::Display for DirectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DirectError::Service {
+                status,
+                code,
+                message,
+            } => write!(
+                f,
+                "{code} (HTTP {status}): {}",
+                message.as_deref().unwrap_or("")
+            ),
+            DirectError::Unreadable { status, detail } => write!(f, "HTTP {status}: {detail}"),
+            DirectError::Transport(e) => {
+                write!(
+                    f,
+                    "cannot reach SQS: {}",
+                    outbox_core::error_chain(e.as_ref())
+                )
+            }
+            DirectError::Sign(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for DirectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DirectError::Transport(e) => Some(e.as_ref()),
+            DirectError::Sign(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl DirectError {
+    /// Whether the call is worth another attempt at once (what the SDK's standard retry mode
+    /// retries): no answer, a server error, throttling or a transient code.
+    fn retryable(&self) -> bool {
+        match self {
+            DirectError::Transport(_) => true,
+            DirectError::Service { status, code, .. } => *status >= 500 || is_transient_code(code),
+            DirectError::Unreadable { .. } | DirectError::Sign(_) => false,
+        }
+    }
+}
+
+/// A `SendMessageBatch` client of its own.
+pub(crate) struct DirectSqs {
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    endpoint: Uri,
+    host: HeaderValue,
+    signer: Signer,
+    max_attempts: u32,
+    initial_backoff: Duration,
+    max_backoff: Duration,
+}
+
+impl fmt::Debug for DirectSqs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DirectSqs")
+            .field("endpoint", &self.endpoint)
+            .field("max_attempts", &self.max_attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// TLS with the platform's root certificates (only loaded for an `https://` endpoint).
+fn tls_config(https: bool) -> Result<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    if https {
+        let found = rustls_native_certs::load_native_certs();
+        for cert in found.certs {
+            // A certificate the platform store holds but rustls cannot read is skipped, as the
+            // SDK's client skips it.
+            let _ = roots.add(cert);
+        }
+        if roots.is_empty() {
+            return Err(config_error(
+                "no CA certificates found on this system for the SQS endpoint's TLS (install the \
+                 ca-certificates package)",
+            ));
+        }
+    }
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| config_error(format!("TLS settings: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
+
+impl DirectSqs {
+    /// A client for `region` from `sdk` (credentials, endpoint, retry settings), with the
+    /// builder's `endpoint_url` and `max_attempts` overrides.
+    pub(crate) async fn new(
+        sdk: &SdkConfig,
+        region: &str,
+        endpoint_url: Option<&str>,
+        max_attempts: Option<u32>,
+    ) -> Result<Self> {
+        let url = sqs_endpoint(sdk, endpoint_url, region).await?;
+        let endpoint: Uri = url
+            .parse()
+            .map_err(|e| config_error(format!("the SQS endpoint `{url}`: {e}")))?;
+        let host = endpoint
+            .authority()
+            .map(|a| a.as_str())
+            .and_then(|a| HeaderValue::from_str(a).ok())
+            .ok_or_else(|| config_error(format!("the SQS endpoint `{url}` has no host")))?;
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls_config(url.starts_with("https://"))?)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+            .build(connector);
+        let retry = sdk.retry_config();
+        Ok(DirectSqs {
+            client,
+            endpoint,
+            host,
+            signer: Signer::new(sdk.credentials_provider(), region.to_owned(), "sqs"),
+            max_attempts: max_attempts
+                .or_else(|| retry.map(|r| r.max_attempts()))
+                .unwrap_or(DEFAULT_MAX_ATTEMPTS)
+                .max(1),
+            initial_backoff: retry.map_or(Duration::from_secs(1), |r| r.initial_backoff()),
+            max_backoff: retry.map_or(Duration::from_secs(20), |r| r.max_backoff()),
+        })
+    }
+
+    /// One `SendMessageBatch` of `entries` (each an entry's JSON) to `queue_url`, retried as the
+    /// SDK's standard mode retries (up to `max_attempts`, exponential backoff with full jitter).
+    /// The caller bounds the whole with its call timeout.
+    pub(crate) async fn send_message_batch<'a>(
+        &self,
+        queue_url: &str,
+        entries: impl Iterator<Item = &'a str>,
+    ) -> std::result::Result<BatchAnswer, DirectError> {
+        let body = Bytes::from(sqs_json::request_body(queue_url, entries));
+        let mut attempt = 1;
+        loop {
+            match self.attempt(body.clone()).await {
+                Err(e) if e.retryable() && attempt < self.max_attempts => {
+                    let cap = self
+                        .initial_backoff
+                        .saturating_mul(1 << (attempt - 1).min(16))
+                        .min(self.max_backoff);
+                    tokio::time::sleep(cap.mul_f64(rand::random::<f64>())).await;
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn attempt(&self, body: Bytes) -> std::result::Result<BatchAnswer, DirectError> {
+        let mut request = http::Request::post(self.endpoint.clone())
+            .header(HOST, self.host.clone())
+            .header(CONTENT_TYPE, sqs_json::CONTENT_TYPE)
+            .header("x-amz-target", SEND_MESSAGE_BATCH_TARGET)
+            .header("x-amzn-query-mode", "true")
+            .header(
+                USER_AGENT,
+                concat!("outbox-sqs/", env!("CARGO_PKG_VERSION")),
+            )
+            .body(())
+            .map_err(|e| DirectError::Transport(Box::new(e)))?;
+        self.signer
+            .sign(&mut request, &body)
+            .await
+            .map_err(DirectError::Sign)?;
+        let (parts, ()) = request.into_parts();
+        let response = self
+            .client
+            .request(http::Request::from_parts(parts, Full::new(body)))
+            .await
+            .map_err(|e| DirectError::Transport(Box::new(e)))?;
+        let status = response.status().as_u16();
+        let query_error = response
+            .headers()
+            .get("x-amzn-query-error")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let bytes = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+            .collect()
+            .await
+            .map_err(DirectError::Transport)?
+            .to_bytes();
+        if (200..300).contains(&status) {
+            return sqs_json::parse_answer(&bytes)
+                .map_err(|detail| DirectError::Unreadable { status, detail });
+        }
+        let (code, message) = sqs_json::parse_error(query_error.as_deref(), &bytes);
+        if is_auth_failure(&code) {
+            // Refused credentials may have been rotated: fetch them again for the next call.
+            self.signer.forget();
+        }
+        Err(DirectError::Service {
+            status,
+            code,
+            message,
+        })
+    }
+}

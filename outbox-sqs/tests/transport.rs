@@ -1,0 +1,232 @@
+//! The two `SendMessageBatch` transports — the direct one (the default) and the AWS SDK's —
+//! against the SQS fixture, which checks every request's SigV4 signature as SQS does.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use aws_credential_types::Credentials;
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider, future};
+use common::{assert_all_published, builder, event, events};
+use outbox_core::{ClaimedEvent, PublishOutcome, Publisher};
+use outbox_sqs::{ErrorKind, SqsPublisher, SqsTransport};
+use outbox_sqs_fixture::{CallFault, SentMessage, SqsFixture};
+use outbox_tests::sqs::sdk_config_for;
+use serde_json::json;
+
+async fn publisher(
+    fx: &SqsFixture,
+    queue: &str,
+    transport: SqsTransport,
+    attempts: u32,
+) -> SqsPublisher {
+    builder(fx)
+        .await
+        .default_queue(queue)
+        .transport(transport)
+        .max_attempts(attempts)
+        .build()
+        .await
+        .unwrap()
+}
+
+/// What a consumer sees of a message: queue, body, attributes (name, type, value), group, dedup id.
+type Seen = (
+    String,
+    String,
+    Vec<(String, String, String)>,
+    Option<String>,
+    Option<String>,
+);
+
+/// What a consumer sees of a message.
+fn seen(m: &SentMessage) -> Seen {
+    let attributes = m
+        .attributes
+        .iter()
+        .map(|(k, v)| (k.clone(), m.attribute_types[k].clone(), v.clone()))
+        .collect();
+    (
+        m.queue_name.clone(),
+        m.body.clone(),
+        attributes,
+        m.group_id.clone(),
+        m.dedup_id.clone(),
+    )
+}
+
+fn tricky_events() -> Vec<ClaimedEvent> {
+    let mut list = vec![
+        event(
+            "order.created",
+            "order",
+            "a b/ü",
+            1,
+            json!({"quote": "\"", "backslash": "\\", "tab": "\t", "nl": "\n", "ü": "😀", "n": 1e300}),
+        ),
+        event("order.paid", "order", "a b/ü", 2, json!([1, {"x": null}])),
+    ];
+    list.extend(events(9, "order.shipped"));
+    list
+}
+
+#[tokio::test]
+async fn both_transports_send_the_same_correctly_signed_messages() {
+    let fx = SqsFixture::start().await;
+    fx.verify_signatures("test", "test");
+    let mut runs = Vec::new();
+    for transport in [SqsTransport::Direct, SqsTransport::Sdk] {
+        for name in ["orders.fifo", "plain"] {
+            let q = fx.create_queue(name);
+            let p = publisher(&fx, &q, transport, 1).await;
+            let outcomes = p.publish(&tricky_events()).await.unwrap();
+            assert_all_published(&outcomes);
+        }
+        let agent = fx.last_user_agent().unwrap_or_default();
+        match transport {
+            SqsTransport::Direct => assert!(agent.starts_with("outbox-sqs/"), "{agent}"),
+            _ => assert!(agent.contains("aws-sdk-rust"), "{agent}"),
+        }
+        let mut messages: Vec<_> = fx.take_messages().iter().map(seen).collect();
+        // Event ids differ between runs (each run makes its own events): compare the rest.
+        for m in &mut messages {
+            m.2.retain(|(name, _, _)| name != "event_id");
+            m.4 = m.4.as_ref().map(|_| "event id".into());
+        }
+        messages.sort();
+        assert_eq!(messages.len(), 22);
+        runs.push(messages);
+    }
+    assert_eq!(
+        runs[0], runs[1],
+        "the direct transport sends what the SDK sends"
+    );
+    // Two calls per queue (11 events: 10 + 1), two queues, two transports.
+    assert_eq!(fx.calls_to("SendMessageBatch"), 8);
+    assert_eq!(fx.signatures_verified(), 8);
+
+    // A wrong secret is refused by the signature check: a credentials failure of the whole call.
+    fx.verify_signatures("test", "not the secret");
+    let q = fx.create_queue("plain");
+    let err = publisher(&fx, &q, SqsTransport::Direct, 1)
+        .await
+        .publish(&events(2, "order.created"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Credentials, "{err}");
+    assert!(err.to_string().contains("SignatureDoesNotMatch"), "{err}");
+}
+
+#[tokio::test]
+async fn the_direct_transport_retries_as_the_sdk_does() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("plain");
+    let p = publisher(&fx, &q, SqsTransport::Direct, 3).await;
+
+    // Server errors and throttling are retried within the call, up to the attempts.
+    fx.fail_next_calls(2, CallFault::InternalError);
+    assert_all_published(&p.publish(&events(3, "order.created")).await.unwrap());
+    assert_eq!(fx.calls_to("SendMessageBatch"), 3);
+    fx.reset_counters();
+    fx.fail_next_calls(1, CallFault::Throttling);
+    assert_all_published(&p.publish(&events(3, "order.created")).await.unwrap());
+    assert_eq!(fx.calls_to("SendMessageBatch"), 2);
+
+    // A refusal of the request itself is not retried.
+    fx.reset_counters();
+    fx.fail_next_calls(
+        3,
+        CallFault::Error {
+            status: 400,
+            code: "InvalidParameterValue".into(),
+            message: "bad".into(),
+        },
+    );
+    let outcomes = p.publish(&events(1, "order.created")).await.unwrap();
+    assert!(
+        matches!(outcomes[0], PublishOutcome::Permanent(_)),
+        "{outcomes:?}"
+    );
+    assert_eq!(fx.calls_to("SendMessageBatch"), 1);
+
+    // Attempts used up: every call failed transiently, so the publish fails as a whole.
+    fx.reset_counters();
+    fx.fail_next_calls(3, CallFault::ServiceUnavailable);
+    let err = p.publish(&events(2, "order.created")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Service, "{err}");
+    assert!(err.to_string().contains("ServiceUnavailable"), "{err}");
+    assert_eq!(fx.calls_to("SendMessageBatch"), 3);
+}
+
+#[tokio::test]
+async fn the_direct_transport_survives_closed_connections() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("plain");
+    let p = publisher(&fx, &q, SqsTransport::Direct, 1).await;
+    assert_all_published(&p.publish(&events(3, "order.created")).await.unwrap());
+
+    fx.refuse_connections().await;
+    let err = p.publish(&events(2, "order.created")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert!(err.to_string().contains("cannot reach SQS"), "{err}");
+
+    // The pooled connection the server closed is not reused.
+    fx.accept_connections().await;
+    fx.take_messages();
+    assert_all_published(&p.publish(&events(4, "order.created")).await.unwrap());
+    assert_eq!(fx.take_messages().len(), 4);
+}
+
+#[derive(Debug)]
+struct Counting(Arc<AtomicUsize>);
+
+impl ProvideCredentials for Counting {
+    fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        future::ProvideCredentials::ready(Ok(Credentials::new("test", "test", None, None, "t")))
+    }
+}
+
+#[tokio::test]
+async fn the_direct_transport_caches_credentials_and_fetches_them_again_when_refused() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("plain");
+    let fetched = Arc::new(AtomicUsize::new(0));
+    let sdk = sdk_config_for(&fx.endpoint_url())
+        .await
+        .into_builder()
+        .credentials_provider(SharedCredentialsProvider::new(Counting(fetched.clone())))
+        .build();
+    let p = SqsPublisher::builder()
+        .sdk_config(sdk)
+        .max_attempts(1)
+        .default_queue(q.as_str())
+        .build()
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        assert_all_published(&p.publish(&events(12, "order.created")).await.unwrap());
+    }
+    assert_eq!(fetched.load(Ordering::SeqCst), 1, "cached across calls");
+
+    fx.fail_next_calls(
+        1,
+        CallFault::Error {
+            status: 403,
+            code: "InvalidClientTokenId".into(),
+            message: "The security token included in the request is invalid.".into(),
+        },
+    );
+    let err = p.publish(&events(1, "order.created")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Credentials, "{err}");
+    assert_all_published(&p.publish(&events(1, "order.created")).await.unwrap());
+    assert_eq!(
+        fetched.load(Ordering::SeqCst),
+        2,
+        "fetched again after the refusal"
+    );
+}
