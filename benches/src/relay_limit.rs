@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use outbox_sqs::SqsTransport;
 use outbox_tests::TestDb;
 
 use crate::common::{self, Rates, Sqs};
@@ -22,8 +23,8 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
     let n = opts.backlog;
     let no_cap = Duration::from_secs(3600);
 
-    let (mut unordered, mut ordered, mut pgbench, mut noop) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut unordered, mut ordered, mut pgbench, mut noop, mut sdk) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..opts.rounds {
         common::backlog(&setup, n, AGGREGATES).await?;
         let d = common::drain_relay(&db, &sqs, s, false, n, no_cap).await?;
@@ -58,12 +59,21 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
             d.rate()
         );
         noop.push(d);
+
+        common::backlog(&setup, n, AGGREGATES).await?;
+        let d = common::drain_relay_via(&db, &sqs, s, false, n, no_cap, SqsTransport::Sdk).await?;
+        eprintln!(
+            "[bench]   round {round}: relay, ordering off, aws-sdk-sqs: {:.0} ev/s",
+            d.rate()
+        );
+        sdk.push(d);
     }
-    let (unordered, ordered, pgbench, noop): (Rates, Rates, Rates, Rates) = (
+    let (unordered, ordered, pgbench, noop, sdk): (Rates, Rates, Rates, Rates, Rates) = (
         common::median_rate(&unordered),
         common::median_rate(&ordered),
         common::median_rate(&pgbench),
         common::median_rate(&noop),
+        common::median_rate(&sdk),
     );
     let baseline = format!(
         "pgbench {} (claim+mark SQL, {} clients)",
@@ -96,13 +106,31 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
         baseline,
         noop.median / pgbench.median,
     ));
+    report.rows.push(Row::info(
+        1,
+        "diagnostic: order off, through aws-sdk-sqs (`SqsTransport::Sdk`) instead of the direct transport",
+        sdk.describe("ev"),
+        "the direct transport (first row)".to_owned(),
+        sdk.median / unordered.median,
+    ));
     let us = |v: Option<f64>| v.map_or("n/a".to_owned(), |us| format!("{us:.1} µs"));
     let (relay_cpu, fixture_cpu) = unordered.drain.cpu_us_per_event();
+    if let (Some(direct), Some(via_sdk)) = (relay_cpu, sdk.drain.cpu_us_per_event().0) {
+        report.rows.push(Row::info(
+            1,
+            "CPU per event, relay + SQS client, order off: direct transport (issue 18: ≤ 10 µs)",
+            format!("{direct:.1} µs"),
+            format!("{via_sdk:.1} µs through aws-sdk-sqs"),
+            direct / via_sdk,
+        ));
+    }
     report.notes.push(format!(
         "1: CPU per event in the bench process (the median round), which shares the machine's cores with PostgreSQL: \
-         relay + SQS client {}, SQS fixture (the test server, its own thread) {} when draining into \
-         the fixture; relay alone {} with the no-op publisher.",
+         relay + SQS client {} (direct transport), {} through aws-sdk-sqs; SQS fixture (the test \
+         server, its own thread) {} when draining into the fixture; relay alone {} with the no-op \
+         publisher. Target (issue 18): ≤ 10 µs with the real SQS client.",
         us(relay_cpu),
+        us(sdk.drain.cpu_us_per_event().0),
         us(fixture_cpu),
         us(noop.drain.cpu_us_per_event().0)
     ));

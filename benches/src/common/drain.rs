@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use outbox_core::{CancellationToken, ClaimedEvent, PublishOutcome, Publisher, Relay};
+use outbox_sqs::SqsTransport;
 use outbox_tests::TestDb;
 
 use super::*;
@@ -80,7 +81,29 @@ pub async fn drain_relay(
     expected: usize,
     cap: Duration,
 ) -> Result<Drain> {
-    let publisher = sqs.publisher(settings.max_in_flight).await?;
+    drain_relay_via(
+        db,
+        sqs,
+        settings,
+        ordered,
+        expected,
+        cap,
+        SqsTransport::Direct,
+    )
+    .await
+}
+
+/// [`drain_relay`] with the publisher sending through `transport`.
+pub async fn drain_relay_via(
+    db: &TestDb,
+    sqs: &Sqs,
+    settings: RelaySettings,
+    ordered: bool,
+    expected: usize,
+    cap: Duration,
+    transport: SqsTransport,
+) -> Result<Drain> {
+    let publisher = sqs.publisher_via(settings.max_in_flight, transport).await?;
     sqs.fixture.reset_counters();
     let before = sqs.fixture_cpu();
     let mut drain = drain_with(db, publisher, settings, ordered, expected, cap, || {

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use outbox_core::{ClaimedEvent, PublishOutcome, Publisher};
-use outbox_sqs::SqsPublisher;
+use outbox_sqs::{SqsPublisher, SqsTransport};
 use outbox_sqs_fixture::SqsFixture;
 
 use super::*;
@@ -165,8 +165,19 @@ impl Sqs {
 
     /// The product's SQS publisher, aimed at the fixture's queue (no SDK retries).
     pub async fn publisher(&self, max_in_flight: usize) -> Result<SqsPublisher> {
+        self.publisher_via(max_in_flight, SqsTransport::Direct)
+            .await
+    }
+
+    /// [`publisher`](Self::publisher) sending through `transport`.
+    pub async fn publisher_via(
+        &self,
+        max_in_flight: usize,
+        transport: SqsTransport,
+    ) -> Result<SqsPublisher> {
         Ok(SqsPublisher::builder()
             .sdk_config(self.sdk.clone())
+            .transport(transport)
             .default_queue(self.queue_url.clone())
             .max_attempts(1)
             .max_in_flight(max_in_flight)
