@@ -62,7 +62,7 @@ impl SqsPublisherBuilder {
         self
     }
 
-    /// The time limit of one call, SDK retries included (default 10 s).
+    /// The time limit of one call, retries included (default 10 s).
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.config.call_timeout = timeout;
         self
@@ -117,8 +117,8 @@ impl SqsPublisherBuilder {
         self
     }
 
-    /// Overrides the SDK's attempts per call (otherwise `AWS_MAX_ATTEMPTS`, default 3); `1`
-    /// leaves all retrying to the relay.
+    /// Overrides the attempts per call, of either transport (otherwise `AWS_MAX_ATTEMPTS`,
+    /// default 3); `1` leaves all retrying to the relay.
     pub fn max_attempts(mut self, attempts: u32) -> Self {
         self.config.max_attempts = Some(attempts);
         self

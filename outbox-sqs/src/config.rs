@@ -93,15 +93,15 @@ pub struct SqsConfig {
     /// The most `SendMessageBatch` calls in flight at once, across every `publish` of this
     /// publisher. Default [`DEFAULT_MAX_IN_FLIGHT`] (8).
     pub max_in_flight: usize,
-    /// The time limit of one call, SDK retries included; a call that exceeds it counts as failed
+    /// The time limit of one call, retries included; a call that exceeds it counts as failed
     /// and its events are retried. Default [`DEFAULT_CALL_TIMEOUT`] (10 s).
     pub call_timeout: Duration,
     /// Overrides the SQS endpoint (otherwise `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`, or AWS's).
     pub endpoint_url: Option<String>,
     /// Overrides the region (otherwise `AWS_REGION`, the profile, …).
     pub region: Option<String>,
-    /// Overrides the SDK's attempts per call (otherwise `AWS_MAX_ATTEMPTS`, default 3). `Some(1)`
-    /// disables the SDK's own retries and leaves retrying to the relay.
+    /// Overrides the attempts per call, of either transport (otherwise `AWS_MAX_ATTEMPTS`, default
+    /// 3). `Some(1)` disables retries within a call and leaves retrying to the relay.
     pub max_attempts: Option<u32>,
     /// How long a queue may stay broken as a whole — missing, access or encryption key denied,
     /// throttled ([`Class::Unavailable`](crate::Class::Unavailable)) without one successful call —

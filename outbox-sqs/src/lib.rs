@@ -1,6 +1,10 @@
 //! The AWS publisher of the outbox relay: [`SqsPublisher`] implements [`outbox_core::Publisher`]
-//! on `aws-sdk-sqs` and `aws-sdk-sns` — each event type routed to an SQS queue or an SNS topic —
-//! and can offload large payloads to S3 in the format of the AWS Extended Client libraries.
+//! for SQS queues and SNS topics — each event type routed to one — and can offload large payloads
+//! to S3 in the format of the AWS Extended Client libraries. `SendMessageBatch` goes out on a
+//! lean transport of its own ([`SqsTransport::Direct`]: the request's JSON written straight from
+//! the claimed rows, SigV4-signed with `aws-sigv4`, one pooled HTTP/1.1 client); `aws-sdk-sqs`
+//! provides the configuration and everything else, and `aws-sdk-sns` / `aws-sdk-s3` the topics and
+//! the offload.
 //!
 //! (One crate rather than `outbox-sqs` plus `outbox-sns`: a relay routes to queues and topics at
 //! once, and both share the router, the batching plan, the classification of failures, the
@@ -145,11 +149,13 @@
 //! | `OUTBOX_SQS_DEFAULT_QUEUE_URL` | queue for event types no route matches   | none    |
 //! | `OUTBOX_SQS_ROUTES`            | `pattern=queue,pattern=queue,…`           | none    |
 //! | `OUTBOX_SQS_MAX_IN_FLIGHT`     | most `SendMessageBatch` calls at once    | 8       |
-//! | `OUTBOX_SQS_CALL_TIMEOUT_MS`   | time limit of one call (SDK retries included) | 10000 |
+//! | `OUTBOX_SQS_CALL_TIMEOUT_MS`   | time limit of one call (retries included) | 10000 |
 //! | `OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS` | a queue broken this long dead-letters its events | 3600 |
 //! | `OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS` | one probe call per interval to a broken queue | 5000 |
 //! | `OUTBOX_SQS_OFFLOAD_BUCKET` | S3 bucket for large payloads (turns offload on) | none |
 //! | `OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTES` | offload messages larger than this | the destination's limit |
+//! | `OUTBOX_SQS_BATCH_AGGREGATES` | several events of one aggregate in one FIFO call | false |
+//! | `OUTBOX_SQS_TRANSPORT` | `direct` or `sdk` (how `SendMessageBatch` is sent, see [`SqsTransport`]) | direct |
 //!
 //! A queue is a URL, or a queue name that [`SqsPublisherBuilder::build`] resolves with
 //! `GetQueueUrl`. Everything AWS — credentials, region, endpoint, SDK retries — comes from
@@ -162,6 +168,15 @@
 //! [`sdk_config`](SqsPublisherBuilder::sdk_config) and [`client`](SqsPublisherBuilder::client) supply
 //! a configuration of your own. Keys are never part of this crate's configuration. (The lean
 //! `aws-config` build used here has no SSO or `credential_process` support.)
+//!
+//! Both transports read that same configuration: the direct one resolves the endpoint as
+//! `aws-sdk-sqs` does (the override, else AWS's regional endpoint, FIPS and dual-stack included),
+//! caches the credentials provider's credentials until five minutes before they expire (and fetches
+//! them again after SQS refuses them), and retries as the SDK's standard mode does (up to
+//! `max_attempts`, exponential backoff with jitter, on server errors, throttling and lost
+//! connections). Choose [`SqsTransport::Sdk`] (`OUTBOX_SQS_TRANSPORT=sdk`) to send through
+//! `aws-sdk-sqs`'s client instead, e.g. for its HTTP client settings; a
+//! [`client`](SqsPublisherBuilder::client) you give is always used as it is.
 //!
 //! # Routing
 //!
