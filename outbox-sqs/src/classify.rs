@@ -94,6 +94,8 @@ const ACCOUNT_CODES: &[&str] = &[
     "ExpiredToken",
     "ExpiredTokenException",
     "RequestExpired",
+    "RequestTimeTooSkewed",
+    "InvalidSignatureException",
     "OptInRequired",
 ];
 
@@ -350,6 +352,8 @@ mod tests {
             "MissingAuthenticationToken",
             "ExpiredToken",
             "RequestExpired",
+            "RequestTimeTooSkewed",
+            "InvalidSignatureException",
             "OptInRequired",
         ] {
             assert_eq!(classify(code, true), Class::Retry, "{code}");

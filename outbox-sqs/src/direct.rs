@@ -6,7 +6,8 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, SystemTime};
 
 use aws_config::SdkConfig;
 use bytes::Bytes;
@@ -88,13 +89,32 @@ impl std::error::Error for DirectError {
 
 impl DirectError {
     /// Whether the call is worth another attempt at once (what the SDK's standard retry mode
-    /// retries): no answer, a server error, throttling or a transient code.
+    /// retries): no answer, a server error, throttling or a transient code — or a request time
+    /// SQS found too far off its clock (the next attempt is signed with the corrected time).
     fn retryable(&self) -> bool {
         match self {
             DirectError::Transport(_) => true,
-            DirectError::Service { status, code, .. } => *status >= 500 || is_transient_code(code),
+            DirectError::Service { status, code, .. } => {
+                *status >= 500 || is_transient_code(code) || is_clock_skew(code)
+            }
             DirectError::Unreadable { .. } | DirectError::Sign(_) => false,
         }
+    }
+}
+
+/// Codes by which AWS says the request's time is too far from its clock.
+fn is_clock_skew(code: &str) -> bool {
+    matches!(
+        code,
+        "RequestTimeTooSkewed" | "RequestExpired" | "InvalidSignatureException"
+    )
+}
+
+/// `to - from` in milliseconds (negative when `to` is earlier).
+fn millis_between(from: SystemTime, to: SystemTime) -> i64 {
+    match to.duration_since(from) {
+        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
     }
 }
 
@@ -107,6 +127,9 @@ pub(crate) struct DirectSqs {
     max_attempts: u32,
     initial_backoff: Duration,
     max_backoff: Duration,
+    /// How far SQS's clock is ahead of this machine's, in milliseconds, as learnt from the `Date`
+    /// of an answer refusing a request for its time (as the SDK corrects clock skew).
+    clock_offset_ms: AtomicI64,
 }
 
 impl fmt::Debug for DirectSqs {
@@ -184,6 +207,7 @@ impl DirectSqs {
                 .max(1),
             initial_backoff: retry.map_or(Duration::from_secs(1), |r| r.initial_backoff()),
             max_backoff: retry.map_or(Duration::from_secs(20), |r| r.max_backoff()),
+            clock_offset_ms: AtomicI64::new(0),
         })
     }
 
@@ -224,8 +248,12 @@ impl DirectSqs {
             )
             .body(())
             .map_err(|e| DirectError::Transport(Box::new(e)))?;
+        let offset = self.clock_offset_ms.load(Ordering::Relaxed);
+        let by = Duration::from_millis(offset.unsigned_abs());
+        let now = SystemTime::now();
+        let time = if offset >= 0 { now + by } else { now - by };
         self.signer
-            .sign(&mut request, &body)
+            .sign(&mut request, &body, time)
             .await
             .map_err(DirectError::Sign)?;
         let (parts, ()) = request.into_parts();
@@ -240,6 +268,11 @@ impl DirectSqs {
             .get("x-amzn-query-error")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        let server_time = response
+            .headers()
+            .get(http::header::DATE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|d| httpdate::parse_http_date(d).ok());
         let bytes = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
             .collect()
             .await
@@ -250,7 +283,15 @@ impl DirectSqs {
                 .map_err(|detail| DirectError::Unreadable { status, detail });
         }
         let (code, message) = sqs_json::parse_error(query_error.as_deref(), &bytes);
-        if is_auth_failure(&code) {
+        if let Some(server_time) = server_time.filter(|_| is_clock_skew(&code)) {
+            let offset = millis_between(SystemTime::now(), server_time);
+            tracing::warn!(
+                offset_ms = offset,
+                code,
+                "SQS refused the request's time; signing with SQS's clock from now on"
+            );
+            self.clock_offset_ms.store(offset, Ordering::Relaxed);
+        } else if is_auth_failure(&code) {
             // Refused credentials may have been rotated: fetch them again for the next call.
             self.signer.forget();
         }

@@ -122,11 +122,13 @@ impl Signer {
     }
 
     /// Adds the SigV4 headers (`authorization`, `x-amz-date`, and `x-amz-security-token` for
-    /// temporary credentials) to `request`, signing its method, URI, headers and `body`.
+    /// temporary credentials) to `request`, signing its method, URI, headers and `body` as of
+    /// `time`.
     pub(crate) async fn sign(
         &self,
         request: &mut http::Request<()>,
         body: &[u8],
+        time: SystemTime,
     ) -> Result<(), SignError> {
         let credentials = self.credentials().await?;
         let identity = credentials.into();
@@ -134,7 +136,7 @@ impl Signer {
             .identity(&identity)
             .region(&self.region)
             .name(self.service)
-            .time(SystemTime::now())
+            .time(time)
             .settings(SigningSettings::default())
             .build()
             .map_err(|e| SignError::Signing(e.to_string()))?
@@ -214,7 +216,7 @@ mod tests {
         );
         for _ in 0..3 {
             let mut r = request();
-            long.sign(&mut r, b"{}").await.unwrap();
+            long.sign(&mut r, b"{}", SystemTime::now()).await.unwrap();
             let auth = r.headers()["authorization"].to_str().unwrap();
             assert!(
                 auth.starts_with("AWS4-HMAC-SHA256 Credential=AKID/"),
@@ -227,7 +229,9 @@ mod tests {
         }
         assert_eq!(calls.load(Ordering::SeqCst), 1, "cached");
         long.forget();
-        long.sign(&mut request(), b"{}").await.unwrap();
+        long.sign(&mut request(), b"{}", SystemTime::now())
+            .await
+            .unwrap();
         assert_eq!(
             calls.load(Ordering::SeqCst),
             2,
@@ -243,8 +247,14 @@ mod tests {
             "eu-west-1".into(),
             "sqs",
         );
-        short.sign(&mut request(), b"{}").await.unwrap();
-        short.sign(&mut request(), b"{}").await.unwrap();
+        short
+            .sign(&mut request(), b"{}", SystemTime::now())
+            .await
+            .unwrap();
+        short
+            .sign(&mut request(), b"{}", SystemTime::now())
+            .await
+            .unwrap();
         assert_eq!(
             short_calls.load(Ordering::SeqCst),
             2,
@@ -252,7 +262,10 @@ mod tests {
         );
 
         let none = Signer::new(None, "eu-west-1".into(), "sqs");
-        let err = none.sign(&mut request(), b"{}").await.unwrap_err();
+        let err = none
+            .sign(&mut request(), b"{}", SystemTime::now())
+            .await
+            .unwrap_err();
         assert!(matches!(err, SignError::Credentials(_)), "{err}");
         assert!(!err.to_string().contains("SECRET"));
     }

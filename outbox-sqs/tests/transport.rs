@@ -230,3 +230,27 @@ async fn the_direct_transport_caches_credentials_and_fetches_them_again_when_ref
         "fetched again after the refusal"
     );
 }
+
+#[tokio::test]
+async fn the_direct_transport_signs_with_sqs_clock_once_told_it_is_off() {
+    let fx = SqsFixture::start().await;
+    fx.verify_signatures("test", "test");
+    let q = fx.create_queue("plain");
+    // This machine's clock is an hour behind SQS's.
+    fx.set_clock_skew(3600);
+
+    // Without attempts to spare, the refusal fails the call — retried by the relay, never
+    // dead-lettered — and teaches the publisher SQS's time.
+    let once = publisher(&fx, &q, SqsTransport::Direct, 1).await;
+    let err = once.publish(&events(2, "order.created")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Credentials, "{err}");
+    assert!(err.to_string().contains("RequestTimeTooSkewed"), "{err}");
+    assert_all_published(&once.publish(&events(2, "order.created")).await.unwrap());
+
+    // With attempts to spare, the call itself is signed again with the corrected time.
+    fx.reset_counters();
+    let retrying = publisher(&fx, &q, SqsTransport::Direct, 2).await;
+    assert_all_published(&retrying.publish(&events(3, "order.created")).await.unwrap());
+    assert_eq!(fx.calls_to("SendMessageBatch"), 2);
+    assert_eq!(fx.take_messages().len(), 5);
+}

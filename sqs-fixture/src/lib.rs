@@ -199,6 +199,7 @@ impl SqsFixture {
             signing_key: Mutex::new(None),
             signatures_verified: AtomicU64::new(0),
             last_user_agent: Mutex::new(None),
+            clock_skew_secs: std::sync::atomic::AtomicI64::new(0),
         });
         let (ctrl, ctrl_rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(server::run(listener, addr, state.clone(), ctrl_rx));
@@ -273,6 +274,14 @@ impl SqsFixture {
     /// request signed otherwise (or not at all) fails with HTTP 403 `SignatureDoesNotMatch`.
     pub fn verify_signatures(&self, access_key: &str, secret_key: &str) {
         *lock(&self.state.signing_key) = Some((access_key.to_owned(), secret_key.to_owned()));
+    }
+
+    /// Moves the fixture's clock `seconds` ahead of the machine's (negative: behind). Requests whose
+    /// `x-amz-date` is more than 5 minutes off the fixture's clock fail with HTTP 403
+    /// `RequestTimeTooSkewed`, as SQS answers a client with a wrong clock; every response's `Date`
+    /// header tells the fixture's time.
+    pub fn set_clock_skew(&self, seconds: i64) {
+        self.state.clock_skew_secs.store(seconds, Ordering::Relaxed);
     }
 
     /// Closes the listener and every open connection: connection attempts are refused until

@@ -26,10 +26,23 @@ pub(crate) const CONTENT_TYPE: &str = "application/x-amz-json-1.0";
 
 pub(crate) type HttpResponse = Response<Full<Bytes>>;
 
-/// Answers one HTTP request.
+/// Answers one HTTP request, with a `Date` header of the fixture's clock (as AWS answers).
 pub(crate) async fn handle(
     state: Arc<State>,
     req: Request<Incoming>,
+) -> Result<HttpResponse, Infallible> {
+    let now = state.clock();
+    let Ok(mut response) = answer(state, req, now).await;
+    if let Ok(date) = hyper::header::HeaderValue::from_str(&httpdate::fmt_http_date(now)) {
+        response.headers_mut().insert(hyper::header::DATE, date);
+    }
+    Ok(response)
+}
+
+async fn answer(
+    state: Arc<State>,
+    req: Request<Incoming>,
+    now: std::time::SystemTime,
 ) -> Result<HttpResponse, Infallible> {
     let _in_flight = InFlight::enter(&state);
     let action = req
@@ -44,23 +57,8 @@ pub(crate) async fn handle(
         Ok(body) => body.to_bytes(),
         Err(e) => return Ok(SqsError::invalid(format!("cannot read body: {e}")).response()),
     };
-    if let Some(agent) = parts
-        .headers
-        .get("user-agent")
-        .and_then(|v| v.to_str().ok())
-    {
-        *lock(&state.last_user_agent) = Some(agent.to_owned());
-    }
-    let key = lock(&state.signing_key).clone();
-    if let Some((access_key, secret_key)) = key {
-        if let Err(e) = crate::sigv4::verify(&parts, &body, &access_key, &secret_key) {
-            return Ok(
-                SqsError::new(403, "SignatureDoesNotMatch", "SignatureDoesNotMatch", e).response(),
-            );
-        }
-        state
-            .signatures_verified
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if let Err(e) = crate::sigv4::check(&state, &parts, &body, now) {
+        return Ok(e.response());
     }
     let latency = state.latency();
     if !latency.is_zero() {

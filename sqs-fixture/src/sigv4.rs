@@ -9,6 +9,56 @@ use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, si
 use aws_sigv4::sign::v4;
 use hyper::http::request::Parts;
 
+use crate::sqs_error::SqsError;
+use crate::{State, lock};
+
+/// How far a request's `x-amz-date` may be from the server's clock (SQS: 5 minutes).
+const MAX_SKEW: Duration = Duration::from_secs(300);
+
+/// The checks SQS makes on a request before its action, at the server's time `now`: the request
+/// time within [`MAX_SKEW`] of it (403 `RequestTimeTooSkewed`), and, with
+/// [`verify_signatures`](crate::SqsFixture::verify_signatures), the signature (403
+/// `SignatureDoesNotMatch`). Also records the `User-Agent`.
+pub(crate) fn check(
+    state: &State,
+    parts: &Parts,
+    body: &[u8],
+    now: SystemTime,
+) -> Result<(), SqsError> {
+    if let Some(agent) = parts
+        .headers
+        .get("user-agent")
+        .and_then(|v| v.to_str().ok())
+    {
+        *lock(&state.last_user_agent) = Some(agent.to_owned());
+    }
+    let sent = parts
+        .headers
+        .get("x-amz-date")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|d| parse_amz_date(d).ok());
+    if let Some(sent) = sent {
+        let off = sent.duration_since(now).unwrap_or_else(|e| e.duration());
+        if off > MAX_SKEW {
+            return Err(SqsError::new(
+                403,
+                "RequestTimeTooSkewed",
+                "RequestTimeTooSkewed",
+                "The difference between the request time and the server's time is too large.",
+            ));
+        }
+    }
+    let key = lock(&state.signing_key).clone();
+    if let Some((access_key, secret_key)) = key {
+        verify(parts, body, &access_key, &secret_key)
+            .map_err(|e| SqsError::new(403, "SignatureDoesNotMatch", "SignatureDoesNotMatch", e))?;
+        state
+            .signatures_verified
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    Ok(())
+}
+
 /// The parts of an `Authorization: AWS4-HMAC-SHA256 …` header.
 struct Authorization<'a> {
     access_key: &'a str,

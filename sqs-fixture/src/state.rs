@@ -30,6 +30,8 @@ pub(crate) struct State {
     pub(crate) signing_key: Mutex<Option<(String, String)>>,
     pub(crate) signatures_verified: AtomicU64,
     pub(crate) last_user_agent: Mutex<Option<String>>,
+    /// How far the fixture's clock is ahead of the machine's, in seconds (negative: behind).
+    pub(crate) clock_skew_secs: std::sync::atomic::AtomicI64,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -38,6 +40,14 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl State {
+    /// The fixture's clock: the machine's, moved by [`set_clock_skew`](crate::SqsFixture::set_clock_skew).
+    pub(crate) fn clock(&self) -> std::time::SystemTime {
+        let skew = self.clock_skew_secs.load(Ordering::Relaxed);
+        let by = Duration::from_secs(skew.unsigned_abs());
+        let now = std::time::SystemTime::now();
+        if skew >= 0 { now + by } else { now - by }
+    }
+
     pub(crate) fn queue_url(&self, name: &str) -> String {
         format!("{}/{ACCOUNT_ID}/{name}", self.endpoint)
     }
