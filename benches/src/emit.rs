@@ -14,6 +14,13 @@ use crate::common::{self, Result};
 use crate::report::Row;
 use crate::{Opts, Report};
 
+mod business;
+
+use business::{Variant, business_tx};
+
+/// One figure per variant and round.
+type Runs = Vec<(Variant, f64)>;
+
 /// The event the business transaction emits.
 #[derive(Debug, Serialize, OutboxEvent)]
 #[outbox(aggregate = "order", event_type = "order.placed")]
@@ -33,8 +40,6 @@ const CREATE_ORDERS: &str = "CREATE TABLE bench_orders (
     total_cents bigint NOT NULL,
     created_at  timestamptz NOT NULL DEFAULT now()
 )";
-const INSERT_ORDER: &str =
-    "INSERT INTO bench_orders (customer, total_cents) VALUES ($1, $2) RETURNING id";
 const DROP_TRIGGER: &str = "DROP TRIGGER IF EXISTS outbox_events_notify ON outbox_events";
 const CREATE_TRIGGER: &str = "CREATE TRIGGER outbox_events_notify AFTER INSERT ON outbox_events \
      FOR EACH STATEMENT EXECUTE FUNCTION outbox_events_notify()";
@@ -53,87 +58,6 @@ VALUES ('order', '42', 'order.placed',
 RETURNING id;
 COMMIT;
 ";
-
-/// One figure per variant and round.
-type Runs = Vec<(Variant, f64)>;
-
-/// What the business transaction does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Variant {
-    /// Only the order row.
-    Plain,
-    /// The order row and `emit`, with the NOTIFY trigger dropped.
-    EmitNoNotify,
-    /// The order row and `emit`, with the trigger (the product as installed) and no relay waiting:
-    /// what writers see while the relays are busy (the trigger then does not notify).
-    Emit,
-    /// The same while a relay waits for work the whole time (it holds the waiting lock), so every
-    /// commit notifies: the worst case, what every commit cost before adaptive wake-ups.
-    EmitRelayWaiting,
-    /// The order row and `emit` without the aggregate lock (`Emitter::per_aggregate_order(false)`),
-    /// with the trigger: what per-aggregate order costs the writer.
-    EmitUnordered,
-    /// Diagnostic: the order row and the same outbox row as `emit` writes, inserted through a
-    /// prepared statement from deadpool's cache, with the trigger.
-    CachedInsert,
-}
-
-impl Variant {
-    fn emits(self) -> bool {
-        self != Variant::Plain
-    }
-}
-
-/// The row `emit` writes, as a statement the benchmark prepares (and deadpool caches).
-const INSERT_OUTBOX: &str = "INSERT INTO outbox_events
-    (aggregate_type, aggregate_id, event_type, payload, metadata)
-    VALUES ($1, $2, $3, $4, $5) RETURNING id";
-
-/// One business transaction: BEGIN, insert the order, maybe emit, COMMIT.
-async fn business_tx(client: &mut deadpool_postgres::Client, v: Variant, i: i64) -> Result<()> {
-    let tx = client.transaction().await?;
-    let insert = tx.prepare_cached(INSERT_ORDER).await?;
-    let customer = format!("customer-{}", i % 997);
-    let total_cents = 1000 + i % 9000;
-    let order_id: i64 = tx
-        .query_one(&insert, &[&customer, &total_cents])
-        .await?
-        .get(0);
-    let event = OrderPlaced {
-        order_id,
-        customer,
-        total_cents,
-    };
-    match v {
-        Variant::Plain => {}
-        Variant::Emit | Variant::EmitNoNotify | Variant::EmitRelayWaiting => {
-            event.emit(&tx).await?;
-        }
-        Variant::EmitUnordered => {
-            outbox_core::Emitter::new()
-                .per_aggregate_order(false)
-                .emit(&tx, &event)
-                .await?;
-        }
-        Variant::CachedInsert => {
-            let insert = tx.prepare_cached(INSERT_OUTBOX).await?;
-            let payload = serde_json::to_value(&event)?;
-            tx.query_one(
-                &insert,
-                &[
-                    &event.aggregate_type(),
-                    &event.aggregate_id().to_string(),
-                    &event.event_type(),
-                    &payload,
-                    &serde_json::json!({}),
-                ],
-            )
-            .await?;
-        }
-    }
-    tx.commit().await?;
-    Ok(())
-}
 
 /// `n` transactions on one connection; returns each one's latency in ms.
 async fn writer(db: &TestDb, v: Variant, n: usize, offset: i64) -> Result<Vec<f64>> {
@@ -158,12 +82,16 @@ async fn writers(db: &TestDb, v: Variant, writers: usize, n: usize) -> Result<f6
 /// Drops the NOTIFY trigger for [`Variant::EmitNoNotify`], (re)creates it for the variants that
 /// write outbox rows with it.
 async fn set_trigger(client: &tokio_postgres::Client, v: Variant) -> Result<()> {
-    if v != Variant::Plain {
+    if v.emits() {
         client.batch_execute(DROP_TRIGGER).await?;
     }
     if matches!(
         v,
-        Variant::Emit | Variant::EmitUnordered | Variant::CachedInsert | Variant::EmitRelayWaiting
+        Variant::Emit
+            | Variant::EmitUnordered
+            | Variant::CachedInsert
+            | Variant::EmitRelayWaiting
+            | Variant::EmitPipelined
     ) {
         client.batch_execute(CREATE_TRIGGER).await?;
     }
@@ -205,6 +133,8 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
         Variant::Emit,
         Variant::EmitUnordered,
         Variant::CachedInsert,
+        Variant::PlainKeyed,
+        Variant::EmitPipelined,
     ] {
         set_trigger(&setup, v).await?;
         writers(&db, v, opts.emit_writers, 20).await?;
@@ -217,6 +147,8 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
         Variant::EmitUnordered,
         Variant::CachedInsert,
         Variant::EmitRelayWaiting,
+        Variant::PlainKeyed,
+        Variant::EmitPipelined,
     ];
     // (variant, figure) per round: median latency in ms, or transactions per second.
     let mut single: Runs = Vec::new();
@@ -288,6 +220,33 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
         format!("{} without emit", tps(Variant::Plain).rate("tx")),
         tps(Variant::Plain).median / tps(Variant::Emit).median,
         1.3,
+    ));
+    report.rows.push(Row::at_most(
+        3,
+        "emit pipelined with the business statement (emit_with, order id chosen before the \
+         insert), 1 connection: median latency",
+        lat(Variant::EmitPipelined).ms(),
+        format!("{} without emit", lat(Variant::PlainKeyed).ms()),
+        lat(Variant::EmitPipelined).median / lat(Variant::PlainKeyed).median,
+        1.3,
+    ));
+    report.rows.push(Row::at_most(
+        3,
+        format!(
+            "emit pipelined with the business statement, {w} writers: latency (1 / throughput)"
+        ),
+        tps(Variant::EmitPipelined).rate("tx"),
+        format!("{} without emit", tps(Variant::PlainKeyed).rate("tx")),
+        tps(Variant::PlainKeyed).median / tps(Variant::EmitPipelined).median,
+        1.5,
+    ));
+    report.rows.push(Row::info(
+        3,
+        "emit pipelined, 1 connection: median latency against the business transaction whose \
+         order id the database generates",
+        lat(Variant::EmitPipelined).ms(),
+        format!("{} without emit", lat(Variant::Plain).ms()),
+        lat(Variant::EmitPipelined).median / lat(Variant::Plain).median,
     ));
     report.rows.push(Row::at_most(
         3,
@@ -378,7 +337,9 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
     report.notes.push(format!(
         "3: business transaction = BEGIN; INSERT an order row (prepared); [emit one order.placed \
          event]; COMMIT, on pooled connections (deadpool; the order insert is prepared through its \
-         statement cache, emit runs as the product runs it). {} transactions per \
+         statement cache, emit runs as the product runs it; the pipelined rows insert the order with \
+         an id the application chose, and write the event right behind that insert \
+         with `emit_with`, against the same keyed insert without emit). {} transactions per \
          variant on 1 connection, {w} writers × {} per variant; {} round(s), variants rotated, each figure the median of the rounds (min, max); a \
          LISTEN connection stayed open throughout (heard {heard} notifications, all but a few from \
          the variant with a relay waiting). synchronous_commit is the server's default.",

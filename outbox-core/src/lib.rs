@@ -74,6 +74,7 @@ pub mod connect;
 mod dead_letters;
 mod decode;
 mod emit;
+mod emit_statements;
 pub mod env;
 pub mod error;
 mod event;
@@ -84,6 +85,7 @@ pub mod message;
 mod metrics;
 mod migrate;
 pub mod partition;
+mod pipeline;
 mod preflight;
 mod publisher;
 mod relay;
@@ -114,6 +116,7 @@ pub use metrics::RelayMetrics;
 pub use migrate::migrate_up_to;
 pub use migrate::{MigrationReport, SCHEMA_HISTORY_TABLE, migrate, schema_version};
 pub use outbox_macros::OutboxEvent;
+pub use pipeline::emit_with;
 pub use preflight::{DatabaseReport, check_relay_database};
 pub use publisher::{
     ClaimedEvent, PUBLISH_OVERRUN, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY,

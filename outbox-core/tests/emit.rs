@@ -215,6 +215,24 @@ async fn emit_works_on_plain_tokio_postgres_clients_and_transactions() {
 }
 
 #[tokio::test]
+async fn unordered_emit_works_on_plain_tokio_postgres_clients_and_transactions() {
+    let db = TestDb::new().await;
+    let mut client = db.connect().await;
+    let unordered = Emitter::new().per_aggregate_order(false);
+    let first = unordered
+        .emit(&client, &TestEvent::new("o-1", 1))
+        .await
+        .unwrap();
+    let tx = client.transaction().await.unwrap();
+    let events = [TestEvent::new("o-1", 2), TestEvent::new("o-2", 1)];
+    let ids = unordered.emit_all(&tx, &events).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(ids.len(), 2);
+    assert!(first != ids[0] && ids[0] != ids[1]);
+    assert_eq!(count(&client).await, 3);
+}
+
+#[tokio::test]
 async fn the_trace_context_is_stored_in_metadata() {
     let db = TestDb::new().await;
     let client = db.pool().get().await.unwrap();
