@@ -32,26 +32,40 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
 -- when a few aggregates carry a long backlog (most pending rows are then not heads). Only the first
 -- pending event of each aggregate in the window can be a head (any later one has it before it), so
 -- only those are checked: one probe per aggregate in the window, not one per event.
---! fetch_outbox_heads : ClaimedRow
-SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at
+-- Hot aggregates are shared out among concurrent claims: when the window holds a full batch for each
+-- of `workers` claims, one claim takes at most ceil(A / workers) heads (A: the aggregates in the
+-- window), and fills its batch with their followers instead. Without that, the first claim took every
+-- hot aggregate's head and the other claims found nothing until it committed: one batch at a time.
+-- `share` is that limit (the same on every row).
+--: HeadRow()
+--! fetch_outbox_heads : HeadRow
+SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at, share
   FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes
           FROM (
+               WITH win AS MATERIALIZED (
+                        SELECT id, created_at, seq, aggregate_type, aggregate_id
+                          FROM outbox_events
+                         WHERE processed_at IS NULL AND dead_lettered_at IS NULL
+                         ORDER BY seq
+                         LIMIT :window),
+                    -- The first event of each aggregate in the window (hashed: no sort of the window).
+                    firsts AS MATERIALIZED (
+                        SELECT min(seq) AS seq FROM win GROUP BY aggregate_type, aggregate_id),
+                    share AS (
+                        SELECT CASE WHEN (SELECT count(*) FROM win) < :batch_size * :workers::bigint
+                                    THEN :batch_size
+                                    ELSE least(:batch_size, greatest(1, (count(*) + :workers::bigint - 1) / :workers::bigint))
+                               END AS n
+                          FROM firsts)
                SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload,
                       e.metadata::text AS metadata, e.attempts,
-                      e.created_at
-                 FROM (SELECT f.id, f.created_at, f.seq
-                         FROM (SELECT w.id, w.created_at, w.seq,
-                                      row_number() OVER (PARTITION BY w.aggregate_type, w.aggregate_id
-                                                         ORDER BY w.seq) AS nth
-                                 FROM (SELECT id, created_at, seq, aggregate_type, aggregate_id
-                                         FROM outbox_events
-                                        WHERE processed_at IS NULL AND dead_lettered_at IS NULL
-                                        ORDER BY seq
-                                        LIMIT :window) w) f
-                        WHERE f.nth = 1
-                        ORDER BY f.seq) firsts
+                      e.created_at, (SELECT n FROM share) AS share
                  -- By the primary key: (id, created_at) on the partitioned layout, so each probe
                  -- goes to one partition.
+                 FROM (SELECT w.id, w.created_at, w.seq
+                         FROM win w
+                         JOIN firsts f ON f.seq = w.seq
+                        ORDER BY w.seq) firsts
                  JOIN outbox_events e ON e.id = firsts.id AND e.created_at = firsts.created_at
                 WHERE e.processed_at IS NULL
                   AND e.dead_lettered_at IS NULL
@@ -64,7 +78,7 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
                              AND b.processed_at IS NULL
                              AND b.seq < e.seq)
                 ORDER BY firsts.seq
-                LIMIT :batch_size
+                LIMIT (SELECT n FROM share)
                   FOR UPDATE OF e SKIP LOCKED
                ) c) w
  WHERE w.running_bytes - octet_length(w.payload) < :max_bytes

@@ -1,7 +1,7 @@
 //! The event a relay has claimed, as it hands it to a [`Publisher`](crate::Publisher).
 
 use chrono::{DateTime, Utc};
-use outbox_queries::queries::relay::ClaimedRowBorrowed;
+use outbox_queries::queries::relay::{ClaimedRowBorrowed, HeadRowBorrowed};
 use uuid::Uuid;
 
 /// An event the relay has claimed and hands to a [`Publisher`](crate::Publisher).
@@ -74,6 +74,24 @@ impl ClaimedEvent {
             traceparent: traceparent_of(row.metadata),
             metadata: row.metadata.to_owned(),
         }
+    }
+
+    /// The conversion from the head claim's row, which carries the same columns plus the claim's
+    /// share of heads (returned alongside).
+    pub(crate) fn from_head(row: HeadRowBorrowed<'_>) -> (Self, i64) {
+        let share = row.share;
+        let event = ClaimedEvent::from_row(ClaimedRowBorrowed {
+            id: row.id,
+            seq: row.seq,
+            aggregate_type: row.aggregate_type,
+            aggregate_id: row.aggregate_id,
+            event_type: row.event_type,
+            payload: row.payload,
+            metadata: row.metadata,
+            attempts: row.attempts,
+            created_at: row.created_at,
+        });
+        (event, share)
     }
 
     /// An event built by hand, for tests of publishers: `payload` and `metadata` must be JSON

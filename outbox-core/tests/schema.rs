@@ -186,7 +186,7 @@ async fn concurrent_claims_with_skip_locked_get_disjoint_rows() {
     );
     // Heads (per-aggregate claim) skip locked rows too.
     let heads = relay::fetch_outbox_heads()
-        .bind(&t2, &1000, &100, &i64::MAX)
+        .bind(&t2, &1000, &100, &1, &i64::MAX)
         .all()
         .await
         .unwrap();

@@ -142,6 +142,7 @@ async fn on_connection<P: Publisher>(
                 ordered,
                 inner.config.batch_max_bytes,
                 &inner.row_size,
+                inner.config.concurrency,
             ),
         )
         .await;

@@ -75,12 +75,18 @@ fn bytes(events: &[ClaimedEvent]) -> usize {
 /// aggregates); when that finds too few and more events are pending beyond it, the search walks the
 /// aggregate index instead (one probe per aggregate: cheap when a few aggregates carry a long backlog,
 /// and no aggregate starves behind a blocked one).
+///
+/// When a few aggregates carry a backlog, one claim takes only its share of their heads (about
+/// `1 / workers` of the aggregates in the window, `workers` being the relay's concurrency) and fills
+/// the batch with their followers, so that concurrent claims take disjoint aggregates instead of one
+/// batch holding every head while the others find nothing (see `fetch_outbox_heads`).
 pub(crate) async fn claim(
     tx: &deadpool_postgres::Transaction<'_>,
     batch_size: usize,
     ordered: bool,
     max_bytes: usize,
     row_size: &RowSize,
+    workers: usize,
 ) -> Result<Vec<ClaimedEvent>, Error> {
     let as_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
     let batch_size = row_size.limit(batch_size, max_bytes);
@@ -102,16 +108,23 @@ pub(crate) async fn claim(
             .saturating_mul(HEAD_WINDOW_PER_EVENT)
             .max(MIN_HEAD_WINDOW),
     );
-    let mut events = sql::fetch_outbox_heads()
+    let heads = sql::fetch_outbox_heads()
         .prepare(tx)
         .await?
-        .bind(tx, &window, &limit, &budget)
-        .map(ClaimedEvent::from_row)
+        .bind(tx, &window, &limit, &as_i64(workers.max(1)), &budget)
+        .map(ClaimedEvent::from_head)
         .all()
         .await?;
+    // This claim's share of heads (see `fetch_outbox_heads`); the whole batch when the fast path
+    // found none (it is not told then).
+    let share = heads
+        .first()
+        .and_then(|(_, share)| usize::try_from(*share).ok())
+        .map_or(batch_size, |share| share.clamp(1, batch_size));
+    let mut events: Vec<ClaimedEvent> = heads.into_iter().map(|(event, _)| event).collect();
     // The budget left for more events (none once it is spent).
     let left = |events: &[ClaimedEvent]| max_bytes.saturating_sub(bytes(events));
-    if events.len() < batch_size
+    if events.len() < share
         && left(&events) > 0
         && sql::outbox_pending_beyond()
             .prepare(tx)
@@ -127,7 +140,7 @@ pub(crate) async fn claim(
             .bind(
                 tx,
                 &exclude,
-                &as_i64(batch_size - events.len()),
+                &as_i64(share - events.len()),
                 &as_i64(left(&events)),
             )
             .map(ClaimedEvent::from_row)

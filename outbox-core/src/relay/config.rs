@@ -58,6 +58,10 @@ pub struct RelayConfig {
     pub shutdown_grace: Duration,
     /// Batches processed concurrently by one relay, each in its own transaction (default 4).
     /// Env: [`OUTBOX_CONCURRENCY`](crate::env::CONCURRENCY).
+    ///
+    /// With per-aggregate order and a backlog on a few aggregates, each batch takes about
+    /// `1 / concurrency` of the aggregates with pending events (and as many of their later events
+    /// as fit), so that the batches publish disjoint aggregates side by side.
     pub concurrency: usize,
     /// Keep per-aggregate order (default true): an event is never published while an earlier event
     /// of its aggregate is unpublished. Env: [`OUTBOX_PER_AGGREGATE_ORDER`](crate::env::PER_AGGREGATE_ORDER) (`true`/`false`).

@@ -9,6 +9,7 @@ pub struct FetchOutboxBatchParams {
 pub struct FetchOutboxHeadsParams {
     pub window: i64,
     pub batch_size: i64,
+    pub workers: i64,
     pub max_bytes: i64,
 }
 #[derive(Debug)]
@@ -112,6 +113,60 @@ impl<'a> From<ClaimedRowBorrowed<'a>> for ClaimedRow {
         }
     }
 }
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HeadRow {
+    pub id: uuid::Uuid,
+    pub seq: i64,
+    pub aggregate_type: String,
+    pub aggregate_id: String,
+    pub event_type: String,
+    pub payload: String,
+    pub metadata: String,
+    pub attempts: i32,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub share: i64,
+}
+pub struct HeadRowBorrowed<'a> {
+    pub id: uuid::Uuid,
+    pub seq: i64,
+    pub aggregate_type: &'a str,
+    pub aggregate_id: &'a str,
+    pub event_type: &'a str,
+    pub payload: &'a str,
+    pub metadata: &'a str,
+    pub attempts: i32,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub share: i64,
+}
+impl<'a> From<HeadRowBorrowed<'a>> for HeadRow {
+    fn from(
+        HeadRowBorrowed {
+            id,
+            seq,
+            aggregate_type,
+            aggregate_id,
+            event_type,
+            payload,
+            metadata,
+            attempts,
+            created_at,
+            share,
+        }: HeadRowBorrowed<'a>,
+    ) -> Self {
+        Self {
+            id,
+            seq,
+            aggregate_type: aggregate_type.into(),
+            aggregate_id: aggregate_id.into(),
+            event_type: event_type.into(),
+            payload: payload.into(),
+            metadata: metadata.into(),
+            attempts,
+            created_at,
+            share,
+        }
+    }
+}
 use crate::client::async_::GenericClient;
 use futures::{self, StreamExt, TryStreamExt};
 pub struct ClaimedRowQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
@@ -131,6 +186,70 @@ where
         mapper: fn(ClaimedRowBorrowed) -> R,
     ) -> ClaimedRowQuery<'c, 'a, 's, C, R, N> {
         ClaimedRowQuery {
+            client: self.client,
+            params: self.params,
+            query: self.query,
+            cached: self.cached,
+            extractor: self.extractor,
+            mapper,
+        }
+    }
+    pub async fn one(self) -> Result<T, tokio_postgres::Error> {
+        let row =
+            crate::client::async_::one(self.client, self.query, &self.params, self.cached).await?;
+        Ok((self.mapper)((self.extractor)(&row)?))
+    }
+    pub async fn all(self) -> Result<Vec<T>, tokio_postgres::Error> {
+        self.iter().await?.try_collect().await
+    }
+    pub async fn opt(self) -> Result<Option<T>, tokio_postgres::Error> {
+        let opt_row =
+            crate::client::async_::opt(self.client, self.query, &self.params, self.cached).await?;
+        Ok(opt_row
+            .map(|row| {
+                let extracted = (self.extractor)(&row)?;
+                Ok((self.mapper)(extracted))
+            })
+            .transpose()?)
+    }
+    pub async fn iter(
+        self,
+    ) -> Result<
+        impl futures::Stream<Item = Result<T, tokio_postgres::Error>> + 'c,
+        tokio_postgres::Error,
+    > {
+        let stream = crate::client::async_::raw(
+            self.client,
+            self.query,
+            crate::slice_iter(&self.params),
+            self.cached,
+        )
+        .await?;
+        let mapped = stream
+            .map(move |res| {
+                res.and_then(|row| {
+                    let extracted = (self.extractor)(&row)?;
+                    Ok((self.mapper)(extracted))
+                })
+            })
+            .into_stream();
+        Ok(mapped)
+    }
+}
+pub struct HeadRowQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
+    client: &'c C,
+    params: [&'a (dyn postgres_types::ToSql + Sync); N],
+    query: &'static str,
+    cached: Option<&'s tokio_postgres::Statement>,
+    extractor: fn(&tokio_postgres::Row) -> Result<HeadRowBorrowed, tokio_postgres::Error>,
+    mapper: fn(HeadRowBorrowed) -> T,
+}
+impl<'c, 'a, 's, C, T: 'c, const N: usize> HeadRowQuery<'c, 'a, 's, C, T, N>
+where
+    C: GenericClient,
+{
+    pub fn map<R>(self, mapper: fn(HeadRowBorrowed) -> R) -> HeadRowQuery<'c, 'a, 's, C, R, N> {
+        HeadRowQuery {
             client: self.client,
             params: self.params,
             query: self.query,
@@ -374,7 +493,7 @@ impl<'c, 'a, 's, C: GenericClient>
 pub struct FetchOutboxHeadsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn fetch_outbox_heads() -> FetchOutboxHeadsStmt {
     FetchOutboxHeadsStmt(
-        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at FROM (SELECT f.id, f.created_at, f.seq FROM (SELECT w.id, w.created_at, w.seq, row_number() OVER (PARTITION BY w.aggregate_type, w.aggregate_id ORDER BY w.seq) AS nth FROM (SELECT id, created_at, seq, aggregate_type, aggregate_id FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT $1) w) f WHERE f.nth = 1 ORDER BY f.seq) firsts JOIN outbox_events e ON e.id = firsts.id AND e.created_at = firsts.created_at WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.seq < e.seq) ORDER BY firsts.seq LIMIT $2 FOR UPDATE OF e SKIP LOCKED ) c) w WHERE w.running_bytes - octet_length(w.payload) < $3 ORDER BY w.seq",
+        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at, share FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( WITH win AS MATERIALIZED ( SELECT id, created_at, seq, aggregate_type, aggregate_id FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT $1), firsts AS MATERIALIZED ( SELECT min(seq) AS seq FROM win GROUP BY aggregate_type, aggregate_id), share AS ( SELECT CASE WHEN (SELECT count(*) FROM win) < $2 * $3::bigint THEN $2 ELSE least($2, greatest(1, (count(*) + $3::bigint - 1) / $3::bigint)) END AS n FROM firsts) SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at, (SELECT n FROM share) AS share FROM (SELECT w.id, w.created_at, w.seq FROM win w JOIN firsts f ON f.seq = w.seq ORDER BY w.seq) firsts JOIN outbox_events e ON e.id = firsts.id AND e.created_at = firsts.created_at WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.seq < e.seq) ORDER BY firsts.seq LIMIT (SELECT n FROM share) FOR UPDATE OF e SKIP LOCKED ) c) w WHERE w.running_bytes - octet_length(w.payload) < $4 ORDER BY w.seq",
         None,
     )
 }
@@ -391,16 +510,17 @@ impl FetchOutboxHeadsStmt {
         client: &'c C,
         window: &'a i64,
         batch_size: &'a i64,
+        workers: &'a i64,
         max_bytes: &'a i64,
-    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3> {
-        ClaimedRowQuery {
+    ) -> HeadRowQuery<'c, 'a, 's, C, HeadRow, 4> {
+        HeadRowQuery {
             client,
-            params: [window, batch_size, max_bytes],
+            params: [window, batch_size, workers, max_bytes],
             query: self.0,
             cached: self.1.as_ref(),
             extractor:
-                |row: &tokio_postgres::Row| -> Result<ClaimedRowBorrowed, tokio_postgres::Error> {
-                    Ok(ClaimedRowBorrowed {
+                |row: &tokio_postgres::Row| -> Result<HeadRowBorrowed, tokio_postgres::Error> {
+                    Ok(HeadRowBorrowed {
                         id: row.try_get(0)?,
                         seq: row.try_get(1)?,
                         aggregate_type: row.try_get(2)?,
@@ -410,9 +530,10 @@ impl FetchOutboxHeadsStmt {
                         metadata: row.try_get(6)?,
                         attempts: row.try_get(7)?,
                         created_at: row.try_get(8)?,
+                        share: row.try_get(9)?,
                     })
                 },
-            mapper: |it| ClaimedRow::from(it),
+            mapper: |it| HeadRow::from(it),
         }
     }
 }
@@ -422,7 +543,7 @@ impl<'c, 'a, 's, C: GenericClient>
         'a,
         's,
         FetchOutboxHeadsParams,
-        ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3>,
+        HeadRowQuery<'c, 'a, 's, C, HeadRow, 4>,
         C,
     > for FetchOutboxHeadsStmt
 {
@@ -430,11 +551,12 @@ impl<'c, 'a, 's, C: GenericClient>
         &'s self,
         client: &'c C,
         params: &'a FetchOutboxHeadsParams,
-    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3> {
+    ) -> HeadRowQuery<'c, 'a, 's, C, HeadRow, 4> {
         self.bind(
             client,
             &params.window,
             &params.batch_size,
+            &params.workers,
             &params.max_bytes,
         )
     }

@@ -1,0 +1,213 @@
+//! A few hot aggregates carrying the whole backlog (issue 18, goal 4): concurrent claims share the
+//! aggregates out instead of one claim holding every head, and per-aggregate order still holds —
+//! across workers and relays, with events failing part-way through an aggregate's run in one call.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome, Publisher, Relay, emit_all};
+use outbox_tests::interleaved::{order_violations, seqs};
+use outbox_tests::{RunningRelay, TestDb, TestEvent, eventually};
+use tokio::sync::Notify;
+
+/// `per_aggregate` events for each of `aggregates` aggregates, interleaved (round-robin) in `seq`.
+async fn backlog(db: &TestDb, aggregates: usize, per_aggregate: u64) -> Vec<uuid::Uuid> {
+    let events: Vec<TestEvent> = (1..=per_aggregate)
+        .flat_map(|n| (0..aggregates).map(move |a| TestEvent::new(format!("hot-{a}"), n)))
+        .collect();
+    let client = db.pool().get().await.unwrap();
+    emit_all(&client, &events).await.unwrap()
+}
+
+/// Holds its first call until [`Gate::open`]; every call is recorded and accepted.
+#[derive(Default)]
+struct Gate {
+    calls: Mutex<Vec<Vec<ClaimedEvent>>>,
+    entered: Notify,
+    open: Notify,
+}
+
+impl Publisher for Gate {
+    type Error = std::io::Error;
+
+    async fn publish(&self, events: &[ClaimedEvent]) -> Result<Vec<PublishOutcome>, Self::Error> {
+        let first = {
+            let mut calls = self.calls.lock().unwrap();
+            calls.push(events.to_vec());
+            calls.len() == 1
+        };
+        if first {
+            self.entered.notify_one();
+            self.open.notified().await;
+        }
+        Ok(vec![PublishOutcome::Published; events.len()])
+    }
+
+    fn keeps_aggregate_order(&self) -> bool {
+        true
+    }
+}
+
+fn aggregates(events: &[ClaimedEvent]) -> HashSet<String> {
+    events.iter().map(|e| e.aggregate_id.clone()).collect()
+}
+
+/// 10 hot aggregates, 4 workers: while one batch is publishing, another claim still finds work —
+/// other aggregates, none of the first batch's — and each batch is full, with its aggregates' runs
+/// of followers. (Before, the first claim took all 10 heads and the second found nothing.)
+#[tokio::test]
+async fn a_claim_during_a_hot_batch_takes_other_aggregates() {
+    let db = TestDb::new().await;
+    backlog(&db, 10, 60).await;
+    let publisher = Arc::new(Gate::default());
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .batch_size(100)
+        .concurrency(4)
+        .per_aggregate_order(true)
+        .build()
+        .unwrap();
+
+    let first = tokio::spawn({
+        let relay = relay.clone();
+        async move { relay.run_once().await }
+    });
+    tokio::time::timeout(Duration::from_secs(10), publisher.entered.notified())
+        .await
+        .expect("the first batch reaches the publisher");
+    let second = tokio::time::timeout(Duration::from_secs(10), relay.run_once())
+        .await
+        .expect("the second batch does not wait for the first")
+        .unwrap();
+    publisher.open.notify_one();
+    let first = first.await.unwrap().unwrap();
+
+    let calls = publisher.calls.lock().unwrap().clone();
+    assert!(
+        second.claimed > 0,
+        "the second claim found nothing while the first batch was in flight ({first:?})"
+    );
+    let (a, b) = (aggregates(&calls[0]), aggregates(&calls[1]));
+    assert!(a.is_disjoint(&b), "aggregates in both batches: {a:?} {b:?}");
+    assert!(
+        a.len() <= 3 && b.len() <= 3,
+        "a claim takes about a quarter of the 10 hot aggregates: {a:?} {b:?}"
+    );
+    assert_eq!(
+        (first.claimed, second.claimed),
+        (100, 100),
+        "full batches of followers"
+    );
+}
+
+/// With few aggregates and little backlog (less than a full batch per worker) a claim still takes
+/// every head it finds: nothing is held back for workers that would have nothing else to do.
+#[tokio::test]
+async fn a_small_backlog_is_claimed_whole() {
+    let db = TestDb::new().await;
+    let ids = backlog(&db, 10, 5).await;
+    let publisher = Arc::new(Gate::default());
+    publisher.open.notify_one();
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .batch_size(100)
+        .concurrency(4)
+        .build()
+        .unwrap();
+    let report = relay.run_once().await.unwrap();
+    assert_eq!(report.claimed, ids.len());
+}
+
+/// An order-keeping broker (one FIFO group per aggregate) that refuses events at random, the first
+/// time only; after a refusal it sends none of that aggregate's later events of the call. Records
+/// what it accepted, in order.
+struct RandomRefusals {
+    rate: f64,
+    refused: Mutex<HashSet<uuid::Uuid>>,
+    accepted: Mutex<Vec<uuid::Uuid>>,
+}
+
+impl Publisher for RandomRefusals {
+    type Error = std::io::Error;
+
+    async fn publish(&self, events: &[ClaimedEvent]) -> Result<Vec<PublishOutcome>, Self::Error> {
+        // Long enough for batches of different workers to overlap.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let mut failed: HashSet<&str> = HashSet::new();
+        let mut outcomes = Vec::with_capacity(events.len());
+        let mut accepted = self.accepted.lock().unwrap();
+        for e in events {
+            let key = e.aggregate_id.as_str();
+            if failed.contains(key) {
+                outcomes.push(PublishOutcome::retry(FailureKind::NotSent, "held back"));
+            } else if uuid::Uuid::new_v4().as_u128() % 1000 < (self.rate * 1000.0) as u128
+                && self.refused.lock().unwrap().insert(e.id)
+            {
+                failed.insert(key);
+                outcomes.push(PublishOutcome::retry(FailureKind::Throttled, "throttled"));
+            } else {
+                accepted.push(e.id);
+                outcomes.push(PublishOutcome::Published);
+            }
+        }
+        Ok(outcomes)
+    }
+
+    fn keeps_aggregate_order(&self) -> bool {
+        true
+    }
+}
+
+/// Two relays of 4 workers drain 10 hot aggregates (6 000 events) through a broker that refuses
+/// 5 % of events part-way through an aggregate's run: everything is published, and within each
+/// aggregate in `seq` order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hot_aggregates_keep_order_across_workers_and_relays_with_partial_failures() {
+    let db = TestDb::new().await;
+    let ids = backlog(&db, 10, 600).await;
+    let publisher = Arc::new(RandomRefusals {
+        rate: 0.05,
+        refused: Mutex::default(),
+        accepted: Mutex::default(),
+    });
+    let relays: Vec<RunningRelay> = (0..2)
+        .map(|_| {
+            let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+                .batch_size(100)
+                .concurrency(4)
+                .backoff(Duration::from_millis(1), Duration::from_millis(5))
+                .poll_interval(Duration::from_millis(50))
+                .build()
+                .unwrap();
+            RunningRelay::start(&relay)
+        })
+        .collect();
+    assert!(
+        eventually(Duration::from_secs(120), async || db.pending().await == 0).await,
+        "the relays did not drain the outbox"
+    );
+    for r in relays {
+        r.stop().await;
+    }
+    let accepted = publisher.accepted.lock().unwrap().clone();
+    let seqs = seqs(db.pool()).await;
+    let distinct: HashSet<_> = accepted.iter().copied().collect();
+    let lost = ids.iter().filter(|id| !distinct.contains(id)).count();
+    let mut per_aggregate: HashMap<&str, usize> = HashMap::new();
+    for id in &accepted {
+        *per_aggregate.entry(seqs[id].0.as_str()).or_default() += 1;
+    }
+    assert_eq!(per_aggregate.len(), 10);
+    assert!(
+        !publisher.refused.lock().unwrap().is_empty(),
+        "some events were refused"
+    );
+    assert_eq!(
+        (
+            lost,
+            accepted.len() - distinct.len(),
+            order_violations(&accepted, &seqs)
+        ),
+        (0, 0, 0),
+        "lost, duplicates, order violations"
+    );
+}
