@@ -1,9 +1,8 @@
 //! Writing events into the outbox inside the caller's transaction.
 
 use crate::client::GenericClient;
-use crate::emit_statements as text;
 use outbox_queries::queries::emit as sql;
-use postgres_types::{Json, Type};
+use postgres_types::Json;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
@@ -61,8 +60,8 @@ use crate::trace;
 ///
 /// # Pipelining: emit without an extra round trip
 ///
-/// `emit` sends its insert when its future is first polled, so it can ride in the same round trip
-/// as a statement of yours: see [`Emitter::emit_with`].
+/// On a deadpool connection, `emit` sends its insert when its future is first polled, so it can
+/// ride in the same round trip as a statement of yours: see [`Emitter::emit_with`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Emitter {
     limits: MessageLimits,
@@ -146,10 +145,11 @@ impl Emitter {
     /// if that transaction commits. Invalid events are refused before anything is written (see
     /// [`ErrorKind`]); the transaction stays usable, so you decide whether to roll back.
     ///
-    /// The insert is sent on the future's first poll, without awaiting anything before (deadpool:
-    /// from the statement cache once the connection has prepared it; `tokio_postgres`: parsed,
-    /// bound and executed in one round trip), so it can ride in the same round trip as a statement
-    /// of yours: see [`emit_with`](Emitter::emit_with).
+    /// On a deadpool connection that has prepared it once, the insert is sent on the future's first
+    /// poll from the statement cache, without awaiting anything before, so it can ride in the same
+    /// round trip as a statement of yours: see [`emit_with`](Emitter::emit_with). (A plain
+    /// `tokio_postgres` client has no statement cache: each emit prepares its insert first, one
+    /// round trip more.)
     pub async fn emit<C, E>(&self, client: &C, event: &E) -> Result<Uuid, Error>
     where
         C: GenericClient,
@@ -157,37 +157,8 @@ impl Emitter {
     {
         let e = self.check(event)?;
         let id = Uuid::now_v7();
-        if !C::CACHES_STATEMENTS {
-            // No statement cache: parse, bind and execute in one round trip, sent on first poll.
-            let statement = if self.ordered {
-                text::INSERT_OUTBOX_EVENT
-            } else {
-                text::INSERT_OUTBOX_EVENT_UNORDERED
-            };
-            let (payload, metadata) = (Json(&*e.payload), Json(&*e.metadata));
-            let rows = client
-                .query_typed(
-                    statement,
-                    &[
-                        (&e.aggregate_type, Type::TEXT),
-                        (&e.aggregate_id.as_str(), Type::TEXT),
-                        (&id, Type::UUID),
-                        (&e.event_type, Type::TEXT),
-                        (&payload, Type::JSONB),
-                        (&metadata, Type::JSONB),
-                    ],
-                )
-                .await?;
-            return match rows.as_slice() {
-                [row] => Ok(row.try_get(0)?),
-                _ => Err(Error::new(
-                    ErrorKind::Database,
-                    format!("the insert returned {} rows, expected 1", rows.len()),
-                )),
-            };
-        }
-        // Prepared through the client's statement cache (deadpool), so a warm connection inserts
-        // in one round trip, sent on first poll.
+        // Prepared through the client's statement cache where it has one (deadpool), so a warm
+        // connection inserts in one round trip, sent on first poll.
         // The ordered and unordered statements are distinct generated types with the same shape.
         macro_rules! insert {
             ($statement:expr) => {
@@ -236,30 +207,6 @@ impl Emitter {
         let event_types: Vec<&str> = checked.iter().map(|e| e.event_type).collect();
         let payloads: Vec<Json<&RawValue>> = checked.iter().map(|e| Json(&*e.payload)).collect();
         let metadata: Vec<Json<&RawValue>> = checked.iter().map(|e| Json(&*e.metadata)).collect();
-        if !C::CACHES_STATEMENTS {
-            let statement = if self.ordered {
-                text::INSERT_OUTBOX_EVENTS
-            } else {
-                text::INSERT_OUTBOX_EVENTS_UNORDERED
-            };
-            let rows = client
-                .query_typed(
-                    statement,
-                    &[
-                        (&aggregate_types, Type::TEXT_ARRAY),
-                        (&aggregate_ids, Type::TEXT_ARRAY),
-                        (&ids, Type::UUID_ARRAY),
-                        (&event_types, Type::TEXT_ARRAY),
-                        (&payloads, Type::JSONB_ARRAY),
-                        (&metadata, Type::JSONB_ARRAY),
-                    ],
-                )
-                .await?;
-            return Ok(rows
-                .iter()
-                .map(|row| row.try_get(0))
-                .collect::<Result<_, _>>()?);
-        }
         macro_rules! insert_all {
             ($statement:expr) => {
                 $statement

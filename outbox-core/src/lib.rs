@@ -74,7 +74,6 @@ pub mod connect;
 mod dead_letters;
 mod decode;
 mod emit;
-mod emit_statements;
 pub mod env;
 pub mod error;
 mod event;

@@ -17,8 +17,11 @@ impl Emitter {
     ///
     /// tokio-postgres sends a statement when its future is first polled and pipelines statements
     /// issued together on one connection. This polls `statement` first, then [`emit`](Self::emit),
-    /// which sends its insert on its first poll without awaiting anything before. It needs the
-    /// event's aggregate id before your statement returns, e.g. an id your application generates:
+    /// which on a deadpool connection sends its insert on its first poll from the statement cache,
+    /// without awaiting anything before (the connection's first emit prepares it first; a plain
+    /// `tokio_postgres` client, without a statement cache, always does: the prepare then rides
+    /// with your statement and the insert takes a round trip of its own). It needs the event's
+    /// aggregate id before your statement returns, e.g. an id your application generates:
     ///
     /// ```no_run
     /// # use outbox_core::OutboxEvent;

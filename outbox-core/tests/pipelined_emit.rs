@@ -62,8 +62,8 @@ async fn a_pipelined_emit_commits_with_the_business_row() {
     tx.commit().await.unwrap();
     assert_eq!(rows(&db, "o-1").await, (1, 1));
 
-    // tokio-postgres, with the macro: no statement cache; emit still sends its statement on the
-    // first poll.
+    // tokio-postgres, with the macro: no statement cache, so emit prepares its insert first (the
+    // prepare rides with the order's insert).
     let mut client = db.connect().await;
     let tx = client.transaction().await.unwrap();
     let (emitter, event) = (Emitter::new(), TestEvent::new("o-2", 1));
@@ -180,7 +180,7 @@ async fn delaying_proxy(upstream: SocketAddr, delay: Duration) -> SocketAddr {
 }
 
 #[tokio::test]
-async fn a_pipelined_emit_on_a_tokio_postgres_transaction_adds_no_round_trip() {
+async fn a_pipelined_emit_on_a_warm_deadpool_connection_adds_no_round_trip() {
     let db = db_with_orders().await;
     let delay = Duration::from_millis(150);
     let port = db.config().get_ports().first().copied().unwrap_or(5432);
@@ -192,9 +192,25 @@ async fn a_pipelined_emit_on_a_tokio_postgres_transaction_adds_no_round_trip() {
         .port(proxy.port())
         .user(db.config().get_user().unwrap_or("postgres"))
         .dbname(db.name());
-    let (mut client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
-    tokio::spawn(connection);
-    let insert = client.prepare(INSERT_ORDER).await.unwrap();
+    let manager = deadpool_postgres::Manager::from_config(
+        config,
+        tokio_postgres::NoTls,
+        deadpool_postgres::ManagerConfig {
+            recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+        },
+    );
+    let pool = deadpool_postgres::Pool::builder(manager)
+        .max_size(1)
+        .build()
+        .unwrap();
+    let mut client = pool.get().await.unwrap();
+    // The connection's first emit prepares its insert (and the order's insert is prepared here):
+    // both are in the connection's statement cache afterwards.
+    let tx = client.transaction().await.unwrap();
+    let insert = tx.prepare_cached(INSERT_ORDER).await.unwrap();
+    emit(&tx, &TestEvent::new("o-0", 1)).await.unwrap();
+    tx.rollback().await.unwrap();
+
     let tx = client.transaction().await.unwrap();
     let event = TestEvent::new("o-1", 1);
     let started = Instant::now();
@@ -204,7 +220,9 @@ async fn a_pipelined_emit_on_a_tokio_postgres_transaction_adds_no_round_trip() {
     let took = started.elapsed();
     tx.commit().await.unwrap();
     assert_eq!(rows(&db, "o-1").await, (1, 1));
-    // One round trip for both statements; a prepare before emit's insert would make it two.
+    assert_eq!(rows(&db, "o-0").await, (0, 0));
+    // One round trip for both statements; emit awaiting anything before its insert would make it
+    // two.
     assert!(
         took < delay * 3 / 2,
         "the order's insert and emit took {took:?}, more than one round trip ({delay:?})"
