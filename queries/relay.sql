@@ -36,10 +36,12 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
 -- of `workers` claims, one claim takes at most ceil(A / workers) heads (A: the aggregates in the
 -- window), and fills its batch with their followers instead. Without that, the first claim took every
 -- hot aggregate's head and the other claims found nothing until it committed: one batch at a time.
--- `share` is that limit (the same on every row).
+-- `share` is that limit and `window_end` the window's last `seq` (the same on every row): heads of
+-- aggregates beyond the window are then looked for by the slow path (`after` = `window_end`).
 --: HeadRow()
 --! fetch_outbox_heads : HeadRow
-SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at, share
+SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at, share,
+       window_end
   FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes
           FROM (
                WITH win AS MATERIALIZED (
@@ -59,7 +61,8 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
                           FROM firsts)
                SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload,
                       e.metadata::text AS metadata, e.attempts,
-                      e.created_at, (SELECT n FROM share) AS share
+                      e.created_at, (SELECT n FROM share) AS share,
+                      (SELECT max(seq) FROM win) AS window_end
                  -- By the primary key: (id, created_at) on the partitioned layout, so each probe
                  -- goes to one partition.
                  FROM (SELECT w.id, w.created_at, w.seq
@@ -96,7 +99,10 @@ SELECT EXISTS (
 
 -- Slow path: the first unpublished event of every aggregate, found by skipping through the aggregate
 -- index (one probe per aggregate with unpublished events, however long their backlogs), keeping those
--- that are due and not dead, oldest first. `exclude` holds heads this transaction already claimed.
+-- that are due and not dead, oldest first. `exclude` holds heads this transaction already claimed;
+-- only heads after `after` (a `seq`) are taken: beyond the fast path's window when that window's
+-- heads are shared out among claims (see `fetch_outbox_heads`), so the slow path claims the quiet
+-- aggregates behind a hot backlog without taking the hot heads other claims are meant to get.
 --! fetch_outbox_heads_by_aggregate : ClaimedRow
 SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at
   FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes
@@ -121,7 +127,7 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
                -- first, only until the batch is full) — never a join the planner could turn into a
                -- scan of every pending row per first when its statistics are stale.
                SELECT e.*
-                 FROM (SELECT aggregate_type, aggregate_id, seq FROM firsts ORDER BY seq) f,
+                 FROM (SELECT aggregate_type, aggregate_id, seq FROM firsts WHERE seq > :after ORDER BY seq) f,
                       LATERAL (SELECT o.id, o.seq, o.aggregate_type, o.aggregate_id, o.event_type,
                                       o.payload::text AS payload, o.metadata::text AS metadata, o.attempts,
                                       o.created_at

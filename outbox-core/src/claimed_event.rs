@@ -77,9 +77,9 @@ impl ClaimedEvent {
     }
 
     /// The conversion from the head claim's row, which carries the same columns plus the claim's
-    /// share of heads (returned alongside).
-    pub(crate) fn from_head(row: HeadRowBorrowed<'_>) -> (Self, i64) {
-        let share = row.share;
+    /// share of heads and the head window's last `seq` (returned alongside).
+    pub(crate) fn from_head(row: HeadRowBorrowed<'_>) -> (Self, i64, i64) {
+        let (share, window_end) = (row.share, row.window_end);
         let event = ClaimedEvent::from_row(ClaimedRowBorrowed {
             id: row.id,
             seq: row.seq,
@@ -91,7 +91,7 @@ impl ClaimedEvent {
             attempts: row.attempts,
             created_at: row.created_at,
         });
-        (event, share)
+        (event, share, window_end)
     }
 
     /// An event built by hand, for tests of publishers: `payload` and `metadata` must be JSON

@@ -117,6 +117,44 @@ async fn a_small_backlog_is_claimed_whole() {
     assert_eq!(report.claimed, ids.len());
 }
 
+/// Quiet aggregates whose events all lie beyond the head window, behind a hot backlog that fills
+/// it, are claimed alongside the claim's share of hot heads: sharing the window's heads out must
+/// not starve them (they used to wait until the hot backlog shrank into the window).
+#[tokio::test]
+async fn quiet_aggregates_behind_a_hot_backlog_are_not_starved() {
+    let db = TestDb::new().await;
+    // 4 hot aggregates × 300 events fill the 1 000-event window; then 20 quiet aggregates.
+    backlog(&db, 4, 300).await;
+    let quiet: Vec<TestEvent> = (0..20)
+        .map(|a| TestEvent::new(format!("quiet-{a}"), 1))
+        .collect();
+    let client = db.pool().get().await.unwrap();
+    emit_all(&client, &quiet).await.unwrap();
+    let publisher = Arc::new(Gate::default());
+    publisher.open.notify_one();
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .batch_size(100)
+        .concurrency(4)
+        .per_aggregate_order(true)
+        .build()
+        .unwrap();
+    let report = relay.run_once().await.unwrap();
+    assert_eq!(report.claimed, 100);
+    let batch = aggregates(&publisher.calls.lock().unwrap()[0]);
+    let (hot, quiet): (Vec<&String>, Vec<&String>) =
+        batch.iter().partition(|a| a.starts_with("hot-"));
+    assert_eq!(
+        quiet.len(),
+        20,
+        "every quiet aggregate is claimed in the first batch: {batch:?}"
+    );
+    assert_eq!(
+        hot.len(),
+        1,
+        "one hot aggregate per claim of 4 workers: {hot:?}"
+    );
+}
+
 /// An order-keeping broker (one FIFO group per aggregate) that refuses events at random, the first
 /// time only; after a refusal it sends none of that aggregate's later events of the call. Records
 /// what it accepted, in order.

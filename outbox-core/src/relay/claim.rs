@@ -79,7 +79,9 @@ fn bytes(events: &[ClaimedEvent]) -> usize {
 /// When a few aggregates carry a backlog, one claim takes only its share of their heads (about
 /// `1 / workers` of the aggregates in the window, `workers` being the relay's concurrency) and fills
 /// the batch with their followers, so that concurrent claims take disjoint aggregates instead of one
-/// batch holding every head while the others find nothing (see `fetch_outbox_heads`).
+/// batch holding every head while the others find nothing (see `fetch_outbox_heads`). Aggregates
+/// whose events all lie beyond the window are still looked for by the slow path then, so that none
+/// starves behind the hot ones.
 pub(crate) async fn claim(
     tx: &deadpool_postgres::Transaction<'_>,
     batch_size: usize,
@@ -103,9 +105,10 @@ pub(crate) async fn claim(
         row_size.observe(&events);
         return Ok(events);
     }
+    // Room for a full batch per worker, so that hot aggregates can be shared out (see below).
     let window = as_i64(
         batch_size
-            .saturating_mul(HEAD_WINDOW_PER_EVENT)
+            .saturating_mul(HEAD_WINDOW_PER_EVENT.max(workers))
             .max(MIN_HEAD_WINDOW),
     );
     let heads = sql::fetch_outbox_heads()
@@ -115,16 +118,18 @@ pub(crate) async fn claim(
         .map(ClaimedEvent::from_head)
         .all()
         .await?;
-    // This claim's share of heads (see `fetch_outbox_heads`); the whole batch when the fast path
-    // found none (it is not told then).
-    let share = heads
+    // This claim's share of the window's heads (see `fetch_outbox_heads`). While heads are shared
+    // out, the slow path looks only beyond the window: for quiet aggregates behind a hot backlog,
+    // not for the hot heads left to other claims. No restriction when the fast path found no head
+    // (every head in the window is taken, or none is due: the slow path can only find others).
+    let after = heads
         .first()
-        .and_then(|(_, share)| usize::try_from(*share).ok())
-        .map_or(batch_size, |share| share.clamp(1, batch_size));
-    let mut events: Vec<ClaimedEvent> = heads.into_iter().map(|(event, _)| event).collect();
+        .filter(|(_, share, _)| usize::try_from(*share).is_ok_and(|share| share < batch_size))
+        .map_or(i64::MIN, |(_, _, window_end)| *window_end);
+    let mut events: Vec<ClaimedEvent> = heads.into_iter().map(|(event, ..)| event).collect();
     // The budget left for more events (none once it is spent).
     let left = |events: &[ClaimedEvent]| max_bytes.saturating_sub(bytes(events));
-    if events.len() < share
+    if events.len() < batch_size
         && left(&events) > 0
         && sql::outbox_pending_beyond()
             .prepare(tx)
@@ -139,8 +144,9 @@ pub(crate) async fn claim(
             .await?
             .bind(
                 tx,
+                &after,
                 &exclude,
-                &as_i64(share - events.len()),
+                &as_i64(batch_size - events.len()),
                 &as_i64(left(&events)),
             )
             .map(ClaimedEvent::from_row)

@@ -14,6 +14,7 @@ pub struct FetchOutboxHeadsParams {
 }
 #[derive(Debug)]
 pub struct FetchOutboxHeadsByAggregateParams<T1: crate::ArraySql<Item = uuid::Uuid>> {
+    pub after: i64,
     pub exclude: T1,
     pub batch_size: i64,
     pub max_bytes: i64,
@@ -125,6 +126,7 @@ pub struct HeadRow {
     pub attempts: i32,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub share: i64,
+    pub window_end: i64,
 }
 pub struct HeadRowBorrowed<'a> {
     pub id: uuid::Uuid,
@@ -137,6 +139,7 @@ pub struct HeadRowBorrowed<'a> {
     pub attempts: i32,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub share: i64,
+    pub window_end: i64,
 }
 impl<'a> From<HeadRowBorrowed<'a>> for HeadRow {
     fn from(
@@ -151,6 +154,7 @@ impl<'a> From<HeadRowBorrowed<'a>> for HeadRow {
             attempts,
             created_at,
             share,
+            window_end,
         }: HeadRowBorrowed<'a>,
     ) -> Self {
         Self {
@@ -164,6 +168,7 @@ impl<'a> From<HeadRowBorrowed<'a>> for HeadRow {
             attempts,
             created_at,
             share,
+            window_end,
         }
     }
 }
@@ -493,7 +498,7 @@ impl<'c, 'a, 's, C: GenericClient>
 pub struct FetchOutboxHeadsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn fetch_outbox_heads() -> FetchOutboxHeadsStmt {
     FetchOutboxHeadsStmt(
-        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at, share FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( WITH win AS MATERIALIZED ( SELECT id, created_at, seq, aggregate_type, aggregate_id FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT $1), firsts AS MATERIALIZED ( SELECT min(seq) AS seq FROM win GROUP BY aggregate_type, aggregate_id), share AS ( SELECT CASE WHEN (SELECT count(*) FROM win) < $2 * $3::bigint THEN $2 ELSE least($2, greatest(1, (count(*) + $3::bigint - 1) / $3::bigint)) END AS n FROM firsts) SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at, (SELECT n FROM share) AS share FROM (SELECT w.id, w.created_at, w.seq FROM win w JOIN firsts f ON f.seq = w.seq ORDER BY w.seq) firsts JOIN outbox_events e ON e.id = firsts.id AND e.created_at = firsts.created_at WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.seq < e.seq) ORDER BY firsts.seq LIMIT (SELECT n FROM share) FOR UPDATE OF e SKIP LOCKED ) c) w WHERE w.running_bytes - octet_length(w.payload) < $4 ORDER BY w.seq",
+        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at, share, window_end FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( WITH win AS MATERIALIZED ( SELECT id, created_at, seq, aggregate_type, aggregate_id FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT $1), firsts AS MATERIALIZED ( SELECT min(seq) AS seq FROM win GROUP BY aggregate_type, aggregate_id), share AS ( SELECT CASE WHEN (SELECT count(*) FROM win) < $2 * $3::bigint THEN $2 ELSE least($2, greatest(1, (count(*) + $3::bigint - 1) / $3::bigint)) END AS n FROM firsts) SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at, (SELECT n FROM share) AS share, (SELECT max(seq) FROM win) AS window_end FROM (SELECT w.id, w.created_at, w.seq FROM win w JOIN firsts f ON f.seq = w.seq ORDER BY w.seq) firsts JOIN outbox_events e ON e.id = firsts.id AND e.created_at = firsts.created_at WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.seq < e.seq) ORDER BY firsts.seq LIMIT (SELECT n FROM share) FOR UPDATE OF e SKIP LOCKED ) c) w WHERE w.running_bytes - octet_length(w.payload) < $4 ORDER BY w.seq",
         None,
     )
 }
@@ -531,6 +536,7 @@ impl FetchOutboxHeadsStmt {
                         attempts: row.try_get(7)?,
                         created_at: row.try_get(8)?,
                         share: row.try_get(9)?,
+                        window_end: row.try_get(10)?,
                     })
                 },
             mapper: |it| HeadRow::from(it),
@@ -594,7 +600,7 @@ impl OutboxPendingBeyondStmt {
 pub struct FetchOutboxHeadsByAggregateStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn fetch_outbox_heads_by_aggregate() -> FetchOutboxHeadsByAggregateStmt {
     FetchOutboxHeadsByAggregateStmt(
-        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( WITH RECURSIVE firsts AS ( (SELECT aggregate_type, aggregate_id, seq FROM outbox_events WHERE processed_at IS NULL ORDER BY aggregate_type, aggregate_id, seq LIMIT 1) UNION ALL (SELECT n.aggregate_type, n.aggregate_id, n.seq FROM firsts f, LATERAL (SELECT o.aggregate_type, o.aggregate_id, o.seq FROM outbox_events o WHERE o.processed_at IS NULL AND (o.aggregate_type, o.aggregate_id) > (f.aggregate_type, f.aggregate_id) ORDER BY o.aggregate_type, o.aggregate_id, o.seq LIMIT 1) n) ) SELECT e.* FROM (SELECT aggregate_type, aggregate_id, seq FROM firsts ORDER BY seq) f, LATERAL (SELECT o.id, o.seq, o.aggregate_type, o.aggregate_id, o.event_type, o.payload::text AS payload, o.metadata::text AS metadata, o.attempts, o.created_at FROM outbox_events o WHERE o.aggregate_type = f.aggregate_type AND o.aggregate_id = f.aggregate_id AND o.seq = f.seq AND o.processed_at IS NULL AND o.dead_lettered_at IS NULL AND (o.retry_after IS NULL OR o.retry_after <= now()) AND o.id <> ALL($1) FOR UPDATE SKIP LOCKED) e ORDER BY f.seq LIMIT $2 ) c) w WHERE w.running_bytes - octet_length(w.payload) < $3 ORDER BY w.seq",
+        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( WITH RECURSIVE firsts AS ( (SELECT aggregate_type, aggregate_id, seq FROM outbox_events WHERE processed_at IS NULL ORDER BY aggregate_type, aggregate_id, seq LIMIT 1) UNION ALL (SELECT n.aggregate_type, n.aggregate_id, n.seq FROM firsts f, LATERAL (SELECT o.aggregate_type, o.aggregate_id, o.seq FROM outbox_events o WHERE o.processed_at IS NULL AND (o.aggregate_type, o.aggregate_id) > (f.aggregate_type, f.aggregate_id) ORDER BY o.aggregate_type, o.aggregate_id, o.seq LIMIT 1) n) ) SELECT e.* FROM (SELECT aggregate_type, aggregate_id, seq FROM firsts WHERE seq > $1 ORDER BY seq) f, LATERAL (SELECT o.id, o.seq, o.aggregate_type, o.aggregate_id, o.event_type, o.payload::text AS payload, o.metadata::text AS metadata, o.attempts, o.created_at FROM outbox_events o WHERE o.aggregate_type = f.aggregate_type AND o.aggregate_id = f.aggregate_id AND o.seq = f.seq AND o.processed_at IS NULL AND o.dead_lettered_at IS NULL AND (o.retry_after IS NULL OR o.retry_after <= now()) AND o.id <> ALL($2) FOR UPDATE SKIP LOCKED) e ORDER BY f.seq LIMIT $3 ) c) w WHERE w.running_bytes - octet_length(w.payload) < $4 ORDER BY w.seq",
         None,
     )
 }
@@ -609,13 +615,14 @@ impl FetchOutboxHeadsByAggregateStmt {
     pub fn bind<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>(
         &'s self,
         client: &'c C,
+        after: &'a i64,
         exclude: &'a T1,
         batch_size: &'a i64,
         max_bytes: &'a i64,
-    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3> {
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 4> {
         ClaimedRowQuery {
             client,
-            params: [exclude, batch_size, max_bytes],
+            params: [after, exclude, batch_size, max_bytes],
             query: self.0,
             cached: self.1.as_ref(),
             extractor:
@@ -642,7 +649,7 @@ impl<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>
         'a,
         's,
         FetchOutboxHeadsByAggregateParams<T1>,
-        ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3>,
+        ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 4>,
         C,
     > for FetchOutboxHeadsByAggregateStmt
 {
@@ -650,9 +657,10 @@ impl<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>
         &'s self,
         client: &'c C,
         params: &'a FetchOutboxHeadsByAggregateParams<T1>,
-    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 3> {
+    ) -> ClaimedRowQuery<'c, 'a, 's, C, ClaimedRow, 4> {
         self.bind(
             client,
+            &params.after,
             &params.exclude,
             &params.batch_size,
             &params.max_bytes,
