@@ -122,10 +122,16 @@ pub(crate) fn is_transient_code(code: &str) -> bool {
     THROTTLING_CODES.contains(&code) || TRANSIENT_CODES.contains(&code)
 }
 
-/// Classifies a call that failed as a whole with an error answer: HTTP `status` (5xx →
-/// [`Class::Retry`]) and `code` (otherwise [`classify`]`(code, sender_fault = true)`).
+/// The code shown for an error answer that carries none (not SQS's answer, e.g. a proxy's).
+pub(crate) const UNKNOWN_CODE: &str = "unknown error";
+
+/// Classifies a call that failed as a whole with an error answer: HTTP `status` (5xx, or an
+/// answer without an error code → [`Class::Retry`]) and `code` (otherwise
+/// [`classify`]`(code, sender_fault = true)`).
 pub(crate) fn classify_status(status: u16, code: &str) -> Class {
-    if status >= 500 {
+    if status >= 500 || code.is_empty() || code == UNKNOWN_CODE {
+        // A server fault, or an answer without SQS's error code (e.g. a proxy's 403 page): no
+        // proof that the entries are at fault, so nothing is dead-lettered for it.
         Class::Retry
     } else {
         classify(code, true)
@@ -210,7 +216,8 @@ pub(crate) fn call_failure_kind(kind: ErrorKind) -> FailureKind {
 
 /// Classifies a failed SDK call.
 ///
-/// An error response is classified by its HTTP status and code: 5xx → [`Class::Retry`]; otherwise
+/// An error response is classified by its HTTP status and code: 5xx, or no error code (an answer
+/// that is not SQS's, e.g. a proxy's 403 page) → [`Class::Retry`]; otherwise
 /// [`classify`]`(code, sender_fault = true)`. Every failure without an error response — time-out,
 /// connection or credentials failure (dispatch), an unreadable response, a request that could not
 /// be built — is [`Class::Retry`]: SQS's endpoint is shared by every queue, so such failures are an

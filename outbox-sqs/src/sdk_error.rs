@@ -57,7 +57,7 @@ where
 {
     let (kind, detail) = match &err {
         SdkError::ServiceError(ctx) => service_failure(
-            ctx.err().code().unwrap_or("unknown error"),
+            ctx.err().code().unwrap_or(crate::classify::UNKNOWN_CODE),
             ctx.err().message().unwrap_or(""),
             ctx.raw().status().as_u16(),
         ),

@@ -168,7 +168,7 @@ pub(crate) fn parse_error(query_error: Option<&str>, body: &[u8]) -> (String, Op
     });
     let code = from_header
         .or(from_body.filter(|c| !c.is_empty()))
-        .unwrap_or("unknown error");
+        .unwrap_or(crate::classify::UNKNOWN_CODE);
     (code.to_owned(), message)
 }
 

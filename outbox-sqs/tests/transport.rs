@@ -254,3 +254,31 @@ async fn the_direct_transport_signs_with_sqs_clock_once_told_it_is_off() {
     assert_eq!(fx.calls_to("SendMessageBatch"), 2);
     assert_eq!(fx.take_messages().len(), 5);
 }
+
+/// An answer that is not SQS's (a proxy's 403 page: no error code) proves nothing about the
+/// entries: they are retried, never dead-lettered, through either transport. (Before, it was
+/// classified like an unknown sender fault: every entry `Permanent`.)
+#[tokio::test]
+async fn an_answer_without_an_sqs_error_code_is_retried_not_dead_lettered() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("plain");
+    for transport in [SqsTransport::Direct, SqsTransport::Sdk] {
+        let p = publisher(&fx, &q, transport, 1).await;
+        fx.fail_next_calls(
+            1,
+            CallFault::Foreign {
+                status: 403,
+                body: "<html><body>Forbidden by proxy</body></html>".into(),
+            },
+        );
+        // Every call of the publish failed transiently: it fails as a whole, and the relay
+        // retries the batch later (a dead-lettering outcome would be `Ok([Permanent, …])`).
+        let err = p
+            .publish(&events(2, "order.created"))
+            .await
+            .expect_err("the publish fails as a whole, to be retried");
+        assert_eq!(err.kind(), ErrorKind::Service, "{transport:?}: {err}");
+        assert!(err.to_string().contains("HTTP 403"), "{transport:?}: {err}");
+        assert_all_published(&p.publish(&events(2, "order.created")).await.unwrap());
+    }
+}

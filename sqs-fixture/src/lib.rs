@@ -124,6 +124,14 @@ pub enum CallFault {
         /// The error message.
         message: String,
     },
+    /// An answer that is not SQS's: HTTP `status` with a plain-text `body` and no error code,
+    /// as a proxy or load balancer in front of SQS may answer (e.g. a 403 page).
+    Foreign {
+        /// The HTTP status.
+        status: u16,
+        /// The body, sent as `text/plain`.
+        body: String,
+    },
 }
 
 /// The failure of one entry inside a 200 `SendMessageBatch` response, injected with

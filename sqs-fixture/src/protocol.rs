@@ -65,7 +65,7 @@ async fn answer(
         tokio::time::sleep(latency).await;
     }
     if let Some(fault) = state.take_call_fault() {
-        return Ok(SqsError::from(&fault).response());
+        return Ok(crate::sqs_error::fault_response(&fault));
     }
     let result = match action.as_str() {
         "SendMessageBatch" => decode(&body).and_then(|input| send_message_batch(&state, input)),

@@ -69,6 +69,18 @@ impl SqsError {
     }
 }
 
+/// The answer to a call that `fault` fails.
+pub(crate) fn fault_response(fault: &CallFault) -> HttpResponse {
+    match fault {
+        CallFault::Foreign { status, body } => Response::builder()
+            .status(StatusCode::from_u16(*status).unwrap_or(StatusCode::FORBIDDEN))
+            .header("content-type", "text/plain")
+            .body(Full::new(Bytes::from(body.clone())))
+            .expect("valid response"),
+        fault => SqsError::from(fault).response(),
+    }
+}
+
 impl From<&CallFault> for SqsError {
     fn from(fault: &CallFault) -> Self {
         match fault {
@@ -95,6 +107,7 @@ impl From<&CallFault> for SqsError {
                 code,
                 message,
             } => SqsError::new(*status, code, code, message.clone()),
+            CallFault::Foreign { status, body } => SqsError::new(*status, "", "", body.clone()),
         }
     }
 }
