@@ -100,7 +100,7 @@ const ACCOUNT_CODES: &[&str] = &[
 ];
 
 /// The code without the legacy `AWS.SimpleQueueService.` prefix of the query protocol.
-fn normalize(code: &str) -> &str {
+pub(crate) fn normalize(code: &str) -> &str {
     code.strip_prefix("AWS.SimpleQueueService.").unwrap_or(code)
 }
 

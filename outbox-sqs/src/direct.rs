@@ -20,7 +20,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
 use crate::answer::BatchAnswer;
-use crate::classify::{is_auth_failure, is_transient_code};
+use crate::classify::{is_auth_failure, is_transient_code, normalize};
 use crate::endpoint::sqs_endpoint;
 use crate::error::{Result, config_error};
 use crate::signer::{SignError, Signer};
@@ -105,7 +105,7 @@ impl DirectError {
 /// Codes by which AWS says the request's time is too far from its clock.
 fn is_clock_skew(code: &str) -> bool {
     matches!(
-        code,
+        normalize(code),
         "RequestTimeTooSkewed" | "RequestExpired" | "InvalidSignatureException"
     )
 }
@@ -291,8 +291,10 @@ impl DirectSqs {
                 "SQS refused the request's time; signing with SQS's clock from now on"
             );
             self.clock_offset_ms.store(offset, Ordering::Relaxed);
-        } else if is_auth_failure(&code) {
-            // Refused credentials may have been rotated: fetch them again for the next call.
+        }
+        if is_auth_failure(&code) {
+            // Refused credentials may have been rotated (a signature refused for a rotated secret
+            // looks like one refused for the time): fetch them again for the next attempt.
             self.signer.forget();
         }
         Err(DirectError::Service {

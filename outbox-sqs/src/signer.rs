@@ -11,9 +11,13 @@ use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvid
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
 
-/// Credentials are fetched again this long before they expire (the SDK's identity cache uses the
-/// same margin's order of magnitude), so a request is never signed with credentials about to lapse.
+/// Credentials are fetched again this long before they expire (or, for credentials that live
+/// shorter, after half of what was left of their life when fetched)...
 const REFRESH_BEFORE_EXPIRY: Duration = Duration::from_secs(300);
+/// ...and are used until this long before they expire (the SDK's identity cache's buffer), also
+/// when fetching them again fails: a request is never signed with credentials about to lapse, and a
+/// provider's hiccup does not fail calls while the credentials in hand are still good.
+const USABLE_UNTIL_EXPIRY: Duration = Duration::from_secs(10);
 
 /// Why a request could not be signed.
 #[derive(Debug)]
@@ -53,7 +57,7 @@ pub(crate) struct Signer {
     provider: Option<SharedCredentialsProvider>,
     region: String,
     service: &'static str,
-    cached: Mutex<Option<Credentials>>,
+    cached: Mutex<Option<Cached>>,
     /// Serialises refreshes: one provider call at a time, not one per batch.
     refreshing: tokio::sync::Mutex<()>,
 }
@@ -67,10 +71,39 @@ impl fmt::Debug for Signer {
     }
 }
 
-fn fresh(credentials: &Credentials, now: SystemTime) -> bool {
-    credentials
-        .expiry()
-        .is_none_or(|expiry| expiry > now + REFRESH_BEFORE_EXPIRY)
+/// Credentials in hand, and when to fetch them again (never, for credentials without expiry).
+#[derive(Clone)]
+struct Cached {
+    credentials: Credentials,
+    refresh_at: Option<SystemTime>,
+}
+
+impl Cached {
+    fn new(credentials: Credentials, now: SystemTime) -> Self {
+        let refresh_at = credentials.expiry().map(|expiry| {
+            let half_left = expiry.duration_since(now).unwrap_or_default() / 2;
+            let early = expiry
+                .checked_sub(REFRESH_BEFORE_EXPIRY)
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            early.max(now + half_left)
+        });
+        Cached {
+            credentials,
+            refresh_at,
+        }
+    }
+
+    /// Not yet due for a refresh.
+    fn fresh(&self, now: SystemTime) -> bool {
+        self.refresh_at.is_none_or(|at| now < at)
+    }
+
+    /// Still good to sign with.
+    fn usable(&self, now: SystemTime) -> bool {
+        self.credentials
+            .expiry()
+            .is_none_or(|expiry| expiry > now + USABLE_UNTIL_EXPIRY)
+    }
 }
 
 impl Signer {
@@ -88,31 +121,49 @@ impl Signer {
         }
     }
 
-    fn cached(&self, now: SystemTime) -> Option<Credentials> {
-        let cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
-        cached.as_ref().filter(|c| fresh(c, now)).cloned()
+    fn cached(&self) -> Option<Cached> {
+        self.cached
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
-    /// Credentials that do not expire within the refresh margin.
-    async fn credentials(&self) -> Result<Credentials, SignError> {
-        if let Some(c) = self.cached(SystemTime::now()) {
-            return Ok(c);
+    /// Credentials to sign with at `now`: the cached ones until they are due for a refresh, then
+    /// fresh ones from the provider (one call at a time) — or the cached ones while they are still
+    /// usable, if the provider fails.
+    async fn credentials(&self, now: SystemTime) -> Result<Credentials, SignError> {
+        match self.cached() {
+            Some(c) if c.fresh(now) && c.usable(now) => return Ok(c.credentials),
+            _ => {}
         }
         let _refresh = self.refreshing.lock().await;
-        if let Some(c) = self.cached(SystemTime::now()) {
-            return Ok(c);
+        let cached = self.cached();
+        match &cached {
+            Some(c) if c.fresh(now) && c.usable(now) => return Ok(c.credentials.clone()),
+            _ => {}
         }
         let Some(provider) = &self.provider else {
             return Err(SignError::Credentials(CredentialsError::not_loaded(
                 "no credentials provider in the AWS configuration",
             )));
         };
-        let credentials = provider
-            .provide_credentials()
-            .await
-            .map_err(SignError::Credentials)?;
-        *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = Some(credentials.clone());
-        Ok(credentials)
+        match provider.provide_credentials().await {
+            Ok(credentials) => {
+                *self.cached.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(Cached::new(credentials.clone(), now));
+                Ok(credentials)
+            }
+            Err(e) => match cached.filter(|c| c.usable(now)) {
+                Some(c) => {
+                    tracing::warn!(
+                        error = %outbox_core::error_chain(&e),
+                        "cannot refresh the AWS credentials; signing with the ones in hand until they near expiry"
+                    );
+                    Ok(c.credentials)
+                }
+                None => Err(SignError::Credentials(e)),
+            },
+        }
     }
 
     /// Forgets the cached credentials (after the service refused them), so the next request
@@ -130,7 +181,7 @@ impl Signer {
         body: &[u8],
         time: SystemTime,
     ) -> Result<(), SignError> {
-        let credentials = self.credentials().await?;
+        let credentials = self.credentials(SystemTime::now()).await?;
         let identity = credentials.into();
         let params = v4::SigningParams::builder()
             .identity(&identity)
@@ -174,6 +225,8 @@ mod tests {
     struct Counting {
         calls: Arc<AtomicUsize>,
         expires_in: Option<Duration>,
+        /// Calls after this many fail.
+        fails_after: usize,
     }
 
     impl ProvideCredentials for Counting {
@@ -183,7 +236,11 @@ mod tests {
         where
             Self: 'a,
         {
-            self.calls.fetch_add(1, Ordering::SeqCst);
+            if self.calls.fetch_add(1, Ordering::SeqCst) >= self.fails_after {
+                return aws_credential_types::provider::future::ProvideCredentials::ready(Err(
+                    CredentialsError::provider_timed_out(Duration::from_secs(1)),
+                ));
+            }
             let expiry = self.expires_in.map(|d| SystemTime::now() + d);
             aws_credential_types::provider::future::ProvideCredentials::ready(Ok(Credentials::new(
                 "AKID",
@@ -210,6 +267,7 @@ mod tests {
             Some(SharedCredentialsProvider::new(Counting {
                 calls: calls.clone(),
                 expires_in: Some(Duration::from_secs(3600)),
+                fails_after: usize::MAX,
             })),
             "eu-west-1".into(),
             "sqs",
@@ -237,30 +295,52 @@ mod tests {
             2,
             "fetched again after forget"
         );
+    }
 
-        let short_calls = Arc::new(AtomicUsize::new(0));
+    /// Credentials that live shorter than the refresh margin are not fetched again for every
+    /// request, and a failing provider does not fail signing while the cached ones are usable.
+    #[tokio::test]
+    async fn short_lived_credentials_are_refreshed_halfway_and_kept_through_a_failing_provider() {
+        let calls = Arc::new(AtomicUsize::new(0));
         let short = Signer::new(
             Some(SharedCredentialsProvider::new(Counting {
-                calls: short_calls.clone(),
+                calls: calls.clone(),
                 expires_in: Some(Duration::from_secs(60)),
+                fails_after: 2,
             })),
             "eu-west-1".into(),
             "sqs",
         );
-        short
-            .sign(&mut request(), b"{}", SystemTime::now())
-            .await
-            .unwrap();
-        short
-            .sign(&mut request(), b"{}", SystemTime::now())
-            .await
-            .unwrap();
+        let now = SystemTime::now();
+        short.credentials(now).await.unwrap();
+        short.credentials(now).await.unwrap();
         assert_eq!(
-            short_calls.load(Ordering::SeqCst),
-            2,
-            "near expiry: refreshed"
+            calls.load(Ordering::SeqCst),
+            1,
+            "cached, though short-lived"
         );
+        short
+            .credentials(now + Duration::from_secs(31))
+            .await
+            .unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "refreshed halfway");
+        // The provider fails from now on. The credentials in hand expire about 60 s after the
+        // start (the test provider's expiry follows the real clock), are due for a refresh at
+        // +45.5 s, and still sign until 10 s before they expire.
+        short
+            .credentials(now + Duration::from_secs(46))
+            .await
+            .unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 3, "a refresh was tried");
+        let err = short
+            .credentials(now + Duration::from_secs(52))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, SignError::Credentials(_)), "{err}");
+    }
 
+    #[tokio::test]
+    async fn no_provider_is_a_credentials_error() {
         let none = Signer::new(None, "eu-west-1".into(), "sqs");
         let err = none
             .sign(&mut request(), b"{}", SystemTime::now())

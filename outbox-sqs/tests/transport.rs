@@ -229,6 +229,25 @@ async fn the_direct_transport_caches_credentials_and_fetches_them_again_when_ref
         2,
         "fetched again after the refusal"
     );
+
+    // A refused signature (with SQS's time in the answer, as always) may be a rotated secret too.
+    fx.fail_next_calls(
+        1,
+        CallFault::Error {
+            status: 403,
+            code: "InvalidSignatureException".into(),
+            message:
+                "The request signature we calculated does not match the signature you provided."
+                    .into(),
+        },
+    );
+    p.publish(&events(1, "order.created")).await.unwrap_err();
+    assert_all_published(&p.publish(&events(1, "order.created")).await.unwrap());
+    assert_eq!(
+        fetched.load(Ordering::SeqCst),
+        3,
+        "fetched again after a refused signature"
+    );
 }
 
 #[tokio::test]
