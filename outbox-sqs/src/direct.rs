@@ -35,6 +35,10 @@ const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(50);
 /// The standard retry mode's defaults (as `aws-config`'s `RetryConfig::standard()`).
 const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 
+/// How long a connection may take to open unless the AWS configuration's timeout settings say
+/// otherwise (the SDK's default), so that an unreachable endpoint costs one attempt, not the call.
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(3100);
+
 /// Why a direct call failed as a whole.
 #[derive(Debug)]
 pub(crate) enum DirectError {
@@ -127,6 +131,8 @@ pub(crate) struct DirectSqs {
     max_attempts: u32,
     initial_backoff: Duration,
     max_backoff: Duration,
+    /// The longest one attempt may take (the AWS configuration's `operation_attempt_timeout`).
+    attempt_timeout: Option<Duration>,
     /// How far SQS's clock is ahead of this machine's, in milliseconds, as learnt from the `Date`
     /// of an answer refusing a request for its time (as the SDK corrects clock skew).
     clock_offset_ms: AtomicI64,
@@ -187,6 +193,12 @@ impl DirectSqs {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
+        let timeouts = sdk.timeout_config();
+        http.set_connect_timeout(Some(
+            timeouts
+                .and_then(|t| t.connect_timeout())
+                .unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+        ));
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls_config(url.starts_with("https://"))?)
             .https_or_http()
@@ -207,6 +219,7 @@ impl DirectSqs {
                 .max(1),
             initial_backoff: retry.map_or(Duration::from_secs(1), |r| r.initial_backoff()),
             max_backoff: retry.map_or(Duration::from_secs(20), |r| r.max_backoff()),
+            attempt_timeout: timeouts.and_then(|t| t.operation_attempt_timeout()),
             clock_offset_ms: AtomicI64::new(0),
         })
     }
@@ -222,7 +235,17 @@ impl DirectSqs {
         let body = Bytes::from(sqs_json::request_body(queue_url, entries));
         let mut attempt = 1;
         loop {
-            match self.attempt(body.clone()).await {
+            let attempt_result = match self.attempt_timeout {
+                Some(limit) => tokio::time::timeout(limit, self.attempt(body.clone()))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(DirectError::Transport(
+                            format!("no answer within the attempt timeout ({limit:?})").into(),
+                        ))
+                    }),
+                None => self.attempt(body.clone()).await,
+            };
+            match attempt_result {
                 Err(e) if e.retryable() && attempt < self.max_attempts => {
                     let cap = self
                         .initial_backoff

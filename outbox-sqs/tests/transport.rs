@@ -301,3 +301,40 @@ async fn an_answer_without_an_sqs_error_code_is_retried_not_dead_lettered() {
         assert_all_published(&p.publish(&events(2, "order.created")).await.unwrap());
     }
 }
+
+/// The AWS configuration's attempt timeout bounds each attempt of the direct transport, so a
+/// stalled answer costs one attempt, not the whole call.
+#[tokio::test]
+async fn the_direct_transport_honours_the_attempt_timeout() {
+    use aws_sdk_sqs::config::timeout::TimeoutConfig;
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("plain");
+    let sdk = sdk_config_for(&fx.endpoint_url())
+        .await
+        .into_builder()
+        .timeout_config(
+            TimeoutConfig::builder()
+                .operation_attempt_timeout(std::time::Duration::from_millis(200))
+                .build(),
+        )
+        .build();
+    let p = SqsPublisher::builder()
+        .sdk_config(sdk)
+        .max_attempts(2)
+        .default_queue(q.as_str())
+        .build()
+        .await
+        .unwrap();
+    fx.set_latency(std::time::Duration::from_secs(3));
+    let started = std::time::Instant::now();
+    let err = p.publish(&events(1, "order.created")).await.unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert!(err.to_string().contains("attempt timeout"), "{err}");
+    assert!(took < std::time::Duration::from_millis(2500), "{took:?}");
+    assert_eq!(
+        fx.calls_to("SendMessageBatch"),
+        2,
+        "both attempts were made"
+    );
+}
