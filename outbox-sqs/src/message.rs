@@ -59,7 +59,8 @@ pub fn message_group_id(aggregate_type: &str, aggregate_id: &str) -> String {
     id
 }
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
+/// Lower-case hexadecimal digits.
+pub(crate) const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// An event ready to send.
 #[derive(Debug, Clone)]

@@ -33,10 +33,9 @@ fn push_str(out: &mut String, s: &str) {
         match escape {
             Some(e) => out.push_str(e),
             None => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
                 out.push_str("\\u00");
-                out.push(char::from(HEX[usize::from(b >> 4)]));
-                out.push(char::from(HEX[usize::from(b & 0xf)]));
+                out.push(char::from(crate::message::HEX[usize::from(b >> 4)]));
+                out.push(char::from(crate::message::HEX[usize::from(b & 0xf)]));
             }
         }
         start = i + 1;
