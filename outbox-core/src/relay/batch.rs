@@ -143,6 +143,7 @@ async fn on_connection<P: Publisher>(
                 inner.config.batch_max_bytes,
                 &inner.row_size,
                 inner.config.concurrency,
+                &inner.beyond_window,
             ),
         )
         .await;

@@ -64,6 +64,8 @@ pub(crate) struct Inner<P> {
     waiting: Option<crate::connect::PgConnector>,
     metrics: Option<RelayMetrics>,
     row_size: claim::RowSize,
+    /// Paces claims' looks beyond the head window while its heads are shared out.
+    beyond_window: claim::BeyondWindow,
 }
 
 /// Builds a [`Relay`]: takes and returns `self`, validates in [`build`](RelayBuilder::build).
@@ -221,6 +223,7 @@ impl<P: Publisher> RelayBuilder<P> {
                     .map(|c| c.with_default_application_name(WAITING_APPLICATION_NAME)),
                 metrics: self.metrics,
                 row_size: claim::RowSize::default(),
+                beyond_window: claim::BeyondWindow::default(),
             }),
         })
     }
