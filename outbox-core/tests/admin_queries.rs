@@ -87,7 +87,7 @@ async fn dead_letters_show_in_the_view_are_never_claimed_and_retry_resets_them()
         .collect();
     assert_eq!(heads, vec![ids[2]]);
     let by_aggregate: Vec<Uuid> = relay::fetch_outbox_heads_by_aggregate()
-        .bind(&tx, &Vec::<Uuid>::new(), &10, &i64::MAX)
+        .bind(&tx, &i64::MIN, &Vec::<Uuid>::new(), &10, &i64::MAX)
         .all()
         .await
         .unwrap()

@@ -64,7 +64,7 @@ async fn the_slow_path_probes_each_first_event_once_even_with_stale_statistics()
         .unwrap();
     let explained: serde_json::Value = client
         .query_one(
-            "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE slow_path('{}', 100, 10000000)",
+            "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE slow_path(-9223372036854775808, '{}', 100, 10000000)",
             &[],
         )
         .await

@@ -192,7 +192,7 @@ async fn concurrent_claims_with_skip_locked_get_disjoint_rows() {
         .unwrap();
     assert!(heads.iter().all(|e| !first.contains(&e.id)));
     let by_aggregate = relay::fetch_outbox_heads_by_aggregate()
-        .bind(&t2, &Vec::<Uuid>::new(), &100, &i64::MAX)
+        .bind(&t2, &i64::MIN, &Vec::<Uuid>::new(), &100, &i64::MAX)
         .all()
         .await
         .unwrap();
