@@ -53,6 +53,10 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
                     -- The first event of each aggregate in the window (hashed: no sort of the window).
                     firsts AS MATERIALIZED (
                         SELECT min(seq) AS seq FROM win GROUP BY aggregate_type, aggregate_id),
+                    -- Less the heads this relay's other batches hold (`held`): they are locked, and
+                    -- leaving them out here (hashed) saves a probe and a lock attempt each.
+                    free AS MATERIALIZED (
+                        SELECT seq FROM firsts EXCEPT SELECT unnest(:held::bigint[])),
                     share AS (
                         SELECT CASE WHEN (SELECT count(*) FROM win) < :batch_size * :workers::bigint
                                     THEN :batch_size
@@ -65,22 +69,31 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
                       (SELECT max(seq) FROM win) AS window_end
                  -- By the primary key: (id, created_at) on the partitioned layout, so each probe
                  -- goes to one partition.
-                 FROM (SELECT w.id, w.created_at, w.seq
-                         FROM win w
-                         JOIN firsts f ON f.seq = w.seq
-                        ORDER BY w.seq) firsts
+                 -- Oldest first, from this claim's `slot` on (wrapping around): concurrent claims
+                 -- start at different heads instead of each trying the others' fresh locks first.
+                 FROM (SELECT r.id, r.created_at, r.seq,
+                              (r.i + r.n - (:slot::bigint * ((r.n + :workers::bigint - 1) / :workers::bigint)) % r.n) % r.n AS k
+                         FROM (SELECT w.id, w.created_at, w.seq,
+                                      row_number() OVER (ORDER BY w.seq) - 1 AS i, count(*) OVER () AS n
+                                 FROM win w
+                                 JOIN free f ON f.seq = w.seq) r
+                        ORDER BY k) firsts
                  JOIN outbox_events e ON e.id = firsts.id AND e.created_at = firsts.created_at
                 WHERE e.processed_at IS NULL
                   AND e.dead_lettered_at IS NULL
                   AND (e.retry_after IS NULL OR e.retry_after <= now())
+                  -- An earlier unpublished event of the aggregate that is still pending lies in the
+                  -- window (the window is the oldest pending events), so `firsts` already left it
+                  -- out: only an earlier dead letter can block this head (the small blocking index).
                   AND NOT EXISTS (
                           SELECT 1
                             FROM outbox_events b
                            WHERE b.aggregate_type = e.aggregate_type
                              AND b.aggregate_id = e.aggregate_id
                              AND b.processed_at IS NULL
+                             AND b.dead_lettered_at IS NOT NULL
                              AND b.seq < e.seq)
-                ORDER BY firsts.seq
+                ORDER BY firsts.k
                 LIMIT (SELECT n FROM share)
                   FOR UPDATE OF e SKIP LOCKED
                ) c) w

@@ -10,6 +10,7 @@ use super::Inner;
 use super::ack::record;
 use super::claim::{claim, waves};
 use super::guard::{Guarded, overrun, publish_guarded};
+use super::held::heads;
 use super::outcome::Recorder;
 use crate::error::{Error, ErrorKind};
 use crate::failure::FailureKind;
@@ -141,9 +142,8 @@ async fn on_connection<P: Publisher>(
                 batch_size,
                 ordered,
                 inner.config.batch_max_bytes,
-                &inner.row_size,
                 inner.config.concurrency,
-                &inner.beyond_window,
+                &inner.claims,
             ),
         )
         .await;
@@ -151,6 +151,8 @@ async fn on_connection<P: Publisher>(
         claimed
     })
     .await?;
+    // The heads this batch holds, listed for the relay's other claims until the batch ends.
+    let _held = ordered.then(|| inner.claims.held.hold(heads(&events)));
     let mut report = BatchReport {
         claimed: events.len(),
         full: events.len() >= batch_size,

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use outbox_queries::queries::relay as sql;
 
+use super::held::Held;
 use crate::error::Error;
 use crate::publisher::ClaimedEvent;
 
@@ -102,6 +103,19 @@ impl BeyondWindow {
     }
 }
 
+/// What a relay's claims share.
+#[derive(Debug, Default)]
+pub(crate) struct ClaimState {
+    /// The running estimate of a claimed row's payload size.
+    row_size: RowSize,
+    /// Paces claims' looks beyond the head window while its heads are shared out.
+    beyond_window: BeyondWindow,
+    /// The heads the relay's in-flight batches hold (per-aggregate order).
+    pub(crate) held: Held,
+    /// Claims so far: a claim's slot among the workers (where its head search starts).
+    claims: AtomicUsize,
+}
+
 /// The payload bytes of `events`.
 fn bytes(events: &[ClaimedEvent]) -> usize {
     events.iter().map(|e| e.payload().len()).sum()
@@ -127,10 +141,10 @@ pub(crate) async fn claim(
     batch_size: usize,
     ordered: bool,
     max_bytes: usize,
-    row_size: &RowSize,
     workers: usize,
-    beyond_window: &BeyondWindow,
+    state: &ClaimState,
 ) -> Result<Vec<ClaimedEvent>, Error> {
+    let (row_size, beyond_window) = (&state.row_size, &state.beyond_window);
     let as_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
     let batch_size = row_size.limit(batch_size, max_bytes);
     let limit = as_i64(batch_size);
@@ -152,10 +166,21 @@ pub(crate) async fn claim(
             .saturating_mul(HEAD_WINDOW_PER_EVENT.max(workers))
             .max(MIN_HEAD_WINDOW),
     );
+    // Consecutive claims (of different workers, mostly) start their head search at different
+    // slots of the window's heads.
+    let slot = as_i64(state.claims.fetch_add(1, Ordering::Relaxed) % workers.max(1));
     let heads = sql::fetch_outbox_heads()
         .prepare(tx)
         .await?
-        .bind(tx, &window, &limit, &as_i64(workers.max(1)), &budget)
+        .bind(
+            tx,
+            &window,
+            &state.held.seqs(),
+            &limit,
+            &as_i64(workers.max(1)),
+            &slot,
+            &budget,
+        )
         .map(ClaimedEvent::from_head)
         .all()
         .await?;

@@ -5,6 +5,7 @@ mod batch;
 mod claim;
 mod config;
 mod guard;
+mod held;
 mod housekeeping;
 mod listener;
 mod outcome;
@@ -63,9 +64,8 @@ pub(crate) struct Inner<P> {
     /// The connector of the connection that advertises waiting (with `listen`).
     waiting: Option<crate::connect::PgConnector>,
     metrics: Option<RelayMetrics>,
-    row_size: claim::RowSize,
-    /// Paces claims' looks beyond the head window while its heads are shared out.
-    beyond_window: claim::BeyondWindow,
+    /// What the relay's claims share: row size estimate, pacing, the heads in flight.
+    claims: claim::ClaimState,
 }
 
 /// Builds a [`Relay`]: takes and returns `self`, validates in [`build`](RelayBuilder::build).
@@ -222,8 +222,7 @@ impl<P: Publisher> RelayBuilder<P> {
                 waiting: connector
                     .map(|c| c.with_default_application_name(WAITING_APPLICATION_NAME)),
                 metrics: self.metrics,
-                row_size: claim::RowSize::default(),
-                beyond_window: claim::BeyondWindow::default(),
+                claims: claim::ClaimState::default(),
             }),
         })
     }

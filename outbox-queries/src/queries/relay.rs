@@ -5,11 +5,13 @@ pub struct FetchOutboxBatchParams {
     pub batch_size: i64,
     pub max_bytes: i64,
 }
-#[derive(Clone, Copy, Debug)]
-pub struct FetchOutboxHeadsParams {
+#[derive(Debug)]
+pub struct FetchOutboxHeadsParams<T1: crate::ArraySql<Item = i64>> {
     pub window: i64,
+    pub held: T1,
     pub batch_size: i64,
     pub workers: i64,
+    pub slot: i64,
     pub max_bytes: i64,
 }
 #[derive(Debug)]
@@ -498,7 +500,7 @@ impl<'c, 'a, 's, C: GenericClient>
 pub struct FetchOutboxHeadsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn fetch_outbox_heads() -> FetchOutboxHeadsStmt {
     FetchOutboxHeadsStmt(
-        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at, share, window_end FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( WITH win AS MATERIALIZED ( SELECT id, created_at, seq, aggregate_type, aggregate_id FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT $1), firsts AS MATERIALIZED ( SELECT min(seq) AS seq FROM win GROUP BY aggregate_type, aggregate_id), share AS ( SELECT CASE WHEN (SELECT count(*) FROM win) < $2 * $3::bigint THEN $2 ELSE least($2, greatest(1, (count(*) + $3::bigint - 1) / $3::bigint)) END AS n FROM firsts) SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at, (SELECT n FROM share) AS share, (SELECT max(seq) FROM win) AS window_end FROM (SELECT w.id, w.created_at, w.seq FROM win w JOIN firsts f ON f.seq = w.seq ORDER BY w.seq) firsts JOIN outbox_events e ON e.id = firsts.id AND e.created_at = firsts.created_at WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.seq < e.seq) ORDER BY firsts.seq LIMIT (SELECT n FROM share) FOR UPDATE OF e SKIP LOCKED ) c) w WHERE w.running_bytes - octet_length(w.payload) < $4 ORDER BY w.seq",
+        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at, share, window_end FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( WITH win AS MATERIALIZED ( SELECT id, created_at, seq, aggregate_type, aggregate_id FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT $1), firsts AS MATERIALIZED ( SELECT min(seq) AS seq FROM win GROUP BY aggregate_type, aggregate_id), free AS MATERIALIZED ( SELECT seq FROM firsts EXCEPT SELECT unnest($2::bigint[])), share AS ( SELECT CASE WHEN (SELECT count(*) FROM win) < $3 * $4::bigint THEN $3 ELSE least($3, greatest(1, (count(*) + $4::bigint - 1) / $4::bigint)) END AS n FROM firsts) SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at, (SELECT n FROM share) AS share, (SELECT max(seq) FROM win) AS window_end FROM (SELECT r.id, r.created_at, r.seq, (r.i + r.n - ($5::bigint * ((r.n + $4::bigint - 1) / $4::bigint)) % r.n) % r.n AS k FROM (SELECT w.id, w.created_at, w.seq, row_number() OVER (ORDER BY w.seq) - 1 AS i, count(*) OVER () AS n FROM win w JOIN free f ON f.seq = w.seq) r ORDER BY k) firsts JOIN outbox_events e ON e.id = firsts.id AND e.created_at = firsts.created_at WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.dead_lettered_at IS NOT NULL AND b.seq < e.seq) ORDER BY firsts.k LIMIT (SELECT n FROM share) FOR UPDATE OF e SKIP LOCKED ) c) w WHERE w.running_bytes - octet_length(w.payload) < $6 ORDER BY w.seq",
         None,
     )
 }
@@ -510,17 +512,19 @@ impl FetchOutboxHeadsStmt {
         self.1 = Some(client.prepare(self.0).await?);
         Ok(self)
     }
-    pub fn bind<'c, 'a, 's, C: GenericClient>(
+    pub fn bind<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = i64>>(
         &'s self,
         client: &'c C,
         window: &'a i64,
+        held: &'a T1,
         batch_size: &'a i64,
         workers: &'a i64,
+        slot: &'a i64,
         max_bytes: &'a i64,
-    ) -> HeadRowQuery<'c, 'a, 's, C, HeadRow, 4> {
+    ) -> HeadRowQuery<'c, 'a, 's, C, HeadRow, 6> {
         HeadRowQuery {
             client,
-            params: [window, batch_size, workers, max_bytes],
+            params: [window, held, batch_size, workers, slot, max_bytes],
             query: self.0,
             cached: self.1.as_ref(),
             extractor:
@@ -543,26 +547,28 @@ impl FetchOutboxHeadsStmt {
         }
     }
 }
-impl<'c, 'a, 's, C: GenericClient>
+impl<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = i64>>
     crate::client::async_::Params<
         'c,
         'a,
         's,
-        FetchOutboxHeadsParams,
-        HeadRowQuery<'c, 'a, 's, C, HeadRow, 4>,
+        FetchOutboxHeadsParams<T1>,
+        HeadRowQuery<'c, 'a, 's, C, HeadRow, 6>,
         C,
     > for FetchOutboxHeadsStmt
 {
     fn params(
         &'s self,
         client: &'c C,
-        params: &'a FetchOutboxHeadsParams,
-    ) -> HeadRowQuery<'c, 'a, 's, C, HeadRow, 4> {
+        params: &'a FetchOutboxHeadsParams<T1>,
+    ) -> HeadRowQuery<'c, 'a, 's, C, HeadRow, 6> {
         self.bind(
             client,
             &params.window,
+            &params.held,
             &params.batch_size,
             &params.workers,
+            &params.slot,
             &params.max_bytes,
         )
     }
