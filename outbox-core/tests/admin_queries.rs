@@ -78,7 +78,7 @@ async fn dead_letters_show_in_the_view_are_never_claimed_and_retry_resets_them()
     let mut c = db.pool().get().await.unwrap();
     let tx = c.transaction().await.unwrap();
     let heads: Vec<Uuid> = relay::fetch_outbox_heads()
-        .bind(&tx, &1000, &10, &1, &i64::MAX)
+        .bind(&tx, &1000, &Vec::<i64>::new(), &10, &1, &0, &i64::MAX)
         .all()
         .await
         .unwrap()

@@ -186,7 +186,7 @@ async fn concurrent_claims_with_skip_locked_get_disjoint_rows() {
     );
     // Heads (per-aggregate claim) skip locked rows too.
     let heads = relay::fetch_outbox_heads()
-        .bind(&t2, &1000, &100, &1, &i64::MAX)
+        .bind(&t2, &1000, &Vec::<i64>::new(), &100, &1, &0, &i64::MAX)
         .all()
         .await
         .unwrap();
@@ -281,4 +281,56 @@ async fn recorded_failure_waits_for_retry_after_then_is_claimable() {
         vec![id],
         "claimable after retry_after"
     );
+}
+
+/// The heads claim leaves out the heads the relay's own in-flight batches hold (`held`, without
+/// touching their rows), and a claim's `slot` decides where among the window's heads it starts.
+#[tokio::test]
+async fn the_heads_claim_leaves_out_held_heads_and_starts_at_its_slot() {
+    let db = TestDb::new().await;
+    let client = db.pool().get().await.unwrap();
+    // 8 aggregates, one event each: 8 heads, seqs in emit order.
+    let events: Vec<TestEvent> = (0..8)
+        .map(|n| TestEvent::new(format!("o-{n}"), n))
+        .collect();
+    let ids = emit_all(&client, &events).await.unwrap();
+    let seqs: Vec<i64> = {
+        let mut seqs = Vec::new();
+        for id in &ids {
+            seqs.push(db.event(*id).await.seq);
+        }
+        seqs
+    };
+    let heads = |held: Vec<i64>, batch: i64, workers: i64, slot: i64| {
+        let pool = db.pool().clone();
+        async move {
+            let mut c = pool.get().await.unwrap();
+            let tx = c.transaction().await.unwrap();
+            relay::fetch_outbox_heads()
+                .bind(&tx, &1000, &held, &batch, &workers, &slot, &i64::MAX)
+                .all()
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|e| e.id)
+                .collect::<Vec<Uuid>>()
+        }
+    };
+    // Nothing held, one worker: every head, oldest first.
+    assert_eq!(heads(Vec::new(), 100, 1, 0).await, ids);
+    // Held heads are left out although nothing locks them here.
+    let left: Vec<Uuid> = ids
+        .iter()
+        .copied()
+        .filter(|id| *id != ids[1] && *id != ids[4])
+        .collect();
+    assert_eq!(heads(vec![seqs[1], seqs[4]], 100, 1, 0).await, left);
+    // 4 workers sharing a window of 8 heads (the window holds fewer events than 4 full batches of
+    // 2): a batch of 2 from slot 0 takes the two oldest, from slot 2 the fifth and sixth.
+    assert_eq!(heads(Vec::new(), 2, 4, 0).await, ids[..2].to_vec());
+    assert_eq!(heads(Vec::new(), 2, 4, 2).await, ids[4..6].to_vec());
+    // Slot 3 starts at the seventh head and wraps around past the last one.
+    let mut wrapped = heads(Vec::new(), 3, 4, 3).await;
+    wrapped.sort_by_key(|id| ids.iter().position(|i| i == id));
+    assert_eq!(wrapped, vec![ids[0], ids[6], ids[7]]);
 }

@@ -136,6 +136,11 @@ fn bytes(events: &[ClaimedEvent]) -> usize {
 /// batch holding every head while the others find nothing (see `fetch_outbox_heads`). Aggregates
 /// whose events all lie beyond the window are still looked for by the slow path then, at most every
 /// [`BEYOND_WINDOW_EVERY`] per relay, so that none starves behind the hot ones.
+///
+/// The relay's workers do not trip over each other's heads: the search leaves out the heads the
+/// relay's in-flight batches hold ([`Held`]) before touching a row, and consecutive claims start at
+/// different slots of the window's heads, so that a claim rarely meets a row another claim of the
+/// relay has just locked (`SKIP LOCKED` still passes over those, and over other relays' heads).
 pub(crate) async fn claim(
     tx: &deadpool_postgres::Transaction<'_>,
     batch_size: usize,
