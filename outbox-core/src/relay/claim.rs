@@ -253,10 +253,11 @@ pub(crate) async fn claim(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn event(seq: i64, aggregate: &str) -> ClaimedEvent {
+    /// A claimed event of aggregate `order`/`aggregate` (also for the relay's other unit tests).
+    pub(in crate::relay) fn event(seq: i64, aggregate: &str) -> ClaimedEvent {
         ClaimedEvent::for_test(
             uuid::Uuid::new_v4(),
             seq,

@@ -88,19 +88,7 @@ impl Drop for HeldGuard<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn event(seq: i64, aggregate: &str) -> ClaimedEvent {
-        ClaimedEvent::for_test(
-            uuid::Uuid::new_v4(),
-            seq,
-            "order",
-            aggregate,
-            "order.created",
-            "{}",
-            "{}",
-            0,
-        )
-    }
+    use crate::relay::claim::tests::event;
 
     #[test]
     fn a_batch_s_heads_are_each_aggregate_s_first_event() {
