@@ -1,7 +1,6 @@
 //! One batch: claim, publish, acknowledge — all inside one transaction.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -13,7 +12,6 @@ use super::claim::{claim, waves};
 use super::guard::{Guarded, overrun, publish_guarded};
 use super::held::heads;
 use super::outcome::Recorder;
-use super::train::Trains;
 use crate::error::{Error, ErrorKind};
 use crate::failure::FailureKind;
 use crate::publisher::{PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
@@ -45,7 +43,7 @@ pub struct BatchReport {
 /// nothing is marked), when the publisher failed as a whole (what was published before is still
 /// recorded and committed; the rest is released), or when the publisher panicked (recorded and
 /// committed as well; the error's kind is [`ErrorKind::Panic`] so the worker is restarted).
-pub(crate) async fn run_batch<P: Publisher>(inner: &Arc<Inner<P>>) -> Result<BatchReport, Error> {
+pub(crate) async fn run_batch<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport, Error> {
     let started = Instant::now();
     let result = claim_publish_ack(inner).await;
     if let Some(m) = &inner.metrics {
@@ -91,7 +89,7 @@ async fn bounded<T>(
     }
 }
 
-async fn claim_publish_ack<P: Publisher>(inner: &Arc<Inner<P>>) -> Result<BatchReport, Error> {
+async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport, Error> {
     // No wait on the database outlasts the point where PostgreSQL itself ends a silent claim
     // transaction (`idle_in_transaction_session_timeout`), whatever the pool's own settings.
     let bound = inner
@@ -117,7 +115,7 @@ async fn claim_publish_ack<P: Publisher>(inner: &Arc<Inner<P>>) -> Result<BatchR
 }
 
 async fn on_connection<P: Publisher>(
-    inner: &Arc<Inner<P>>,
+    inner: &Inner<P>,
     client: &mut deadpool_postgres::Client,
     bound: Duration,
     stalled: &mut bool,
@@ -171,10 +169,8 @@ async fn on_connection<P: Publisher>(
         .checked_add(publish_timeout)
         .unwrap_or_else(|| now + super::config::MAX_TIMEOUT);
     // With per-aggregate order, one wave per position in the aggregates, unless the publisher keeps
-    // the order of an aggregate's events within one call itself. Waves ride trains: the waves the
-    // relay's batches have ready at the same time share one call.
-    let in_waves = ordered && !inner.publisher.keeps_aggregate_order();
-    let waves = if in_waves {
+    // the order of an aggregate's events within one call itself.
+    let waves = if ordered && !inner.publisher.keeps_aggregate_order() {
         waves(events)
     } else {
         vec![events]
@@ -210,28 +206,7 @@ async fn on_connection<P: Publisher>(
         if wave.is_empty() {
             continue;
         }
-        let result = if in_waves {
-            let len = wave.len();
-            match Trains::ride(inner, wave, deadline, overrun(publish_timeout)).await {
-                Some(ride) => {
-                    wave = ride.wave;
-                    ride.result
-                }
-                None => {
-                    report.released += len;
-                    whole_failure = Some(Error::new(
-                        ErrorKind::Publish,
-                        "the publish call was dropped before it answered",
-                    ));
-                    continue;
-                }
-            }
-        } else {
-            publish_guarded(&inner.publisher, &wave, deadline, overrun(publish_timeout))
-                .await
-                .boxed()
-        };
-        match result {
+        match publish_guarded(&inner.publisher, &wave, deadline, overrun(publish_timeout)).await {
             Guarded::Done(Ok(outcomes)) => rec.record_all(&wave, outcomes, &mut report),
             Guarded::Done(Err(e)) => {
                 report.released += wave.len();
@@ -251,10 +226,7 @@ async fn on_connection<P: Publisher>(
             Guarded::Panicked(message) => {
                 // Find the event(s) it panics on: publish the wave one event at a time. An event
                 // the publisher panics on alone counts an attempt (dead-lettered when they are used
-                // up, with the panic as its reason) and the batch ends as a panic (its worker is
-                // restarted); the others go through normally. A wave that shared its call with
-                // other batches' waves (a train) learns of the panic too, and ends as a panic only
-                // if one of its own events panics alone.
+                // up, with the panic as its reason); the others go through normally.
                 tracing::error!(
                     events = wave.len(), panic = %message,
                     "the publisher panicked; publishing this wave one event at a time"
@@ -286,18 +258,15 @@ async fn on_connection<P: Publisher>(
                                 FailureKind::Timeout,
                                 format!("publishing did not finish within {publish_timeout:?}"),
                             ),
-                            Guarded::Panicked(m) => {
-                                let outcome = PublishOutcome::retry(
-                                    FailureKind::Panic,
-                                    format!("the publisher panicked: {m}"),
-                                );
-                                panicked.get_or_insert(m);
-                                outcome
-                            }
+                            Guarded::Panicked(m) => PublishOutcome::retry(
+                                FailureKind::Panic,
+                                format!("the publisher panicked: {m}"),
+                            ),
                         },
                     );
                 }
                 rec.record_all(&wave, outcomes, &mut report);
+                panicked = Some(message);
             }
         }
     }

@@ -18,18 +18,6 @@ pub(crate) enum Guarded<E> {
     Panicked(String),
 }
 
-impl<E: std::error::Error + Send + Sync + 'static> Guarded<E> {
-    /// The same ending, the publisher's error boxed.
-    pub(crate) fn boxed(self) -> Guarded<Box<dyn std::error::Error + Send + Sync>> {
-        match self {
-            Guarded::Done(Ok(outcomes)) => Guarded::Done(Ok(outcomes)),
-            Guarded::Done(Err(e)) => Guarded::Done(Err(Box::new(e))),
-            Guarded::TimedOut => Guarded::TimedOut,
-            Guarded::Panicked(m) => Guarded::Panicked(m),
-        }
-    }
-}
-
 /// How long past its deadline a publish call is waited for: a tenth of the publish timeout, at most
 /// [`PUBLISH_OVERRUN`].
 pub(crate) fn overrun(publish_timeout: std::time::Duration) -> std::time::Duration {

@@ -9,7 +9,6 @@ mod held;
 mod housekeeping;
 mod listener;
 mod outcome;
-mod train;
 mod waiting;
 mod worker;
 
@@ -67,8 +66,6 @@ pub(crate) struct Inner<P> {
     metrics: Option<RelayMetrics>,
     /// What the relay's claims share: row size estimate, pacing, the heads in flight.
     claims: claim::ClaimState,
-    /// The waves of the relay's batches waiting for, or riding, a shared publish call.
-    trains: train::Trains,
 }
 
 /// Builds a [`Relay`]: takes and returns `self`, validates in [`build`](RelayBuilder::build).
@@ -226,7 +223,6 @@ impl<P: Publisher> RelayBuilder<P> {
                     .map(|c| c.with_default_application_name(WAITING_APPLICATION_NAME)),
                 metrics: self.metrics,
                 claims: claim::ClaimState::default(),
-                trains: train::Trains::default(),
             }),
         })
     }
