@@ -72,6 +72,8 @@ pub struct Opts {
     pub growth_samples: usize,
     /// Benchmark 6: the longest a drain may run; the rate so far counts after it.
     pub ordering_cap: Duration,
+    /// Benchmark 6: backlog over 10 aggregates drained with `sqs_latency` per SQS call.
+    pub ordering_slow_backlog: usize,
     /// Benchmark 7: backlog drained by 1, 2 and 4 relay instances.
     pub scale_out_backlog: usize,
     /// Benchmark 8: messages drained by the consumer and by the hand-written loop.
@@ -122,6 +124,7 @@ impl Opts {
             growth_pending: 1_000,
             growth_samples: 1_000,
             ordering_cap: Duration::from_secs(60),
+            ordering_slow_backlog: 6_000,
             scale_out_backlog: 50_000,
             consumer_events: 10_000,
             retention_rate: 1_000,
@@ -150,6 +153,7 @@ impl Opts {
             growth_pending: 500,
             growth_samples: 200,
             ordering_cap: Duration::from_secs(5),
+            ordering_slow_backlog: 1_000,
             scale_out_backlog: 5_000,
             consumer_events: 2_000,
             retention_rate: 500,
@@ -179,6 +183,7 @@ impl Opts {
             growth_pending: 200,
             growth_samples: 20,
             ordering_cap: Duration::from_secs(3),
+            ordering_slow_backlog: 100,
             scale_out_backlog: 400,
             consumer_events: 100,
             retention_rate: 100,
