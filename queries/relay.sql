@@ -161,6 +161,12 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
 
 -- The due events that follow claimed heads in their aggregates, up to the first one that is waiting for
 -- a retry or dead. The heads' locks already reserve these aggregates.
+-- Shared out evenly among the heads: each aggregate's followers are ranked (its first follower 1, the
+-- next 2, ...) and the batch takes them rank by rank, so that every aggregate gets about the same number
+-- (more where others have fewer). With per-aggregate order a batch publishes in waves, one event per
+-- aggregate each, so the batch's longest run of one aggregate is its number of sequential calls: taken
+-- in `seq` order instead, one of three hot aggregates often got half of the batch (about 40 waves for
+-- 100 events where 34 do). Each aggregate is read through its own index range, at most `limit` rows.
 --! fetch_outbox_followers : ClaimedRow
 SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at
   FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes
@@ -168,25 +174,44 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
                SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload,
                       e.metadata::text AS metadata, e.attempts,
                       e.created_at
-                 FROM outbox_events e
-                 JOIN unnest(:aggregate_types::text[], :aggregate_ids::text[], :head_seqs::bigint[])
-                      AS h(aggregate_type, aggregate_id, seq)
-                   ON e.aggregate_type = h.aggregate_type AND e.aggregate_id = h.aggregate_id AND e.seq > h.seq
+                 FROM (SELECT f.id, f.created_at
+                         FROM unnest(:aggregate_types::text[], :aggregate_ids::text[], :head_seqs::bigint[])
+                              AS h(aggregate_type, aggregate_id, seq)
+                        CROSS JOIN LATERAL (
+                              SELECT r.id, r.created_at, r.seq, row_number() OVER (ORDER BY r.seq) AS rank
+                                FROM (SELECT o.id, o.created_at, o.seq
+                                        FROM outbox_events o
+                                       -- The row comparison (with the equalities) bounds the
+                                       -- aggregate index's range and nothing else: walking the
+                                       -- pending index from the head's `seq` instead, which the
+                                       -- planner prefers when its statistics show few aggregates,
+                                       -- reads the whole backlog behind a head with few followers.
+                                       WHERE o.aggregate_type = h.aggregate_type
+                                         AND o.aggregate_id = h.aggregate_id
+                                         AND (o.aggregate_type, o.aggregate_id, o.seq)
+                                             > (h.aggregate_type, h.aggregate_id, h.seq)
+                                         AND o.processed_at IS NULL
+                                         AND o.dead_lettered_at IS NULL
+                                         AND (o.retry_after IS NULL OR o.retry_after <= now())
+                                         AND NOT EXISTS (
+                                                 SELECT 1
+                                                   FROM outbox_events b
+                                                  WHERE b.aggregate_type = o.aggregate_type
+                                                    AND b.aggregate_id = o.aggregate_id
+                                                    AND b.processed_at IS NULL
+                                                    AND (b.dead_lettered_at IS NOT NULL OR b.retry_after IS NOT NULL)
+                                                    AND b.seq > h.seq
+                                                    AND b.seq < o.seq
+                                                    AND (b.dead_lettered_at IS NOT NULL OR b.retry_after > now()))
+                                       ORDER BY o.aggregate_type, o.aggregate_id, o.seq
+                                       LIMIT :limit) r) f
+                        ORDER BY f.rank, f.seq
+                        LIMIT :limit) chosen
+                 -- By the primary key: (id, created_at) on the partitioned layout.
+                 JOIN outbox_events e ON e.id = chosen.id AND e.created_at = chosen.created_at
                 WHERE e.processed_at IS NULL
                   AND e.dead_lettered_at IS NULL
-                  AND (e.retry_after IS NULL OR e.retry_after <= now())
-                  AND NOT EXISTS (
-                          SELECT 1
-                            FROM outbox_events b
-                           WHERE b.aggregate_type = e.aggregate_type
-                             AND b.aggregate_id = e.aggregate_id
-                             AND b.processed_at IS NULL
-                             AND (b.dead_lettered_at IS NOT NULL OR b.retry_after IS NOT NULL)
-                             AND b.seq > h.seq
-                             AND b.seq < e.seq
-                             AND (b.dead_lettered_at IS NOT NULL OR b.retry_after > now()))
                 ORDER BY e.seq
-                LIMIT :limit
                   FOR UPDATE OF e
                ) c) w
  WHERE w.running_bytes - octet_length(w.payload) < :max_bytes

@@ -117,6 +117,49 @@ async fn a_small_backlog_is_claimed_whole() {
     assert_eq!(report.claimed, ids.len());
 }
 
+/// A batch shares its room among its aggregates' followers evenly: with per-aggregate order it is
+/// published in waves, one event per aggregate each, so its longest run of one aggregate is its
+/// number of sequential calls. Three aggregates whose backlogs lie one after the other in `seq`:
+/// before, the followers were taken in `seq` order and the first aggregate got all 27 of them (28
+/// waves); shared out, 10 events each (10 waves).
+#[tokio::test]
+async fn a_batch_shares_its_room_evenly_among_its_aggregates() {
+    let db = TestDb::new().await;
+    let events: Vec<TestEvent> = ["a", "b", "c"]
+        .iter()
+        .flat_map(|a| (1..=100).map(move |n| TestEvent::new(format!("hot-{a}"), n)))
+        .collect();
+    let client = db.pool().get().await.unwrap();
+    emit_all(&client, &events).await.unwrap();
+    let publisher = Arc::new(outbox_tests::RecordingPublisher::new());
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .batch_size(30)
+        .concurrency(1)
+        .build()
+        .unwrap();
+    let report = relay.run_once().await.unwrap();
+    assert_eq!(report.published, 30);
+    let mut per_aggregate: HashMap<String, Vec<u64>> = HashMap::new();
+    for e in publisher.published() {
+        let n = e.payload_json::<serde_json::Value>().unwrap()["n"]
+            .as_u64()
+            .unwrap();
+        per_aggregate
+            .entry(e.aggregate_id.clone())
+            .or_default()
+            .push(n);
+    }
+    for (aggregate, ns) in &per_aggregate {
+        assert_eq!(
+            ns,
+            &(1..=10).collect::<Vec<u64>>(),
+            "{aggregate}: its first 10 events, in order ({per_aggregate:?})"
+        );
+    }
+    assert_eq!(per_aggregate.len(), 3);
+    assert_eq!(publisher.calls(), 10, "one call per wave: 10 waves");
+}
+
 /// Quiet aggregates whose events all lie beyond the head window, behind a hot backlog that fills
 /// it, are claimed alongside the claim's share of hot heads: sharing the window's heads out must
 /// not starve them (they used to wait until the hot backlog shrank into the window).
