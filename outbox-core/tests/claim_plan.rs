@@ -20,6 +20,25 @@ fn sum(plan: &serde_json::Value, key: &str) -> f64 {
     own + children
 }
 
+/// Prepares, as `name`, the text of the statement the client prepared that contains `marker`: the
+/// relay's statement exactly as cornucopia generated it, for `EXPLAIN ANALYZE EXECUTE name(…)`.
+async fn prepare_as(client: &tokio_postgres::Client, name: &str, marker: &str) {
+    let text: String = client
+        .query_one(
+            "SELECT statement FROM pg_prepared_statements
+              WHERE strpos(statement, $1) > 0
+                AND statement NOT LIKE '%pg_prepared_statements%'",
+            &[&marker],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    client
+        .batch_execute(&format!("PREPARE {name} AS {text}"))
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn the_slow_path_probes_each_first_event_once_even_with_stale_statistics() {
     let db = TestDb::new().await;
@@ -48,20 +67,7 @@ async fn the_slow_path_probes_each_first_event_once_even_with_stale_statistics()
         .prepare(&client)
         .await
         .unwrap();
-    let text: String = client
-        .query_one(
-            "SELECT statement FROM pg_prepared_statements
-              WHERE statement LIKE '%RECURSIVE firsts%'
-                AND statement NOT LIKE '%pg_prepared_statements%'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    client
-        .batch_execute(&format!("PREPARE slow_path AS {text}"))
-        .await
-        .unwrap();
+    prepare_as(&client, "slow_path", "RECURSIVE firsts").await;
     let explained: serde_json::Value = client
         .query_one(
             "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE slow_path(-9223372036854775808, '{}', 100, 10000000)",
@@ -115,20 +121,7 @@ async fn followers_are_read_per_aggregate_even_when_statistics_show_few_aggregat
         .prepare(&client)
         .await
         .unwrap();
-    let text: String = client
-        .query_one(
-            "SELECT statement FROM pg_prepared_statements
-              WHERE statement LIKE '%AS rank%'
-                AND statement NOT LIKE '%pg_prepared_statements%'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    client
-        .batch_execute(&format!("PREPARE followers AS {text}"))
-        .await
-        .unwrap();
+    prepare_as(&client, "followers", "AS rank").await;
     // The custom plan and the generic one the relay's prepared statement settles on.
     for mode in ["force_custom_plan", "force_generic_plan"] {
         client
