@@ -160,6 +160,35 @@ async fn a_batch_shares_its_room_evenly_among_its_aggregates() {
     assert_eq!(publisher.calls(), 10, "one call per wave: 10 waves");
 }
 
+/// A batch's followers stop at the first later event of their aggregate that waits for a retry or
+/// is dead: the events behind it wait too, while the head and the followers before it go.
+#[tokio::test]
+async fn followers_stop_at_an_event_waiting_for_a_retry_or_dead() {
+    let db = TestDb::new().await;
+    let events: Vec<TestEvent> = ["waits", "dead"]
+        .iter()
+        .flat_map(|a| (1..=5).map(move |n| TestEvent::new(*a, n)))
+        .collect();
+    let client = db.pool().get().await.unwrap();
+    let ids = emit_all(&client, &events).await.unwrap();
+    // The third event of each aggregate: one waits a minute for its retry, one is dead.
+    db.fail(&[ids[2]], "throttled", 60.0).await;
+    db.dead_letter(&[ids[7]], "poison").await;
+    let publisher = Arc::new(outbox_tests::RecordingPublisher::new());
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .build()
+        .unwrap();
+    while relay.run_once().await.unwrap().claimed > 0 {}
+    let published: Vec<uuid::Uuid> = publisher.ids();
+    assert_eq!(
+        published.iter().collect::<HashSet<_>>(),
+        [ids[0], ids[1], ids[5], ids[6]]
+            .iter()
+            .collect::<HashSet<_>>(),
+        "each aggregate's first two events, none behind the blocked third"
+    );
+}
+
 /// Quiet aggregates whose events all lie beyond the head window, behind a hot backlog that fills
 /// it, are claimed alongside the claim's share of hot heads: sharing the window's heads out must
 /// not starve them (they used to wait until the hot backlog shrank into the window).
