@@ -139,6 +139,7 @@ fn drain(n: usize, elapsed: Duration) -> Drain {
         cpu: None,
         fixture_cpu: None,
         max_batches: None,
+        db_cpu: None,
     }
 }
 

@@ -103,6 +103,7 @@ pub async fn drain_naive(
             .zip(fixture_before)
             .map(|(after, before)| after.saturating_sub(before)),
         max_batches: None,
+        db_cpu: None,
     })
 }
 

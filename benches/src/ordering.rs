@@ -28,6 +28,7 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
     let setup = db.connect().await;
     let n = opts.backlog;
     let mut calls = Vec::new();
+    let mut cpu = Vec::new();
     for aggregates in [10_000, 10] {
         let (mut on, mut off): (Vec<Drain>, Vec<Drain>) = (Vec::new(), Vec::new());
         let mut batched: Vec<Drain> = Vec::new();
@@ -80,6 +81,11 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
             most(&on),
             most(&off)
         ));
+        cpu.push(format!(
+            "{aggregates} aggregates, order on: {}; off: {}",
+            on.drain.cpu_split(),
+            off.drain.cpu_split()
+        ));
         report.rows.push(Row::info(
             6,
             format!(
@@ -115,6 +121,10 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
         opts.ordering_cap.as_secs_f64(),
         opts.relay.concurrency,
         calls.join("; ")
+    ));
+    report.notes.push(format!(
+        "6: CPU per event (median round; the relay's share is the bench process less the fixture's thread): {}.",
+        cpu.join("; ")
     ));
     Ok(())
 }

@@ -80,6 +80,7 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
         pgbench.describe("rows"),
         s.concurrency
     );
+    let baseline_short = |r: &Rates| format!("pgbench {} rows/s", group(r.median as u64));
     report.rows.push(Row::at_least(
         1,
         format!(
@@ -122,6 +123,40 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
             format!("{direct:.1} µs"),
             format!("{via_sdk:.1} µs through aws-sdk-sqs"),
             direct / via_sdk,
+        ));
+    }
+    // What each event costs PostgreSQL itself. In production the relay and SQS run on other hosts
+    // than the database, so the database's capacity divided by this cost is the relay's limit
+    // there; here the relay, its client and the fixture take their CPU from the same two cores.
+    let db = |r: &Rates| r.drain.db_us_per_event();
+    if let (Some(relay_db), Some(bare_db)) = (db(&unordered), db(&pgbench))
+        && relay_db > 0.0
+        && bare_db > 0.0
+    {
+        report.rows.push(Row::info(
+            1,
+            "database CPU per event (all PostgreSQL processes), relay order off vs pgbench's claim+mark",
+            format!("{relay_db:.1} µs"),
+            format!("{bare_db:.1} µs per row (pgbench)"),
+            relay_db / bare_db,
+        ));
+        report.rows.push(Row::at_least(
+            1,
+            "order off with the database's cores to itself (relay and SQS on other hosts, as in \
+             production): the pgbench limit × pgbench's database CPU per row / the relay's",
+            format!(
+                "{} ev/s",
+                group((pgbench.median * bare_db / relay_db) as u64)
+            ),
+            baseline_short(&pgbench),
+            bare_db / relay_db,
+            0.7,
+        ));
+    }
+    if let Some(ordered_db) = db(&ordered) {
+        report.notes.push(format!(
+            "1: database CPU per event, order on: {ordered_db:.1} µs; no-op publisher, order off: {}.",
+            us(db(&noop))
         ));
     }
     report.notes.push(format!(

@@ -133,6 +133,7 @@ async fn drain(
             cpu,
             fixture_cpu: None,
             max_batches: None,
+            db_cpu: None,
         },
         duplicates,
     ))

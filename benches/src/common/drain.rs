@@ -25,6 +25,9 @@ pub struct Drain {
     pub fixture_cpu: Option<Duration>,
     /// The most batches the relay was publishing at the same moment, when known.
     pub max_batches: Option<usize>,
+    /// CPU time the PostgreSQL server used meanwhile (all its processes), when it runs on this
+    /// machine.
+    pub db_cpu: Option<Duration>,
 }
 
 impl Drain {
@@ -42,6 +45,24 @@ impl Drain {
             self.cpu.map(|c| per(c.saturating_sub(fixture))),
             self.fixture_cpu.map(per),
         )
+    }
+
+    /// Where the CPU of each event went: `relay R µs, fixture F µs, PostgreSQL D µs` (what is known).
+    pub fn cpu_split(&self) -> String {
+        let us = |v: Option<f64>| v.map_or("?".to_owned(), |us| format!("{us:.1} µs"));
+        let (relay, fixture) = self.cpu_us_per_event();
+        format!(
+            "relay {}, fixture {}, PostgreSQL {}",
+            us(relay),
+            us(fixture),
+            us(self.db_us_per_event())
+        )
+    }
+
+    /// The PostgreSQL server's CPU microseconds per event, when known.
+    pub fn db_us_per_event(&self) -> Option<f64> {
+        self.db_cpu
+            .map(|c| c.as_secs_f64() * 1e6 / (self.events.max(1) as f64))
     }
 }
 
@@ -174,7 +195,9 @@ async fn drain_with<P: Publisher>(
     warm_pool(db, settings.concurrency).await?;
     // Rows already processed (a history kept by a benchmark) do not count.
     let marked_before = processed(&db.connect().await).await?;
+    let server = ServerCpu::find(&db.connect().await).await;
     let token = CancellationToken::new();
+    let db_before = server.and_then(|s| s.total());
     let cpu_before = process_cpu();
     let started = Instant::now();
     let run = tokio::spawn({
@@ -196,6 +219,10 @@ async fn drain_with<P: Publisher>(
     let elapsed = started.elapsed();
     let cpu = process_cpu()
         .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
+    let db_cpu = server
+        .and_then(|s| s.total())
+        .zip(db_before)
         .map(|(after, before)| after.saturating_sub(before));
     let events = accepted();
     token.cancel();
@@ -221,5 +248,6 @@ async fn drain_with<P: Publisher>(
         cpu,
         fixture_cpu: None,
         max_batches: Some(most.load(Ordering::Relaxed)),
+        db_cpu,
     })
 }

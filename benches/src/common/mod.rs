@@ -3,12 +3,14 @@
 mod backlog;
 mod drain;
 mod pgbench;
+mod server_cpu;
 mod sqs;
 mod stats;
 
 pub use backlog::*;
 pub use drain::*;
 pub use pgbench::*;
+pub use server_cpu::*;
 pub use sqs::*;
 pub use stats::*;
 

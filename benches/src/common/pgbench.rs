@@ -84,7 +84,13 @@ pub async fn pgbench_claim_mark(
 ) -> Result<Drain> {
     let per_client = events.div_ceil(clients * batch).max(1);
     let vars = [("batch", batch.to_string())];
+    let server = ServerCpu::find(&db.connect().await).await;
+    let db_before = server.and_then(|s| s.total());
     let elapsed = pgbench(db, CLAIM_MARK_SQL, &vars, clients, threads, per_client).await?;
+    let db_cpu = server
+        .and_then(|s| s.total())
+        .zip(db_before)
+        .map(|(after, before)| after.saturating_sub(before));
     let events = processed(&db.connect().await).await?;
     Ok(Drain {
         events,
@@ -93,5 +99,6 @@ pub async fn pgbench_claim_mark(
         cpu: None,
         fixture_cpu: None,
         max_batches: None,
+        db_cpu,
     })
 }

@@ -124,6 +124,7 @@ pub fn median_rate(runs: &[Drain]) -> Rates {
             cpu: None,
             fixture_cpu: None,
             max_batches: None,
+            db_cpu: None,
         });
     Rates {
         spread: Spread::of(&rates),
