@@ -220,10 +220,7 @@ async fn drain_with<P: Publisher>(
     let cpu = process_cpu()
         .zip(cpu_before)
         .map(|(after, before)| after.saturating_sub(before));
-    let db_cpu = server
-        .and_then(|s| s.total())
-        .zip(db_before)
-        .map(|(after, before)| after.saturating_sub(before));
+    let db_cpu = used_since(server.and_then(|s| s.total()), db_before);
     let events = accepted();
     token.cancel();
     run.await??;

@@ -87,10 +87,7 @@ pub async fn pgbench_claim_mark(
     let server = ServerCpu::find(&db.connect().await).await;
     let db_before = server.and_then(|s| s.total());
     let elapsed = pgbench(db, CLAIM_MARK_SQL, &vars, clients, threads, per_client).await?;
-    let db_cpu = server
-        .and_then(|s| s.total())
-        .zip(db_before)
-        .map(|(after, before)| after.saturating_sub(before));
+    let db_cpu = used_since(server.and_then(|s| s.total()), db_before);
     let events = processed(&db.connect().await).await?;
     Ok(Drain {
         events,

@@ -46,29 +46,44 @@ impl ServerCpu {
     }
 }
 
-/// The fields of `/proc/<pid>/stat` after the command name (which may hold spaces).
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+/// The CPU time used between two readings (`None` when either is unknown).
+pub fn used_since(after: Option<Duration>, before: Option<Duration>) -> Option<Duration> {
+    after
+        .zip(before)
+        .map(|(after, before)| after.saturating_sub(before))
+}
+
+/// The fields of a `/proc/…/stat` file after the command name (which may hold spaces).
+pub(super) fn stat_fields(path: &Path) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(path).ok()?;
     let rest = stat.rsplit_once(')')?.1;
     Some(rest.split_whitespace().map(str::to_owned).collect())
 }
 
+/// The sum of two clock-tick fields of [`stat_fields`], as time.
+pub(super) fn ticks(fields: &[String], a: usize, b: usize) -> Option<Duration> {
+    let a: u64 = fields.get(a)?.parse().ok()?;
+    let b: u64 = fields.get(b)?.parse().ok()?;
+    // USER_HZ is 100 on every Linux this runs on.
+    Some(Duration::from_millis((a + b) * 10))
+}
+
+fn pid_stat(pid: u32) -> Option<Vec<String>> {
+    stat_fields(Path::new(&format!("/proc/{pid}/stat")))
+}
+
 fn parent(pid: u32) -> Option<u32> {
-    stat_fields(pid)?.get(1)?.parse().ok()
+    pid_stat(pid)?.get(1)?.parse().ok()
 }
 
 /// A process's own CPU time (user + system), in nanoseconds.
 fn run_time(pid: u32) -> Option<Duration> {
-    let schedstat = std::fs::read_to_string(Path::new(&format!("/proc/{pid}/schedstat"))).ok()?;
+    let schedstat = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
     let ns: u64 = schedstat.split_whitespace().next()?.parse().ok()?;
     Some(Duration::from_nanos(ns))
 }
 
 /// The CPU time of a process's exited children it has waited for (`cutime` + `cstime`).
 fn reaped_children(pid: u32) -> Option<Duration> {
-    let fields = stat_fields(pid)?;
-    let cutime: u64 = fields.get(13)?.parse().ok()?;
-    let cstime: u64 = fields.get(14)?.parse().ok()?;
-    // Clock ticks; USER_HZ is 100 on every Linux this runs on.
-    Some(Duration::from_millis((cutime + cstime) * 10))
+    ticks(&pid_stat(pid)?, 13, 14)
 }

@@ -45,16 +45,9 @@ impl Drop for FixtureThread {
     }
 }
 
-/// User + system CPU time in a `/proc/…/stat` file.
+/// User + system CPU time in a `/proc/…/stat` file (`utime` + `stime`).
 fn stat_cpu(path: &std::path::Path) -> Option<Duration> {
-    let stat = std::fs::read_to_string(path).ok()?;
-    // Fields after the command name (which is in parentheses and may hold spaces).
-    let rest = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    // The kernel reports clock ticks; USER_HZ is 100 on every Linux this runs on.
-    Some(Duration::from_millis((utime + stime) * 10))
+    ticks(&stat_fields(path)?, 11, 12)
 }
 
 /// A publisher that counts how many of its `publish` calls run at the same moment: with the relay,
