@@ -290,3 +290,74 @@ async fn a_relay_busy_for_longer_than_the_hold_stops_advertising() {
     );
     running.stop().await;
 }
+
+/// Counts the publish calls running at the same moment (each takes `delay`).
+struct ConcurrencyProbe {
+    delay: Duration,
+    running: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+    published: std::sync::atomic::AtomicUsize,
+}
+
+impl outbox_core::Publisher for ConcurrencyProbe {
+    type Error = std::io::Error;
+
+    async fn publish(
+        &self,
+        events: &[outbox_core::ClaimedEvent],
+    ) -> Result<Vec<outbox_core::PublishOutcome>, Self::Error> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.running.fetch_add(1, SeqCst) + 1;
+        self.most.fetch_max(now, SeqCst);
+        tokio::time::sleep(self.delay).await;
+        self.running.fetch_sub(1, SeqCst);
+        self.published.fetch_add(events.len(), SeqCst);
+        Ok(vec![outbox_core::PublishOutcome::Published; events.len()])
+    }
+}
+
+/// A notification wakes one idle worker; its full claim wakes the next, and so on: a backlog
+/// committed while the relay waits is drained by every worker, not by the one woken.
+#[tokio::test]
+async fn one_notification_brings_every_worker_in_when_claims_come_back_full() {
+    let db = TestDb::new().await;
+    let probe = Arc::new(ConcurrencyProbe {
+        delay: Duration::from_millis(50),
+        running: Default::default(),
+        most: Default::default(),
+        published: Default::default(),
+    });
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&probe))
+        .listen(db.config().clone())
+        .poll_interval(Duration::from_secs(600))
+        .batch_size(10)
+        .concurrency(4)
+        .build()
+        .unwrap();
+    let running = RunningRelay::start(&relay);
+    let observer = db.connect().await;
+    assert!(
+        eventually(Duration::from_secs(5), async || advertising(&observer)
+            .await)
+        .await,
+        "an idle relay advertises"
+    );
+    let client = db.pool().get().await.unwrap();
+    let backlog: Vec<TestEvent> = (0..200)
+        .map(|n| TestEvent::new(format!("o-{n}"), 1))
+        .collect();
+    emit_all(&client, &backlog).await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            probe.published.load(std::sync::atomic::Ordering::SeqCst) == 200
+        })
+        .await,
+        "the backlog is published without waiting for the poll"
+    );
+    running.stop().await;
+    assert_eq!(
+        probe.most.load(std::sync::atomic::Ordering::SeqCst),
+        4,
+        "every worker joined in"
+    );
+}

@@ -151,6 +151,11 @@ async fn on_connection<P: Publisher>(
         claimed
     })
     .await?;
+    if events.len() >= batch_size {
+        // A full claim: more is likely waiting. One more idle worker joins in (it wakes another
+        // if its claim is full too), while this one publishes.
+        inner.wake.notify_one();
+    }
     // The heads this batch holds, listed for the relay's other claims until the batch ends.
     let _held = ordered.then(|| inner.claims.held.hold(heads(&events)));
     let mut report = BatchReport {

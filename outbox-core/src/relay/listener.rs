@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use outbox_queries::queries::listen as sql;
-use tokio::sync::watch;
+use std::sync::Arc;
+
+use tokio::sync::Notify;
 use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
@@ -34,18 +36,15 @@ impl ListenTarget {
     }
 }
 
-/// Bumps the wake-up generation: every idle worker claims again.
-fn wake(tx: &watch::Sender<u64>) {
-    tx.send_modify(|generation| *generation = generation.wrapping_add(1));
+/// Wakes one idle worker to claim (or the next to go idle: the wake-up is kept); a claim that
+/// comes back full wakes another.
+fn wake(wake: &Notify) {
+    wake.notify_one();
 }
 
 /// Listens until `token` is cancelled. After every (re)connection it wakes the workers once, so
 /// events committed while the connection was down are claimed without waiting for the poll.
-pub(crate) async fn run(
-    connector: PgConnector,
-    wakeups: watch::Sender<u64>,
-    token: CancellationToken,
-) {
+pub(crate) async fn run(connector: PgConnector, wakeups: Arc<Notify>, token: CancellationToken) {
     let mut backoff = InfraBackoff::new(Duration::from_millis(100), Duration::from_secs(30));
     loop {
         match listen(&connector, &wakeups, &token, &mut backoff).await {
@@ -74,7 +73,7 @@ pub(crate) async fn run(
 /// One connection's life: connect, LISTEN, forward notifications. `Ok` only when cancelled.
 async fn listen(
     connector: &PgConnector,
-    wakeups: &watch::Sender<u64>,
+    wakeups: &Notify,
     token: &CancellationToken,
     backoff: &mut InfraBackoff,
 ) -> Result<(), Error> {
@@ -107,7 +106,7 @@ async fn listen(
 
 fn on_message(
     message: Option<Result<AsyncMessage, tokio_postgres::Error>>,
-    wakeups: &watch::Sender<u64>,
+    wakeups: &Notify,
 ) -> Result<(), Error> {
     match message {
         Some(Ok(AsyncMessage::Notification(_))) => {

@@ -15,7 +15,6 @@ mod worker;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -66,6 +65,9 @@ pub(crate) struct Inner<P> {
     metrics: Option<RelayMetrics>,
     /// What the relay's claims share: row size estimate, pacing, the heads in flight.
     claims: claim::ClaimState,
+    /// Wakes one idle worker to claim (the worker loop in `worker.rs` says when): a notification,
+    /// the claim after the waiting barrier, a full claim that leaves more behind.
+    wake: Arc<tokio::sync::Notify>,
 }
 
 /// Builds a [`Relay`]: takes and returns `self`, validates in [`build`](RelayBuilder::build).
@@ -223,6 +225,7 @@ impl<P: Publisher> RelayBuilder<P> {
                     .map(|c| c.with_default_application_name(WAITING_APPLICATION_NAME)),
                 metrics: self.metrics,
                 claims: claim::ClaimState::default(),
+                wake: Arc::new(tokio::sync::Notify::new()),
             }),
         })
     }
@@ -273,16 +276,14 @@ impl<P: Publisher> Relay<P> {
         self.inner.publisher.check().await.map_err(|e| {
             Error::new(ErrorKind::Publish, "the publisher's start-up check failed").with_source(e)
         })?;
-        let (wake_tx, wake_rx) = watch::channel(0u64);
         let idle = waiting::IdleWorkers::new();
-        let reclaim = Arc::new(tokio::sync::Notify::new());
         // The helper tasks stop with the workers, whether on shutdown or when the relay gives up.
         let stop = shutdown.child_token();
         let mut tasks = JoinSet::new();
         if let Some(connector) = &self.inner.listen {
             tasks.spawn(listener::run(
                 connector.clone(),
-                wake_tx.clone(),
+                self.inner.wake.clone(),
                 stop.clone(),
             ));
         }
@@ -291,7 +292,7 @@ impl<P: Publisher> Relay<P> {
                 connector.clone(),
                 idle.clone(),
                 self.inner.config.concurrency,
-                reclaim.clone(),
+                self.inner.wake.clone(),
                 stop.clone(),
             ));
         }
@@ -312,9 +313,7 @@ impl<P: Publisher> Relay<P> {
             listen = self.inner.listen.is_some(),
             "relay started"
         );
-        let result = self
-            .supervise_workers(&wake_tx, &wake_rx, &idle, &reclaim, &stop)
-            .await;
+        let result = self.supervise_workers(&idle, &stop).await;
         stop.cancel();
         let grace = self.inner.config.shutdown_grace;
         let drained =
@@ -323,7 +322,6 @@ impl<P: Publisher> Relay<P> {
             tasks.abort_all();
             while tasks.join_next().await.is_some() {}
         }
-        drop(wake_tx);
         match &result {
             Ok(()) => tracing::info!("relay stopped"),
             Err(e) => tracing::error!(error = %e, "relay stopped"),

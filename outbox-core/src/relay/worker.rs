@@ -2,10 +2,8 @@
 //! restarted with a backoff; a relay that cannot keep its workers alive stops with an error.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -74,10 +72,7 @@ impl<P: Publisher> Relay<P> {
     /// grace period).
     pub(super) async fn supervise_workers(
         &self,
-        wake_tx: &watch::Sender<u64>,
-        wake_rx: &watch::Receiver<u64>,
         idle: &IdleWorkers,
-        reclaim: &Arc<Notify>,
         shutdown: &CancellationToken,
     ) -> Result<(), Error> {
         // Cancelled on shutdown, and when the supervisor gives up (without cancelling the caller's
@@ -85,15 +80,13 @@ impl<P: Publisher> Relay<P> {
         let stop = shutdown.child_token();
         let mut workers: JoinSet<Result<(), Error>> = JoinSet::new();
         let spawn = |workers: &mut JoinSet<Result<(), Error>>, delay: Duration| {
-            let (relay, wake_tx, wake_rx, stop) =
-                (self.clone(), wake_tx.clone(), wake_rx.clone(), stop.clone());
-            let (idle, reclaim) = (idle.flag(), reclaim.clone());
+            let (relay, stop, idle) = (self.clone(), stop.clone(), idle.flag());
             workers.spawn(async move {
                 tokio::select! {
                     _ = stop.cancelled() => return Ok(()),
                     _ = tokio::time::sleep(delay) => {}
                 }
-                relay.worker(wake_tx, wake_rx, idle, reclaim, stop).await
+                relay.worker(idle, stop).await
             });
         };
         for _ in 0..self.inner.config.concurrency {
@@ -165,44 +158,35 @@ impl<P: Publisher> Relay<P> {
         }
     }
 
-    /// One worker: claim batches back to back while there is work; when idle, sleep until a
-    /// notification or the poll tick. Returns `Ok` on shutdown, `Err` when a batch hit a panic in
-    /// the publisher (after recording it), so the supervisor restarts the worker.
-    async fn worker(
-        self,
-        wake_others: watch::Sender<u64>,
-        mut wakeups: watch::Receiver<u64>,
-        mut idle: IdleFlag,
-        reclaim: Arc<Notify>,
-        shutdown: CancellationToken,
-    ) -> Result<(), Error> {
+    /// One worker: claim batches back to back while there is work; when idle, sleep until woken
+    /// or the poll tick. Returns `Ok` on shutdown, `Err` when a batch hit a panic in the publisher
+    /// (after recording it), so the supervisor restarts the worker.
+    ///
+    /// Wake-ups go to one idle worker at a time (`Inner::wake`): a notification, the claim after
+    /// the waiting barrier, or a claim that came back full (more is waiting: one more worker joins
+    /// in, and so on while claims stay full). A wake-up that finds no worker idle is kept for the
+    /// next one to go idle, which claims again at once, so a notification that arrives during a
+    /// claim is never lost. Waking every worker for each notification made all of them claim for
+    /// one event at light load (and again after each batch), which the one that found it paid for
+    /// on a small machine.
+    async fn worker(self, mut idle: IdleFlag, shutdown: CancellationToken) -> Result<(), Error> {
         let mut infra = InfraBackoff::new(INFRA_BACKOFF_BASE, INFRA_BACKOFF_CAP);
         while !shutdown.is_cancelled() {
-            // Notifications from now on wake this worker, even those arriving during the claim.
-            wakeups.borrow_and_update();
             let delay = match self.run_once().await {
                 Ok(report) => {
                     infra.succeeded();
-                    // All workers idle: the relay advertises waiting (writers notify); one busy:
-                    // it stops, and the busy workers claim again on their own.
+                    // All workers idle: the relay advertises waiting (writers notify); busy for a
+                    // while: it stops, and the busy workers claim again on their own.
                     idle.set(report.claimed == 0);
                     if report.claimed > 0 {
-                        // This batch's commit unblocked the next events of its aggregates: idle
-                        // workers may claim them now instead of at their next poll.
-                        if report.published
-                            + report.retried
-                            + report.dead_lettered
-                            + report.deferred
-                            > 0
-                        {
-                            wake_others.send_modify(|g| *g = g.wrapping_add(1));
-                        }
                         continue;
                     }
                     self.inner.config.poll_interval
                 }
                 Err(e) if e.kind() == ErrorKind::Panic => {
-                    wake_others.send_modify(|g| *g = g.wrapping_add(1));
+                    // Its batch's events are released: another worker claims them now, not after
+                    // this one's restart delay.
+                    self.inner.wake.notify_one();
                     return Err(e);
                 }
                 Err(e) => {
@@ -216,8 +200,7 @@ impl<P: Publisher> Relay<P> {
             };
             tokio::select! {
                 _ = shutdown.cancelled() => return Ok(()),
-                _ = wakeups.changed(), if infra.failures() == 0 => {}
-                _ = reclaim.notified(), if infra.failures() == 0 => {}
+                _ = self.inner.wake.notified(), if infra.failures() == 0 => {}
                 _ = tokio::time::sleep(delay) => {}
             }
         }
