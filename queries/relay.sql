@@ -38,10 +38,14 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
 -- hot aggregate's head and the other claims found nothing until it committed: one batch at a time.
 -- `share` is that limit and `window_end` the window's last `seq` (the same on every row): heads of
 -- aggregates beyond the window are then looked for by the slow path (`after` = `window_end`).
+-- `window_rows` is how many pending events the window holds (the same on every row; fewer than
+-- `window` means it holds them all) and `in_window` how many of them are the head's aggregate's: with
+-- a window that is not full, nothing lies beyond it, and a head alone in it has no followers, so the
+-- claim skips both look-ups (one statement at light load instead of three).
 --: HeadRow()
 --! fetch_outbox_heads : HeadRow
 SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at, share,
-       window_end
+       window_end, window_rows, in_window
   FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes
           FROM (
                WITH win AS MATERIALIZED (
@@ -52,7 +56,7 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
                          LIMIT :window),
                     -- The first event of each aggregate in the window (hashed: no sort of the window).
                     firsts AS MATERIALIZED (
-                        SELECT min(seq) AS seq FROM win GROUP BY aggregate_type, aggregate_id),
+                        SELECT min(seq) AS seq, count(*) AS n FROM win GROUP BY aggregate_type, aggregate_id),
                     -- Less the heads this relay's other batches hold (`held`): they are locked, and
                     -- leaving them out here (hashed) saves a probe and a lock attempt each.
                     free AS MATERIALIZED (
@@ -66,17 +70,19 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
                SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload,
                       e.metadata::text AS metadata, e.attempts,
                       e.created_at, (SELECT n FROM share) AS share,
-                      (SELECT max(seq) FROM win) AS window_end
+                      (SELECT max(seq) FROM win) AS window_end, (SELECT count(*) FROM win) AS window_rows,
+                      firsts.in_window
                  -- By the primary key: (id, created_at) on the partitioned layout, so each probe
                  -- goes to one partition.
                  -- Oldest first, from this claim's `slot` on (wrapping around): concurrent claims
                  -- start at different heads instead of each trying the others' fresh locks first.
-                 FROM (SELECT r.id, r.created_at, r.seq,
+                 FROM (SELECT r.id, r.created_at, r.seq, r.in_window,
                               (r.i + r.n - (:slot::bigint * ((r.n + :workers::bigint - 1) / :workers::bigint)) % r.n) % r.n AS k
-                         FROM (SELECT w.id, w.created_at, w.seq,
+                         FROM (SELECT w.id, w.created_at, w.seq, fi.n AS in_window,
                                       row_number() OVER (ORDER BY w.seq) - 1 AS i, count(*) OVER () AS n
                                  FROM win w
-                                 JOIN free f ON f.seq = w.seq) r
+                                 JOIN free f ON f.seq = w.seq
+                                 JOIN firsts fi ON fi.seq = w.seq) r
                         ORDER BY k) firsts
                  JOIN outbox_events e ON e.id = firsts.id AND e.created_at = firsts.created_at
                 WHERE e.processed_at IS NULL

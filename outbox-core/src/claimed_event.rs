@@ -37,6 +37,20 @@ pub struct ClaimedEvent {
     traceparent: Option<String>,
 }
 
+/// What the head search saw of its window of the oldest pending events (the same on every head it
+/// returns; `in_window` is the head's own).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HeadWindow {
+    /// How many heads this claim takes at most (its share when hot heads are shared out).
+    pub(crate) share: i64,
+    /// The window's last `seq`.
+    pub(crate) end: i64,
+    /// The pending events in the window (fewer than its size: the window holds them all).
+    pub(crate) rows: i64,
+    /// The window's events of the head's aggregate, the head included.
+    pub(crate) in_window: i64,
+}
+
 impl ClaimedEvent {
     /// The payload: the JSON text as stored, never parsed by the relay.
     pub fn payload(&self) -> &str {
@@ -76,10 +90,15 @@ impl ClaimedEvent {
         }
     }
 
-    /// The conversion from the head claim's row, which carries the same columns plus the claim's
-    /// share of heads and the head window's last `seq` (returned alongside).
-    pub(crate) fn from_head(row: HeadRowBorrowed<'_>) -> (Self, i64, i64) {
-        let (share, window_end) = (row.share, row.window_end);
+    /// The conversion from the head claim's row, which carries the same columns plus what the
+    /// head search saw of its window (returned alongside).
+    pub(crate) fn from_head(row: HeadRowBorrowed<'_>) -> (Self, HeadWindow) {
+        let window = HeadWindow {
+            share: row.share,
+            end: row.window_end,
+            rows: row.window_rows,
+            in_window: row.in_window,
+        };
         let event = ClaimedEvent::from_row(ClaimedRowBorrowed {
             id: row.id,
             seq: row.seq,
@@ -91,7 +110,7 @@ impl ClaimedEvent {
             attempts: row.attempts,
             created_at: row.created_at,
         });
-        (event, share, window_end)
+        (event, window)
     }
 
     /// An event built by hand, for tests of publishers: `payload` and `metadata` must be JSON

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use outbox_queries::queries::relay as sql;
 
 use super::held::Held;
+use crate::claimed_event::HeadWindow;
 use crate::error::Error;
 use crate::publisher::ClaimedEvent;
 
@@ -116,6 +117,18 @@ pub(crate) struct ClaimState {
     claims: AtomicUsize,
 }
 
+/// What the head search's window says about the claim's other look-ups, from the heads it returned:
+/// whether the window held every pending event (then nothing lies beyond it: no slow path), and
+/// whether any head may have followers. A window that is not full holds its heads' whole
+/// aggregates, so a head alone in it of its aggregate has none. At light load a claim is then one
+/// statement instead of three. (Events committed since the search are for the next claim.)
+fn look_ups<'a>(heads: impl IntoIterator<Item = &'a HeadWindow>, window: i64) -> (bool, bool) {
+    let mut heads = heads.into_iter().peekable();
+    let whole = heads.peek().is_some_and(|w| w.rows < window);
+    let followed = !whole || heads.any(|w| w.in_window > 1);
+    (whole, followed)
+}
+
 /// The payload bytes of `events`.
 fn bytes(events: &[ClaimedEvent]) -> usize {
     events.iter().map(|e| e.payload().len()).sum()
@@ -191,16 +204,19 @@ pub(crate) async fn claim(
         .await?;
     // This claim's share of the window's heads (see `fetch_outbox_heads`). While heads are shared
     // out, the slow path looks only beyond the window, and only now and then (`BeyondWindow`): for
-    // quiet aggregates behind a hot backlog, not for the hot heads left to other claims. No restriction when the fast path found no head
-    // (every head in the window is taken, or none is due: the slow path can only find others).
+    // quiet aggregates behind a hot backlog, not for the hot heads left to other claims. No
+    // restriction when the fast path found no head (every head in the window is taken, or none is
+    // due: the slow path can only find others).
     let after = heads
         .first()
-        .filter(|(_, share, _)| usize::try_from(*share).is_ok_and(|share| share < batch_size))
-        .map_or(i64::MIN, |(_, _, window_end)| *window_end);
-    let mut events: Vec<ClaimedEvent> = heads.into_iter().map(|(event, ..)| event).collect();
+        .filter(|(_, w)| usize::try_from(w.share).is_ok_and(|share| share < batch_size))
+        .map_or(i64::MIN, |(_, w)| w.end);
+    let (whole, followed) = look_ups(heads.iter().map(|(_, w)| w), window);
+    let mut events: Vec<ClaimedEvent> = heads.into_iter().map(|(event, _)| event).collect();
     // The budget left for more events (none once it is spent).
     let left = |events: &[ClaimedEvent]| max_bytes.saturating_sub(bytes(events));
     if events.len() < batch_size
+        && !whole
         && left(&events) > 0
         && (after == i64::MIN || beyond_window.due())
         && sql::outbox_pending_beyond()
@@ -227,7 +243,7 @@ pub(crate) async fn claim(
         events.extend(more);
     }
     let room = batch_size.saturating_sub(events.len());
-    if room > 0 && !events.is_empty() && left(&events) > 0 {
+    if room > 0 && followed && !events.is_empty() && left(&events) > 0 {
         let types: Vec<&str> = events.iter().map(|e| e.aggregate_type.as_str()).collect();
         let ids: Vec<&str> = events.iter().map(|e| e.aggregate_id.as_str()).collect();
         let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
@@ -285,6 +301,27 @@ pub(super) mod tests {
             .map(|w| w.iter().map(|e| e.seq).collect())
             .collect();
         assert_eq!(w, vec![vec![1, 2, 5], vec![3, 6], vec![4]]);
+    }
+
+    fn head(rows: i64, in_window: i64) -> HeadWindow {
+        HeadWindow {
+            share: 100,
+            end: 0,
+            rows,
+            in_window,
+        }
+    }
+
+    #[test]
+    fn a_window_that_holds_every_pending_event_spares_the_other_look_ups() {
+        // Light load: one event pending, one head, alone: nothing beyond, no followers.
+        assert_eq!(look_ups(&[head(1, 1)], 1_000), (true, false));
+        // Two heads of a not full window, one with another event of its aggregate in it.
+        assert_eq!(look_ups(&[head(3, 1), head(3, 2)], 1_000), (true, true));
+        // A full window: events may lie beyond it, followers too.
+        assert_eq!(look_ups(&[head(1_000, 1)], 1_000), (false, true));
+        // No head: the window says nothing (every head in it may be held by other claims).
+        assert_eq!(look_ups(&[], 1_000), (false, true));
     }
 
     #[test]

@@ -129,6 +129,8 @@ pub struct HeadRow {
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub share: i64,
     pub window_end: i64,
+    pub window_rows: i64,
+    pub in_window: i64,
 }
 pub struct HeadRowBorrowed<'a> {
     pub id: uuid::Uuid,
@@ -142,6 +144,8 @@ pub struct HeadRowBorrowed<'a> {
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub share: i64,
     pub window_end: i64,
+    pub window_rows: i64,
+    pub in_window: i64,
 }
 impl<'a> From<HeadRowBorrowed<'a>> for HeadRow {
     fn from(
@@ -157,6 +161,8 @@ impl<'a> From<HeadRowBorrowed<'a>> for HeadRow {
             created_at,
             share,
             window_end,
+            window_rows,
+            in_window,
         }: HeadRowBorrowed<'a>,
     ) -> Self {
         Self {
@@ -171,6 +177,8 @@ impl<'a> From<HeadRowBorrowed<'a>> for HeadRow {
             created_at,
             share,
             window_end,
+            window_rows,
+            in_window,
         }
     }
 }
@@ -500,7 +508,7 @@ impl<'c, 'a, 's, C: GenericClient>
 pub struct FetchOutboxHeadsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn fetch_outbox_heads() -> FetchOutboxHeadsStmt {
     FetchOutboxHeadsStmt(
-        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at, share, window_end FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( WITH win AS MATERIALIZED ( SELECT id, created_at, seq, aggregate_type, aggregate_id FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT $1), firsts AS MATERIALIZED ( SELECT min(seq) AS seq FROM win GROUP BY aggregate_type, aggregate_id), free AS MATERIALIZED ( SELECT seq FROM firsts EXCEPT SELECT unnest($2::bigint[])), share AS ( SELECT CASE WHEN (SELECT count(*) FROM win) < $3 * $4::bigint THEN $3 ELSE least($3, greatest(1, (count(*) + $4::bigint - 1) / $4::bigint)) END AS n FROM firsts) SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at, (SELECT n FROM share) AS share, (SELECT max(seq) FROM win) AS window_end FROM (SELECT r.id, r.created_at, r.seq, (r.i + r.n - ($5::bigint * ((r.n + $4::bigint - 1) / $4::bigint)) % r.n) % r.n AS k FROM (SELECT w.id, w.created_at, w.seq, row_number() OVER (ORDER BY w.seq) - 1 AS i, count(*) OVER () AS n FROM win w JOIN free f ON f.seq = w.seq) r ORDER BY k) firsts JOIN outbox_events e ON e.id = firsts.id AND e.created_at = firsts.created_at WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.dead_lettered_at IS NOT NULL AND b.seq < e.seq) ORDER BY firsts.k LIMIT (SELECT n FROM share) FOR UPDATE OF e SKIP LOCKED ) c) w WHERE w.running_bytes - octet_length(w.payload) < $6 ORDER BY w.seq",
+        "SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at, share, window_end, window_rows, in_window FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes FROM ( WITH win AS MATERIALIZED ( SELECT id, created_at, seq, aggregate_type, aggregate_id FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT $1), firsts AS MATERIALIZED ( SELECT min(seq) AS seq, count(*) AS n FROM win GROUP BY aggregate_type, aggregate_id), free AS MATERIALIZED ( SELECT seq FROM firsts EXCEPT SELECT unnest($2::bigint[])), share AS ( SELECT CASE WHEN (SELECT count(*) FROM win) < $3 * $4::bigint THEN $3 ELSE least($3, greatest(1, (count(*) + $4::bigint - 1) / $4::bigint)) END AS n FROM firsts) SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload, e.metadata::text AS metadata, e.attempts, e.created_at, (SELECT n FROM share) AS share, (SELECT max(seq) FROM win) AS window_end, (SELECT count(*) FROM win) AS window_rows, firsts.in_window FROM (SELECT r.id, r.created_at, r.seq, r.in_window, (r.i + r.n - ($5::bigint * ((r.n + $4::bigint - 1) / $4::bigint)) % r.n) % r.n AS k FROM (SELECT w.id, w.created_at, w.seq, fi.n AS in_window, row_number() OVER (ORDER BY w.seq) - 1 AS i, count(*) OVER () AS n FROM win w JOIN free f ON f.seq = w.seq JOIN firsts fi ON fi.seq = w.seq) r ORDER BY k) firsts JOIN outbox_events e ON e.id = firsts.id AND e.created_at = firsts.created_at WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now()) AND NOT EXISTS ( SELECT 1 FROM outbox_events b WHERE b.aggregate_type = e.aggregate_type AND b.aggregate_id = e.aggregate_id AND b.processed_at IS NULL AND b.dead_lettered_at IS NOT NULL AND b.seq < e.seq) ORDER BY firsts.k LIMIT (SELECT n FROM share) FOR UPDATE OF e SKIP LOCKED ) c) w WHERE w.running_bytes - octet_length(w.payload) < $6 ORDER BY w.seq",
         None,
     )
 }
@@ -541,6 +549,8 @@ impl FetchOutboxHeadsStmt {
                         created_at: row.try_get(8)?,
                         share: row.try_get(9)?,
                         window_end: row.try_get(10)?,
+                        window_rows: row.try_get(11)?,
+                        in_window: row.try_get(12)?,
                     })
                 },
             mapper: |it| HeadRow::from(it),
