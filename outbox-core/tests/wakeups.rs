@@ -361,3 +361,56 @@ async fn one_notification_brings_every_worker_in_when_claims_come_back_full() {
         "every worker joined in"
     );
 }
+
+/// A relay that keeps up with a steady stream is idle for moments only, never busy for the hold at a
+/// stretch: busy for most of the time, it stops advertising all the same (until its next idle
+/// moment), so writers do not notify at every commit while it works.
+#[tokio::test]
+async fn a_relay_busy_most_of_the_time_stops_advertising_between_idle_moments() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(RecordingPublisher::with_delay(Duration::from_millis(20)));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .listen(db.config().clone())
+        .poll_interval(Duration::from_secs(600))
+        .concurrency(1)
+        .build()
+        .unwrap();
+    let running = RunningRelay::start(&relay);
+    let observer = db.connect().await;
+    assert!(
+        eventually(Duration::from_secs(5), async || advertising(&observer)
+            .await)
+        .await,
+        "an idle relay advertises"
+    );
+    // One event every 25 ms, each busy for 20 ms and more: about 80 % busy, in spells shorter than
+    // the hold.
+    let writer = tokio::spawn({
+        let pool = db.pool().clone();
+        async move {
+            let client = pool.get().await.unwrap();
+            for n in 0..80 {
+                emit(&client, &TestEvent::new(format!("o-{n}"), 1))
+                    .await
+                    .unwrap();
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        }
+    });
+    let mut released = 0;
+    while !writer.is_finished() {
+        if !advertising(&observer).await {
+            released += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    writer.await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), async || publisher.ids().len()
+            == 80)
+        .await,
+        "everything is published"
+    );
+    running.stop().await;
+    assert!(released > 0, "the relay never stopped advertising");
+}

@@ -33,7 +33,8 @@ pub struct BatchReport {
     /// Events released without an attempt counted: they followed a failed event of their aggregate,
     /// or the publisher failed as a whole. They are claimed again later.
     pub released: usize,
-    /// Whether the claim returned a full batch (more may be waiting).
+    /// Whether the claim was capped — by the batch size (lower after large rows), the byte budget
+    /// or its share of hot aggregates' heads — so that more is likely waiting.
     pub full: bool,
 }
 
@@ -132,7 +133,7 @@ async fn on_connection<P: Publisher>(
     .await?;
     // The limits are sent ahead of the claim, pipelined on the connection: no extra round trip.
     let limits = session_limits(publish_timeout);
-    let events = bounded(stalled, bound, async {
+    let (events, capped) = bounded(stalled, bound, async {
         // `futures::future::join` polls in order: the limits are queued before the claim's first
         // message.
         let (set, claimed) = futures::future::join(
@@ -151,16 +152,17 @@ async fn on_connection<P: Publisher>(
         claimed
     })
     .await?;
-    if events.len() >= batch_size {
-        // A full claim: more is likely waiting. One more idle worker joins in (it wakes another
-        // if its claim is full too), while this one publishes.
+    if capped {
+        // A full claim (by rows, bytes or its share of hot heads): more is likely waiting. One
+        // more idle worker joins in (it wakes another if its claim is capped too), while this one
+        // publishes.
         inner.wake.notify_one();
     }
     // The heads this batch holds, listed for the relay's other claims until the batch ends.
     let _held = ordered.then(|| inner.claims.held.hold(heads(&events)));
     let mut report = BatchReport {
         claimed: events.len(),
-        full: events.len() >= batch_size,
+        full: capped,
         ..BatchReport::default()
     };
     if events.is_empty() {

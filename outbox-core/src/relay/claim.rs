@@ -154,6 +154,9 @@ fn bytes(events: &[ClaimedEvent]) -> usize {
 /// relay's in-flight batches hold ([`Held`]) before touching a row, and consecutive claims start at
 /// different slots of the window's heads, so that a claim rarely meets a row another claim of the
 /// relay has just locked (`SKIP LOCKED` still passes over those, and over other relays' heads).
+///
+/// Returns the events and whether the claim was capped — by its row limit (the batch size, lower
+/// after large rows), its byte budget, or its share of hot heads — so that more is likely waiting.
 pub(crate) async fn claim(
     tx: &deadpool_postgres::Transaction<'_>,
     batch_size: usize,
@@ -161,7 +164,7 @@ pub(crate) async fn claim(
     max_bytes: usize,
     workers: usize,
     state: &ClaimState,
-) -> Result<Vec<ClaimedEvent>, Error> {
+) -> Result<(Vec<ClaimedEvent>, bool), Error> {
     let (row_size, beyond_window) = (&state.row_size, &state.beyond_window);
     let as_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
     let batch_size = row_size.limit(batch_size, max_bytes);
@@ -176,7 +179,8 @@ pub(crate) async fn claim(
             .all()
             .await?;
         row_size.observe(&events);
-        return Ok(events);
+        let capped = capped(&events, batch_size, max_bytes);
+        return Ok((events, capped));
     }
     // Room for a full batch per worker, so that hot aggregates can be shared out (see below).
     let window = as_i64(
@@ -265,7 +269,18 @@ pub(crate) async fn claim(
     }
     row_size.observe(&events);
     events.sort_by_key(|e| e.seq);
-    Ok(events)
+    // A claim that took only its share of hot heads left the rest to other claims.
+    let capped = capped(&events, batch_size, max_bytes) || after != i64::MIN;
+    Ok((events, capped))
+}
+
+/// Whether a claim of `events` hit its row `limit` or (within an average row) its byte budget.
+fn capped(events: &[ClaimedEvent], limit: usize, max_bytes: usize) -> bool {
+    let used = bytes(events);
+    events.len() >= limit
+        || used
+            .checked_div(events.len())
+            .is_some_and(|avg| used.saturating_add(avg.max(1)) > max_bytes)
 }
 
 #[cfg(test)]
@@ -310,6 +325,20 @@ pub(super) mod tests {
             rows,
             in_window,
         }
+    }
+
+    #[test]
+    fn a_claim_is_capped_by_its_row_limit_or_its_byte_budget() {
+        let small: Vec<ClaimedEvent> = (0..3).map(|n| event(n, "a")).collect();
+        assert!(
+            capped(&small, 3, 1_000),
+            "the row limit (lowered after large rows)"
+        );
+        assert!(!capped(&small, 4, 1_000));
+        // Each event's payload is "{}" (2 bytes): 6 used, room for no 4th in 7.
+        assert!(capped(&small, 100, 7), "the byte budget");
+        assert!(!capped(&small, 100, 8));
+        assert!(!capped(&[], 100, 8), "nothing claimed");
     }
 
     #[test]

@@ -190,6 +190,8 @@ impl<P: Publisher> Relay<P> {
                     return Err(e);
                 }
                 Err(e) => {
+                    // This worker backs off: the wake-up it may have been given goes to another.
+                    self.inner.wake.notify_one();
                     let delay = infra.failed();
                     tracing::warn!(
                         error = %e, consecutive_failures = infra.failures(),
