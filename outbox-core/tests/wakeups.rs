@@ -177,19 +177,20 @@ async fn advertising(client: &tokio_postgres::Client) -> bool {
     row.get::<_, i64>(0) > 0
 }
 
-/// At light load a relay is busy a millisecond or two per event. It keeps advertising through that
-/// (it used to stop and start again per event), so every commit notifies: none waits for the lock
-/// to be taken again and the claim after it.
-#[tokio::test]
-async fn at_light_load_every_commit_notifies() {
-    const EVENTS: usize = 60;
-    let db = TestDb::new().await;
-    let (_listening, mut rx) = listener(&db).await;
-    let publisher = Arc::new(RecordingPublisher::new());
-    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+/// A relay listening for wake-ups over `publisher` (polling every 10 minutes, so a wake-up left to
+/// the poll fails the test), started and idle: advertising that it waits. With a connection to
+/// watch the waiting lock through.
+async fn idle_relay<P: outbox_core::Publisher>(
+    db: &TestDb,
+    publisher: P,
+    batch_size: usize,
+    concurrency: usize,
+) -> (RunningRelay, tokio_postgres::Client) {
+    let relay = Relay::builder(db.pool().clone(), publisher)
         .listen(db.config().clone())
         .poll_interval(Duration::from_secs(600))
-        .concurrency(1)
+        .batch_size(batch_size)
+        .concurrency(concurrency)
         .build()
         .unwrap();
     let running = RunningRelay::start(&relay);
@@ -200,6 +201,19 @@ async fn at_light_load_every_commit_notifies() {
         .await,
         "an idle relay advertises"
     );
+    (running, observer)
+}
+
+/// At light load a relay is busy a millisecond or two per event. It keeps advertising through that
+/// (it used to stop and start again per event), so every commit notifies: none waits for the lock
+/// to be taken again and the claim after it.
+#[tokio::test]
+async fn at_light_load_every_commit_notifies() {
+    const EVENTS: usize = 60;
+    let db = TestDb::new().await;
+    let (_listening, mut rx) = listener(&db).await;
+    let publisher = Arc::new(RecordingPublisher::new());
+    let (running, _observer) = idle_relay(&db, Arc::clone(&publisher), 100, 1).await;
     let client = db.pool().get().await.unwrap();
     for n in 0..EVENTS {
         emit(&client, &TestEvent::new(format!("o-{n}"), 1))
@@ -230,21 +244,7 @@ async fn a_relay_busy_for_longer_than_the_hold_stops_advertising() {
     let db = TestDb::new().await;
     let (_listening, mut rx) = listener(&db).await;
     let publisher = Arc::new(RecordingPublisher::with_delay(Duration::from_millis(20)));
-    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
-        .listen(db.config().clone())
-        .poll_interval(Duration::from_secs(600))
-        .batch_size(10)
-        .concurrency(2)
-        .build()
-        .unwrap();
-    let running = RunningRelay::start(&relay);
-    let observer = db.connect().await;
-    assert!(
-        eventually(Duration::from_secs(5), async || advertising(&observer)
-            .await)
-        .await,
-        "an idle relay advertises"
-    );
+    let (running, observer) = idle_relay(&db, Arc::clone(&publisher), 10, 2).await;
     // A backlog of 40 batches of 20 ms, 2 at a time: about 400 ms of work.
     let client = db.pool().get().await.unwrap();
     let backlog: Vec<TestEvent> = (0..400).map(|n| TestEvent::new("backlog", n)).collect();
@@ -327,21 +327,7 @@ async fn one_notification_brings_every_worker_in_when_claims_come_back_full() {
         most: Default::default(),
         published: Default::default(),
     });
-    let relay = Relay::builder(db.pool().clone(), Arc::clone(&probe))
-        .listen(db.config().clone())
-        .poll_interval(Duration::from_secs(600))
-        .batch_size(10)
-        .concurrency(4)
-        .build()
-        .unwrap();
-    let running = RunningRelay::start(&relay);
-    let observer = db.connect().await;
-    assert!(
-        eventually(Duration::from_secs(5), async || advertising(&observer)
-            .await)
-        .await,
-        "an idle relay advertises"
-    );
+    let (running, _observer) = idle_relay(&db, Arc::clone(&probe), 10, 4).await;
     let client = db.pool().get().await.unwrap();
     let backlog: Vec<TestEvent> = (0..200)
         .map(|n| TestEvent::new(format!("o-{n}"), 1))
@@ -369,27 +355,14 @@ async fn one_notification_brings_every_worker_in_when_claims_come_back_full() {
 async fn a_relay_busy_most_of_the_time_stops_advertising_between_idle_moments() {
     let db = TestDb::new().await;
     let publisher = Arc::new(RecordingPublisher::with_delay(Duration::from_millis(20)));
-    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
-        .listen(db.config().clone())
-        .poll_interval(Duration::from_secs(600))
-        .concurrency(1)
-        .build()
-        .unwrap();
-    let running = RunningRelay::start(&relay);
-    let observer = db.connect().await;
-    assert!(
-        eventually(Duration::from_secs(5), async || advertising(&observer)
-            .await)
-        .await,
-        "an idle relay advertises"
-    );
+    let (running, observer) = idle_relay(&db, Arc::clone(&publisher), 100, 1).await;
     // One event every 25 ms, each busy for 20 ms and more: about 80 % busy, in spells shorter than
     // the hold.
     let writer = tokio::spawn({
         let pool = db.pool().clone();
         async move {
             let client = pool.get().await.unwrap();
-            for n in 0..80 {
+            for n in 0..160 {
                 emit(&client, &TestEvent::new(format!("o-{n}"), 1))
                     .await
                     .unwrap();
@@ -402,12 +375,12 @@ async fn a_relay_busy_most_of_the_time_stops_advertising_between_idle_moments() 
         if !advertising(&observer).await {
             released += 1;
         }
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
     writer.await.unwrap();
     assert!(
         eventually(Duration::from_secs(10), async || publisher.ids().len()
-            == 80)
+            == 160)
         .await,
         "everything is published"
     );

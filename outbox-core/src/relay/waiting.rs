@@ -5,7 +5,7 @@
 //! (migration V3) therefore notifies only when it cannot take the **waiting lock** — the advisory
 //! lock [`WAITING_LOCK`] — in shared mode, for the rest of the writer's transaction. A relay whose
 //! workers are all idle takes that lock exclusively on a connection of its own (it *advertises*
-//! that it waits); a relay that stays busy (for [`HOLD_THROUGH_BUSY`], or half of the time:
+//! that it waits); a relay that stays busy (for [`HOLD_THROUGH_BUSY`], or three quarters of the time:
 //! [`BusyShare`]) releases it and claims again on its own, so under sustained load writers mostly
 //! skip the `NOTIFY`, while at light load, where a relay is busy a millisecond per event, every
 //! commit notifies.
@@ -66,10 +66,10 @@ const BUSY_WINDOW: Duration = Duration::from_millis(200);
 
 /// The share of time a relay that advertises has been busy, in windows of [`BUSY_WINDOW`]. A relay
 /// that keeps up with a high commit rate is idle for moments only, never busy for
-/// [`HOLD_THROUGH_BUSY`] at a stretch: once it has been busy for half of a window it stops
+/// [`HOLD_THROUGH_BUSY`] at a stretch: once it has been busy for three quarters of a window it stops
 /// advertising too (and takes the lock again at its next idle moment, as a relay always does), so
 /// that writers do not notify at every commit while it works through them. At light load (a
-/// millisecond or two per event at 200 events/s) it stays well under half.
+/// millisecond or two per event at 200 events/s) it stays well under that.
 #[derive(Debug)]
 struct BusyShare {
     window_start: Instant,
@@ -84,15 +84,15 @@ impl BusyShare {
         }
     }
 
-    /// Counts a busy spell from `spell` to `now`; whether the window just ended was busy for half
-    /// of it or more.
+    /// Counts a busy spell from `spell` to `now`; whether the window just ended was busy for three
+    /// quarters of it or more.
     fn mostly_busy(&mut self, spell: Instant, now: Instant) -> bool {
         self.busy += now.saturating_duration_since(spell);
         let elapsed = now.saturating_duration_since(self.window_start);
         if elapsed < BUSY_WINDOW {
             return false;
         }
-        let mostly = self.busy * 2 >= elapsed;
+        let mostly = self.busy * 4 >= elapsed * 3;
         *self = BusyShare::new(now);
         mostly
     }
@@ -241,11 +241,17 @@ async fn advertise(
         // Advertise through short busy spells (see `HOLD_THROUGH_BUSY`); stop once busy that long,
         // or busy most of the time (`BusyShare`).
         let mut share = BusyShare::new(Instant::now());
+        // Set when the last window was mostly busy: stop at the start of the next busy spell (at
+        // its end the relay is idle again and would only take the lock back at once).
+        let mut mostly_busy = false;
         loop {
             tokio::select! {
                 _ = token.cancelled() => return Ok(()),
                 r = &mut connection => return Err(lost(r)),
                 r = idle.wait_for(|n| *n < workers) => { r.map_err(|_| closed())?; }
+            }
+            if mostly_busy {
+                break;
             }
             let spell = Instant::now();
             tokio::select! {
@@ -256,9 +262,7 @@ async fn advertise(
                     Err(_) => break,
                 },
             }
-            if share.mostly_busy(spell, Instant::now()) {
-                break;
-            }
+            mostly_busy = share.mostly_busy(spell, Instant::now());
         }
         tokio::select! {
             _ = token.cancelled() => return Ok(()),
@@ -281,7 +285,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_relay_busy_half_of_a_window_or_more_is_mostly_busy() {
+    fn a_relay_busy_three_quarters_of_a_window_or_more_is_mostly_busy() {
         let t0 = Instant::now();
         let ms = Duration::from_millis;
         // Light load: 2 ms busy every 5 ms.
