@@ -1,6 +1,7 @@
 //! Shared pieces: the SQS fixture and publisher, backlogs, relay drains, pgbench, statistics.
 
 mod backlog;
+mod cores;
 mod drain;
 mod pgbench;
 mod server_cpu;
@@ -8,6 +9,7 @@ mod sqs;
 mod stats;
 
 pub use backlog::*;
+pub use cores::*;
 pub use drain::*;
 pub use pgbench::*;
 pub use server_cpu::*;

@@ -29,20 +29,27 @@ impl ServerCpu {
     /// `schedstat`) plus what its exited children used (clock ticks, as the postmaster reaped them).
     pub fn total(&self) -> Option<Duration> {
         let mut total = run_time(self.postmaster)? + reaped_children(self.postmaster)?;
-        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            if parent(pid) == Some(self.postmaster) {
-                // A process that exited since it was listed counts through `reaped_children`.
-                total += run_time(pid).unwrap_or_default();
-            }
+        for pid in self.children()? {
+            // A process that exited since it was listed counts through `reaped_children`.
+            total += run_time(pid).unwrap_or_default();
         }
         Some(total)
+    }
+
+    /// The postmaster's process id.
+    pub fn postmaster(&self) -> u32 {
+        self.postmaster
+    }
+
+    /// The postmaster's live children (backends, background workers), as `/proc` lists them now.
+    pub fn children(&self) -> Option<Vec<u32>> {
+        let pids = std::fs::read_dir("/proc")
+            .ok()?
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|&pid| parent(pid) == Some(self.postmaster))
+            .collect();
+        Some(pids)
     }
 }
 
