@@ -7,9 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures::{TryFutureExt, try_join};
 use outbox_core::{Emitter, ErrorKind, emit, emit_with};
-use outbox_tests::{TestDb, TestEvent};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use outbox_tests::{DelayProxy, TestDb, TestEvent};
 use tokio_postgres::error::SqlState;
 
 const CREATE_ORDERS: &str = "CREATE TABLE orders (id text PRIMARY KEY, total bigint NOT NULL)";
@@ -142,54 +140,17 @@ async fn a_refused_event_fails_the_join_before_its_statement_is_sent() {
     assert_eq!(rows(&db, "o-1").await, (0, 0));
 }
 
-/// A TCP proxy to `upstream` that delivers every chunk the server sends `delay` late (client to
-/// server traffic passes at once): each round trip the client waits for costs `delay`.
-async fn delaying_proxy(upstream: SocketAddr, delay: Duration) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((client, _)) = listener.accept().await {
-            let server = TcpStream::connect(upstream).await.unwrap();
-            let _ = (client.set_nodelay(true), server.set_nodelay(true));
-            let (mut client_read, mut client_write) = client.into_split();
-            let (mut server_read, mut server_write) = server.into_split();
-            tokio::spawn(async move { tokio::io::copy(&mut client_read, &mut server_write).await });
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
-            tokio::spawn(async move {
-                let mut buf = vec![0; 64 * 1024];
-                while let Ok(n @ 1..) = server_read.read(&mut buf).await {
-                    if tx
-                        .send((Instant::now() + delay, buf[..n].to_vec()))
-                        .is_err()
-                    {
-                        break;
-                    }
-                }
-            });
-            tokio::spawn(async move {
-                while let Some((due, bytes)) = rx.recv().await {
-                    tokio::time::sleep_until(due.into()).await;
-                    if client_write.write_all(&bytes).await.is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    addr
-}
-
 #[tokio::test]
 async fn a_pipelined_emit_on_a_warm_deadpool_connection_adds_no_round_trip() {
     let db = db_with_orders().await;
     let delay = Duration::from_millis(150);
     let port = db.config().get_ports().first().copied().unwrap_or(5432);
     let upstream = SocketAddr::from(([127, 0, 0, 1], port));
-    let proxy = delaying_proxy(upstream, delay).await;
+    let proxy = DelayProxy::start(upstream, delay).await;
     let mut config = tokio_postgres::Config::new();
     config
         .host("127.0.0.1")
-        .port(proxy.port())
+        .port(proxy.addr().port())
         .user(db.config().get_user().unwrap_or("postgres"))
         .dbname(db.name());
     let manager = deadpool_postgres::Manager::from_config(

@@ -8,6 +8,7 @@
 //! `OUTBOX_TEST_LAYOUT=partitioned` gives every [`TestDb::new`] the partitioned layout.
 
 pub mod db;
+pub mod delay_proxy;
 pub mod events;
 pub mod interleaved;
 pub mod partitions;
@@ -18,6 +19,7 @@ pub mod running;
 pub mod sqs;
 
 pub use db::{LAYOUT_ENV, TestDb};
+pub use delay_proxy::DelayProxy;
 pub use events::{TestEvent, Unserialisable, note};
 pub use proxy::BlackHoleProxy;
 pub use publishers::{FlakyPublisher, RecordingPublisher};

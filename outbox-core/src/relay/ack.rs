@@ -1,5 +1,5 @@
 //! Acknowledging a batch: the published events marked processed and the failures recorded, one
-//! statement each, in the claiming transaction.
+//! statement each, in the claiming transaction and pipelined with its `COMMIT`.
 //!
 //! Both statements take the rows' creation times with their ids, and the smallest and largest of
 //! them: on the partitioned layout PostgreSQL then touches only the partitions in that range (pruned
@@ -11,6 +11,7 @@ use outbox_queries::queries::relay as sql;
 use uuid::Uuid;
 
 use super::outcome::{Acked, Failure};
+use super::transaction::ClaimTransaction;
 use crate::error::Error;
 
 /// The smallest and largest of `times`; `None` when there are none.
@@ -23,57 +24,75 @@ pub(crate) fn time_bounds(
     })
 }
 
-/// Marks the published events (or, with `delete` — a zero retention — deletes them) and records
-/// the failures, one statement each.
-pub(crate) async fn record(
-    tx: &deadpool_postgres::Transaction<'_>,
+/// Marks the published events (or, with `delete` — a zero retention — deletes them), records the
+/// failures and commits, in one round trip: both statements are prepared first (from the
+/// connection's statement cache after the first batch), so that each is sent on its first poll,
+/// ahead of the `COMMIT` that [`ClaimTransaction::commit_with`] sends behind them.
+pub(crate) async fn record_and_commit(
+    tx: &mut ClaimTransaction,
     published: &[Acked],
     failures: &[Failure],
     delete: bool,
 ) -> Result<(), Error> {
-    if let Some((oldest, newest)) = time_bounds(published.iter().map(|a| a.created_at)) {
-        let ids: Vec<Uuid> = published.iter().map(|a| a.id).collect();
-        if delete {
-            sql::delete_outbox_published()
-                .prepare(tx)
-                .await?
-                .bind(tx, &ids, &oldest, &newest)
-                .all()
-                .await?;
-        } else {
-            sql::mark_outbox_processed()
-                .prepare(tx)
-                .await?
-                .bind(tx, &ids, &oldest, &newest)
-                .all()
-                .await?;
+    let published_bounds = time_bounds(published.iter().map(|a| a.created_at));
+    let failure_bounds = time_bounds(failures.iter().map(|f| f.created_at));
+    let (mut mark, mut remove, mut fail) = (None, None, None);
+    {
+        let client = tx.client()?;
+        if published_bounds.is_some() {
+            if delete {
+                remove = Some(sql::delete_outbox_published().prepare(client).await?);
+            } else {
+                mark = Some(sql::mark_outbox_processed().prepare(client).await?);
+            }
+        }
+        if failure_bounds.is_some() {
+            fail = Some(sql::record_outbox_failures().prepare(client).await?);
         }
     }
-    if let Some((oldest, newest)) = time_bounds(failures.iter().map(|f| f.created_at)) {
-        let ids: Vec<Uuid> = failures.iter().map(|f| f.id).collect();
-        let created_ats: Vec<DateTime<Utc>> = failures.iter().map(|f| f.created_at).collect();
-        let errors: Vec<&str> = failures.iter().map(|f| f.error.as_str()).collect();
-        let delays: Vec<f64> = failures.iter().map(|f| f.delay_secs).collect();
-        let dead: Vec<bool> = failures.iter().map(|f| f.dead).collect();
-        let counted: Vec<bool> = failures.iter().map(|f| f.counted).collect();
-        sql::record_outbox_failures()
-            .prepare(tx)
-            .await?
-            .bind(
-                tx,
-                &ids,
-                &created_ats,
-                &errors,
-                &delays,
-                &dead,
-                &counted,
-                &oldest,
-                &newest,
-            )
-            .all()
-            .await?;
-    }
-    Ok(())
+    let ids: Vec<Uuid> = published.iter().map(|a| a.id).collect();
+    let failed: Vec<Uuid> = failures.iter().map(|f| f.id).collect();
+    let created_ats: Vec<DateTime<Utc>> = failures.iter().map(|f| f.created_at).collect();
+    let errors: Vec<&str> = failures.iter().map(|f| f.error.as_str()).collect();
+    let delays: Vec<f64> = failures.iter().map(|f| f.delay_secs).collect();
+    let dead: Vec<bool> = failures.iter().map(|f| f.dead).collect();
+    let counted: Vec<bool> = failures.iter().map(|f| f.counted).collect();
+    tx.commit_with(async |client| {
+        let acknowledged = async {
+            match (&mark, &remove, published_bounds) {
+                (Some(stmt), _, Some((oldest, newest))) => {
+                    stmt.bind(client, &ids, &oldest, &newest).all().await?;
+                }
+                (_, Some(stmt), Some((oldest, newest))) => {
+                    stmt.bind(client, &ids, &oldest, &newest).all().await?;
+                }
+                _ => {}
+            }
+            Ok::<_, Error>(())
+        };
+        let recorded = async {
+            if let (Some(stmt), Some((oldest, newest))) = (&fail, failure_bounds) {
+                stmt.bind(
+                    client,
+                    &failed,
+                    &created_ats,
+                    &errors,
+                    &delays,
+                    &dead,
+                    &counted,
+                    &oldest,
+                    &newest,
+                )
+                .all()
+                .await?;
+            }
+            Ok::<_, Error>(())
+        };
+        // Polled in order: the mark is sent, then the failures, then (by the caller) `COMMIT`.
+        let (acknowledged, recorded) = futures::future::join(acknowledged, recorded).await;
+        acknowledged.and(recorded)
+    })
+    .await
 }
 
 #[cfg(test)]

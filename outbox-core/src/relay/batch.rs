@@ -1,17 +1,14 @@
 //! One batch: claim, publish, acknowledge — all inside one transaction.
 
-use std::future::Future;
-use std::time::Duration;
-
 use tokio::time::Instant;
-use tokio_postgres::IsolationLevel;
 
 use super::Inner;
-use super::ack::record;
+use super::ack::record_and_commit;
 use super::claim::{claim, waves};
 use super::guard::{Guarded, overrun, publish_guarded};
 use super::held::heads;
 use super::outcome::Recorder;
+use super::transaction::ClaimTransaction;
 use crate::error::{Error, ErrorKind};
 use crate::failure::FailureKind;
 use crate::publisher::{PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
@@ -69,27 +66,6 @@ fn session_limits(publish_timeout: std::time::Duration) -> String {
     )
 }
 
-/// Runs `fut` (a database round trip) for at most `bound`; past it, marks the connection `stalled`.
-async fn bounded<T>(
-    stalled: &mut bool,
-    bound: Duration,
-    fut: impl Future<Output = Result<T, Error>>,
-) -> Result<T, Error> {
-    match tokio::time::timeout(bound, fut).await {
-        Ok(result) => result,
-        Err(_) => {
-            *stalled = true;
-            Err(Error::new(
-                ErrorKind::Timeout,
-                format!(
-                    "the database did not answer within {bound:?}; the connection is discarded \
-                     and the batch's events will be claimed again"
-                ),
-            ))
-        }
-    }
-}
-
 async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport, Error> {
     // No wait on the database outlasts the point where PostgreSQL itself ends a silent claim
     // transaction (`idle_in_transaction_session_timeout`), whatever the pool's own settings.
@@ -97,61 +73,38 @@ async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport
         .config
         .publish_timeout
         .saturating_add(super::config::CLAIM_IDLE_MARGIN);
-    let mut client = match tokio::time::timeout(bound, inner.pool.get()).await {
-        Ok(client) => client?,
-        Err(_) => {
-            return Err(Error::new(
-                ErrorKind::Pool,
-                format!("no connection from the pool within {bound:?}"),
-            ));
-        }
-    };
-    let mut stalled = false;
-    let result = on_connection(inner, &mut client, bound, &mut stalled).await;
-    if stalled {
-        // The connection stopped answering mid-conversation: never hand it to the next batch.
-        drop(deadpool_postgres::Client::take(client));
+    let mut tx = ClaimTransaction::connect(&inner.pool, bound).await?;
+    let result = in_transaction(inner, &mut tx).await;
+    if result.is_err() {
+        // Still open when the claim or the acknowledgement failed: rolled back here, or (when that
+        // fails too, or the connection stalled) the connection is closed as `tx` drops.
+        tx.roll_back().await;
     }
     result
 }
 
-async fn on_connection<P: Publisher>(
+async fn in_transaction<P: Publisher>(
     inner: &Inner<P>,
-    client: &mut deadpool_postgres::Client,
-    bound: Duration,
-    stalled: &mut bool,
+    tx: &mut ClaimTransaction,
 ) -> Result<BatchReport, Error> {
     let (batch_size, ordered) = (inner.config.batch_size, inner.config.per_aggregate_order);
     let publish_timeout = inner.config.publish_timeout;
-    let tx = bounded(stalled, bound, async {
-        Ok(client
-            .build_transaction()
-            .isolation_level(IsolationLevel::ReadCommitted)
-            .start()
-            .await?)
-    })
-    .await?;
-    // The limits are sent ahead of the claim, pipelined on the connection: no extra round trip.
+    // `BEGIN` and the limits go out ahead of the claim, pipelined on the connection: the claim
+    // costs one round trip at light load.
     let limits = session_limits(publish_timeout);
-    let (events, capped) = bounded(stalled, bound, async {
-        // `futures::future::join` polls in order: the limits are queued before the claim's first
-        // message.
-        let (set, claimed) = futures::future::join(
-            tx.batch_execute(&limits),
+    let (events, capped) = tx
+        .begin_with(&limits, async |client| {
             claim(
-                &tx,
+                client,
                 batch_size,
                 ordered,
                 inner.config.batch_max_bytes,
                 inner.config.concurrency,
                 &inner.claims,
-            ),
-        )
-        .await;
-        set?;
-        claimed
-    })
-    .await?;
+            )
+            .await
+        })
+        .await?;
     if capped {
         // A full claim (by rows, bytes or its share of hot heads): more is likely waiting. One
         // more idle worker joins in (it wakes another if its claim is capped too), while this one
@@ -166,7 +119,7 @@ async fn on_connection<P: Publisher>(
         ..BatchReport::default()
     };
     if events.is_empty() {
-        bounded(stalled, bound, async { Ok(tx.commit().await?) }).await?;
+        tx.commit().await?;
         return Ok(report);
     }
     // The claim transaction never stays open longer than the publish timeout (bounded by
@@ -279,11 +232,7 @@ async fn on_connection<P: Publisher>(
     }
 
     let (published, failures) = rec.finish();
-    bounded(stalled, bound, async {
-        record(&tx, &published, &failures, inner.config.deletes_on_ack()).await?;
-        Ok(tx.commit().await?)
-    })
-    .await?;
+    record_and_commit(tx, &published, &failures, inner.config.deletes_on_ack()).await?;
     report.published = published.len();
     if report.deferred > 0 {
         // One line per batch, not per event: a broken destination holds back thousands of events.

@@ -158,7 +158,7 @@ fn bytes(events: &[ClaimedEvent]) -> usize {
 /// Returns the events and whether the claim was capped — by its row limit (the batch size, lower
 /// after large rows), its byte budget, or its share of hot heads — so that more is likely waiting.
 pub(crate) async fn claim(
-    tx: &deadpool_postgres::Transaction<'_>,
+    tx: &deadpool_postgres::Client,
     batch_size: usize,
     ordered: bool,
     max_bytes: usize,

@@ -9,6 +9,7 @@ mod held;
 mod housekeeping;
 mod listener;
 mod outcome;
+mod transaction;
 mod waiting;
 mod worker;
 

@@ -1,0 +1,158 @@
+//! The claim transaction: begun in the same message as the claim and committed in the same message
+//! as the acknowledgement, so that a batch costs the database two round trips, not four.
+//!
+//! tokio-postgres' own `Transaction` waits for `BEGIN` before anything else is sent and for the last
+//! statement before `COMMIT`. This guard sends `BEGIN` (with the transaction's limits) ahead of the
+//! claim's first statement, and `COMMIT` right behind the acknowledgement's statements, all
+//! pipelined on the connection. Its one duty in exchange: a connection whose transaction may still
+//! be open (the batch ended early, was dropped mid-way, or the conversation fell out of step after a
+//! timeout) is never handed to the next batch. It is rolled back when it can be, and otherwise
+//! taken out of the pool and closed, which makes PostgreSQL roll it back and release its row locks.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::error::{Error, ErrorKind};
+
+/// A batch's transaction on a pooled connection.
+pub(crate) struct ClaimTransaction {
+    /// `None` only once dropped.
+    client: Option<deadpool_postgres::Client>,
+    /// `BEGIN` was sent and no `COMMIT` or `ROLLBACK` has answered since.
+    open: bool,
+    /// A round trip outlasted its bound: answers may still be on their way, so the conversation is
+    /// out of step and the connection must not be used again.
+    stalled: bool,
+    /// The longest any round trip may take.
+    bound: Duration,
+}
+
+impl ClaimTransaction {
+    /// Takes a connection from `pool` within `bound` (no transaction is begun yet).
+    pub(crate) async fn connect(
+        pool: &deadpool_postgres::Pool,
+        bound: Duration,
+    ) -> Result<ClaimTransaction, Error> {
+        match tokio::time::timeout(bound, pool.get()).await {
+            Ok(client) => Ok(ClaimTransaction {
+                client: Some(client?),
+                open: false,
+                stalled: false,
+                bound,
+            }),
+            Err(_) => Err(Error::new(
+                ErrorKind::Pool,
+                format!("no connection from the pool within {bound:?}"),
+            )),
+        }
+    }
+
+    /// The connection, for the statements sent inside the transaction.
+    pub(crate) fn client(&self) -> Result<&deadpool_postgres::Client, Error> {
+        connection(&self.client)
+    }
+
+    /// Runs `statements` (which must send their first message on their first poll) right behind
+    /// `BEGIN ISOLATION LEVEL READ COMMITTED; <setup>`, in one round trip.
+    pub(crate) async fn begin_with<T>(
+        &mut self,
+        setup: &str,
+        statements: impl AsyncFnOnce(&deadpool_postgres::Client) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let begin = format!("BEGIN ISOLATION LEVEL READ COMMITTED; {setup}");
+        // From here on the transaction may be open on the server, whatever happens to this future.
+        self.open = true;
+        let client = connection(&self.client)?;
+        bounded(&mut self.stalled, self.bound, async {
+            // `join` polls in order: `BEGIN` is queued before the statements' first message.
+            let (begun, done) =
+                futures::future::join(client.batch_execute(&begin), statements(client)).await;
+            // A failed `BEGIN` leaves nothing to trust in what ran behind it.
+            begun?;
+            done
+        })
+        .await
+    }
+
+    /// Runs `statements` (which must send their first message on their first poll) and `COMMIT`
+    /// right behind them, in one round trip. The transaction is over once `COMMIT` has answered: when
+    /// a statement failed, PostgreSQL answers the `COMMIT` of the aborted transaction by rolling it
+    /// back, and the statement's error is returned.
+    pub(crate) async fn commit_with<T>(
+        &mut self,
+        statements: impl AsyncFnOnce(&deadpool_postgres::Client) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let client = connection(&self.client)?;
+        let (done, committed) = bounded(&mut self.stalled, self.bound, async {
+            Ok(futures::future::join(statements(client), client.batch_execute("COMMIT")).await)
+        })
+        .await?;
+        committed?;
+        self.open = false;
+        done
+    }
+
+    /// Commits what was sent so far.
+    pub(crate) async fn commit(&mut self) -> Result<(), Error> {
+        self.commit_with(async |_| Ok(())).await
+    }
+
+    /// Rolls back after a failure, so that the connection can serve the next batch; when that fails
+    /// too, the connection is closed on drop instead.
+    pub(crate) async fn roll_back(&mut self) {
+        if !self.open || self.stalled {
+            return;
+        }
+        let Ok(client) = connection(&self.client) else {
+            return;
+        };
+        let rolled_back = bounded(&mut self.stalled, self.bound, async {
+            Ok(client.batch_execute("ROLLBACK").await?)
+        })
+        .await;
+        if rolled_back.is_ok() {
+            self.open = false;
+        }
+    }
+}
+
+impl Drop for ClaimTransaction {
+    fn drop(&mut self) {
+        if (self.open || self.stalled)
+            && let Some(client) = self.client.take()
+        {
+            // Out of the pool and closed: the server rolls back what was left open.
+            drop(deadpool_postgres::Client::take(client));
+        }
+    }
+}
+
+/// The connection while the guard holds it.
+fn connection(
+    client: &Option<deadpool_postgres::Client>,
+) -> Result<&deadpool_postgres::Client, Error> {
+    client
+        .as_ref()
+        .ok_or_else(|| Error::new(ErrorKind::Database, "the claim's connection is gone"))
+}
+
+/// Runs `fut` (a database round trip) for at most `bound`; past it, marks the connection `stalled`.
+pub(crate) async fn bounded<T>(
+    stalled: &mut bool,
+    bound: Duration,
+    fut: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    match tokio::time::timeout(bound, fut).await {
+        Ok(result) => result,
+        Err(_) => {
+            *stalled = true;
+            Err(Error::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the database did not answer within {bound:?}; the connection is discarded \
+                     and the batch's events will be claimed again"
+                ),
+            ))
+        }
+    }
+}

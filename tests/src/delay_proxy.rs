@@ -1,0 +1,113 @@
+//! A TCP proxy that delivers every chunk the server sends `delay` late (client-to-server traffic
+//! passes at once), so that each round trip the client waits for costs `delay`, and that counts the
+//! client's turns: the times it spoke again after hearing from the server.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+/// A delaying proxy on `127.0.0.1:<port>` forwarding to one upstream address. Stops when dropped.
+pub struct DelayProxy {
+    addr: SocketAddr,
+    turns: Arc<AtomicU64>,
+    task: JoinHandle<()>,
+}
+
+/// What the proxy's connections share: the turn count, and whether the server has been heard since
+/// the client last spoke.
+#[derive(Default)]
+struct Turns {
+    count: Arc<AtomicU64>,
+    heard: AtomicBool,
+}
+
+impl DelayProxy {
+    /// Starts a proxy to `upstream` that holds every server chunk back for `delay`.
+    pub async fn start(upstream: SocketAddr, delay: Duration) -> DelayProxy {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the proxy");
+        let addr = listener.local_addr().expect("the proxy's address");
+        let turns = Arc::new(AtomicU64::new(0));
+        let count = Arc::clone(&turns);
+        let task = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = TcpStream::connect(upstream).await else {
+                    continue;
+                };
+                let shared = Arc::new(Turns {
+                    count: Arc::clone(&count),
+                    // The client's first message is a turn of its own.
+                    heard: AtomicBool::new(true),
+                });
+                tokio::spawn(relay(client, server, delay, shared));
+            }
+        });
+        DelayProxy { addr, turns, task }
+    }
+
+    /// The address clients connect to.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The client's turns so far, over every connection: each time a client sent something after
+    /// the server's last answer reached it. Messages a client pipelines, sent before any answer
+    /// arrives, are one turn; a client that waits for each answer before its next message takes a
+    /// turn per message.
+    pub fn turns(&self) -> u64 {
+        self.turns.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for DelayProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn relay(client: TcpStream, server: TcpStream, delay: Duration, turns: Arc<Turns>) {
+    let _ = (client.set_nodelay(true), server.set_nodelay(true));
+    let (mut client_read, mut client_write) = client.into_split();
+    let (mut server_read, mut server_write) = server.into_split();
+    let up = {
+        let turns = Arc::clone(&turns);
+        tokio::spawn(async move {
+            let mut buf = vec![0; 64 * 1024];
+            while let Ok(n @ 1..) = client_read.read(&mut buf).await {
+                if turns.heard.swap(false, Ordering::SeqCst) {
+                    turns.count.fetch_add(1, Ordering::SeqCst);
+                }
+                if server_write.write_all(&buf[..n]).await.is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+    let read = tokio::spawn(async move {
+        let mut buf = vec![0; 64 * 1024];
+        while let Ok(n @ 1..) = server_read.read(&mut buf).await {
+            if tx
+                .send((Instant::now() + delay, buf[..n].to_vec()))
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    while let Some((due, bytes)) = rx.recv().await {
+        tokio::time::sleep_until(due.into()).await;
+        if client_write.write_all(&bytes).await.is_err() {
+            break;
+        }
+        turns.heard.store(true, Ordering::SeqCst);
+    }
+    up.abort();
+    read.abort();
+}
