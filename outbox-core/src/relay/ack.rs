@@ -36,20 +36,24 @@ pub(crate) async fn record_and_commit(
 ) -> Result<(), Error> {
     let published_bounds = time_bounds(published.iter().map(|a| a.created_at));
     let failure_bounds = time_bounds(failures.iter().map(|f| f.created_at));
-    let (mut mark, mut remove, mut fail) = (None, None, None);
-    {
-        let client = tx.client()?;
-        if published_bounds.is_some() {
-            if delete {
-                remove = Some(sql::delete_outbox_published().prepare(client).await?);
-            } else {
-                mark = Some(sql::mark_outbox_processed().prepare(client).await?);
+    // Prepared first (from the connection's cache after its first batch), bounded like every wait
+    // on the database: a connection cut off mid-batch must not hang its worker here.
+    let (mark, remove, fail) = tx
+        .run(async |client| {
+            let (mut mark, mut remove, mut fail) = (None, None, None);
+            if published_bounds.is_some() {
+                if delete {
+                    remove = Some(sql::delete_outbox_published().prepare(client).await?);
+                } else {
+                    mark = Some(sql::mark_outbox_processed().prepare(client).await?);
+                }
             }
-        }
-        if failure_bounds.is_some() {
-            fail = Some(sql::record_outbox_failures().prepare(client).await?);
-        }
-    }
+            if failure_bounds.is_some() {
+                fail = Some(sql::record_outbox_failures().prepare(client).await?);
+            }
+            Ok((mark, remove, fail))
+        })
+        .await?;
     let ids: Vec<Uuid> = published.iter().map(|a| a.id).collect();
     let failed: Vec<Uuid> = failures.iter().map(|f| f.id).collect();
     let created_ats: Vec<DateTime<Utc>> = failures.iter().map(|f| f.created_at).collect();

@@ -47,11 +47,6 @@ impl ClaimTransaction {
         }
     }
 
-    /// The connection, for the statements sent inside the transaction.
-    pub(crate) fn client(&self) -> Result<&deadpool_postgres::Client, Error> {
-        connection(&self.client)
-    }
-
     /// Runs `statements` (which must send their first message on their first poll) right behind
     /// `BEGIN ISOLATION LEVEL READ COMMITTED; <setup>`, in one round trip.
     pub(crate) async fn begin_with<T>(
@@ -90,6 +85,15 @@ impl ClaimTransaction {
         committed?;
         self.open = false;
         done
+    }
+
+    /// Runs `statements` inside the transaction, bounded like every round trip.
+    pub(crate) async fn run<T>(
+        &mut self,
+        statements: impl AsyncFnOnce(&deadpool_postgres::Client) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let client = connection(&self.client)?;
+        bounded(&mut self.stalled, self.bound, statements(client)).await
     }
 
     /// Commits what was sent so far.
