@@ -106,7 +106,23 @@ async fn marks_and_failures_are_committed_together_in_the_acknowledgements_round
     let turns = proxy.turns() - before;
     assert_eq!((report.published, report.retried), (1, 1), "{report:?}");
     assert_eq!(turns, 2, "the batch took {turns} round trips");
-    // Both statements ran inside the transaction that COMMIT ended, not after it.
+    // Both statements ran inside the claim's transaction, not after its COMMIT: the rows' new
+    // versions carry one transaction id (statements run on their own would carry one each).
+    let xmins: Vec<String> = writer
+        .query(
+            "SELECT xmin::text FROM outbox_events WHERE id = ANY($1)",
+            &[&vec![good, bad]],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(xmins.len(), 2);
+    assert_eq!(
+        xmins[0], xmins[1],
+        "the mark and the failure in one transaction"
+    );
     let good = db.event(good).await;
     let bad = db.event(bad).await;
     assert!(good.processed_at.is_some());
@@ -120,6 +136,53 @@ async fn marks_and_failures_are_committed_together_in_the_acknowledgements_round
         bad.last_error
     );
     assert!(bad.retry_after.is_some());
+}
+
+#[tokio::test]
+async fn a_failing_mark_commits_nothing_and_the_connection_serves_the_next_batch() {
+    let db = TestDb::new().await;
+    let proxy = delay_proxy(&db).await;
+    let publisher = Arc::new(FlakyPublisher::new(|e: &ClaimedEvent| {
+        (e.aggregate_id == "bad").then(|| PublishOutcome::retry(FailureKind::Other, "refused"))
+    }));
+    let relay = Relay::builder(pool_through(&db, &proxy), Arc::clone(&publisher))
+        .per_aggregate_order(false)
+        .build()
+        .unwrap();
+    let writer = db.pool().get().await.unwrap();
+    // Warm: both acknowledgement statements are prepared on the relay's one connection.
+    emit(&writer, &TestEvent::new("warm", 1)).await.unwrap();
+    emit(&writer, &TestEvent::new("bad", 1)).await.unwrap();
+    relay.run_once().await.unwrap();
+    // The mark of aggregate "refused" fails on the server.
+    writer
+        .batch_execute(
+            "CREATE FUNCTION refuse_mark() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+               IF NEW.aggregate_id = 'refused' AND NEW.processed_at IS NOT NULL THEN \
+                 RAISE EXCEPTION 'mark refused'; END IF; RETURN NEW; END $$; \
+             CREATE TRIGGER refuse_mark BEFORE UPDATE ON outbox_events \
+               FOR EACH ROW EXECUTE FUNCTION refuse_mark()",
+        )
+        .await
+        .unwrap();
+    let refused = emit(&writer, &TestEvent::new("refused", 1)).await.unwrap();
+    let bad = emit(&writer, &TestEvent::new("bad", 2)).await.unwrap();
+    let e = relay.run_once().await.unwrap_err();
+    assert!(format!("{e:?}").contains("mark refused"), "{e:?}");
+    // Neither the mark nor the failure recorded behind it was committed.
+    assert!(db.event(refused).await.processed_at.is_none());
+    let bad_row = db.event(bad).await;
+    assert_eq!((bad_row.attempts, bad_row.retry_after), (0, None));
+
+    writer
+        .batch_execute("DROP TRIGGER refuse_mark ON outbox_events")
+        .await
+        .unwrap();
+    // The same (only) connection serves the next batch, outside any leftover transaction.
+    let report = relay.run_once().await.unwrap();
+    assert_eq!((report.published, report.retried), (1, 1), "{report:?}");
+    assert!(db.event(refused).await.processed_at.is_some());
+    assert_eq!(db.event(bad).await.attempts, 1);
 }
 
 /// Never answers.

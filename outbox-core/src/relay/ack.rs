@@ -92,9 +92,11 @@ pub(crate) async fn record_and_commit(
             }
             Ok::<_, Error>(())
         };
-        // Polled in order: the mark is sent, then the failures, then (by the caller) `COMMIT`.
-        let (acknowledged, recorded) = futures::future::join(acknowledged, recorded).await;
-        acknowledged.and(recorded)
+        // Polled in order: the mark is sent, then the failures, then (by the caller) `COMMIT`,
+        // which is not sent when either fails before it is sent (`try_join` fails at once then).
+        futures::future::try_join(acknowledged, recorded)
+            .await
+            .map(|_| ())
     })
     .await
 }

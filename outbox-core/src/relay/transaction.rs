@@ -10,6 +10,7 @@
 //! taken out of the pool and closed, which makes PostgreSQL roll it back and release its row locks.
 
 use std::future::Future;
+use std::task::Poll;
 use std::time::Duration;
 
 use crate::error::{Error, ErrorKind};
@@ -69,17 +70,38 @@ impl ClaimTransaction {
         .await
     }
 
-    /// Runs `statements` (which must send their first message on their first poll) and `COMMIT`
-    /// right behind them, in one round trip. The transaction is over once `COMMIT` has answered: when
-    /// a statement failed, PostgreSQL answers the `COMMIT` of the aborted transaction by rolling it
-    /// back, and the statement's error is returned.
+    /// Runs `statements` (which must send their first message on their first poll, and fail on it
+    /// when one of them cannot be sent) and `COMMIT` right behind them, in one round trip.
+    ///
+    /// `COMMIT` goes out only once the statements' first poll has sent them without failing: a
+    /// statement that could not even be encoded fails the batch with nothing committed (the caller
+    /// rolls back). The transaction is over once `COMMIT` has answered: when a statement failed on
+    /// the server, PostgreSQL answers the `COMMIT` of the aborted transaction by rolling it back,
+    /// and the statement's error is returned.
     pub(crate) async fn commit_with<T>(
         &mut self,
         statements: impl AsyncFnOnce(&deadpool_postgres::Client) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let client = connection(&self.client)?;
         let (done, committed) = bounded(&mut self.stalled, self.bound, async {
-            Ok(futures::future::join(statements(client), client.batch_execute("COMMIT")).await)
+            let mut work = std::pin::pin!(statements(client));
+            // The first poll sends every statement, or fails before the last one is sent.
+            let mut first = None;
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(result) = work.as_mut().poll(cx) {
+                    first = Some(result);
+                }
+                Poll::Ready(())
+            })
+            .await;
+            if let Some(Err(e)) = first {
+                return Err(e);
+            }
+            let commit = client.batch_execute("COMMIT");
+            Ok(match first {
+                Some(done) => (done, commit.await),
+                None => futures::future::join(work, commit).await,
+            })
         })
         .await?;
         committed?;
@@ -154,7 +176,7 @@ pub(crate) async fn bounded<T>(
                 ErrorKind::Timeout,
                 format!(
                     "the database did not answer within {bound:?}; the connection is discarded \
-                     and the batch's events will be claimed again"
+                     and what the batch had not committed will be claimed again"
                 ),
             ))
         }
