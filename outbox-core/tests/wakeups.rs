@@ -348,9 +348,11 @@ async fn one_notification_brings_every_worker_in_when_claims_come_back_full() {
     );
 }
 
-/// A relay that keeps up with a steady stream is idle for moments only, never busy for the hold at a
-/// stretch: busy for most of the time, it stops advertising all the same (until its next idle
-/// moment), so writers do not notify at every commit while it works.
+/// A relay that keeps up with a steady stream is idle for moments only: busy for most of the time,
+/// it stops advertising all the same (until its next idle moment), so writers do not notify at every
+/// commit while it works. End to end, a worker's spells can chain past the hold on a loaded machine,
+/// so this test may pass by the hold alone; the share rule on its own is proven by the unit test
+/// `a_relay_busy_most_of_the_time_in_short_spells_stops_advertising` in `src/relay/waiting.rs`.
 #[tokio::test]
 async fn a_relay_busy_most_of_the_time_stops_advertising_between_idle_moments() {
     let db = TestDb::new().await;

@@ -306,6 +306,80 @@ mod tests {
         );
     }
 
+    /// Whether a relay holds the waiting lock, seen from `observer`'s connection.
+    async fn advertising(observer: &tokio_postgres::Client) -> bool {
+        let row = observer
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int::oid \
+                 AND objid = $2::int::oid AND objsubid = 2 AND mode = 'ExclusiveLock' AND granted",
+                &[&WAITING_LOCK.0, &WAITING_LOCK.1],
+            )
+            .await
+            .unwrap();
+        row.get::<_, i64>(0) > 0
+    }
+
+    /// The share rule at work on its own: a relay busy 8 ms of every 10 is never busy for
+    /// `HOLD_THROUGH_BUSY` at a stretch, yet it stops advertising (and takes the lock back at an
+    /// idle moment). The spells are driven by hand, so none can chain past the hold as spells of a
+    /// real worker do on a loaded machine (the integration test in `tests/wakeups.rs` then passes
+    /// without the rule).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_relay_busy_most_of_the_time_in_short_spells_stops_advertising() {
+        let db = outbox_tests::TestDb::empty().await;
+        let connector = PgConnector::from_url(&db.url()).unwrap();
+        let observer = db.connect().await;
+        let idle = IdleWorkers::new();
+        let mut worker = idle.flag();
+        worker.set(true);
+        let token = CancellationToken::new();
+        let advertiser = tokio::spawn(run(
+            connector,
+            idle.clone(),
+            1,
+            Arc::new(Notify::new()),
+            token.clone(),
+        ));
+        let started = Instant::now();
+        while !advertising(&observer).await {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "never advertised"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // Busy 8 ms, idle 2 ms, for 1.5 s (seven of the share's windows), watched from a task.
+        let watch = tokio::spawn(async move {
+            let mut released = 0;
+            let until = Instant::now() + Duration::from_millis(1500);
+            while Instant::now() < until {
+                if !advertising(&observer).await {
+                    released += 1;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            released
+        });
+        let until = Instant::now() + Duration::from_millis(1500);
+        let mut longest = Duration::ZERO;
+        while Instant::now() < until {
+            let spell = Instant::now();
+            worker.set(false);
+            tokio::time::sleep(Duration::from_millis(8)).await;
+            worker.set(true);
+            longest = longest.max(spell.elapsed());
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let released = watch.await.unwrap();
+        token.cancel();
+        advertiser.await.unwrap();
+        assert!(
+            longest < HOLD_THROUGH_BUSY,
+            "a spell of {longest:?} reached the hold: the machine is too loaded for this test"
+        );
+        assert!(released > 0, "the relay never stopped advertising");
+    }
+
     #[test]
     fn idle_flags_count_transitions_once_and_release_on_drop() {
         let idle = IdleWorkers::new();
