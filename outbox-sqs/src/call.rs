@@ -63,7 +63,7 @@ impl SqsPublisher {
             _ => match &self.inner.direct {
                 Some(direct) => {
                     let entries = entries.iter().filter_map(|p| match &p.entry {
-                        Entry::SqsJson { json, .. } => Some(json.as_str()),
+                        Entry::SqsJson(json) => Some(json.as_str()),
                         _ => None,
                     });
                     tokio::time::timeout(timeout, direct.send_message_batch(&queue.url, entries))

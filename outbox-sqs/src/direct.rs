@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 use aws_config::SdkConfig;
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, HOST, USER_AGENT};
-use http::{HeaderValue, Uri};
+use http::{HeaderName, HeaderValue, Uri};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
@@ -25,6 +25,12 @@ use crate::endpoint::sqs_endpoint;
 use crate::error::{Result, config_error};
 use crate::signer::{SignError, Signer};
 use crate::sqs_json::{self, SEND_MESSAGE_BATCH_TARGET};
+
+/// The operation's header of the AWS JSON 1.0 protocol.
+const X_AMZ_TARGET: HeaderName = HeaderName::from_static("x-amz-target");
+
+/// Asks SQS for the legacy query error codes (`x-amzn-query-error`), as the SDK does.
+const X_AMZN_QUERY_MODE: HeaderName = HeaderName::from_static("x-amzn-query-mode");
 
 /// The largest answer read from SQS (a `SendMessageBatch` answer is a few KiB).
 const MAX_ANSWER_BYTES: usize = 1024 * 1024;
@@ -262,12 +268,18 @@ impl DirectSqs {
     async fn attempt(&self, body: Bytes) -> std::result::Result<BatchAnswer, DirectError> {
         let mut request = http::Request::post(self.endpoint.clone())
             .header(HOST, self.host.clone())
-            .header(CONTENT_TYPE, sqs_json::CONTENT_TYPE)
-            .header("x-amz-target", SEND_MESSAGE_BATCH_TARGET)
-            .header("x-amzn-query-mode", "true")
+            .header(
+                CONTENT_TYPE,
+                HeaderValue::from_static(sqs_json::CONTENT_TYPE),
+            )
+            .header(
+                X_AMZ_TARGET,
+                HeaderValue::from_static(SEND_MESSAGE_BATCH_TARGET),
+            )
+            .header(X_AMZN_QUERY_MODE, HeaderValue::from_static("true"))
             .header(
                 USER_AGENT,
-                concat!("outbox-sqs/", env!("CARGO_PKG_VERSION")),
+                HeaderValue::from_static(concat!("outbox-sqs/", env!("CARGO_PKG_VERSION"))),
             )
             .body(())
             .map_err(|e| DirectError::Transport(Box::new(e)))?;

@@ -62,13 +62,55 @@ pub fn message_group_id(aggregate_type: &str, aggregate_id: &str) -> String {
 /// Lower-case hexadecimal digits.
 pub(crate) const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// A batch entry's `Id`: the event's position in its `publish` call, in decimal, kept inline (no
+/// allocation per event).
+#[derive(Clone, Copy)]
+pub(crate) struct EntryId {
+    digits: [u8; 20],
+    len: u8,
+}
+
+impl EntryId {
+    pub(crate) fn new(index: usize) -> Self {
+        let mut digits = [0u8; 20];
+        let mut n = index as u64;
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        digits.copy_within(start.., 0);
+        EntryId {
+            digits,
+            len: (20 - start) as u8,
+        }
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        // Only ASCII digits are ever written.
+        std::str::from_utf8(&self.digits[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
+impl std::fmt::Debug for EntryId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// An event ready to send.
 #[derive(Debug, Clone)]
 pub(crate) struct Prepared {
-    /// The event's position in the `publish` call; also the batch entry's `Id`.
+    /// The event's position in the `publish` call.
     pub(crate) index: usize,
+    /// The batch entry's `Id` (`index` in decimal).
+    pub(crate) id: EntryId,
     /// The event id, for logs.
-    pub(crate) event_id: String,
+    pub(crate) event_id: uuid::Uuid,
     pub(crate) entry: Entry,
     /// The size SQS and SNS count: body plus attributes.
     pub(crate) size: usize,
@@ -81,13 +123,9 @@ pub(crate) struct Prepared {
 pub(crate) enum Entry {
     /// For SQS's `SendMessageBatch` through the SDK ([`SqsTransport::Sdk`](crate::SqsTransport::Sdk)).
     Sqs(SendMessageBatchRequestEntry),
-    /// For SQS's `SendMessageBatch` through the direct transport: the entry's JSON, written once.
-    SqsJson {
-        /// The entry's `Id`.
-        id: String,
-        /// The entry's JSON object.
-        json: String,
-    },
+    /// For SQS's `SendMessageBatch` through the direct transport: the entry's JSON object, written
+    /// once.
+    SqsJson(String),
     /// For SNS's `PublishBatch`.
     Sns(PublishBatchRequestEntry),
 }
@@ -95,23 +133,19 @@ pub(crate) enum Entry {
 impl Prepared {
     /// The entry's `Id` in its batch call.
     pub(crate) fn id(&self) -> &str {
-        match &self.entry {
-            Entry::Sqs(e) => e.id(),
-            Entry::SqsJson { id, .. } => id,
-            Entry::Sns(e) => e.id(),
-        }
+        self.id.as_str()
     }
 }
 
 /// A message's content, whichever API carries it.
 pub(crate) struct Parts<'a> {
     /// The batch entry's `Id`.
-    pub(crate) id: String,
+    pub(crate) id: &'a str,
     /// The event id: the `MessageDeduplicationId` on FIFO destinations.
     pub(crate) event_id: &'a str,
     pub(crate) body: &'a str,
     /// `(name, data type, value)`.
-    pub(crate) attributes: Vec<(&'static str, &'static str, &'a str)>,
+    pub(crate) attributes: &'a [(&'static str, &'static str, &'a str)],
     /// The `MessageGroupId` on FIFO destinations.
     pub(crate) group: Option<String>,
 }
@@ -132,9 +166,9 @@ fn attribute(data_type: &str, value: &str) -> Result<MessageAttributeValue, Publ
 /// The `SendMessageBatch` entry of a message.
 fn sqs_entry(parts: &Parts<'_>) -> Result<SendMessageBatchRequestEntry, PublishFailure> {
     let mut entry = SendMessageBatchRequestEntry::builder()
-        .id(parts.id.clone())
+        .id(parts.id)
         .message_body(parts.body);
-    for (name, data_type, value) in &parts.attributes {
+    for (name, data_type, value) in parts.attributes {
         entry = entry.message_attributes(*name, attribute(data_type, value)?);
     }
     if let Some(group) = &parts.group {
@@ -187,41 +221,48 @@ pub(crate) fn prepare(
             ),
         ));
     }
-    let event_id = event.id.hyphenated().to_string();
-    let mut attributes = vec![
-        (ATTR_EVENT_ID, "String", event_id.as_str()),
+    let mut event_id_buf = uuid::Uuid::encode_buffer();
+    let event_id: &str = event.id.hyphenated().encode_lower(&mut event_id_buf);
+    // At most six attributes, kept on the stack.
+    let none = ("", "", "");
+    let mut attributes = [
+        (ATTR_EVENT_ID, "String", event_id),
         (ATTR_EVENT_TYPE, "String", event.event_type.as_str()),
         (ATTR_AGGREGATE_TYPE, "String", event.aggregate_type.as_str()),
         (ATTR_AGGREGATE_ID, "String", event.aggregate_id.as_str()),
+        none,
+        none,
     ];
+    let mut count = 4;
     if let Some(trace) = trace {
-        attributes.push((ATTR_TRACEPARENT, "String", trace));
+        attributes[count] = (ATTR_TRACEPARENT, "String", trace);
+        count += 1;
     }
     if let Some(len) = &payload_len {
-        attributes.push((EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, "Number", len.as_str()));
+        attributes[count] = (EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, "Number", len.as_str());
+        count += 1;
     }
     let group = queue
         .fifo
         .then(|| message_group_id(&event.aggregate_type, &event.aggregate_id));
+    let id = EntryId::new(index);
     let parts = Parts {
-        id: index.to_string(),
-        event_id: &event_id,
+        id: id.as_str(),
+        event_id,
         body,
-        attributes,
+        attributes: &attributes[..count],
         group,
     };
     let entry = match queue.kind {
         DestinationKind::Topic => Entry::Sns(sns_entry(&parts)?),
-        _ if direct => Entry::SqsJson {
-            json: entry_json(&parts),
-            id: parts.id.clone(),
-        },
+        _ if direct => Entry::SqsJson(entry_json(&parts)),
         _ => Entry::Sqs(sqs_entry(&parts)?),
     };
     let group = parts.group;
     Ok(Prepared {
         index,
-        event_id,
+        id,
+        event_id: event.id,
         entry,
         size,
         group,
@@ -234,6 +275,13 @@ mod tests {
 
     fn allowed(c: char) -> bool {
         c.is_ascii_alphanumeric() || "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~".contains(c)
+    }
+
+    #[test]
+    fn entry_ids_are_the_index_in_decimal() {
+        for n in [0usize, 7, 10, 99, 100, 12_345, usize::MAX] {
+            assert_eq!(EntryId::new(n).as_str(), n.to_string());
+        }
     }
 
     #[test]

@@ -199,7 +199,13 @@ impl SqsPublisher {
                 ));
                 continue;
             };
-            let pointer = match offloaded.remove(&i) {
+            // Nothing offloaded (the common case): no hash per event.
+            let offload = if offloaded.is_empty() {
+                None
+            } else {
+                offloaded.remove(&i)
+            };
+            let pointer = match offload {
                 None => None,
                 Some(Ok(pointer)) => Some(pointer),
                 Some(Err(outcome)) => {

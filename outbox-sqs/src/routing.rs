@@ -58,8 +58,13 @@ impl<T> Router<T> {
     /// The target of `event_type`: an exact route, else the longest matching prefix, else the
     /// default.
     pub(crate) fn route(&self, event_type: &str) -> Option<&T> {
-        self.exact
-            .get(event_type)
+        // No exact routes (one default queue, the common set-up): no hash per event.
+        let exact = if self.exact.is_empty() {
+            None
+        } else {
+            self.exact.get(event_type)
+        };
+        exact
             .or_else(|| {
                 self.prefixes
                     .iter()

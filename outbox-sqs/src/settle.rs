@@ -1,7 +1,7 @@
 //! What the calls of a `publish` did: an outcome per entry, from SQS's or SNS's per-entry results or from
 //! a call that failed as a whole, and the counts that tell an SQS outage from a broken queue.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use outbox_core::{FailureKind, PublishFailure, PublishOutcome};
 
@@ -96,9 +96,9 @@ pub(crate) fn settle(
     };
     match result {
         Ok(output) => {
-            let accepted: HashSet<&str> = output.successful.iter().map(String::as_str).collect();
-            let failed: HashMap<&str, _> =
-                output.failed.iter().map(|f| (f.id.as_str(), f)).collect();
+            // A call carries at most ten entries: scanning the answer's lists beats hashing them.
+            let accepted = |id: &str| output.successful.iter().any(|s| s == id);
+            let failed = |id: &str| output.failed.iter().find(|f| f.id == id);
             // An entry failed for its queue's sake (e.g. a KMS key) opens the breaker; any other
             // answer shows the queue working.
             let queue_failure = output
@@ -121,9 +121,9 @@ pub(crate) fn settle(
             };
             for p in &entries {
                 let id = p.id();
-                let outcome = if accepted.contains(id) {
+                let outcome = if accepted(id) {
                     PublishOutcome::Published
-                } else if let Some(f) = failed.get(id) {
+                } else if let Some(f) = failed(id) {
                     let (code, message) = (f.code.as_str(), f.message.as_deref().unwrap_or(""));
                     let service = queue.service();
                     tracing::warn!(

@@ -32,9 +32,9 @@ fn attribute(data_type: &str, value: &str) -> Result<MessageAttributeValue, Publ
 /// The `PublishBatch` entry of a message.
 pub(crate) fn sns_entry(parts: &Parts<'_>) -> Result<PublishBatchRequestEntry, PublishFailure> {
     let mut entry = PublishBatchRequestEntry::builder()
-        .id(parts.id.clone())
+        .id(parts.id)
         .message(parts.body);
-    for (name, data_type, value) in &parts.attributes {
+    for (name, data_type, value) in parts.attributes {
         entry = entry.message_attributes(*name, attribute(data_type, value)?);
     }
     if let Some(group) = &parts.group {

@@ -14,29 +14,42 @@ pub(crate) const SEND_MESSAGE_BATCH_TARGET: &str = "AmazonSQS.SendMessageBatch";
 /// The content type of the AWS JSON 1.0 protocol.
 pub(crate) const CONTENT_TYPE: &str = "application/x-amz-json-1.0";
 
+/// What each byte becomes in a JSON string: 0 as is, else the letter of its escape (`u` for
+/// `\u00XX`).
+static ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = b'u';
+        b += 1;
+    }
+    table[b'\n' as usize] = b'n';
+    table[b'\r' as usize] = b'r';
+    table[b'\t' as usize] = b't';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
 /// Appends `s` as a JSON string (quoted and escaped).
 fn push_str(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
     let bytes = s.as_bytes();
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
-        let escape: Option<&str> = match b {
-            b'"' => Some("\\\""),
-            b'\\' => Some("\\\\"),
-            b'\n' => Some("\\n"),
-            b'\r' => Some("\\r"),
-            b'\t' => Some("\\t"),
-            0x00..=0x1f => None,
-            _ => continue,
-        };
+        let escape = ESCAPE[usize::from(b)];
+        if escape == 0 {
+            continue;
+        }
+        // `i` is at an ASCII byte: a character boundary.
         out.push_str(&s[start..i]);
-        match escape {
-            Some(e) => out.push_str(e),
-            None => {
-                out.push_str("\\u00");
-                out.push(char::from(crate::message::HEX[usize::from(b >> 4)]));
-                out.push(char::from(crate::message::HEX[usize::from(b & 0xf)]));
-            }
+        out.push('\\');
+        out.push(char::from(escape));
+        if escape == b'u' {
+            out.push_str("00");
+            out.push(char::from(crate::message::HEX[usize::from(b >> 4)]));
+            out.push(char::from(crate::message::HEX[usize::from(b & 0xf)]));
         }
         start = i + 1;
     }
@@ -51,9 +64,11 @@ pub(crate) fn entry_json(parts: &Parts<'_>) -> String {
         .iter()
         .map(|(n, t, v)| n.len() + t.len() + v.len() + 48)
         .sum();
-    let mut out = String::with_capacity(parts.body.len() + attrs + 160);
+    // Room for the escapes of a typical JSON payload (its quotes) as well.
+    let body = parts.body.len();
+    let mut out = String::with_capacity(body + body / 8 + attrs + 160);
     out.push_str("{\"Id\":");
-    push_str(&mut out, &parts.id);
+    push_str(&mut out, parts.id);
     out.push_str(",\"MessageBody\":");
     push_str(&mut out, parts.body);
     out.push_str(",\"MessageAttributes\":{");
@@ -177,10 +192,10 @@ mod tests {
 
     fn parts<'a>(body: &'a str, group: Option<&str>) -> Parts<'a> {
         Parts {
-            id: "3".into(),
+            id: "3",
             event_id: "0190-ab",
             body,
-            attributes: vec![
+            attributes: &[
                 ("event_type", "String", "order.\"created\""),
                 ("n", "Number", "7"),
             ],
@@ -190,7 +205,7 @@ mod tests {
 
     #[test]
     fn an_entry_is_the_json_the_sdk_would_send() {
-        let body = "{\"a\":\"x\\\"y\",\"ctl\":\"\u{1}\u{1f}\",\"nl\":\"\n\",\"ü\":\"😀\"}";
+        let body = "{\"a\":\"x\\\"y\",\"ctl\":\"\u{1}\u{1f}\",\"nl\":\"\n\",\"ws\":\"\t\r\\\\\",\"ü\":\"😀\"}";
         let json = entry_json(&parts(body, Some("order:1")));
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(
