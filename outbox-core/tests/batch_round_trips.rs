@@ -2,41 +2,20 @@
 //! claim, `COMMIT` with the acknowledgement. And a batch that ends with its transaction open (its
 //! future dropped mid-publish) never hands that connection, or its row locks, to the next batch.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome, Publisher, Relay, emit};
 use outbox_tests::{DelayProxy, FlakyPublisher, RecordingPublisher, TestDb, TestEvent, eventually};
 
-/// A pool of one connection to `db` through `proxy`.
-fn pool_through(db: &TestDb, proxy: &DelayProxy) -> deadpool_postgres::Pool {
-    let mut config = tokio_postgres::Config::new();
-    config
-        .host("127.0.0.1")
-        .port(proxy.addr().port())
-        .user(db.config().get_user().unwrap_or("postgres"))
-        .dbname(db.name());
-    let manager = deadpool_postgres::Manager::from_config(
-        config,
-        tokio_postgres::NoTls,
-        deadpool_postgres::ManagerConfig {
-            recycling_method: deadpool_postgres::RecyclingMethod::Fast,
-        },
-    );
-    deadpool_postgres::Pool::builder(manager)
-        .max_size(1)
-        .build()
-        .unwrap()
+/// A proxy in front of `db` that makes each round trip cost 40 ms.
+async fn delay_proxy(db: &TestDb) -> DelayProxy {
+    DelayProxy::start(db.server_addr(), Duration::from_millis(40)).await
 }
 
-async fn delay_proxy(db: &TestDb) -> DelayProxy {
-    let port = db.config().get_ports().first().copied().unwrap_or(5432);
-    DelayProxy::start(
-        SocketAddr::from(([127, 0, 0, 1], port)),
-        Duration::from_millis(40),
-    )
-    .await
+/// A pool of one connection to `db` through `proxy`.
+fn pool_through(db: &TestDb, proxy: &DelayProxy) -> deadpool_postgres::Pool {
+    db.pool_via(proxy.addr(), 1)
 }
 
 #[tokio::test]
@@ -82,8 +61,15 @@ async fn a_batch_takes_two_round_trips_claim_with_begin_and_acknowledgement_with
     }
 }
 
-#[tokio::test]
-async fn marks_and_failures_are_committed_together_in_the_acknowledgements_round_trip() {
+/// A relay (order off) on one connection through a delaying proxy, whose publisher refuses the
+/// events of aggregate `bad` (for a retry), warmed up: one published and one failed event have
+/// prepared both acknowledgement statements on its connection. With a writer's connection.
+async fn warm_relay_failing_bad() -> (
+    TestDb,
+    DelayProxy,
+    Relay<Arc<FlakyPublisher>>,
+    deadpool_postgres::Object,
+) {
     let db = TestDb::new().await;
     let proxy = delay_proxy(&db).await;
     let publisher = Arc::new(FlakyPublisher::new(|e: &ClaimedEvent| {
@@ -98,6 +84,12 @@ async fn marks_and_failures_are_committed_together_in_the_acknowledgements_round
     emit(&writer, &TestEvent::new("warm", 1)).await.unwrap();
     emit(&writer, &TestEvent::new("bad", 1)).await.unwrap();
     relay.run_once().await.unwrap();
+    (db, proxy, relay, writer)
+}
+
+#[tokio::test]
+async fn marks_and_failures_are_committed_together_in_the_acknowledgements_round_trip() {
+    let (db, proxy, relay, writer) = warm_relay_failing_bad().await;
 
     let good = emit(&writer, &TestEvent::new("good", 1)).await.unwrap();
     let bad = emit(&writer, &TestEvent::new("bad", 2)).await.unwrap();
@@ -140,20 +132,7 @@ async fn marks_and_failures_are_committed_together_in_the_acknowledgements_round
 
 #[tokio::test]
 async fn a_failing_mark_commits_nothing_and_the_connection_serves_the_next_batch() {
-    let db = TestDb::new().await;
-    let proxy = delay_proxy(&db).await;
-    let publisher = Arc::new(FlakyPublisher::new(|e: &ClaimedEvent| {
-        (e.aggregate_id == "bad").then(|| PublishOutcome::retry(FailureKind::Other, "refused"))
-    }));
-    let relay = Relay::builder(pool_through(&db, &proxy), Arc::clone(&publisher))
-        .per_aggregate_order(false)
-        .build()
-        .unwrap();
-    let writer = db.pool().get().await.unwrap();
-    // Warm: both acknowledgement statements are prepared on the relay's one connection.
-    emit(&writer, &TestEvent::new("warm", 1)).await.unwrap();
-    emit(&writer, &TestEvent::new("bad", 1)).await.unwrap();
-    relay.run_once().await.unwrap();
+    let (db, proxy, relay, writer) = warm_relay_failing_bad().await;
     // The mark of aggregate "refused" fails on the server.
     writer
         .batch_execute(

@@ -2,7 +2,6 @@
 //! tokio-postgres pipelines both on the connection, and the outbox's guarantees hold — the event
 //! commits with the business row, and a failure of either statement rolls both back.
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use futures::{TryFutureExt, try_join};
@@ -144,26 +143,8 @@ async fn a_refused_event_fails_the_join_before_its_statement_is_sent() {
 async fn a_pipelined_emit_on_a_warm_deadpool_connection_adds_no_round_trip() {
     let db = db_with_orders().await;
     let delay = Duration::from_millis(150);
-    let port = db.config().get_ports().first().copied().unwrap_or(5432);
-    let upstream = SocketAddr::from(([127, 0, 0, 1], port));
-    let proxy = DelayProxy::start(upstream, delay).await;
-    let mut config = tokio_postgres::Config::new();
-    config
-        .host("127.0.0.1")
-        .port(proxy.addr().port())
-        .user(db.config().get_user().unwrap_or("postgres"))
-        .dbname(db.name());
-    let manager = deadpool_postgres::Manager::from_config(
-        config,
-        tokio_postgres::NoTls,
-        deadpool_postgres::ManagerConfig {
-            recycling_method: deadpool_postgres::RecyclingMethod::Fast,
-        },
-    );
-    let pool = deadpool_postgres::Pool::builder(manager)
-        .max_size(1)
-        .build()
-        .unwrap();
+    let proxy = DelayProxy::start(db.server_addr(), delay).await;
+    let pool = db.pool_via(proxy.addr(), 1);
     let mut client = pool.get().await.unwrap();
     // The connection's first emit prepares its insert (and the order's insert is prepared here):
     // both are in the connection's statement cache afterwards.

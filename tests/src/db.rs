@@ -153,6 +153,34 @@ impl TestDb {
         &self.pool
     }
 
+    /// The server's address on this machine (`127.0.0.1` and the configured port).
+    pub fn server_addr(&self) -> std::net::SocketAddr {
+        let port = self.config.get_ports().first().copied().unwrap_or(5432);
+        std::net::SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    /// A pool of at most `max_size` connections to this database through `addr` instead of the
+    /// server's own address (a proxy in front of it, e.g. [`DelayProxy`](crate::DelayProxy)).
+    pub fn pool_via(&self, addr: std::net::SocketAddr, max_size: usize) -> Pool {
+        let mut config = tokio_postgres::Config::new();
+        config
+            .host(addr.ip().to_string())
+            .port(addr.port())
+            .user(self.config.get_user().unwrap_or("postgres"))
+            .dbname(&self.name);
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        Pool::builder(manager)
+            .max_size(max_size)
+            .build()
+            .expect("pool builds")
+    }
+
     /// A new connection to this database that is not from the pool.
     pub async fn connect(&self) -> tokio_postgres::Client {
         connect(&self.config).await
