@@ -132,7 +132,7 @@ async fn marks_and_failures_are_committed_together_in_the_acknowledgements_round
 
 #[tokio::test]
 async fn a_failing_mark_commits_nothing_and_the_connection_serves_the_next_batch() {
-    let (db, proxy, relay, writer) = warm_relay_failing_bad().await;
+    let (db, _proxy, relay, writer) = warm_relay_failing_bad().await;
     // The mark of aggregate "refused" fails on the server.
     writer
         .batch_execute(
