@@ -14,6 +14,12 @@ use crate::{Opts, Report, Result};
 /// Aggregates the backlog is spread over.
 const AGGREGATES: usize = 10_000;
 
+/// Issue 18's target for the relay's CPU per event with the real SQS client, in µs...
+const CPU_TARGET_US: f64 = 10.0;
+/// ...and what the relay took through aws-sdk-sqs when the issue was filed: the target as a ratio
+/// to the SDK's drain in the same run is their quotient (0.54×).
+const CPU_SDK_WHEN_FILED_US: f64 = 18.6;
+
 /// Runs benchmark 1 and adds its rows.
 pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
     let db = TestDb::new().await;
@@ -118,12 +124,17 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
     let us = |v: Option<f64>| v.map_or("n/a".to_owned(), |us| format!("{us:.1} µs"));
     let (relay_cpu, fixture_cpu) = unordered.drain.cpu_us_per_event();
     if let (Some(direct), Some(via_sdk)) = (relay_cpu, sdk.drain.cpu_us_per_event().0) {
-        report.rows.push(Row::info(
+        // Issue 18 asks for ≤ 10 µs where the relay through aws-sdk-sqs took 18.6 µs. Microseconds
+        // move with the machine (8–22 µs for the same code across this project's machines); the
+        // same drain through aws-sdk-sqs in the same run is the baseline that moves with them.
+        report.rows.push(Row::at_most(
             1,
-            "CPU per event, relay + SQS client, order off: direct transport (issue 18: ≤ 10 µs)",
+            "CPU per event, relay + SQS client, order off: direct transport against the same \
+             drain through aws-sdk-sqs (issue 18: ≤ 10 µs where the SDK took 18.6 µs)",
             format!("{direct:.1} µs"),
             format!("{via_sdk:.1} µs through aws-sdk-sqs"),
             direct / via_sdk,
+            CPU_TARGET_US / CPU_SDK_WHEN_FILED_US,
         ));
     }
     // What each event costs PostgreSQL itself. In production the relay and SQS run on other hosts
