@@ -24,6 +24,12 @@ pub(crate) fn time_bounds(
     })
 }
 
+/// How the published events are acknowledged: marked processed, or (a zero retention) deleted.
+enum Acknowledge {
+    Mark(sql::MarkOutboxProcessedStmt),
+    Delete(sql::DeleteOutboxPublishedStmt),
+}
+
 /// Marks the published events (or, with `delete` — a zero retention — deletes them), records the
 /// failures and commits, in one round trip: both statements are prepared first (from the
 /// connection's statement cache after the first batch), so that each is sent on its first poll,
@@ -38,20 +44,26 @@ pub(crate) async fn record_and_commit(
     let failure_bounds = time_bounds(failures.iter().map(|f| f.created_at));
     // Prepared first (from the connection's cache after its first batch), bounded like every wait
     // on the database: a connection cut off mid-batch must not hang its worker here.
-    let (mark, remove, fail) = tx
+    let (acknowledge, fail) = tx
         .run(async |client| {
-            let (mut mark, mut remove, mut fail) = (None, None, None);
-            if published_bounds.is_some() {
-                if delete {
-                    remove = Some(sql::delete_outbox_published().prepare(client).await?);
-                } else {
-                    mark = Some(sql::mark_outbox_processed().prepare(client).await?);
+            let acknowledge = match (published_bounds, delete) {
+                (None, _) => None,
+                (Some(bounds), true) => Some((
+                    Acknowledge::Delete(sql::delete_outbox_published().prepare(client).await?),
+                    bounds,
+                )),
+                (Some(bounds), false) => Some((
+                    Acknowledge::Mark(sql::mark_outbox_processed().prepare(client).await?),
+                    bounds,
+                )),
+            };
+            let fail = match failure_bounds {
+                None => None,
+                Some(bounds) => {
+                    Some((sql::record_outbox_failures().prepare(client).await?, bounds))
                 }
-            }
-            if failure_bounds.is_some() {
-                fail = Some(sql::record_outbox_failures().prepare(client).await?);
-            }
-            Ok((mark, remove, fail))
+            };
+            Ok((acknowledge, fail))
         })
         .await?;
     let ids: Vec<Uuid> = published.iter().map(|a| a.id).collect();
@@ -63,19 +75,19 @@ pub(crate) async fn record_and_commit(
     let counted: Vec<bool> = failures.iter().map(|f| f.counted).collect();
     tx.commit_with(async |client| {
         let acknowledged = async {
-            match (&mark, &remove, published_bounds) {
-                (Some(stmt), _, Some((oldest, newest))) => {
-                    stmt.bind(client, &ids, &oldest, &newest).all().await?;
+            match &acknowledge {
+                Some((Acknowledge::Mark(stmt), (oldest, newest))) => {
+                    stmt.bind(client, &ids, oldest, newest).all().await?;
                 }
-                (_, Some(stmt), Some((oldest, newest))) => {
-                    stmt.bind(client, &ids, &oldest, &newest).all().await?;
+                Some((Acknowledge::Delete(stmt), (oldest, newest))) => {
+                    stmt.bind(client, &ids, oldest, newest).all().await?;
                 }
-                _ => {}
+                None => {}
             }
             Ok::<_, Error>(())
         };
         let recorded = async {
-            if let (Some(stmt), Some((oldest, newest))) = (&fail, failure_bounds) {
+            if let Some((stmt, (oldest, newest))) = &fail {
                 stmt.bind(
                     client,
                     &failed,
@@ -84,8 +96,8 @@ pub(crate) async fn record_and_commit(
                     &delays,
                     &dead,
                     &counted,
-                    &oldest,
-                    &newest,
+                    oldest,
+                    newest,
                 )
                 .all()
                 .await?;
