@@ -240,3 +240,58 @@ async fn an_error_with_nul_or_of_any_length_is_stored_cleaned_and_the_batch_comm
     assert_eq!(stored.chars().count(), MAX_LAST_ERROR_CHARS);
     assert!(state(&db, ids[2]).await.0);
 }
+
+/// Keeps an aggregate's order within one call (as batched FIFO calls do) and panics on every call
+/// that holds an event noted "panic".
+#[derive(Default)]
+struct OrderKeepingPanicky {
+    published: std::sync::Mutex<Vec<Uuid>>,
+}
+
+impl outbox_core::Publisher for OrderKeepingPanicky {
+    type Error = std::io::Error;
+
+    async fn publish(&self, events: &[ClaimedEvent]) -> Result<Vec<PublishOutcome>, Self::Error> {
+        if events.iter().any(|e| note(e).as_deref() == Some("panic")) {
+            panic!("injected publisher panic");
+        }
+        let mut published = self.published.lock().unwrap();
+        published.extend(events.iter().map(|e| e.id));
+        Ok(vec![PublishOutcome::Published; events.len()])
+    }
+
+    fn keeps_aggregate_order(&self) -> bool {
+        true
+    }
+}
+
+/// A publisher that keeps aggregate order gets a whole batch in one call, several events of an
+/// aggregate included. When it panics, the relay publishes the batch one event at a time to find
+/// the culprit: an event whose earlier event of the same aggregate failed there is not sent.
+#[tokio::test]
+async fn after_a_panic_the_one_by_one_retry_never_sends_an_event_ahead_of_its_failed_predecessor() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(OrderKeepingPanicky::default());
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let ids = emit_all(
+        &client,
+        &[
+            TestEvent::new("a", 1).note("panic"),
+            TestEvent::new("a", 2),
+            TestEvent::new("b", 1),
+        ],
+    )
+    .await
+    .unwrap();
+    let e = relay.run_once().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Panic, "{e}");
+    let published = publisher.published.lock().unwrap().clone();
+    assert_eq!(published, vec![ids[2]], "only the other aggregate's event");
+    let follower = db.event(ids[1]).await;
+    assert!(follower.processed_at.is_none());
+    assert_eq!(follower.attempts, 0, "released without an attempt");
+    assert_eq!(db.event(ids[0]).await.attempts, 1, "the culprit counts one");
+}

@@ -1,5 +1,7 @@
 //! One batch: claim, publish, acknowledge — all inside one transaction.
 
+use std::collections::HashSet;
+
 use tokio::time::Instant;
 
 use super::Inner;
@@ -192,38 +194,52 @@ async fn in_transaction<P: Publisher>(
                     "the publisher panicked; publishing this wave one event at a time"
                 );
                 let mut outcomes = Vec::with_capacity(wave.len());
+                // A wave of a publisher that keeps aggregate order holds several events of an
+                // aggregate: once one of them fails here, its later ones are not sent (released
+                // without an attempt), so that none overtakes it.
+                let mut failed: HashSet<(&str, &str)> = HashSet::new();
                 for event in &wave {
+                    let aggregate = (event.aggregate_type.as_str(), event.aggregate_id.as_str());
+                    if ordered && failed.contains(&aggregate) {
+                        outcomes.push(PublishOutcome::unavailable(
+                            FailureKind::NotSent,
+                            "not sent: an earlier event of its aggregate failed in this batch",
+                        ));
+                        continue;
+                    }
                     let single = std::slice::from_ref(event);
-                    outcomes.push(
-                        match publish_guarded(
-                            &inner.publisher,
-                            single,
-                            deadline,
-                            overrun(publish_timeout),
-                        )
-                        .await
-                        {
-                            Guarded::Done(Ok(mut o)) if o.len() == 1 => {
-                                o.pop().unwrap_or(PublishOutcome::Published)
-                            }
-                            Guarded::Done(Ok(_)) => PublishOutcome::retry(
-                                FailureKind::Other,
-                                "the publisher returned no outcome",
-                            ),
-                            Guarded::Done(Err(e)) => PublishOutcome::unavailable(
-                                FailureKind::Other,
-                                format!("the publisher failed: {e}"),
-                            ),
-                            Guarded::TimedOut => PublishOutcome::unavailable(
-                                FailureKind::Timeout,
-                                format!("publishing did not finish within {publish_timeout:?}"),
-                            ),
-                            Guarded::Panicked(m) => PublishOutcome::retry(
-                                FailureKind::Panic,
-                                format!("the publisher panicked: {m}"),
-                            ),
-                        },
-                    );
+                    let outcome = match publish_guarded(
+                        &inner.publisher,
+                        single,
+                        deadline,
+                        overrun(publish_timeout),
+                    )
+                    .await
+                    {
+                        Guarded::Done(Ok(mut o)) if o.len() == 1 => {
+                            o.pop().unwrap_or(PublishOutcome::Published)
+                        }
+                        Guarded::Done(Ok(_)) => PublishOutcome::retry(
+                            FailureKind::Other,
+                            "the publisher returned no outcome",
+                        ),
+                        Guarded::Done(Err(e)) => PublishOutcome::unavailable(
+                            FailureKind::Other,
+                            format!("the publisher failed: {e}"),
+                        ),
+                        Guarded::TimedOut => PublishOutcome::unavailable(
+                            FailureKind::Timeout,
+                            format!("publishing did not finish within {publish_timeout:?}"),
+                        ),
+                        Guarded::Panicked(m) => PublishOutcome::retry(
+                            FailureKind::Panic,
+                            format!("the publisher panicked: {m}"),
+                        ),
+                    };
+                    if outcome != PublishOutcome::Published {
+                        failed.insert(aggregate);
+                    }
+                    outcomes.push(outcome);
                 }
                 rec.record_all(&wave, outcomes, &mut report);
                 panicked = Some(message);

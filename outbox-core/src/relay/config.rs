@@ -48,10 +48,11 @@ pub struct RelayConfig {
     /// Fallback poll when no notification arrives (default 2 s, at most [`MAX_TIMEOUT`]).
     /// Env: [`OUTBOX_POLL_INTERVAL_MS`](crate::env::POLL_INTERVAL_MS).
     pub poll_interval: Duration,
-    /// Longest time a batch may spend publishing (default 30 s, at most [`MAX_TIMEOUT`]). The
-    /// claim transaction runs with `statement_timeout` and `lock_timeout` of this value and an
-    /// `idle_in_transaction_session_timeout` of this plus [`CLAIM_IDLE_MARGIN`], so PostgreSQL
-    /// releases the rows of a relay that stops talking to it. Env: [`OUTBOX_PUBLISH_TIMEOUT_MS`](crate::env::PUBLISH_TIMEOUT_MS).
+    /// Longest time a batch may spend publishing (default 30 s, at least 1 ms, at most
+    /// [`MAX_TIMEOUT`]). The claim transaction runs with `statement_timeout` and `lock_timeout` of
+    /// this value and an `idle_in_transaction_session_timeout` of this plus
+    /// [`CLAIM_IDLE_MARGIN`], so PostgreSQL releases the rows of a relay that stops talking to it.
+    /// Env: [`OUTBOX_PUBLISH_TIMEOUT_MS`](crate::env::PUBLISH_TIMEOUT_MS).
     pub publish_timeout: Duration,
     /// How long shutdown waits for batches in flight before releasing them (default 30 s, at most
     /// [`MAX_TIMEOUT`]). Env: [`OUTBOX_SHUTDOWN_GRACE_MS`](crate::env::SHUTDOWN_GRACE_MS).
@@ -147,6 +148,14 @@ impl RelayConfig {
                     "{name} must be at most {MAX_TIMEOUT:?}, got {value:?}"
                 ));
             }
+        }
+        // It becomes the claim's `statement_timeout` and `lock_timeout` in whole milliseconds, where
+        // PostgreSQL reads 0 as no limit at all.
+        if self.publish_timeout < Duration::from_millis(1) {
+            return fail(format!(
+                "publish_timeout must be at least 1 ms, got {:?}",
+                self.publish_timeout
+            ));
         }
         if self.concurrency == 0 || self.concurrency > 256 {
             return fail(format!(
@@ -278,7 +287,7 @@ mod tests {
     /// Every duration has an upper bound: a value past it is a config error naming the setting,
     /// never a panic (`Instant + Duration`) or a database error (`timestamp out of range`) later.
     #[test]
-    fn values_past_their_upper_bound_are_config_errors() {
+    fn values_out_of_their_bounds_are_config_errors() {
         let over = |d: Duration| d + Duration::from_millis(1);
         let huge = Duration::from_millis(u64::MAX);
         for (c, field) in [
@@ -310,6 +319,13 @@ mod tests {
                     ..Default::default()
                 },
                 "publish_timeout",
+            ),
+            (
+                RelayConfig {
+                    publish_timeout: Duration::from_micros(500),
+                    ..Default::default()
+                },
+                "publish_timeout must be at least 1 ms",
             ),
             (
                 RelayConfig {
