@@ -197,6 +197,9 @@ impl SqsPublisher {
                     FailureKind::NoRoute,
                     format!("no SQS route for event type `{}`", event.event_type),
                 ));
+                // Its group's later events in this publish wait, so none overtakes it (only FIFO
+                // queues look the group up).
+                failed_groups.insert(group_of(event));
                 continue;
             };
             // Nothing offloaded (the common case): no hash per event.

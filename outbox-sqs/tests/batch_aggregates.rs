@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::builder;
-use outbox_core::{Publisher, Relay};
+use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome, Publisher, Relay};
 use outbox_sqs_fixture::SqsFixture;
 use outbox_tests::{RunningRelay, TestDb, eventually};
 
@@ -180,4 +180,51 @@ async fn a_refused_event_holds_back_the_rest_of_its_aggregate_only() {
         left,
         [(3, 1, true), (4, 0, false), (5, 0, false), (6, 0, false)]
     );
+}
+
+/// An event with no route fails before anything is sent: its aggregate's later events in the same
+/// publish are held back as well (not sent ahead of it), while another aggregate's go through.
+#[tokio::test]
+async fn an_event_without_a_route_holds_back_the_rest_of_its_aggregate() {
+    let fx = SqsFixture::start().await;
+    let queue = fx.create_queue("events.fifo");
+    let publisher = builder(&fx)
+        .await
+        .route("account.changed", &queue)
+        .batch_aggregates(true)
+        .build()
+        .await
+        .unwrap();
+    assert!(publisher.keeps_aggregate_order());
+    let event = |seq: i64, aggregate: &str, event_type: &str| {
+        ClaimedEvent::for_test(
+            uuid::Uuid::new_v4(),
+            seq,
+            "account",
+            aggregate,
+            event_type,
+            format!(r#"{{"n": {seq}}}"#),
+            "{}",
+            0,
+        )
+    };
+    let events = [
+        event(1, "a", "account.archived"),
+        event(2, "a", "account.changed"),
+        event(3, "b", "account.changed"),
+    ];
+    let outcomes = publisher.publish(&events).await.unwrap();
+    assert!(
+        matches!(&outcomes[0], PublishOutcome::Permanent(r) if r.kind() == FailureKind::NoRoute),
+        "{:?}",
+        outcomes[0]
+    );
+    assert_ne!(
+        outcomes[1],
+        PublishOutcome::Published,
+        "sent ahead of the failed event of its aggregate"
+    );
+    assert_eq!(outcomes[2], PublishOutcome::Published);
+    let groups = accepted(&fx);
+    assert_eq!(groups.into_values().collect::<Vec<_>>(), [vec![3]]);
 }
