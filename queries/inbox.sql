@@ -8,6 +8,11 @@ VALUES (:consumer, :event_id)
 ON CONFLICT DO NOTHING
 RETURNING event_id;
 
+-- Fails (SQLSTATE 25P02) in a transaction that a failed statement aborted, where PostgreSQL would
+-- answer COMMIT with a rollback and no error: asked right before committing.
+--! transaction_is_usable
+SELECT true AS usable;
+
 -- Inbox retention: deletes at most `batch_size` records older than the interval; call it until it
 -- returns fewer than `batch_size` rows (short statements, no long locks).
 --! delete_processed_events_before

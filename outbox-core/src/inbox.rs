@@ -25,3 +25,13 @@ pub async fn process_once<C: GenericClient>(
         .await?
         .is_some())
 }
+
+/// Fails when the transaction can no longer commit: a statement in it failed (SQLSTATE `25P02`),
+/// for example one whose error a handler ignored. PostgreSQL answers the `COMMIT` of such a
+/// transaction with a rollback and no error, so a consumer that acknowledged its message after
+/// that `COMMIT` would lose the event's effects and its inbox record without noticing. Call it right
+/// before committing when code in between may have swallowed a database error (one round trip).
+pub async fn ensure_transaction_usable<C: GenericClient>(client: &C) -> Result<(), Error> {
+    sql::transaction_is_usable().bind(client).one().await?;
+    Ok(())
+}

@@ -109,7 +109,7 @@ pub use emit::{Emitter, emit, emit_all};
 pub use error::{Error, ErrorKind, Result};
 pub use event::OutboxEvent;
 pub use failure::{FailureKind, PublishFailure};
-pub use inbox::process_once;
+pub use inbox::{ensure_transaction_usable, process_once};
 pub use metrics::RelayMetrics;
 #[doc(hidden)]
 pub use migrate::migrate_up_to;

@@ -178,6 +178,11 @@ where
         .handle(event, env, &tx)
         .await
         .map_err(Failure::Handler)?;
+    // A handler that ignored a failed statement returns `Ok` with the transaction aborted, and its
+    // COMMIT would roll back without an error: the message must then stay, not be deleted.
+    outbox_core::ensure_transaction_usable(&tx)
+        .await
+        .map_err(|e| db(e.into()))?;
     tx.commit().await.map_err(|e| db(e.into()))?;
     Ok(true)
 }

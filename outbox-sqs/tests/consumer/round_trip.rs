@@ -248,3 +248,61 @@ impl Handler<AccountEvent> for Forwarder {
         Ok(())
     }
 }
+
+/// A handler that ignores a failed statement returns `Ok` with its transaction aborted, whose
+/// COMMIT PostgreSQL answers with a rollback and no error. The consumer notices before committing:
+/// the message is not deleted, and its next delivery is applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_swallows_a_database_error_loses_no_event() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let relay = start_relay(&db, &queue).await;
+    let ids = emit_credits(&db, 2, 2).await;
+    let consumer = consumer(&db, &queue, "careless")
+        .await
+        .build()
+        .await
+        .expect("consumer");
+    let running = Running::start(consumer, Swallower(Arc::new(Recorder::default())));
+    let applied = eventually(Duration::from_secs(30), async || {
+        effect_counts(&db).await.1 == ids.len() as i64
+    })
+    .await;
+    let consumer = running.stop().await;
+    relay.stop().await;
+    let m = consumer.metrics();
+    assert!(
+        applied,
+        "events lost: {:?} of {} applied",
+        effect_counts(&db).await,
+        ids.len()
+    );
+    assert_eq!(effect_counts(&db).await, (4, 4), "each applied once");
+    assert_eq!(
+        m.failures("database"),
+        4,
+        "each first delivery failed: {m:?}"
+    );
+}
+
+/// On a message's first delivery, runs a statement that fails and ignores the error, then records
+/// the event as [`Recorder`] does (that insert fails too: the transaction is aborted) and returns
+/// `Ok` all the same.
+struct Swallower(Arc<Recorder>);
+
+impl Handler<AccountEvent> for Swallower {
+    async fn handle(
+        &self,
+        event: AccountEvent,
+        envelope: &Envelope,
+        tx: &Transaction<'_>,
+    ) -> Result<(), HandlerError> {
+        if envelope.receive_count == 1 {
+            let _ = tx.execute("SELECT 1 / 0", &[]).await;
+            let _ = self.0.handle(event, envelope, tx).await;
+            return Ok(());
+        }
+        self.0.handle(event, envelope, tx).await
+    }
+}
