@@ -24,9 +24,15 @@ SELECT outbox_partitions_carve(:wanted) AS created;
 --! partitions_drain_tail
 SELECT outbox_partitions_drain_tail(:wanted, :lock_timeout_ms::int) AS moved;
 
--- Partitions wholly older than the retention, and whether each may be dropped.
+-- Advances the horizon before which every transaction of the database has ended (V6), and says how
+-- far it must reach for every partition past the retention to be retired; no row on the plain layout.
+--! partitions_settle : (settled_before?, needed?)
+SELECT settled_before, needed FROM outbox_partitions_settle(:retention_secs::float8);
+
+-- Partitions wholly older than the retention, whether each may be dropped, and whether a
+-- transaction that began before its end may still be open (`settling`: left for a later run).
 --! partitions_expired : (lo?)
-SELECT name, lo, hi, droppable, leftovers, detach_pending
+SELECT name, lo, hi, droppable, leftovers, detach_pending, settling
   FROM outbox_partitions_expired(:retention_secs::float8);
 
 -- Drops a detached partition, or attaches it back when it holds something to keep.

@@ -179,7 +179,10 @@ tail partition concurrently, so writers never wait), move rows that reached the 
 partitions of their own (the one step that locks the table, bounded by --drain-lock-timeout), and
 with --retention detach (CONCURRENTLY) and drop every partition whose whole range and whose rows'
 publication are older than the retention. A partition holding a pending event or a dead letter is
-kept and reported; `outbox stats` shows it too.
+kept and reported; `outbox stats` shows it too. A partition is retired only once every transaction
+that began before its end has finished (an event's created_at is its transaction's start, so such a
+transaction may still write into it): maintenance waits up to --settle-timeout for them and otherwise
+leaves the partition for the next run.
 
 Relays started with the table's owner do this every minute; run it from cron as the owner when
 relays run as a least-privilege role. Several maintainers at once are fine: one does the work (an
@@ -191,6 +194,10 @@ advisory lock), the others report that it was busy.")]
         /// How long the tail's drain may wait for its table lock, e.g. 2s.
         #[arg(long, value_parser = duration::parse, default_value = "2s")]
         drain_lock_timeout: Duration,
+        /// How long retirement waits for transactions that began before an expired partition's
+        /// end, e.g. 2s.
+        #[arg(long, value_parser = duration::parse, default_value = "2s")]
+        settle_timeout: Duration,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,

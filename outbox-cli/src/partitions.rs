@@ -12,11 +12,13 @@ pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failur
         PartitionsCommand::Maintain {
             retention,
             drain_lock_timeout,
+            settle_timeout,
             json,
         } => {
             let options = MaintainOptions::new()
                 .retention(retention)
-                .drain_lock_timeout(drain_lock_timeout);
+                .drain_lock_timeout(drain_lock_timeout)
+                .settle_timeout(settle_timeout);
             let r = partition::maintain(&client, &options).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
@@ -34,6 +36,11 @@ pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failur
                     println!(
                         "kept {} past the retention: {} pending events or dead letters",
                         k.name, k.leftovers
+                    );
+                }
+                for name in &r.waiting {
+                    println!(
+                        "left {name} for the next run: a transaction that began before its end is still open"
                     );
                 }
                 if r.legacy_dropped {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use outbox_queries::queries::partition as sql;
 
-use super::ddl;
+use super::{ddl, retire};
 use crate::error::{Error, ErrorKind};
 
 /// The advisory lock key (`pg_try_advisory_lock`, session level) that elects the one maintainer
@@ -16,6 +16,11 @@ pub const MAINTENANCE_LOCK_KEY: i64 = 0x006f_7574_7061_7274;
 /// the next run (default of [`MaintainOptions::drain_lock_timeout`]).
 pub const DEFAULT_DRAIN_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How long one maintenance run waits for the transactions that began before an expired
+/// partition's end to finish before it leaves that partition for a later run (default of
+/// [`MaintainOptions::settle_timeout`]).
+pub const DEFAULT_SETTLE_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// What [`maintain`] should do.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -25,6 +30,10 @@ pub struct MaintainOptions {
     pub retention: Option<Duration>,
     /// `lock_timeout` of the tail's drain (the one blocking step; see the README).
     pub drain_lock_timeout: Duration,
+    /// How long retirement waits for the transactions that began before an expired partition's
+    /// end (they may still write into it) to finish; partitions still waiting then are left for
+    /// the next run and listed in [`MaintenanceReport::waiting`]. Nothing is locked meanwhile.
+    pub settle_timeout: Duration,
 }
 
 impl Default for MaintainOptions {
@@ -32,6 +41,7 @@ impl Default for MaintainOptions {
         MaintainOptions {
             retention: None,
             drain_lock_timeout: DEFAULT_DRAIN_LOCK_TIMEOUT,
+            settle_timeout: DEFAULT_SETTLE_TIMEOUT,
         }
     }
 }
@@ -51,6 +61,12 @@ impl MaintainOptions {
     /// Sets [`drain_lock_timeout`](Self::drain_lock_timeout).
     pub fn drain_lock_timeout(mut self, timeout: Duration) -> Self {
         self.drain_lock_timeout = timeout;
+        self
+    }
+
+    /// Sets [`settle_timeout`](Self::settle_timeout).
+    pub fn settle_timeout(mut self, timeout: Duration) -> Self {
+        self.settle_timeout = timeout;
         self
     }
 }
@@ -80,6 +96,9 @@ pub struct MaintenanceReport {
     pub dropped: Vec<String>,
     /// Partitions past the retention kept for their leftovers.
     pub kept: Vec<KeptPartition>,
+    /// Partitions past the retention left for a later run because a transaction that began
+    /// before their end was still open: it may still write an event into them.
+    pub waiting: Vec<String>,
     /// Whether `outbox_events_legacy` (left by a conversion) was dropped.
     pub legacy_dropped: bool,
 }
@@ -101,6 +120,11 @@ pub struct MaintenanceReport {
 ///    ended more than the retention ago and whose rows were all published more than the retention
 ///    ago is detached concurrently, checked again, and dropped. One holding a pending event or a
 ///    dead letter is kept (and reported, and counted in [`partition_stats`](super::partition_stats)).
+///    An event's `created_at` is its transaction's start, so a transaction that began before a
+///    partition's end can still write into it: retirement first waits (up to
+///    [`settle_timeout`](MaintainOptions::settle_timeout)) until every transaction of the
+///    database that began before the partition's end has finished, and otherwise leaves the
+///    partition for a later run ([`waiting`](MaintenanceReport::waiting)).
 ///    The conversion's `outbox_events_legacy` is dropped under the same rule.
 ///
 /// Only one maintainer works at a time (advisory lock [`MAINTENANCE_LOCK_KEY`]); the others
@@ -137,7 +161,7 @@ async fn run(
     let mut report = MaintenanceReport::default();
     ahead(client, options, &mut report).await?;
     if let Some(retention) = options.retention {
-        retire(client, retention.as_secs_f64(), &mut report).await?;
+        retire::retire(client, retention, options.settle_timeout, &mut report).await?;
     }
     Ok(report)
 }
@@ -219,69 +243,4 @@ async fn drain(
 
 async fn partition_count(client: &tokio_postgres::Client) -> Result<usize, Error> {
     Ok(sql::partition_list().bind(client).all().await?.len())
-}
-
-/// Step 3: expired partitions detached concurrently and dropped, unless they hold leftovers.
-async fn retire(
-    client: &tokio_postgres::Client,
-    retention_secs: f64,
-    report: &mut MaintenanceReport,
-) -> Result<(), Error> {
-    let expired = sql::partitions_expired()
-        .bind(client, &retention_secs)
-        .all()
-        .await?;
-    for p in expired {
-        if !p.droppable {
-            if p.detach_pending {
-                // An interrupted retirement of a partition that meanwhile got leftovers: finish
-                // the detach; drop_detached attaches it back.
-                ddl::finalize_detach(client, &p.name).await?;
-                drop_detached(client, &p, retention_secs, report).await?;
-            } else {
-                report.kept.push(KeptPartition {
-                    name: p.name,
-                    leftovers: p.leftovers,
-                });
-            }
-            continue;
-        }
-        if p.detach_pending {
-            ddl::finalize_detach(client, &p.name).await?;
-        } else {
-            ddl::detach_concurrently(client, &p.name).await?;
-        }
-        drop_detached(client, &p, retention_secs, report).await?;
-    }
-    if !report.kept.is_empty() {
-        tracing::warn!(kept = ?report.kept,
-            "partition maintenance kept expired partitions that still hold pending events or dead letters");
-    }
-    report.legacy_dropped = sql::partitions_drop_legacy()
-        .bind(client, &retention_secs)
-        .one()
-        .await?;
-    Ok(())
-}
-
-async fn drop_detached(
-    client: &tokio_postgres::Client,
-    p: &sql::PartitionsExpired,
-    retention_secs: f64,
-    report: &mut MaintenanceReport,
-) -> Result<(), Error> {
-    let dropped = sql::partition_drop_detached()
-        .bind(client, &p.name.as_str(), &p.lo, &p.hi, &retention_secs)
-        .one()
-        .await?;
-    if dropped {
-        tracing::info!(partition = %p.name, "partition maintenance dropped an expired partition");
-        report.dropped.push(p.name.clone());
-    } else {
-        report.kept.push(KeptPartition {
-            name: p.name.clone(),
-            leftovers: p.leftovers.max(1),
-        });
-    }
-    Ok(())
 }

@@ -93,6 +93,11 @@ impl<'a> From<PartitionsTailBorrowed<'a>> for PartitionsTail {
         }
     }
 }
+#[derive(Debug, Clone, PartialEq, Copy, serde::Serialize)]
+pub struct PartitionsSettle {
+    pub settled_before: Option<chrono::DateTime<chrono::Utc>>,
+    pub needed: Option<chrono::DateTime<chrono::Utc>>,
+}
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PartitionsExpired {
     pub name: String,
@@ -101,6 +106,7 @@ pub struct PartitionsExpired {
     pub droppable: bool,
     pub leftovers: i64,
     pub detach_pending: bool,
+    pub settling: bool,
 }
 pub struct PartitionsExpiredBorrowed<'a> {
     pub name: &'a str,
@@ -109,6 +115,7 @@ pub struct PartitionsExpiredBorrowed<'a> {
     pub droppable: bool,
     pub leftovers: i64,
     pub detach_pending: bool,
+    pub settling: bool,
 }
 impl<'a> From<PartitionsExpiredBorrowed<'a>> for PartitionsExpired {
     fn from(
@@ -119,6 +126,7 @@ impl<'a> From<PartitionsExpiredBorrowed<'a>> for PartitionsExpired {
             droppable,
             leftovers,
             detach_pending,
+            settling,
         }: PartitionsExpiredBorrowed<'a>,
     ) -> Self {
         Self {
@@ -128,6 +136,7 @@ impl<'a> From<PartitionsExpiredBorrowed<'a>> for PartitionsExpired {
             droppable,
             leftovers,
             detach_pending,
+            settling,
         }
     }
 }
@@ -486,6 +495,73 @@ where
 {
     pub fn map<R>(self, mapper: fn(i64) -> R) -> I64Query<'c, 'a, 's, C, R, N> {
         I64Query {
+            client: self.client,
+            params: self.params,
+            query: self.query,
+            cached: self.cached,
+            extractor: self.extractor,
+            mapper,
+        }
+    }
+    pub async fn one(self) -> Result<T, tokio_postgres::Error> {
+        let row =
+            crate::client::async_::one(self.client, self.query, &self.params, self.cached).await?;
+        Ok((self.mapper)((self.extractor)(&row)?))
+    }
+    pub async fn all(self) -> Result<Vec<T>, tokio_postgres::Error> {
+        self.iter().await?.try_collect().await
+    }
+    pub async fn opt(self) -> Result<Option<T>, tokio_postgres::Error> {
+        let opt_row =
+            crate::client::async_::opt(self.client, self.query, &self.params, self.cached).await?;
+        Ok(opt_row
+            .map(|row| {
+                let extracted = (self.extractor)(&row)?;
+                Ok((self.mapper)(extracted))
+            })
+            .transpose()?)
+    }
+    pub async fn iter(
+        self,
+    ) -> Result<
+        impl futures::Stream<Item = Result<T, tokio_postgres::Error>> + 'c,
+        tokio_postgres::Error,
+    > {
+        let stream = crate::client::async_::raw(
+            self.client,
+            self.query,
+            crate::slice_iter(&self.params),
+            self.cached,
+        )
+        .await?;
+        let mapped = stream
+            .map(move |res| {
+                res.and_then(|row| {
+                    let extracted = (self.extractor)(&row)?;
+                    Ok((self.mapper)(extracted))
+                })
+            })
+            .into_stream();
+        Ok(mapped)
+    }
+}
+pub struct PartitionsSettleQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
+    client: &'c C,
+    params: [&'a (dyn postgres_types::ToSql + Sync); N],
+    query: &'static str,
+    cached: Option<&'s tokio_postgres::Statement>,
+    extractor: fn(&tokio_postgres::Row) -> Result<PartitionsSettle, tokio_postgres::Error>,
+    mapper: fn(PartitionsSettle) -> T,
+}
+impl<'c, 'a, 's, C, T: 'c, const N: usize> PartitionsSettleQuery<'c, 'a, 's, C, T, N>
+where
+    C: GenericClient,
+{
+    pub fn map<R>(
+        self,
+        mapper: fn(PartitionsSettle) -> R,
+    ) -> PartitionsSettleQuery<'c, 'a, 's, C, R, N> {
+        PartitionsSettleQuery {
             client: self.client,
             params: self.params,
             query: self.query,
@@ -1006,10 +1082,46 @@ impl<'c, 'a, 's, C: GenericClient>
         self.bind(client, &params.wanted, &params.lock_timeout_ms)
     }
 }
+pub struct PartitionsSettleStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn partitions_settle() -> PartitionsSettleStmt {
+    PartitionsSettleStmt(
+        "SELECT settled_before, needed FROM outbox_partitions_settle($1::float8)",
+        None,
+    )
+}
+impl PartitionsSettleStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+        retention_secs: &'a f64,
+    ) -> PartitionsSettleQuery<'c, 'a, 's, C, PartitionsSettle, 1> {
+        PartitionsSettleQuery {
+            client,
+            params: [retention_secs],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor:
+                |row: &tokio_postgres::Row| -> Result<PartitionsSettle, tokio_postgres::Error> {
+                    Ok(PartitionsSettle {
+                        settled_before: row.try_get(0)?,
+                        needed: row.try_get(1)?,
+                    })
+                },
+            mapper: |it| PartitionsSettle::from(it),
+        }
+    }
+}
 pub struct PartitionsExpiredStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn partitions_expired() -> PartitionsExpiredStmt {
     PartitionsExpiredStmt(
-        "SELECT name, lo, hi, droppable, leftovers, detach_pending FROM outbox_partitions_expired($1::float8)",
+        "SELECT name, lo, hi, droppable, leftovers, detach_pending, settling FROM outbox_partitions_expired($1::float8)",
         None,
     )
 }
@@ -1041,6 +1153,7 @@ impl PartitionsExpiredStmt {
                     droppable: row.try_get(3)?,
                     leftovers: row.try_get(4)?,
                     detach_pending: row.try_get(5)?,
+                    settling: row.try_get(6)?,
                 })
             },
             mapper: |it| PartitionsExpired::from(it),

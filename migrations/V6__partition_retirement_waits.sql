@@ -1,0 +1,153 @@
+-- Partition retirement waits for the transactions that could still write into a partition.
+--
+-- An event's created_at is its transaction's start (`now()`). A writer whose transaction began
+-- before an expired partition's end can therefore still insert into that partition, however late
+-- it commits. Retiring the partition meanwhile (V4: DETACH CONCURRENTLY, then drop or attach back)
+-- either failed that insert (no partition for the row, once dropped) or hid the committed event
+-- until it was attached back, while the relay published a later event of the same aggregate first.
+--
+-- Now maintenance first settles a horizon: a moment before which every transaction of this database
+-- has ended. It records the virtual transaction ids open at a moment T (pg_locks, readable by any
+-- role) and, once none of them is open any more, no transaction that can still write began before T.
+-- A partition is retired only when its end is at or before that horizon. The record survives between
+-- runs, so a transaction left open for hours only delays retirement until it ends.
+--
+-- Prepared transactions (two-phase commit) count as open until committed or rolled back.
+-- No lock beyond the settings row; applies on either layout (the functions are used only on the
+-- partitioned one).
+
+ALTER TABLE outbox_partitioning
+    -- The moment of the last recorded horizon, and the transactions open then.
+    ADD COLUMN horizon_at     timestamptz,
+    ADD COLUMN horizon_open   text[],
+    -- Every transaction that began before this moment has ended (NULL: not known yet).
+    ADD COLUMN settled_before timestamptz;
+
+-- The transactions of this database open now (virtual transaction ids, and prepared transactions),
+-- this session's own excluded.
+CREATE FUNCTION outbox_open_transactions() RETURNS text[]
+    LANGUAGE sql VOLATILE AS
+$$
+SELECT coalesce(array_agg(t.id), '{}')
+  FROM (SELECT 'v' || l.virtualxid AS id
+          FROM pg_locks l
+          LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+         WHERE l.locktype = 'virtualxid' AND l.granted AND l.pid IS DISTINCT FROM pg_backend_pid()
+           -- Sessions of other databases cannot write here (datid is shown for every role's session).
+           AND (a.datid IS NULL OR a.datid = (SELECT oid FROM pg_database WHERE datname = current_database()))
+        UNION ALL
+        SELECT 'p' || x.transaction::text
+          FROM pg_prepared_xacts x
+         WHERE x.database = current_database()) t
+$$;
+
+-- Maintenance, step 3a: advances the horizon and says how far it must reach. Returns
+-- `settled_before` (every transaction that began before it has ended; NULL: not known yet) and
+-- `needed`, the end of the newest partition past the retention (NULL: none). While settled_before <
+-- needed the caller may wait a little and call again (transactions are usually short).
+CREATE FUNCTION outbox_partitions_settle(retention_secs float8)
+    RETURNS TABLE (settled_before timestamptz, needed timestamptz)
+    LANGUAGE plpgsql AS
+$$
+DECLARE
+    -- A transaction's now() is the start of its first statement, taken a moment before its virtual
+    -- transaction id is registered: the margin covers that gap.
+    taken timestamptz := clock_timestamp() - interval '1 second';
+    open_now text[] := outbox_open_transactions();
+    s outbox_partitioning%ROWTYPE;
+BEGIN
+    SELECT * INTO s FROM outbox_partitioning FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF cardinality(open_now) = 0 THEN
+        -- Nothing open: everything that began before `taken` has ended.
+        s.settled_before := taken;
+        s.horizon_at := NULL;
+        s.horizon_open := NULL;
+    ELSIF s.horizon_at IS NULL THEN
+        s.horizon_at := taken;
+        s.horizon_open := open_now;
+    ELSIF NOT (s.horizon_open && open_now) THEN
+        -- Every transaction open at the recorded horizon has ended.
+        s.settled_before := s.horizon_at;
+        s.horizon_at := taken;
+        s.horizon_open := open_now;
+    END IF;
+    UPDATE outbox_partitioning
+       SET settled_before = s.settled_before, horizon_at = s.horizon_at, horizon_open = s.horizon_open;
+    settled_before := s.settled_before;
+    SELECT max(l.hi) INTO needed
+      FROM outbox_partition_list() l
+     WHERE l.name <> 'outbox_events_p_tail' AND l.hi IS NOT NULL AND NOT l.detach_pending
+       AND l.hi <= now() - make_interval(secs => retention_secs);
+    RETURN NEXT;
+END;
+$$;
+
+-- Maintenance, step 3b: as in V4, plus `settling`: the partition is past the retention but a
+-- transaction that began before its end may still be open (its end is after the settled horizon),
+-- so it is left for a later run. Partitions whose detach was interrupted are listed whatever their
+-- age, to be finished.
+DROP FUNCTION outbox_partitions_expired(float8);
+CREATE FUNCTION outbox_partitions_expired(retention_secs float8)
+    RETURNS TABLE (name text, lo timestamptz, hi timestamptz, droppable bool, leftovers bigint,
+                   detach_pending bool, settling bool)
+    LANGUAGE plpgsql AS
+$$
+DECLARE
+    cutoff timestamptz := now() - make_interval(secs => retention_secs);
+    settled timestamptz := coalesce((SELECT o.settled_before FROM outbox_partitioning o), '-infinity');
+    kept int := 0;
+    kept_rows bigint := 0;
+    p record;
+BEGIN
+    FOR p IN SELECT * FROM outbox_partition_list() l
+              WHERE l.name <> 'outbox_events_p_tail' AND l.hi IS NOT NULL
+                AND (l.hi <= cutoff OR l.detach_pending)
+              ORDER BY l.hi
+    LOOP
+        name := p.name; lo := p.lo; hi := p.hi; detach_pending := p.detach_pending;
+        settling := p.hi > settled;
+        EXECUTE format('SELECT count(*) FROM %I WHERE processed_at IS NULL OR processed_at >= $1', p.name)
+           INTO leftovers USING cutoff;
+        droppable := leftovers = 0 AND NOT settling;
+        IF leftovers > 0 THEN
+            kept := kept + 1;
+            kept_rows := kept_rows + leftovers;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+    UPDATE outbox_partitioning
+       SET maintained_at = now(), retention_secs = outbox_partitions_expired.retention_secs,
+           kept_partitions = kept, kept_events = kept_rows;
+END;
+$$;
+
+-- Maintenance, step 4: as in V4, and a detached partition whose end is after the settled horizon
+-- is attached back too (a transaction that began before its end may still write into it).
+CREATE OR REPLACE FUNCTION outbox_partition_drop_detached(name text, lo timestamptz, hi timestamptz, retention_secs float8)
+    RETURNS bool
+    LANGUAGE plpgsql AS
+$$
+DECLARE
+    cutoff timestamptz := now() - make_interval(secs => retention_secs);
+    settled timestamptz := coalesce((SELECT o.settled_before FROM outbox_partitioning o), '-infinity');
+    leftovers bool;
+BEGIN
+    IF name !~ '^outbox_events_p' OR name = 'outbox_events_p_tail' THEN
+        RAISE EXCEPTION 'not a retirable outbox partition: %', name;
+    END IF;
+    IF EXISTS (SELECT 1 FROM outbox_partition_list() l WHERE l.name = outbox_partition_drop_detached.name) THEN
+        RAISE EXCEPTION '% is still attached', name;
+    END IF;
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I WHERE processed_at IS NULL OR processed_at >= $1)', name)
+       INTO leftovers USING cutoff;
+    IF leftovers OR hi IS NULL OR hi > settled THEN
+        PERFORM outbox_partition_attach(name, lo, hi);
+        RETURN false;
+    END IF;
+    EXECUTE format('DROP TABLE %I', name);
+    RETURN true;
+END;
+$$;

@@ -1,0 +1,114 @@
+//! Maintenance, step 3: expired partitions detached concurrently and dropped, once no transaction
+//! that could still write into them is open and unless they hold leftovers.
+
+use std::time::{Duration, Instant};
+
+use outbox_queries::queries::partition as sql;
+
+use super::ddl;
+use super::maintain::{KeptPartition, MaintenanceReport};
+use crate::error::Error;
+
+/// How often retirement asks again whether the transactions it waits for have finished.
+const SETTLE_POLL: Duration = Duration::from_millis(25);
+
+pub(super) async fn retire(
+    client: &tokio_postgres::Client,
+    retention: Duration,
+    settle_timeout: Duration,
+    report: &mut MaintenanceReport,
+) -> Result<(), Error> {
+    let retention_secs = retention.as_secs_f64();
+    settle(client, retention_secs, settle_timeout).await?;
+    let expired = sql::partitions_expired()
+        .bind(client, &retention_secs)
+        .all()
+        .await?;
+    for p in expired {
+        if p.detach_pending {
+            // An interrupted retirement: finish the detach; drop_detached drops the partition or,
+            // when it got leftovers or may still be written to, attaches it back.
+            ddl::finalize_detach(client, &p.name).await?;
+            drop_detached(client, &p, retention_secs, report).await?;
+        } else if p.leftovers > 0 {
+            report.kept.push(KeptPartition {
+                name: p.name,
+                leftovers: p.leftovers,
+            });
+        } else if p.settling || !p.droppable {
+            report.waiting.push(p.name);
+        } else {
+            ddl::detach_concurrently(client, &p.name).await?;
+            drop_detached(client, &p, retention_secs, report).await?;
+        }
+    }
+    if !report.kept.is_empty() {
+        tracing::warn!(kept = ?report.kept,
+            "partition maintenance kept expired partitions that still hold pending events or dead letters");
+    }
+    if !report.waiting.is_empty() {
+        tracing::info!(waiting = ?report.waiting,
+            "partition maintenance left expired partitions for a later run: a transaction that began \
+             before their end is still open");
+    }
+    report.legacy_dropped = sql::partitions_drop_legacy()
+        .bind(client, &retention_secs)
+        .one()
+        .await?;
+    Ok(())
+}
+
+/// Advances the horizon before which every transaction has ended until it reaches the end of the
+/// newest expired partition, or `timeout` passes. Each call is one short statement; nothing is
+/// held between them.
+async fn settle(
+    client: &tokio_postgres::Client,
+    retention_secs: f64,
+    timeout: Duration,
+) -> Result<(), Error> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let Some(s) = sql::partitions_settle()
+            .bind(client, &retention_secs)
+            .opt()
+            .await?
+        else {
+            return Ok(());
+        };
+        let reached = match (s.needed, s.settled_before) {
+            (None, _) => true,
+            (Some(needed), Some(settled)) => settled >= needed,
+            (Some(_), None) => false,
+        };
+        if reached || Instant::now() + SETTLE_POLL > deadline {
+            return Ok(());
+        }
+        tokio::time::sleep(SETTLE_POLL).await;
+    }
+}
+
+async fn drop_detached(
+    client: &tokio_postgres::Client,
+    p: &sql::PartitionsExpired,
+    retention_secs: f64,
+    report: &mut MaintenanceReport,
+) -> Result<(), Error> {
+    let dropped = sql::partition_drop_detached()
+        .bind(client, &p.name.as_str(), &p.lo, &p.hi, &retention_secs)
+        .one()
+        .await?;
+    if dropped {
+        tracing::info!(partition = %p.name, "partition maintenance dropped an expired partition");
+        report.dropped.push(p.name.clone());
+    } else if p.settling && p.leftovers == 0 {
+        // Attached back: a transaction that began before its end may still write into it.
+        report.waiting.push(p.name.clone());
+    } else {
+        // Attached back: it holds leftovers (some perhaps arrived since it was listed).
+        report.kept.push(KeptPartition {
+            name: p.name.clone(),
+            leftovers: p.leftovers.max(1),
+        });
+    }
+    Ok(())
+}
