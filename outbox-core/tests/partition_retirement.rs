@@ -110,7 +110,11 @@ async fn an_open_transaction_that_began_before_a_partitions_end_keeps_it_and_its
     .await;
     running.stop().await;
     assert!(published, "both published: {:?}", publisher.ids());
-    assert_eq!(publisher.ids(), [first, second], "in their aggregate's order");
+    assert_eq!(
+        publisher.ids(),
+        [first, second],
+        "in their aggregate's order"
+    );
     let gone = eventually(Duration::from_secs(10), async || {
         maintain(&db, Duration::from_secs(1)).await;
         !db.partition_names().await.contains(&early)

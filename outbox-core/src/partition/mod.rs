@@ -41,8 +41,7 @@ mod stats;
 pub use granularity::Granularity;
 pub use maintain::{
     DEFAULT_DRAIN_LOCK_TIMEOUT, DEFAULT_SETTLE_TIMEOUT, KeptPartition, MAINTENANCE_LOCK_KEY,
-    MaintainOptions,
-    MaintenanceReport, maintain,
+    MaintainOptions, MaintenanceReport, maintain,
 };
 pub use stats::{PartitionInfo, PartitionStats, list_partitions, partition_stats};
 

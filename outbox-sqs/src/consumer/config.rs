@@ -87,7 +87,8 @@ pub struct ConsumerConfig {
     /// Default [`DEFAULT_VISIBILITY_TIMEOUT`] (30 s).
     pub visibility_timeout: Duration,
     /// After a handler failure the message is hidden for `retry_initial × 2^(receives − 1)`, at
-    /// most [`retry_max`](Self::retry_max). Default [`DEFAULT_RETRY_INITIAL`] (1 s).
+    /// most [`retry_max`](Self::retry_max). SQS hides messages for whole seconds: each delay is
+    /// rounded up to the next one (250 ms hides for 1 s). Default [`DEFAULT_RETRY_INITIAL`] (1 s).
     pub retry_initial: Duration,
     /// The longest retry delay. Default [`DEFAULT_RETRY_MAX`] (5 min); at most 12 h.
     pub retry_max: Duration,

@@ -11,7 +11,7 @@ use super::Shared;
 use super::config::BadInputPolicy;
 use super::envelope::{BadInput, Envelope};
 use super::handler::{Delivery, Handler, HandlerError, Outcome};
-use super::visibility;
+use super::visibility::{self, Pending};
 
 /// Why a handled message failed.
 enum Failure {
@@ -19,12 +19,14 @@ enum Failure {
     Handler(HandlerError),
 }
 
-/// Handles `message` and reports it to the observer; returns its outcome.
+/// Handles `message` and reports it to the observer; returns its outcome. Its receipt is taken
+/// out of `pending` (the heartbeat's) before the message is deleted or hidden again.
 pub(crate) async fn handle_message<T, H>(
     shared: &Shared,
     handler: &H,
     message: &Message,
     received_at: Instant,
+    pending: &Pending,
 ) -> Outcome
 where
     T: DecodeEvent + Send + 'static,
@@ -35,7 +37,7 @@ where
     let envelope = Envelope::read(message);
     let (outcome, left_in_queue) = match &envelope {
         Err(bad) => (
-            bad_input(shared, *bad, &message_id, None, &receipt).await,
+            bad_input(shared, *bad, &message_id, None, &receipt, pending).await,
             false,
         ),
         Ok(env) => {
@@ -49,7 +51,7 @@ where
                 receive_count = env.receive_count,
                 traceparent = env.traceparent.as_deref().unwrap_or(""),
             );
-            decode_and_handle::<T, H>(shared, handler, message, env, &receipt)
+            decode_and_handle::<T, H>(shared, handler, message, env, &receipt, pending)
                 .instrument(span)
                 .await
         }
@@ -73,6 +75,7 @@ async fn decode_and_handle<T, H>(
     message: &Message,
     env: &Envelope,
     receipt: &str,
+    pending: &Pending,
 ) -> (Outcome, bool)
 where
     T: DecodeEvent + Send + 'static,
@@ -87,7 +90,8 @@ where
             };
             // The decode error never quotes the body.
             tracing::warn!(error = %e, "cannot decode the event");
-            let outcome = bad_input(shared, bad, &env.message_id, Some(env), receipt).await;
+            let outcome =
+                bad_input(shared, bad, &env.message_id, Some(env), receipt, pending).await;
             return (outcome, false);
         }
     };
@@ -103,6 +107,8 @@ where
         }
         None => apply::<T, H>(shared, handler, event, env).await,
     };
+    // From here the message is disposed of: the heartbeat must not hide it again after that.
+    pending.take(receipt).await;
     match applied {
         Ok(true) => {
             shared.metrics.on_handled(started.elapsed());
@@ -194,7 +200,9 @@ async fn bad_input(
     message_id: &str,
     env: Option<&Envelope>,
     receipt: &str,
+    pending: &Pending,
 ) -> Outcome {
+    pending.take(receipt).await;
     shared.metrics.on_failure(bad.as_str());
     let policy = shared.config.bad_input;
     tracing::warn!(

@@ -2,7 +2,7 @@
 //! batch, handled one after the other on one handler, with a heartbeat keeping the waiting ones
 //! hidden; what a unit does not handle is released for a later receive.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::Message;
@@ -16,7 +16,7 @@ use super::config::BadInputPolicy;
 use super::envelope::{Envelope, group_id};
 use super::handler::{Delivery, Handler, Outcome};
 use super::process::handle_message;
-use super::visibility;
+use super::visibility::{self, Pending};
 
 /// Messages with the same `MessageGroupId` form one unit, in the order received; every other
 /// message is a unit of its own. Units keep the order of their first message.
@@ -55,7 +55,7 @@ pub(crate) async fn run_unit<T, H>(
     H: Handler<T>,
 {
     let receipt = |m: &Message| m.receipt_handle().unwrap_or_default().to_owned();
-    let pending = Mutex::new(unit.iter().map(receipt).collect::<Vec<_>>());
+    let pending = Pending::new(unit.iter().map(receipt).collect());
     let work = async {
         let stops = |outcome: Outcome| match outcome {
             Outcome::Failed => true,
@@ -68,26 +68,19 @@ pub(crate) async fn run_unit<T, H>(
             p = handlers.acquire_owned() => p.ok(),
         };
         let Some(_permit) = permit else {
-            return release(&shared, &unit, received_at).await;
+            return release(&shared, &unit, received_at, &pending).await;
         };
         let rest = in_sequence(
             &unit,
             |message| {
                 let (shared, handler, pending) = (&shared, &handler, &pending);
-                async move {
-                    let outcome =
-                        handle_message::<T, H>(shared, &**handler, message, received_at).await;
-                    if let Ok(mut p) = pending.lock() {
-                        p.retain(|r| *r != receipt(message));
-                    }
-                    outcome
-                }
+                handle_message::<T, H>(shared, &**handler, message, received_at, pending)
             },
             stops,
             &token,
         )
         .await;
-        release(&shared, rest, received_at).await;
+        release(&shared, rest, received_at, &pending).await;
     };
     tokio::select! {
         _ = work => {}
@@ -101,8 +94,9 @@ pub(crate) async fn run_unit<T, H>(
     }
 }
 
-/// Makes `messages` visible again at once, unhandled, and tells the observer.
-async fn release(shared: &Shared, messages: &[Message], received_at: Instant) {
+/// Makes `messages` visible again at once, unhandled (taken out of the heartbeat's `pending`
+/// first), and tells the observer.
+async fn release(shared: &Shared, messages: &[Message], received_at: Instant, pending: &Pending) {
     if messages.is_empty() {
         return;
     }
@@ -110,6 +104,9 @@ async fn release(shared: &Shared, messages: &[Message], received_at: Instant) {
         .iter()
         .map(|m| m.receipt_handle().unwrap_or_default().to_owned())
         .collect();
+    for r in &receipts {
+        pending.take(r).await;
+    }
     visibility::change(
         &shared.client,
         &shared.queue_url,

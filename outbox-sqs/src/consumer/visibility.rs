@@ -1,17 +1,18 @@
 //! Changing how long received messages stay hidden: the retry back-off after a failure, releasing
 //! messages at once, and the heartbeat that keeps a slow handler's messages hidden.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry;
+use tokio::sync::Mutex;
 
-use super::config::{ConsumerConfig, secs};
+use super::config::ConsumerConfig;
 use super::metrics::ConsumerMetrics;
 
 /// The retry delay after the `receive_count`-th delivery failed:
-/// `retry_initial × 2^(receive_count − 1)`, at most `retry_max`.
+/// `retry_initial × 2^(receive_count − 1)`, at most `retry_max` (SQS then rounds it up to whole
+/// seconds: [`hidden_secs`]).
 pub(crate) fn retry_delay(config: &ConsumerConfig, receive_count: u32) -> Duration {
     let doublings = receive_count.saturating_sub(1).min(30);
     config
@@ -20,8 +21,44 @@ pub(crate) fn retry_delay(config: &ConsumerConfig, receive_count: u32) -> Durati
         .min(config.retry_max)
 }
 
-/// Hides the messages of `receipts` for `hidden` from now (0: visible at once). Failures are
-/// logged and counted; the message then reappears when its current time-out ends.
+/// `hidden` in the whole seconds SQS takes, rounded up: a delay asked for is never cut short (a
+/// 250 ms retry delay hides the message for 1 s, not 0).
+pub(crate) fn hidden_secs(hidden: Duration) -> i32 {
+    let whole = hidden
+        .as_secs()
+        .saturating_add(u64::from(hidden.subsec_nanos() > 0));
+    i32::try_from(whole).unwrap_or(i32::MAX)
+}
+
+/// The receipts of a unit's messages that the heartbeat keeps hidden. Whoever disposes of a
+/// message (deletes it, or hides it for a retry, or releases it) [`take`](Self::take)s its receipt
+/// first; that waits for a heartbeat call in flight, so the heartbeat never lands after the
+/// disposal and overrides it (a retry delay or an immediate release stretched to a whole
+/// visibility time-out).
+pub(crate) struct Pending(Mutex<Vec<String>>);
+
+impl Pending {
+    pub(crate) fn new(receipts: Vec<String>) -> Self {
+        Pending(Mutex::new(receipts))
+    }
+
+    /// Takes `receipt` out; once this returns no heartbeat call includes it.
+    pub(crate) async fn take(&self, receipt: &str) {
+        self.0.lock().await.retain(|r| r != receipt);
+    }
+
+    /// Calls `hide` with the receipts still pending (if any), holding them while it runs.
+    async fn hide_all(&self, hide: impl AsyncFnOnce(&[String])) {
+        let receipts = self.0.lock().await;
+        if !receipts.is_empty() {
+            hide(&receipts).await;
+        }
+    }
+}
+
+/// Hides the messages of `receipts` for `hidden` from now (0: visible at once; rounded up to whole
+/// seconds). Failures are logged and counted; the message then reappears when its current
+/// time-out ends.
 pub(crate) async fn change(
     client: &Client,
     queue_url: &str,
@@ -37,7 +74,7 @@ pub(crate) async fn change(
                 ChangeMessageVisibilityBatchRequestEntry::builder()
                     .id(i.to_string())
                     .receipt_handle(handle)
-                    .visibility_timeout(secs(hidden, 0))
+                    .visibility_timeout(hidden_secs(hidden))
                     .build()
                     .ok()
             })
@@ -79,18 +116,16 @@ pub(crate) async fn heartbeat(
     queue_url: &str,
     metrics: &ConsumerMetrics,
     visibility_timeout: Duration,
-    pending: &Mutex<Vec<String>>,
+    pending: &Pending,
 ) {
     let every = (visibility_timeout / 3).max(Duration::from_millis(300));
     loop {
         tokio::time::sleep(every).await;
-        let receipts = match pending.lock() {
-            Ok(p) => p.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        };
-        if !receipts.is_empty() {
-            change(client, queue_url, metrics, &receipts, visibility_timeout).await;
-        }
+        pending
+            .hide_all(async |receipts| {
+                change(client, queue_url, metrics, receipts, visibility_timeout).await
+            })
+            .await;
     }
 }
 
@@ -106,5 +141,54 @@ mod tests {
         let delays: Vec<u64> = (0..10).map(|n| retry_delay(&c, n).as_secs()).collect();
         assert_eq!(delays, [1, 1, 2, 4, 8, 16, 32, 60, 60, 60]);
         assert_eq!(retry_delay(&c, u32::MAX), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn a_delay_is_rounded_up_to_whole_seconds_never_down() {
+        let ms = Duration::from_millis;
+        assert_eq!(hidden_secs(Duration::ZERO), 0);
+        assert_eq!(hidden_secs(ms(250)), 1, "was 0: visible again at once");
+        assert_eq!(hidden_secs(ms(1000)), 1);
+        assert_eq!(hidden_secs(ms(1500)), 2);
+        assert_eq!(hidden_secs(Duration::MAX), i32::MAX);
+    }
+
+    #[tokio::test]
+    async fn taking_a_receipt_waits_for_the_heartbeat_call_in_flight() {
+        use std::sync::Mutex as StdMutex;
+        use tokio::time::{Instant, sleep};
+        let pending = Pending::new(vec!["a".into(), "b".into()]);
+        let log = StdMutex::new(Vec::new());
+        let start = Instant::now();
+        let heartbeat = pending.hide_all(async |receipts| {
+            sleep(Duration::from_millis(100)).await; // the call's round trip
+            log.lock()
+                .unwrap()
+                .push((start.elapsed(), receipts.join(",")));
+        });
+        let dispose = async {
+            sleep(Duration::from_millis(10)).await; // "a" fails while the call is out
+            pending.take("a").await;
+            log.lock().unwrap().push((start.elapsed(), "take a".into()));
+        };
+        tokio::join!(heartbeat, dispose);
+        pending
+            .hide_all(async |receipts| {
+                log.lock()
+                    .unwrap()
+                    .push((start.elapsed(), receipts.join(",")))
+            })
+            .await;
+        let log: Vec<String> = log
+            .into_inner()
+            .unwrap()
+            .into_iter()
+            .map(|(_, what)| what)
+            .collect();
+        assert_eq!(
+            log,
+            ["a,b", "take a", "b"],
+            "the disposal comes after the call in flight"
+        );
     }
 }
