@@ -13,6 +13,10 @@
 -- runs, so a transaction left open for hours only delays retirement until it ends.
 --
 -- Prepared transactions (two-phase commit) count as open until committed or rolled back.
+--
+-- Also: whether an expired partition holds anything to keep is now read from two indexes instead of
+-- a scan of all its rows (outbox_partition_has_leftovers), so retiring a partition costs the same
+-- whatever its size.
 -- No lock beyond the settings row; applies on either layout (the functions are used only on the
 -- partitioned one).
 
@@ -85,6 +89,23 @@ BEGIN
 END;
 $$;
 
+-- Whether the partition `name` holds a pending event or a dead letter (processed_at IS NULL), or an
+-- event published at or after `cutoff`. Two index probes (the unpublished partial index and the
+-- processed_at index, which max() reads from its end), so retiring a partition costs the same
+-- whatever its size; V4's `WHERE processed_at IS NULL OR processed_at >= $1` scanned every row.
+CREATE FUNCTION outbox_partition_has_leftovers(name text, cutoff timestamptz) RETURNS bool
+    LANGUAGE plpgsql STABLE AS
+$$
+DECLARE
+    found bool;
+BEGIN
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %1$I WHERE processed_at IS NULL)
+                        OR coalesce((SELECT max(processed_at) FROM %1$I) >= $1, false)', name)
+       INTO found USING cutoff;
+    RETURN found;
+END;
+$$;
+
 -- Maintenance, step 3b: as in V4, plus `settling`: the partition is past the retention but a
 -- transaction that began before its end may still be open (its end is after the settled horizon),
 -- so it is left for a later run. Partitions whose detach was interrupted are listed whatever their
@@ -109,8 +130,14 @@ BEGIN
     LOOP
         name := p.name; lo := p.lo; hi := p.hi; detach_pending := p.detach_pending;
         settling := p.hi > settled;
-        EXECUTE format('SELECT count(*) FROM %I WHERE processed_at IS NULL OR processed_at >= $1', p.name)
-           INTO leftovers USING cutoff;
+        IF outbox_partition_has_leftovers(p.name, cutoff) THEN
+            -- Only for a partition that is kept: the two counts read the rows they count.
+            EXECUTE format('SELECT (SELECT count(*) FROM %1$I WHERE processed_at IS NULL)
+                                 + (SELECT count(*) FROM %1$I WHERE processed_at >= $1)', p.name)
+               INTO leftovers USING cutoff;
+        ELSE
+            leftovers := 0;
+        END IF;
         droppable := leftovers = 0 AND NOT settling;
         IF leftovers > 0 THEN
             kept := kept + 1;
@@ -141,8 +168,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM outbox_partition_list() l WHERE l.name = outbox_partition_drop_detached.name) THEN
         RAISE EXCEPTION '% is still attached', name;
     END IF;
-    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I WHERE processed_at IS NULL OR processed_at >= $1)', name)
-       INTO leftovers USING cutoff;
+    leftovers := outbox_partition_has_leftovers(name, cutoff);
     IF leftovers OR hi IS NULL OR hi > settled THEN
         PERFORM outbox_partition_attach(name, lo, hi);
         RETURN false;
