@@ -35,14 +35,35 @@ $$
 SELECT coalesce(array_agg(t.id), '{}')
   FROM (SELECT 'v' || l.virtualxid AS id
           FROM pg_locks l
-          LEFT JOIN pg_stat_activity a ON a.pid = l.pid
-         WHERE l.locktype = 'virtualxid' AND l.granted AND l.pid IS DISTINCT FROM pg_backend_pid()
-           -- Sessions of other databases cannot write here (datid is shown for every role's session).
-           AND (a.datid IS NULL OR a.datid = (SELECT oid FROM pg_database WHERE datname = current_database()))
+          JOIN pg_stat_activity a ON a.pid = l.pid
+         WHERE l.locktype = 'virtualxid' AND l.granted AND l.pid <> pg_backend_pid()
+           -- Only sessions of this database can write here (datid is shown for every role's
+           -- session; processes without a database have none).
+           AND a.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
+           -- Autovacuum never writes rows (backend_type is hidden for other roles' sessions: those
+           -- count, to be safe).
+           AND a.backend_type IS DISTINCT FROM 'autovacuum worker'
         UNION ALL
         SELECT 'p' || x.transaction::text
           FROM pg_prepared_xacts x
          WHERE x.database = current_database()) t
+$$;
+
+-- Whether the partition `name` holds a pending event or a dead letter (processed_at IS NULL), or an
+-- event published at or after `cutoff`. Two index probes (the unpublished partial index and the
+-- processed_at index, which max() reads from its end), so retiring a partition costs the same
+-- whatever its size; V4's `WHERE processed_at IS NULL OR processed_at >= $1` scanned every row.
+CREATE FUNCTION outbox_partition_has_leftovers(name text, cutoff timestamptz) RETURNS bool
+    LANGUAGE plpgsql STABLE AS
+$$
+DECLARE
+    found bool;
+BEGIN
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %1$I WHERE processed_at IS NULL)
+                        OR coalesce((SELECT max(processed_at) FROM %1$I) >= $1, false)', name)
+       INTO found USING cutoff;
+    RETURN found;
+END;
 $$;
 
 -- Maintenance, step 3a: advances the horizon and says how far it must reach. Returns
@@ -81,35 +102,19 @@ BEGIN
     UPDATE outbox_partitioning
        SET settled_before = s.settled_before, horizon_at = s.horizon_at, horizon_open = s.horizon_open;
     settled_before := s.settled_before;
+    -- Partitions kept for their leftovers need no horizon: no waiting for them.
     SELECT max(l.hi) INTO needed
       FROM outbox_partition_list() l
      WHERE l.name <> 'outbox_events_p_tail' AND l.hi IS NOT NULL AND NOT l.detach_pending
-       AND l.hi <= now() - make_interval(secs => retention_secs);
+       AND l.hi <= now() - make_interval(secs => retention_secs)
+       AND NOT outbox_partition_has_leftovers(l.name, now() - make_interval(secs => retention_secs));
     RETURN NEXT;
-END;
-$$;
-
--- Whether the partition `name` holds a pending event or a dead letter (processed_at IS NULL), or an
--- event published at or after `cutoff`. Two index probes (the unpublished partial index and the
--- processed_at index, which max() reads from its end), so retiring a partition costs the same
--- whatever its size; V4's `WHERE processed_at IS NULL OR processed_at >= $1` scanned every row.
-CREATE FUNCTION outbox_partition_has_leftovers(name text, cutoff timestamptz) RETURNS bool
-    LANGUAGE plpgsql STABLE AS
-$$
-DECLARE
-    found bool;
-BEGIN
-    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %1$I WHERE processed_at IS NULL)
-                        OR coalesce((SELECT max(processed_at) FROM %1$I) >= $1, false)', name)
-       INTO found USING cutoff;
-    RETURN found;
 END;
 $$;
 
 -- Maintenance, step 3b: as in V4, plus `settling`: the partition is past the retention but a
 -- transaction that began before its end may still be open (its end is after the settled horizon),
--- so it is left for a later run. Partitions whose detach was interrupted are listed whatever their
--- age, to be finished.
+-- so it is left for a later run.
 DROP FUNCTION outbox_partitions_expired(float8);
 CREATE FUNCTION outbox_partitions_expired(retention_secs float8)
     RETURNS TABLE (name text, lo timestamptz, hi timestamptz, droppable bool, leftovers bigint,
@@ -124,8 +129,7 @@ DECLARE
     p record;
 BEGIN
     FOR p IN SELECT * FROM outbox_partition_list() l
-              WHERE l.name <> 'outbox_events_p_tail' AND l.hi IS NOT NULL
-                AND (l.hi <= cutoff OR l.detach_pending)
+              WHERE l.name <> 'outbox_events_p_tail' AND l.hi IS NOT NULL AND l.hi <= cutoff
               ORDER BY l.hi
     LOOP
         name := p.name; lo := p.lo; hi := p.hi; detach_pending := p.detach_pending;

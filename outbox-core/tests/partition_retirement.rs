@@ -63,46 +63,82 @@ async fn split_hour_after(db: &TestDb, at: DateTime<Utc>) -> String {
     names[i - 1].clone()
 }
 
+/// Sleeps until `began` + 1.2 s: past the 1 s margin the horizon keeps for transactions about to
+/// start, so that only an open transaction can hold the split's earlier half back.
+async fn past_margin(began: DateTime<Utc>) {
+    let until = began + chrono::Duration::milliseconds(1200);
+    if let Ok(left) = (until - Utc::now()).to_std() {
+        tokio::time::sleep(left).await;
+    }
+}
+
+/// How many transactions of `db` maintenance counts as open (its own session excluded).
+async fn open_transactions(db: &TestDb) -> i32 {
+    db.connect()
+        .await
+        .query_one("SELECT cardinality(outbox_open_transactions())", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
 #[tokio::test]
-async fn an_open_transaction_that_began_before_a_partitions_end_keeps_it_and_its_order() {
+async fn a_writer_that_began_before_a_partitions_end_can_still_emit_into_it() {
     let db = partitioned_db().await;
     let mut writer = db.connect().await;
     let tx = writer.transaction().await.unwrap();
     let began: DateTime<Utc> = tx.query_one("SELECT now()", &[]).await.unwrap().get(0);
     let early = split_hour_after(&db, began).await;
+    past_margin(began).await;
+    assert_eq!(open_transactions(&db).await, 1, "the writer");
 
     // Expired, empty, but the writer may still write into it: left for a later run.
     let r = maintain(&db, Duration::from_millis(300)).await;
     assert!(r.dropped.is_empty(), "{r:?}");
     assert_eq!(r.waiting, [early.clone()], "{r:?}");
-    assert!(db.partition_names().await.contains(&early));
 
-    // The writer's event lands in it (before the fix the partition was gone and the insert failed:
-    // no partition of relation "outbox_events" found for row).
-    let first = emit(&tx, &TestEvent::new("o-1", 1))
+    // Before the fix the partition was gone and this failed: no partition of relation
+    // "outbox_events" found for row.
+    emit(&tx, &TestEvent::new("o-1", 1))
         .await
         .expect("the writer can still emit");
-    let r = maintain(&db, Duration::from_millis(300)).await;
-    assert_eq!(
-        (r.dropped.len(), r.waiting.len()),
-        (0, 1),
-        "still open: {r:?}"
-    );
     tx.commit().await.unwrap();
-    let client = db.connect().await;
-    let second = emit(&client, &TestEvent::new("o-1", 2)).await.unwrap();
     let r = maintain(&db, Duration::from_secs(5)).await;
     assert!(r.waiting.is_empty(), "the writer is done: {r:?}");
     assert_eq!(r.kept.len(), 1, "its pending event keeps it: {r:?}");
     assert_eq!(r.kept[0].name, early);
+}
 
-    // Maintenance beside an ordered relay: the later event never goes first.
+#[tokio::test]
+async fn an_uncommitted_event_in_an_expired_partition_is_never_hidden_from_the_relay() {
+    let db = partitioned_db().await;
+    let mut writer = db.connect().await;
+    let tx = writer.transaction().await.unwrap();
+    let began: DateTime<Utc> = tx.query_one("SELECT now()", &[]).await.unwrap().get(0);
+    let early = split_hour_after(&db, began).await;
+    let first = emit(&tx, &TestEvent::new("o-1", 1)).await.unwrap();
+    past_margin(began).await;
+
     let publisher = Arc::new(RecordingPublisher::new());
     let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
         .poll_interval(Duration::from_millis(20))
         .build()
         .unwrap();
     let running = RunningRelay::start(&relay);
+    // Before the fix maintenance detached the partition: DETACH CONCURRENTLY waited for the writer,
+    // and once it committed its event was out of the relay's sight until attached back, while the
+    // aggregate's next event could go first.
+    let r = tokio::time::timeout(
+        Duration::from_secs(5),
+        maintain(&db, Duration::from_millis(300)),
+    )
+    .await
+    .expect("maintenance does not wait on the writer (it is not detaching its partition)");
+    assert_eq!((r.waiting, r.dropped), (vec![early.clone()], vec![]));
+    tx.commit().await.unwrap();
+    let second = emit(&db.connect().await, &TestEvent::new("o-1", 2))
+        .await
+        .unwrap();
     let published = eventually(Duration::from_secs(10), async || {
         maintain(&db, Duration::from_secs(1)).await;
         publisher.ids().len() >= 2
@@ -127,26 +163,43 @@ async fn an_open_transaction_that_began_before_a_partitions_end_keeps_it_and_its
 async fn retirement_waits_up_to_the_settle_timeout_for_such_a_transaction() {
     let db = partitioned_db().await;
     let (began_tx, began_rx) = tokio::sync::oneshot::channel();
+    let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
     let config = db.config().clone();
     let writer = tokio::spawn(async move {
         let mut client = outbox_tests::db::connect(&config).await;
         let tx = client.transaction().await.unwrap();
         let began: DateTime<Utc> = tx.query_one("SELECT now()", &[]).await.unwrap().get(0);
         began_tx.send(began).unwrap();
-        tokio::time::sleep(Duration::from_millis(600)).await;
+        go_rx.await.unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
         tx.rollback().await.unwrap();
+        Instant::now()
     });
-    let early = split_hour_after(&db, began_rx.await.unwrap()).await;
-    let started = Instant::now();
+    let began = began_rx.await.unwrap();
+    let early = split_hour_after(&db, began).await;
+    past_margin(began).await;
+    go_tx.send(()).unwrap();
     let r = maintain(&db, Duration::from_secs(10)).await;
-    let waited = started.elapsed();
-    writer.await.unwrap();
+    let returned = Instant::now();
+    let ended = writer.await.unwrap();
     assert_eq!(r.dropped, [early], "dropped once the writer ended: {r:?}");
     assert!(r.waiting.is_empty(), "{r:?}");
-    assert!(
-        waited >= Duration::from_millis(300),
-        "it waited for the writer: {waited:?}"
-    );
+    assert!(ended <= returned, "it waited for the writer");
+}
+
+#[tokio::test]
+async fn a_transaction_in_another_database_does_not_hold_retirement_back() {
+    let db = partitioned_db().await;
+    let other = TestDb::empty().await;
+    let mut elsewhere = other.connect().await;
+    let tx = elsewhere.transaction().await.unwrap();
+    let began: DateTime<Utc> = tx.query_one("SELECT now()", &[]).await.unwrap().get(0);
+    let early = split_hour_after(&db, began).await;
+    past_margin(began).await;
+    assert_eq!(open_transactions(&db).await, 0);
+    let r = maintain(&db, Duration::from_millis(300)).await;
+    assert_eq!(r.dropped, [early], "{r:?}");
+    tx.rollback().await.unwrap();
 }
 
 #[tokio::test]
