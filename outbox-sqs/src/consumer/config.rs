@@ -87,15 +87,17 @@ pub struct ConsumerConfig {
     /// Default [`DEFAULT_VISIBILITY_TIMEOUT`] (30 s).
     pub visibility_timeout: Duration,
     /// After a handler failure the message is hidden for `retry_initial × 2^(receives − 1)`, at
-    /// most [`retry_max`](Self::retry_max). SQS hides messages for whole seconds: each delay is
-    /// rounded up to the next one (250 ms hides for 1 s). Default [`DEFAULT_RETRY_INITIAL`] (1 s).
+    /// most [`retry_max`](Self::retry_max). More than zero. SQS hides messages for whole
+    /// seconds: each delay is rounded up to the next one (250 ms hides for 1 s). Default
+    /// [`DEFAULT_RETRY_INITIAL`] (1 s).
     pub retry_initial: Duration,
     /// The longest retry delay. Default [`DEFAULT_RETRY_MAX`] (5 min); at most 12 h.
     pub retry_max: Duration,
     /// What to do with a message that cannot be read. Default [`BadInputPolicy::Release`].
     pub bad_input: BadInputPolicy,
     /// With [`BadInputPolicy::Release`], how long an unreadable message stays hidden. Default
-    /// [`DEFAULT_BAD_INPUT_DELAY`] (10 min); at most 12 h.
+    /// [`DEFAULT_BAD_INPUT_DELAY`] (10 min); more than zero with `Release`, at most 12 h (rounded
+    /// up to whole seconds).
     pub bad_input_delay: Duration,
     /// Overrides the SQS endpoint (otherwise `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`, or AWS's).
     pub endpoint_url: Option<String>,
@@ -192,19 +194,31 @@ impl ConsumerConfig {
                 self.max_messages
             ));
         }
-        if self.wait > Duration::from_secs(20) {
-            return fail("wait must be at most 20 s".into());
+        // SQS takes whole seconds for these two: a fraction would be cut off (a 500 ms wait
+        // becoming 0, short polling: a busy loop on an empty queue).
+        if self.wait > Duration::from_secs(20) || self.wait.subsec_nanos() != 0 {
+            return fail("wait must be whole seconds, at most 20 s".into());
         }
         if self.visibility_timeout < Duration::from_secs(1)
             || self.visibility_timeout > MAX_VISIBILITY_TIMEOUT
+            || self.visibility_timeout.subsec_nanos() != 0
         {
-            return fail("visibility_timeout must be between 1 s and 12 h".into());
+            return fail("visibility_timeout must be whole seconds, between 1 s and 12 h".into());
         }
-        if self.retry_max > MAX_VISIBILITY_TIMEOUT || self.retry_initial > self.retry_max {
-            return fail("retry_initial ≤ retry_max ≤ 12 h is required".into());
+        // Zero would hand a failing message straight back: a hot retry loop.
+        if self.retry_initial.is_zero()
+            || self.retry_initial > self.retry_max
+            || self.retry_max > MAX_VISIBILITY_TIMEOUT
+        {
+            return fail("0 < retry_initial ≤ retry_max ≤ 12 h is required".into());
         }
-        if self.bad_input_delay > MAX_VISIBILITY_TIMEOUT {
-            return fail("bad_input_delay must be at most 12 h".into());
+        let released = self.bad_input == BadInputPolicy::Release;
+        if (released && self.bad_input_delay.is_zero())
+            || self.bad_input_delay > MAX_VISIBILITY_TIMEOUT
+        {
+            return fail(
+                "bad_input_delay must be more than 0 (with Release) and at most 12 h".into(),
+            );
         }
         if let Some(url) = &self.endpoint_url {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -297,5 +311,36 @@ mod tests {
         c.concurrency = 1;
         c.visibility_timeout = Duration::ZERO;
         assert!(c.validate().is_err());
+        c.visibility_timeout = Duration::from_millis(1500);
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("visibility_timeout")
+        );
+        c.visibility_timeout = Duration::from_secs(2);
+        c.wait = Duration::from_millis(500);
+        assert!(c.validate().unwrap_err().to_string().contains("wait"));
+        c.wait = Duration::ZERO;
+        c.retry_initial = Duration::ZERO;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("retry_initial")
+        );
+        c.retry_initial = Duration::from_millis(250);
+        c.bad_input_delay = Duration::ZERO;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("bad_input_delay")
+        );
+        c.bad_input = BadInputPolicy::Delete;
+        c.validate().expect("no delay needed: bad input is deleted");
+        c.bad_input = BadInputPolicy::Release;
+        c.bad_input_delay = Duration::from_secs(1);
+        c.validate().expect("valid");
     }
 }

@@ -104,9 +104,7 @@ async fn release(shared: &Shared, messages: &[Message], received_at: Instant, pe
         .iter()
         .map(|m| m.receipt_handle().unwrap_or_default().to_owned())
         .collect();
-    for r in &receipts {
-        pending.take(r).await;
-    }
+    pending.take_all(&receipts).await;
     visibility::change(
         &shared.client,
         &shared.queue_url,

@@ -44,15 +44,15 @@ impl Pending {
 
     /// Takes `receipt` out; once this returns no heartbeat call includes it.
     pub(crate) async fn take(&self, receipt: &str) {
-        self.0.lock().await.retain(|r| r != receipt);
+        self.take_all(&[receipt]).await;
     }
 
-    /// Calls `hide` with the receipts still pending (if any), holding them while it runs.
-    async fn hide_all(&self, hide: impl AsyncFnOnce(&[String])) {
-        let receipts = self.0.lock().await;
-        if !receipts.is_empty() {
-            hide(&receipts).await;
-        }
+    /// Takes `receipts` out at once.
+    pub(crate) async fn take_all(&self, receipts: &[impl AsRef<str>]) {
+        self.0
+            .lock()
+            .await
+            .retain(|r| !receipts.iter().any(|t| t.as_ref() == r));
     }
 }
 
@@ -119,13 +119,42 @@ pub(crate) async fn heartbeat(
     pending: &Pending,
 ) {
     let every = (visibility_timeout / 3).max(Duration::from_millis(300));
+    let hide = |receipts: Vec<String>| async move {
+        change(client, queue_url, metrics, &receipts, visibility_timeout).await
+    };
+    let timed_out = || {
+        metrics.on_failure("visibility");
+        tracing::warn!(
+            queue = %queue_url,
+            timeout_ms = every.as_millis() as u64,
+            "a heartbeat's ChangeMessageVisibilityBatch did not answer in time; given up"
+        );
+    };
+    beat(every, pending, hide, timed_out).await;
+}
+
+/// The heartbeat's loop: every `every`, `hide` the receipts still pending, holding them while the
+/// call runs but never for longer than `every` (a call that hangs must not hold up the unit's
+/// disposals: its messages are then left to their current time-out, and `timed_out` is told).
+async fn beat<F: Future<Output = ()>>(
+    every: Duration,
+    pending: &Pending,
+    hide: impl Fn(Vec<String>) -> F,
+    timed_out: impl Fn(),
+) {
     loop {
         tokio::time::sleep(every).await;
-        pending
-            .hide_all(async |receipts| {
-                change(client, queue_url, metrics, receipts, visibility_timeout).await
-            })
-            .await;
+        let receipts = pending.0.lock().await;
+        if receipts.is_empty() {
+            continue;
+        }
+        let on_time = tokio::time::timeout(every, hide(receipts.clone()))
+            .await
+            .is_ok();
+        drop(receipts);
+        if !on_time {
+            timed_out();
+        }
     }
 }
 
@@ -153,42 +182,53 @@ mod tests {
         assert_eq!(hidden_secs(Duration::MAX), i32::MAX);
     }
 
-    #[tokio::test]
-    async fn taking_a_receipt_waits_for_the_heartbeat_call_in_flight() {
+    /// Drives the heartbeat's loop with a fake call that takes `call` and logs what it hid.
+    async fn disposal_during_a_call(call: Duration) -> Vec<String> {
         use std::sync::Mutex as StdMutex;
-        use tokio::time::{Instant, sleep};
+        use tokio::time::sleep;
         let pending = Pending::new(vec!["a".into(), "b".into()]);
         let log = StdMutex::new(Vec::new());
-        let start = Instant::now();
-        let heartbeat = pending.hide_all(async |receipts| {
-            sleep(Duration::from_millis(100)).await; // the call's round trip
-            log.lock()
-                .unwrap()
-                .push((start.elapsed(), receipts.join(",")));
-        });
-        let dispose = async {
-            sleep(Duration::from_millis(10)).await; // "a" fails while the call is out
-            pending.take("a").await;
-            log.lock().unwrap().push((start.elapsed(), "take a".into()));
+        let note = |what: String| log.lock().unwrap().push(what);
+        let hide = |receipts: Vec<String>| async move {
+            note(format!("call {}", receipts.join(",")));
+            sleep(call).await;
+            note("answer".into());
         };
-        tokio::join!(heartbeat, dispose);
-        pending
-            .hide_all(async |receipts| {
-                log.lock()
-                    .unwrap()
-                    .push((start.elapsed(), receipts.join(",")))
-            })
-            .await;
-        let log: Vec<String> = log
-            .into_inner()
-            .unwrap()
-            .into_iter()
-            .map(|(_, what)| what)
-            .collect();
+        let every = Duration::from_millis(100);
+        let dispose = async {
+            sleep(Duration::from_millis(130)).await; // "a" is disposed of while the first call is out
+            pending.take("a").await;
+            note("take a".into());
+            sleep(Duration::from_millis(200)).await; // the next call
+        };
+        let run = async {
+            tokio::select! {
+                _ = beat(every, &pending, hide, || note("timed out".into())) => {}
+                _ = dispose => {}
+            }
+        };
+        // A disposal stuck behind the heartbeat fails the test instead of hanging it.
+        let _ = tokio::time::timeout(Duration::from_secs(5), run).await;
+        log.into_inner().unwrap()
+    }
+
+    #[tokio::test]
+    async fn taking_a_receipt_waits_for_the_heartbeat_call_in_flight() {
+        let log = disposal_during_a_call(Duration::from_millis(60)).await;
         assert_eq!(
-            log,
-            ["a,b", "take a", "b"],
-            "the disposal comes after the call in flight"
+            log[..4],
+            ["call a,b", "answer", "take a", "call b"],
+            "the disposal comes after the call in flight, and the next call leaves it out"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_hung_heartbeat_call_does_not_hold_up_the_disposal() {
+        let log = disposal_during_a_call(Duration::from_secs(3600)).await;
+        assert_eq!(
+            log[..4],
+            ["call a,b", "timed out", "take a", "call b"],
+            "given up after one interval"
         );
     }
 }
