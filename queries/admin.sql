@@ -82,14 +82,17 @@ DELETE FROM outbox_events
 RETURNING id;
 
 -- Retention: deletes at most `batch_size` processed rows older than the interval; call it until it
--- returns fewer than `batch_size` rows (short statements, no long locks).
+-- returns fewer than `batch_size` rows (short statements, no long locks). Rows are matched by the
+-- primary key of either layout, (id, created_at), and the condition is repeated: on the partitioned
+-- layout an id alone may name more than one row (a pending one among them).
 --! delete_processed_before
 DELETE FROM outbox_events
- WHERE id IN (SELECT id FROM outbox_events
-               WHERE processed_at < now() - make_interval(secs => :older_than_secs)
-               ORDER BY processed_at
-               LIMIT :batch_size
-                 FOR UPDATE SKIP LOCKED)
+ WHERE (id, created_at) IN (SELECT id, created_at FROM outbox_events
+                             WHERE processed_at < now() - make_interval(secs => :older_than_secs)
+                             ORDER BY processed_at
+                             LIMIT :batch_size
+                               FOR UPDATE SKIP LOCKED)
+   AND processed_at < now() - make_interval(secs => :older_than_secs)
 RETURNING id;
 
 -- One event with everything the operator and the tests look at.

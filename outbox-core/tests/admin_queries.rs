@@ -219,6 +219,41 @@ async fn cleanup_deletes_only_processed_rows_older_than_the_interval() {
     assert!(exists(ids[3]).await, "dead letter kept");
 }
 
+/// On the partitioned layout the primary key is (id, created_at): an id can name two rows. Cleanup
+/// deletes the old published one only (it used to match by id and delete the pending one too).
+#[tokio::test]
+async fn cleanup_on_the_partitioned_layout_never_deletes_a_pending_row_sharing_an_id() {
+    let db = TestDb::partitioned(outbox_core::partition::Granularity::Daily).await;
+    let client = db.pool().get().await.unwrap();
+    let id = Uuid::now_v7();
+    client
+        .execute(
+            "INSERT INTO outbox_events (id, aggregate_type, aggregate_id, event_type, payload,
+                                        created_at, processed_at, dead_lettered_at)
+             VALUES ($1, 'a', 'old', 'e', '{}', now() - interval '9 days', now() - interval '9 days', NULL),
+                    ($1, 'a', 'pending', 'e', '{}', now(), NULL, NULL),
+                    ($1, 'a', 'dead', 'e', '{}', now() - interval '1 minute', NULL, now())",
+            &[&id],
+        )
+        .await
+        .unwrap();
+    let deleted = outbox_core::cleanup(&client, Duration::from_secs(7 * 86_400))
+        .await
+        .unwrap();
+    assert_eq!(deleted, 1);
+    let left: Vec<String> = client
+        .query(
+            "SELECT aggregate_id FROM outbox_events WHERE id = $1 ORDER BY 1",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(left, ["dead", "pending"]);
+}
+
 #[tokio::test]
 async fn stats_report_the_state_of_the_table() {
     let db = TestDb::new().await;

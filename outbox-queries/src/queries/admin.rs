@@ -929,7 +929,7 @@ impl PurgeDeadLettersByIdStmt {
 pub struct DeleteProcessedBeforeStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn delete_processed_before() -> DeleteProcessedBeforeStmt {
     DeleteProcessedBeforeStmt(
-        "DELETE FROM outbox_events WHERE id IN (SELECT id FROM outbox_events WHERE processed_at < now() - make_interval(secs => $1) ORDER BY processed_at LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING id",
+        "DELETE FROM outbox_events WHERE (id, created_at) IN (SELECT id, created_at FROM outbox_events WHERE processed_at < now() - make_interval(secs => $1) ORDER BY processed_at LIMIT $2 FOR UPDATE SKIP LOCKED) AND processed_at < now() - make_interval(secs => $1) RETURNING id",
         None,
     )
 }
