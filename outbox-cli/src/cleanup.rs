@@ -10,6 +10,10 @@ pub async fn run(
     older_than: Option<Duration>,
     inbox_older_than: Option<Duration>,
 ) -> Result<(), Failure> {
+    // Refused before anything is deleted.
+    if let Some(inbox) = inbox_older_than {
+        outbox_core::check_inbox_retention(inbox)?;
+    }
     let client = db::connect(url).await?;
     if let Some(older_than) = older_than {
         let deleted = outbox_core::cleanup(&client, older_than).await?;

@@ -219,8 +219,8 @@ List dead letters, oldest first, with their last error. Payloads are not shown."
     List {
         #[command(flatten)]
         filter: FilterArgs,
-        /// At most this many.
-        #[arg(long, default_value_t = 50)]
+        /// At most this many (1 or more).
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..))]
         limit: i64,
         /// Print JSON (one array) instead of a table.
         #[arg(long)]

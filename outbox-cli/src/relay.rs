@@ -74,6 +74,9 @@ fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
 /// Runs the relay until SIGINT or SIGTERM.
 pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     let config = relay_config(&args)?;
+    if let Some(inbox) = args.inbox_retention {
+        outbox_core::check_inbox_retention(inbox)?;
+    }
     // Keepalives and a TCP user timeout on every relay connection, pool time-outs on its pool.
     let connector = db::connector(url).await?.hardened(config.publish_timeout);
     let listen = check_database(&connector, &args, config.retention.is_some())

@@ -116,6 +116,12 @@ async fn dead_letter_commands_change_exactly_the_rows_asked_for() {
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["id"], ids[1].to_string());
+    // `--limit 0` printed "no dead letters" while there were some: a usage error now.
+    let zero = outbox(&db)
+        .args(["dead-letters", "list", "--limit", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(zero.status.code(), Some(2));
 
     // No selection: refused, nothing changed.
     let refused = outbox(&db)

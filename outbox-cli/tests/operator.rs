@@ -196,6 +196,20 @@ async fn cleanup_deletes_old_inbox_records_only() {
     // Nothing to clean named: a usage error.
     let out = outbox(&db).arg("cleanup").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+
+    // An inbox retention under an hour (here `30m` typed for 30 days) is refused, deleting nothing.
+    backdate(&db, &ids[2..], 1.0).await;
+    let out = outbox(&db)
+        .args(["cleanup", "--older-than", "7d", "--inbox-older-than", "30m"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("too short: at least 1 h"), "{err}");
+    assert_eq!(inbox_ids(&db).await, vec![ids[2]]);
+    let refused = outbox_core::cleanup_inbox(&client, Duration::ZERO).await;
+    assert_eq!(refused.unwrap_err().kind(), outbox_core::ErrorKind::Config);
+    assert_eq!(inbox_ids(&db).await, vec![ids[2]]);
 }
 
 /// `outbox relay --inbox-retention` deletes old inbox records; its text logs, written to a file,

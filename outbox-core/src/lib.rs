@@ -126,7 +126,8 @@ pub use relay::{
     RelayBuilder, RelayConfig, WAITING_APPLICATION_NAME, WAITING_LOCK, WORKER_RESTART_WINDOW,
 };
 pub use retention::{
-    CLEANUP_BATCH_SIZE, INBOX_RETENTION_INTERVAL, cleanup, cleanup_inbox, run_inbox_retention,
+    CLEANUP_BATCH_SIZE, INBOX_RETENTION_INTERVAL, MIN_INBOX_RETENTION, check_inbox_retention,
+    cleanup, cleanup_inbox, run_inbox_retention,
 };
 pub use stats::{OutboxStats, stats};
 pub use tokio_util::sync::CancellationToken;

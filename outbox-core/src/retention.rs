@@ -53,10 +53,12 @@ where
 /// A record is what makes a redelivered event a duplicate: keep records longer than a message can
 /// still arrive — the queue's message retention (SQS: up to 14 days) plus how long the relay may
 /// keep retrying an event. An event redelivered after its record was deleted is processed again.
+/// A retention under [`MIN_INBOX_RETENTION`] is refused ([`check_inbox_retention`]).
 pub async fn cleanup_inbox<C: GenericClient>(
     client: &C,
     older_than: Duration,
 ) -> Result<u64, Error> {
+    check_inbox_retention(older_than)?;
     let secs = older_than.as_secs_f64();
     let secs = &secs;
     in_batches(move || async move {
@@ -67,6 +69,23 @@ pub async fn cleanup_inbox<C: GenericClient>(
             .len())
     })
     .await
+}
+
+/// The shortest inbox retention [`cleanup_inbox`] accepts: one hour. Shorter is below any
+/// queue's sensible redelivery window, and `0s` (or `30m` typed for 30 days) would empty the
+/// dedupe table and let every redelivered event be processed again.
+pub const MIN_INBOX_RETENTION: Duration = Duration::from_secs(3600);
+
+/// Checks an inbox retention: an [`ErrorKind::Config`](crate::ErrorKind::Config) error under
+/// [`MIN_INBOX_RETENTION`].
+pub fn check_inbox_retention(older_than: Duration) -> Result<(), Error> {
+    if older_than < MIN_INBOX_RETENTION {
+        return Err(Error::config(format!(
+            "an inbox retention of {older_than:?} is too short: at least 1 h, and longer than a \
+             message can be redelivered (the queue's message retention, up to 14 days on SQS)"
+        )));
+    }
+    Ok(())
 }
 
 /// How often [`run_inbox_retention`] runs [`cleanup_inbox`].
@@ -80,6 +99,10 @@ pub async fn run_inbox_retention(
     older_than: Duration,
     shutdown: CancellationToken,
 ) {
+    if let Err(e) = check_inbox_retention(older_than) {
+        tracing::error!(error = %e, "inbox retention not started");
+        return;
+    }
     loop {
         match pool.get().await {
             Ok(client) => match cleanup_inbox(&**client, older_than).await {

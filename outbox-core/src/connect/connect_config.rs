@@ -69,11 +69,18 @@ impl FromStr for ConnectConfig {
 
 type Split = (String, Option<String>, Option<String>);
 
-/// Takes `sslmode` and `sslrootcert` out of a URL's query string.
+/// Takes `sslmode` and `sslrootcert` out of a URL's query string. The query starts at the first
+/// `?` after the credentials: like tokio-postgres (and libpq), everything up to the first `@` is
+/// user and password, so a raw `?` in a password does not start the query.
 fn split_url(url: &str) -> Split {
-    let Some((base, query)) = url.split_once('?') else {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    let host_start = url[after_scheme..]
+        .find('@')
+        .map_or(after_scheme, |i| after_scheme + i + 1);
+    let Some(q) = url[host_start..].find('?').map(|i| host_start + i) else {
         return (url.to_string(), None, None);
     };
+    let (base, query) = (&url[..q], &url[q + 1..]);
     let (mut mode, mut root) = (None, None);
     let kept: Vec<&str> = query
         .split('&')
@@ -192,6 +199,17 @@ mod tests {
             c.pg.get_ssl_mode(),
             tokio_postgres::config::SslMode::Require
         );
+    }
+
+    #[test]
+    fn a_raw_question_mark_in_the_password_does_not_hide_sslmode() {
+        // It made our parser read `ss@h/db?sslmode=require` as the query: sslmode stayed `prefer`.
+        let c: ConnectConfig = "postgres://u:pa?ss@h/db?sslmode=require".parse().unwrap();
+        assert_eq!(c.tls.mode, SslMode::Require);
+        assert_eq!(c.pg.get_password(), Some(&b"pa?ss"[..]));
+        assert_eq!(c.pg.get_dbname(), Some("db"));
+        let c: ConnectConfig = "postgres://h/db?sslmode=disable".parse().unwrap();
+        assert_eq!(c.tls.mode, SslMode::Disable);
     }
 
     #[test]

@@ -64,6 +64,18 @@ impl MaintainOptions {
         self
     }
 
+    /// A `drain_lock_timeout` under 1 ms would reach PostgreSQL as `lock_timeout = 0`: no limit at
+    /// all, the drain queueing every writer behind it for as long as a transaction holds the table.
+    fn validate(&self) -> Result<(), Error> {
+        if self.drain_lock_timeout < Duration::from_millis(1) {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "drain_lock_timeout must be at least 1 ms (PostgreSQL reads a lock_timeout of 0 as no limit)",
+            ));
+        }
+        Ok(())
+    }
+
     /// Sets [`settle_timeout`](Self::settle_timeout).
     pub fn settle_timeout(mut self, timeout: Duration) -> Self {
         self.settle_timeout = timeout;
@@ -128,12 +140,13 @@ pub struct MaintenanceReport {
 ///    The conversion's `outbox_events_legacy` is dropped under the same rule.
 ///
 /// Only one maintainer works at a time (advisory lock [`MAINTENANCE_LOCK_KEY`]); the others
-/// return at once with [`skipped`](MaintenanceReport::skipped). On the plain layout this is an
-/// [`ErrorKind::Config`] error. DDL needs the table's owner: run it as the role that migrated.
+/// return at once with [`skipped`](MaintenanceReport::skipped). On the plain layout, and with a
+/// `drain_lock_timeout` under 1 ms, this is an [`ErrorKind::Config`] error. DDL needs the table's owner: run it as the role that migrated.
 pub async fn maintain(
     client: &tokio_postgres::Client,
     options: &MaintainOptions,
 ) -> Result<MaintenanceReport, Error> {
+    options.validate()?;
     let locked = sql::try_maintenance_lock()
         .bind(client, &MAINTENANCE_LOCK_KEY)
         .one()
@@ -243,4 +256,21 @@ async fn drain(
 
 async fn partition_count(client: &tokio_postgres::Client) -> Result<usize, Error> {
     Ok(sql::partition_list().bind(client).all().await?.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drain_lock_timeout_under_a_millisecond_is_refused_not_unlimited() {
+        let zero = MaintainOptions::new().drain_lock_timeout(Duration::from_micros(999));
+        let e = zero.validate().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Config);
+        assert!(e.to_string().contains("drain_lock_timeout"), "{e}");
+        MaintainOptions::new()
+            .drain_lock_timeout(Duration::from_millis(1))
+            .validate()
+            .unwrap();
+    }
 }
