@@ -14,6 +14,12 @@
 --
 -- Prepared transactions (two-phase commit) count as open until committed or rolled back.
 --
+-- Also: a created_at the relay can read (years 1–9999): a row written by hand with 'infinity', or a
+-- year past what a chrono timestamp holds, could not be decoded, and as the oldest pending row it
+-- failed every claim, stalling the relay. Checked for new rows (NOT VALID: no scan, no lock beyond
+-- an instant; `ALTER TABLE outbox_events VALIDATE CONSTRAINT outbox_events_created_at_in_range`
+-- checks the rows already there without blocking writers), on either layout and after a conversion.
+--
 -- Also: whether an expired partition holds anything to keep is now read from two indexes instead of
 -- a scan of all its rows (outbox_partition_has_leftovers), so retiring a partition costs the same
 -- whatever its size.
@@ -155,6 +161,35 @@ BEGIN
 END;
 $$;
 
+-- Maintenance, step 3c: tables of expired periods that are no longer attached although retirement
+-- never dropped them (maintenance stopped between a finished DETACH … CONCURRENTLY and the drop).
+-- Their bounds come from their names; outbox_partition_drop_detached then drops each, or attaches it
+-- back if it holds anything to keep.
+CREATE FUNCTION outbox_partitions_orphaned(retention_secs float8)
+    RETURNS TABLE (name text, lo timestamptz, hi timestamptz)
+    LANGUAGE plpgsql STABLE AS
+$$
+DECLARE
+    g text := (SELECT p.granularity FROM outbox_partitioning p);
+BEGIN
+    IF g IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT t.name, t.lo, t.lo + outbox_partition_step(g)
+      FROM (SELECT c.relname::text AS name,
+                   to_timestamp(substring(c.relname FROM '^outbox_events_p([0-9]+)$'),
+                                CASE g WHEN 'hourly' THEN 'YYYYMMDDHH24' ELSE 'YYYYMMDD' END)::timestamp
+                       AT TIME ZONE 'UTC' AS lo
+              FROM pg_class c
+             WHERE c.relkind = 'r'
+               AND c.relnamespace = (SELECT o.relnamespace FROM pg_class o WHERE o.oid = 'outbox_events'::regclass)
+               AND c.relname ~ CASE g WHEN 'hourly' THEN '^outbox_events_p[0-9]{10}$' ELSE '^outbox_events_p[0-9]{8}$' END
+               AND NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = c.oid)) t
+     WHERE t.lo + outbox_partition_step(g) <= now() - make_interval(secs => retention_secs);
+END;
+$$;
+
 -- Maintenance, step 4: as in V4, and a detached partition whose end is after the settled horizon
 -- is attached back too (a transaction that began before its end may still write into it).
 CREATE OR REPLACE FUNCTION outbox_partition_drop_detached(name text, lo timestamptz, hi timestamptz, retention_secs float8)
@@ -181,3 +216,22 @@ BEGIN
     RETURN true;
 END;
 $$;
+
+-- The checks V6 adds to outbox_events, on whichever table has that name (also run after a
+-- conversion to the partitioned layout, whose new table V4/V5 define without them).
+CREATE FUNCTION outbox_events_ensure_checks() RETURNS void
+    LANGUAGE plpgsql AS
+$$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint
+                    WHERE conrelid = 'outbox_events'::regclass
+                      AND conname = 'outbox_events_created_at_in_range') THEN
+        ALTER TABLE outbox_events ADD CONSTRAINT outbox_events_created_at_in_range
+            CHECK (created_at >= '0001-01-01 00:00:00+00' AND created_at < '10000-01-01 00:00:00+00')
+            NOT VALID;
+    END IF;
+END;
+$$;
+
+SET LOCAL lock_timeout = '5s';
+SELECT outbox_events_ensure_checks();

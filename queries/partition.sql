@@ -6,6 +6,10 @@
 --! partitions_convert
 SELECT outbox_partitions_convert(:granularity::text, :ahead::int) AS report;
 
+-- The table checks added after V4/V5 (V6's outbox_events_ensure_checks), for the converted table.
+--! ensure_checks
+SELECT outbox_events_ensure_checks()::text AS done;
+
 -- The layout's settings and what the last maintenance found; no row on the plain layout.
 --! partitioning_settings : (maintained_at?, retention_secs?)
 SELECT granularity, ahead, maintained_at, retention_secs, kept_partitions, kept_events
@@ -34,6 +38,10 @@ SELECT settled_before, needed FROM outbox_partitions_settle(:retention_secs::flo
 --! partitions_expired : (lo?)
 SELECT name, lo, hi, droppable, leftovers, detach_pending, settling
   FROM outbox_partitions_expired(:retention_secs::float8);
+
+-- Tables of expired periods left detached by a maintenance that stopped before dropping them (V6).
+--! partitions_orphaned
+SELECT name, lo, hi FROM outbox_partitions_orphaned(:retention_secs::float8);
 
 -- Drops a detached partition, or attaches it back when it holds something to keep.
 --! partition_drop_detached (lo?)

@@ -108,6 +108,7 @@ pub async fn migrate_partitioned(
             .map_err(|e| {
                 Error::new(ErrorKind::Migration, "could not partition outbox_events").with_source(e)
             })?;
+        partition_sql::ensure_checks().bind(&tx).one().await?;
         tx.commit().await?;
         report.applied.push(done);
         Ok(report)

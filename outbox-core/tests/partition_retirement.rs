@@ -223,3 +223,38 @@ async fn v6_upgrades_a_partitioned_database_in_place() {
         .get(0);
     assert_eq!(kept, 1);
 }
+
+/// A run that stopped after detaching a partition and before dropping it left a table no list
+/// showed any more (kept for good); the next run finishes it, or attaches it back when it holds a
+/// pending event.
+#[tokio::test]
+async fn a_partition_left_detached_by_an_interrupted_run_is_retired_or_attached_back() {
+    let db = partitioned_db().await;
+    db.add_old_hours(2..=3, 10).await;
+    let names = db.partition_names().await;
+    let (pending, published) = (names[0].clone(), names[1].clone());
+    db.execute(&format!(
+        "UPDATE {pending} SET processed_at = NULL WHERE seq = (SELECT min(seq) FROM {pending});
+         ALTER TABLE outbox_events DETACH PARTITION {pending};
+         ALTER TABLE outbox_events DETACH PARTITION {published};"
+    ))
+    .await;
+    assert!(!db.partition_names().await.contains(&published));
+
+    let r = maintain(&db, Duration::from_secs(5)).await;
+    assert_eq!(r.dropped, [published.clone()], "{r:?}");
+    assert_eq!(r.kept.len(), 1, "{r:?}");
+    assert_eq!(r.kept[0].name, pending);
+    assert!(
+        db.partition_names().await.contains(&pending),
+        "attached back"
+    );
+    let gone: bool = db
+        .connect()
+        .await
+        .query_one("SELECT to_regclass($1) IS NULL", &[&published])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(gone);
+}

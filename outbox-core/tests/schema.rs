@@ -334,3 +334,32 @@ async fn the_heads_claim_leaves_out_held_heads_and_starts_at_its_slot() {
     wrapped.sort_by_key(|id| ids.iter().position(|i| i == id));
     assert_eq!(wrapped, vec![ids[0], ids[6], ids[7]]);
 }
+
+/// A `created_at` the relay cannot read (`infinity`, or a year past what a chrono timestamp holds)
+/// is refused at write: as the oldest pending row it failed every claim and stalled the relay.
+#[tokio::test]
+async fn a_created_at_the_relay_cannot_read_is_refused_on_both_layouts() {
+    for db in [
+        TestDb::plain().await,
+        TestDb::partitioned(outbox_core::partition::Granularity::Daily).await,
+    ] {
+        let client = db.connect().await;
+        for at in ["infinity", "-infinity", "290000-01-01 00:00:00+00"] {
+            let e = client
+                .execute(
+                    "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, created_at)
+                     VALUES ('order', 'o-1', 'order.created', '{}', $1::text::timestamptz)",
+                    &[&at],
+                )
+                .await
+                .expect_err(at);
+            assert_eq!(
+                e.code(),
+                Some(&tokio_postgres::error::SqlState::CHECK_VIOLATION),
+                "{at}: {e:?}"
+            );
+        }
+        emit(&client, &TestEvent::new("o-1", 1)).await.unwrap();
+        assert_eq!(claim_all(&db).await.len(), 1);
+    }
+}

@@ -42,6 +42,7 @@ pub(super) async fn retire(
             drop_detached(client, &p, retention_secs, report).await?;
         }
     }
+    orphans(client, retention_secs, report).await?;
     if !report.kept.is_empty() {
         tracing::warn!(kept = ?report.kept,
             "partition maintenance kept expired partitions that still hold pending events or dead letters");
@@ -85,6 +86,32 @@ async fn settle(
         }
         tokio::time::sleep(SETTLE_POLL).await;
     }
+}
+
+/// Retires the orphans of an earlier run that stopped between a finished detach and the drop.
+async fn orphans(
+    client: &tokio_postgres::Client,
+    retention_secs: f64,
+    report: &mut MaintenanceReport,
+) -> Result<(), Error> {
+    let orphaned = sql::partitions_orphaned()
+        .bind(client, &retention_secs)
+        .all()
+        .await?;
+    for o in orphaned {
+        let p = sql::PartitionsExpired {
+            name: o.name,
+            lo: Some(o.lo),
+            hi: o.hi,
+            droppable: false,
+            leftovers: 0,
+            detach_pending: false,
+            settling: false,
+        };
+        tracing::info!(partition = %p.name, "partition maintenance found an expired partition left detached");
+        drop_detached(client, &p, retention_secs, report).await?;
+    }
+    Ok(())
 }
 
 async fn drop_detached(

@@ -141,6 +141,26 @@ impl<'a> From<PartitionsExpiredBorrowed<'a>> for PartitionsExpired {
     }
 }
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PartitionsOrphaned {
+    pub name: String,
+    pub lo: chrono::DateTime<chrono::Utc>,
+    pub hi: chrono::DateTime<chrono::Utc>,
+}
+pub struct PartitionsOrphanedBorrowed<'a> {
+    pub name: &'a str,
+    pub lo: chrono::DateTime<chrono::Utc>,
+    pub hi: chrono::DateTime<chrono::Utc>,
+}
+impl<'a> From<PartitionsOrphanedBorrowed<'a>> for PartitionsOrphaned {
+    fn from(PartitionsOrphanedBorrowed { name, lo, hi }: PartitionsOrphanedBorrowed<'a>) -> Self {
+        Self {
+            name: name.into(),
+            lo,
+            hi,
+        }
+    }
+}
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PartitionList {
     pub name: String,
     pub lo: Option<chrono::DateTime<chrono::Utc>>,
@@ -679,6 +699,74 @@ where
         Ok(mapped)
     }
 }
+pub struct PartitionsOrphanedQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
+    client: &'c C,
+    params: [&'a (dyn postgres_types::ToSql + Sync); N],
+    query: &'static str,
+    cached: Option<&'s tokio_postgres::Statement>,
+    extractor:
+        fn(&tokio_postgres::Row) -> Result<PartitionsOrphanedBorrowed, tokio_postgres::Error>,
+    mapper: fn(PartitionsOrphanedBorrowed) -> T,
+}
+impl<'c, 'a, 's, C, T: 'c, const N: usize> PartitionsOrphanedQuery<'c, 'a, 's, C, T, N>
+where
+    C: GenericClient,
+{
+    pub fn map<R>(
+        self,
+        mapper: fn(PartitionsOrphanedBorrowed) -> R,
+    ) -> PartitionsOrphanedQuery<'c, 'a, 's, C, R, N> {
+        PartitionsOrphanedQuery {
+            client: self.client,
+            params: self.params,
+            query: self.query,
+            cached: self.cached,
+            extractor: self.extractor,
+            mapper,
+        }
+    }
+    pub async fn one(self) -> Result<T, tokio_postgres::Error> {
+        let row =
+            crate::client::async_::one(self.client, self.query, &self.params, self.cached).await?;
+        Ok((self.mapper)((self.extractor)(&row)?))
+    }
+    pub async fn all(self) -> Result<Vec<T>, tokio_postgres::Error> {
+        self.iter().await?.try_collect().await
+    }
+    pub async fn opt(self) -> Result<Option<T>, tokio_postgres::Error> {
+        let opt_row =
+            crate::client::async_::opt(self.client, self.query, &self.params, self.cached).await?;
+        Ok(opt_row
+            .map(|row| {
+                let extracted = (self.extractor)(&row)?;
+                Ok((self.mapper)(extracted))
+            })
+            .transpose()?)
+    }
+    pub async fn iter(
+        self,
+    ) -> Result<
+        impl futures::Stream<Item = Result<T, tokio_postgres::Error>> + 'c,
+        tokio_postgres::Error,
+    > {
+        let stream = crate::client::async_::raw(
+            self.client,
+            self.query,
+            crate::slice_iter(&self.params),
+            self.cached,
+        )
+        .await?;
+        let mapped = stream
+            .map(move |res| {
+                res.and_then(|row| {
+                    let extracted = (self.extractor)(&row)?;
+                    Ok((self.mapper)(extracted))
+                })
+            })
+            .into_stream();
+        Ok(mapped)
+    }
+}
 pub struct BoolQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
     client: &'c C,
     params: [&'a (dyn postgres_types::ToSql + Sync); N],
@@ -926,6 +1014,32 @@ impl<'c, 'a, 's, C: GenericClient, T1: crate::StringSql>
         self.bind(client, &params.granularity, &params.ahead)
     }
 }
+pub struct EnsureChecksStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn ensure_checks() -> EnsureChecksStmt {
+    EnsureChecksStmt("SELECT outbox_events_ensure_checks()::text AS done", None)
+}
+impl EnsureChecksStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+    ) -> StringQuery<'c, 'a, 's, C, String, 0> {
+        StringQuery {
+            client,
+            params: [],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it.into(),
+        }
+    }
+}
 pub struct PartitioningSettingsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn partitioning_settings() -> PartitioningSettingsStmt {
     PartitioningSettingsStmt(
@@ -1157,6 +1271,44 @@ impl PartitionsExpiredStmt {
                 })
             },
             mapper: |it| PartitionsExpired::from(it),
+        }
+    }
+}
+pub struct PartitionsOrphanedStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn partitions_orphaned() -> PartitionsOrphanedStmt {
+    PartitionsOrphanedStmt(
+        "SELECT name, lo, hi FROM outbox_partitions_orphaned($1::float8)",
+        None,
+    )
+}
+impl PartitionsOrphanedStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+        retention_secs: &'a f64,
+    ) -> PartitionsOrphanedQuery<'c, 'a, 's, C, PartitionsOrphaned, 1> {
+        PartitionsOrphanedQuery {
+            client,
+            params: [retention_secs],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |
+                row: &tokio_postgres::Row,
+            | -> Result<PartitionsOrphanedBorrowed, tokio_postgres::Error> {
+                Ok(PartitionsOrphanedBorrowed {
+                    name: row.try_get(0)?,
+                    lo: row.try_get(1)?,
+                    hi: row.try_get(2)?,
+                })
+            },
+            mapper: |it| PartitionsOrphaned::from(it),
         }
     }
 }
