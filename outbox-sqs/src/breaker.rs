@@ -74,6 +74,7 @@ impl Breaker {
     }
 
     /// Whether the breaker is open now.
+    #[cfg(test)]
     pub(crate) fn is_open(&self) -> bool {
         self.lock().is_some()
     }

@@ -221,7 +221,7 @@ impl SqsPublisher {
                 }
             };
             if queue.fifo && failed_groups.contains(&group_of(event)) {
-                outcomes[i] = Some(held_back(queue, &group_of(event)));
+                outcomes[i] = Some(held_back(&group_of(event)));
                 continue;
             }
             match prepare(
@@ -327,7 +327,7 @@ impl SqsPublisher {
             for p in batch {
                 match &p.group {
                     Some(group) if failed_groups.contains(group) => {
-                        report.outcomes.push((p.index, held_back(&queue, group)));
+                        report.outcomes.push((p.index, held_back(group)));
                     }
                     _ => send.push(p),
                 }
@@ -361,7 +361,7 @@ impl SqsPublisher {
                 );
                 for p in entries {
                     if let Some(group) = p.group.as_ref().filter(|g| failed_groups.contains(*g)) {
-                        report.outcomes.push((p.index, held_back(queue, group)));
+                        report.outcomes.push((p.index, held_back(group)));
                         continue;
                     }
                     let single = std::slice::from_ref(&p);

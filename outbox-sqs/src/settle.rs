@@ -57,15 +57,14 @@ impl Report {
     }
 }
 
-pub(crate) fn held_back(queue: &Queue, group: &str) -> PublishOutcome {
-    let reason =
-        format!("not sent: an earlier event of message group `{group}` failed in the same publish");
-    // Held back because the queue broke: no attempt is counted for it either.
-    if queue.breaker.is_open() {
-        PublishOutcome::unavailable(FailureKind::NotSent, reason)
-    } else {
-        PublishOutcome::retry(FailureKind::NotSent, reason)
-    }
+/// The outcome of an event not sent because an earlier event of its message group failed in the
+/// same publish: put back without an attempt counted (it was never tried), whatever the relay's
+/// ordering and however the group's events map to aggregates.
+pub(crate) fn held_back(group: &str) -> PublishOutcome {
+    PublishOutcome::unavailable(
+        FailureKind::NotSent,
+        format!("not sent: an earlier event of message group `{group}` failed in the same publish"),
+    )
 }
 
 /// The outcome of an event whose queue is unavailable as a whole: put back, or dead-lettered once
