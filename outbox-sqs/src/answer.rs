@@ -129,17 +129,17 @@ mod tests {
         use crate::publisher::Queue;
         use crate::settle::{Report, settle};
 
-        let topic = Queue {
-            url: "arn:aws:sns:us-east-1:000000000000:t".into(),
-            kind: DestinationKind::Topic,
-            fifo: false,
-            breaker: Breaker::new(
+        let topic = Queue::new(
+            "arn:aws:sns:us-east-1:000000000000:t".into(),
+            DestinationKind::Topic,
+            false,
+            Breaker::new(
                 "t".into(),
                 Duration::from_secs(5),
                 Duration::from_secs(3600),
                 Default::default(),
             ),
-        };
+        );
         let events: Vec<ClaimedEvent> = (0..4)
             .map(|i| {
                 ClaimedEvent::for_test(

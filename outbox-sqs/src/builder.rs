@@ -195,17 +195,13 @@ impl SqsPublisherBuilder {
                         DestinationKind::Topic => metrics.topic_unavailable(&url),
                         _ => metrics.unavailable(&url),
                     };
-                    let q = Arc::new(Queue {
-                        fifo: is_fifo(&url),
-                        kind,
-                        breaker: Breaker::new(
-                            url.clone(),
-                            config.breaker_probe_interval,
-                            config.broken_queue_dead_letter_after,
-                            gauge,
-                        ),
-                        url,
-                    });
+                    let breaker = Breaker::new(
+                        url.clone(),
+                        config.breaker_probe_interval,
+                        config.broken_queue_dead_letter_after,
+                        gauge,
+                    );
+                    let q = Arc::new(Queue::new(url.clone(), kind, is_fifo(&url), breaker));
                     queues.push(q.clone());
                     q
                 }

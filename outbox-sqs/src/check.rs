@@ -9,8 +9,9 @@ use crate::publisher::{Queue, SqsPublisher};
 use crate::sdk_error::{sdk_error, timeout_error};
 
 impl SqsPublisher {
-    /// `GetQueueAttributes` on every configured queue, `GetTopicAttributes` on every topic,
-    /// `HeadBucket` on the offload bucket; the first failure, naming its queue, topic or bucket.
+    /// `GetQueueAttributes` on every configured queue (which also reads its `MaximumMessageSize`),
+    /// `GetTopicAttributes` on every topic, `HeadBucket` on the offload bucket; the first failure,
+    /// naming its queue, topic or bucket.
     pub(crate) async fn check_queues(&self) -> Result<()> {
         let checks = self.inner.queues.iter().map(|q| self.check_queue(q));
         for result in futures::future::join_all(checks).await {
@@ -46,10 +47,22 @@ impl SqsPublisher {
                     .get_queue_attributes()
                     .queue_url(&queue.url)
                     .attribute_names(QueueAttributeName::QueueArn)
+                    .attribute_names(QueueAttributeName::MaximumMessageSize)
                     .send();
                 let what = format!("GetQueueAttributes on queue `{}`", queue.url);
                 match tokio::time::timeout(timeout, call).await {
-                    Ok(Ok(_)) => Ok(()),
+                    Ok(Ok(out)) => {
+                        // A queue may take less than SQS's limit: larger messages are then
+                        // offloaded, or refused without a call, instead of failing at SQS.
+                        let max = out
+                            .attributes()
+                            .and_then(|a| a.get(&QueueAttributeName::MaximumMessageSize))
+                            .and_then(|v| v.parse::<usize>().ok());
+                        if let Some(max) = max {
+                            queue.set_max_message_bytes(max);
+                        }
+                        Ok(())
+                    }
                     Ok(Err(e)) => Err(sdk_error(&what, e)),
                     Err(_) => Err(timeout_error(&what, timeout)),
                 }

@@ -4,6 +4,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use aws_sdk_sqs::Client;
@@ -81,22 +82,47 @@ pub(crate) struct Queue {
     pub(crate) kind: DestinationKind,
     pub(crate) fifo: bool,
     pub(crate) breaker: Breaker,
+    /// The largest message it takes: the service's limit, or a queue's own smaller
+    /// `MaximumMessageSize` once the start-up check has read it.
+    max_message_bytes: AtomicUsize,
 }
 
 impl Queue {
-    /// What the destination accepts in one message.
-    pub(crate) fn limits(&self) -> MessageLimits {
-        match self.kind {
+    pub(crate) fn new(url: String, kind: DestinationKind, fifo: bool, breaker: Breaker) -> Self {
+        let limit = match kind {
             DestinationKind::Topic => SNS_LIMITS,
             _ => SQS_LIMITS,
+        };
+        Queue {
+            url,
+            kind,
+            fifo,
+            breaker,
+            max_message_bytes: AtomicUsize::new(limit.max_message_bytes()),
         }
     }
 
-    /// The most bytes of messages in one batch call.
+    /// Lowers the message size limit to a queue's own `MaximumMessageSize` (never above the
+    /// service's limit).
+    pub(crate) fn set_max_message_bytes(&self, bytes: usize) {
+        self.max_message_bytes.fetch_min(bytes, Ordering::Relaxed);
+    }
+
+    /// What the destination accepts in one message.
+    pub(crate) fn limits(&self) -> MessageLimits {
+        let bytes = self.max_message_bytes.load(Ordering::Relaxed);
+        match self.kind {
+            DestinationKind::Topic => SNS_LIMITS,
+            _ => SQS_LIMITS.with_max_message_bytes(bytes),
+        }
+    }
+
+    /// The most bytes of messages in one batch call (for a queue that takes less than the
+    /// service's limit per message, no more than that per call either).
     pub(crate) fn max_batch_bytes(&self) -> usize {
         match self.kind {
             DestinationKind::Topic => SNS_MAX_BATCH_BYTES,
-            _ => MAX_BATCH_BYTES,
+            _ => MAX_BATCH_BYTES.min(self.max_message_bytes.load(Ordering::Relaxed)),
         }
     }
 

@@ -355,3 +355,55 @@ async fn offload_settings_are_checked_at_build() {
         .unwrap_err();
     assert!(e.to_string().contains("offload bucket"), "{e}");
 }
+
+/// A queue created with a smaller `MaximumMessageSize` than SQS's limit: the start-up check reads
+/// it, so a message between the two is offloaded (it was sent inline, refused by the queue and
+/// dead-lettered), and without offload it is refused without a call, naming the queue's limit.
+#[tokio::test]
+async fn a_queue_that_takes_less_than_the_sqs_limit_gets_its_larger_events_offloaded() {
+    let s3 = s3_client().await;
+    let bucket = bucket_name();
+    create_bucket(&s3, &bucket).await;
+    let sqs = outbox_tests::sqs::sqs_client().await;
+    let small = sqs
+        .create_queue()
+        .queue_name(format!("outbox-test-{}", uuid::Uuid::new_v4().simple()))
+        .attributes(
+            aws_sdk_sqs::types::QueueAttributeName::MaximumMessageSize,
+            "262144",
+        )
+        .send()
+        .await
+        .unwrap()
+        .queue_url()
+        .unwrap()
+        .to_owned();
+    let big = event("order.created", "order", "big", 1, json!(payload(300_000)));
+
+    let p = offloading(&small, &bucket).await;
+    p.check().await.unwrap();
+    assert_all_published(&p.publish(std::slice::from_ref(&big)).await.unwrap());
+    assert_eq!(
+        get_object(&s3, &bucket, &offload_key(&big.id.to_string()))
+            .await
+            .as_deref(),
+        Some(big.payload().as_bytes()),
+        "offloaded"
+    );
+
+    let inline = SqsPublisher::builder()
+        .sdk_config(sdk_config().await)
+        .endpoint_url(endpoint())
+        .default_queue(&small)
+        .build()
+        .await
+        .unwrap();
+    inline.check().await.unwrap();
+    match &inline.publish(&[big]).await.unwrap()[0] {
+        PublishOutcome::Permanent(f) => {
+            assert_eq!(f.kind(), FailureKind::TooLarge, "{f:?}");
+            assert!(f.message().contains("262144"), "{f:?}");
+        }
+        other => panic!("expected a permanent failure, got {other:?}"),
+    }
+}
