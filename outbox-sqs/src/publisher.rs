@@ -332,20 +332,9 @@ impl SqsPublisher {
             // The in-flight limit, taken before the deadline check so that a batch waiting for a
             // slot is judged by when it would really be sent (and held for its re-sends).
             let _permit = self.inner.permits.acquire().await.ok();
-            let late = deadline.is_some_and(|d| {
-                tokio::time::Instant::now()
-                    .checked_add(self.inner.call_timeout)
-                    .is_none_or(|answered_by| answered_by > d)
-            });
-            if late {
+            if self.late(deadline) {
                 for p in batch {
-                    report.outcomes.push((
-                        p.index,
-                        PublishOutcome::unavailable(
-                            FailureKind::NotSent,
-                            "not sent: the relay's publish deadline would pass first",
-                        ),
-                    ));
+                    report.outcomes.push((p.index, too_late()));
                 }
                 continue;
             }
@@ -361,20 +350,32 @@ impl SqsPublisher {
             if send.is_empty() {
                 continue;
             }
-            self.send_batch(&queue, send, &mut report, &mut failed_groups)
+            self.send_batch(&queue, send, &mut report, &mut failed_groups, deadline)
                 .await;
         }
         report
     }
 
+    /// Whether a call made now could not be answered before `deadline` (one call timeout).
+    pub(crate) fn late(&self, deadline: Option<tokio::time::Instant>) -> bool {
+        deadline.is_some_and(|d| {
+            tokio::time::Instant::now()
+                .checked_add(self.inner.call_timeout)
+                .is_none_or(|answered_by| answered_by > d)
+        })
+    }
+
     /// Sends one batch and records an outcome per entry. A batch refused as a whole for its
-    /// content is re-sent one entry per call, so that only the culprit is dead-lettered.
+    /// content is re-sent one entry per call, so that only the culprit is dead-lettered; an entry
+    /// whose call could not be answered before `deadline` is put back unsent (and, on a FIFO
+    /// queue, holds back the rest of its group).
     async fn send_batch(
         &self,
         queue: &Queue,
         entries: Vec<Prepared>,
         report: &mut Report,
         failed_groups: &mut HashSet<String>,
+        deadline: Option<tokio::time::Instant>,
     ) {
         let result = self.call(queue, &entries).await;
         report.count(&result);
@@ -390,6 +391,13 @@ impl SqsPublisher {
                         report.outcomes.push((p.index, held_back(group)));
                         continue;
                     }
+                    if self.late(deadline) {
+                        if let Some(group) = &p.group {
+                            failed_groups.insert(group.clone());
+                        }
+                        report.outcomes.push((p.index, too_late()));
+                        continue;
+                    }
                     let single = std::slice::from_ref(&p);
                     let result = self.call(queue, single).await;
                     report.count(&result);
@@ -399,6 +407,15 @@ impl SqsPublisher {
             result => settle(queue, result, entries, report, failed_groups),
         }
     }
+}
+
+/// The outcome of an event not sent because its call could not be answered before the relay's
+/// publish deadline: put back without an attempt counted.
+pub(crate) fn too_late() -> PublishOutcome {
+    PublishOutcome::unavailable(
+        FailureKind::NotSent,
+        "not sent: the relay's publish deadline would pass first",
+    )
 }
 
 impl Publisher for SqsPublisher {
