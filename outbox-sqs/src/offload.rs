@@ -24,6 +24,7 @@ use crate::destination::DestinationKind;
 use crate::error::{Result, config_error};
 use crate::message::SQS_LIMITS;
 use crate::publisher::SqsPublisher;
+use crate::s3::Budget;
 use crate::sns::SNS_LIMITS;
 
 /// The message attribute that marks an offloaded message and holds the payload's size in bytes
@@ -193,10 +194,16 @@ impl SqsPublisher {
             }
             let _permit = self.inner.permits.acquire().await.ok();
             let timeout = self.inner.call_timeout;
-            let late = deadline.is_some_and(|d| {
+            // The uploads must leave the message's own call its time before the deadline.
+            let until = deadline.map(|d| d.checked_sub(timeout).unwrap_or(d));
+            let budget = Budget {
+                call: timeout,
+                until,
+            };
+            let late = until.is_some_and(|u| {
                 tokio::time::Instant::now()
                     .checked_add(timeout)
-                    .is_none_or(|done_by| done_by > d)
+                    .is_none_or(|done_by| done_by > u)
             });
             if late {
                 return (
@@ -207,7 +214,7 @@ impl SqsPublisher {
                     )),
                 );
             }
-            match offload.put(&id, e.payload(), timeout).await {
+            match offload.put(&id, e.payload(), budget).await {
                 Ok(pointer) => (i, Ok(pointer)),
                 Err((kind, error)) => {
                     tracing::warn!(
@@ -215,9 +222,19 @@ impl SqsPublisher {
                         "S3 offload failed; the event is not sent now"
                     );
                     // S3 down (unreachable, slow, 5xx): put back without an attempt, like an
-                    // outage of the broker. The bucket refusing (missing, denied): a counted
-                    // attempt, so that a lasting misconfiguration ends in a visible dead letter.
+                    // outage of the broker. The bucket refusing (missing, denied), or an upload
+                    // that needs longer than the whole publish timeout gives it (each of its
+                    // calls answered in time): a counted attempt, so that it ends in a visible
+                    // dead letter instead of being tried for ever.
                     let outcome = match kind {
+                        FailureKind::Timeout if budget.spent() => PublishOutcome::retry(
+                            kind,
+                            format!(
+                                "the upload of {} bytes to S3 did not finish within the relay's \
+                                 publish timeout (raise it for payloads this large): {error}",
+                                e.payload().len()
+                            ),
+                        ),
                         FailureKind::Timeout | FailureKind::Unreachable | FailureKind::Broker => {
                             PublishOutcome::unavailable(kind, error.to_string())
                         }

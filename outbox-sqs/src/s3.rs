@@ -34,6 +34,49 @@ fn kind_of<E>(e: &SdkError<E, HttpResponse>) -> FailureKind {
     }
 }
 
+/// How long an offload's S3 calls may take: each at most `call` (the call timeout), and all of
+/// them together no later than `until` (what the relay's publish deadline leaves after the offload,
+/// for the message's own call).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    pub(crate) call: Duration,
+    pub(crate) until: Option<tokio::time::Instant>,
+}
+
+impl Budget {
+    /// The time-out of the next call.
+    fn next(&self) -> Duration {
+        self.until.map_or(self.call, |until| {
+            self.call
+                .min(until.saturating_duration_since(tokio::time::Instant::now()))
+        })
+    }
+
+    /// Whether the whole budget is used up.
+    pub(crate) fn spent(&self) -> bool {
+        self.until
+            .is_some_and(|until| tokio::time::Instant::now() >= until)
+    }
+}
+
+/// Runs `f` when dropped, unless [`disarm`](Self::disarm)ed first: what must happen however the
+/// holder ends, its future dropped half-way included.
+struct DropGuard<F: FnOnce()>(Option<F>);
+
+impl<F: FnOnce()> DropGuard<F> {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl<F: FnOnce()> Drop for DropGuard<F> {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
+
 /// Runs one S3 call within `timeout`.
 async fn within<T, E>(
     what: &str,
@@ -51,17 +94,16 @@ where
 }
 
 impl Offloader {
-    /// Writes `payload` at the event's key and returns the pointer; each S3 call within
-    /// `timeout`.
+    /// Writes `payload` at the event's key and returns the pointer; the S3 calls within `budget`.
     pub(crate) async fn put(
         &self,
         event_id: &str,
         payload: &str,
-        timeout: Duration,
+        budget: Budget,
     ) -> std::result::Result<Offloaded, Failed> {
         let key = offload_key(event_id);
         if payload.len() > MULTIPART_PART_BYTES {
-            self.put_in_parts(&key, payload.as_bytes(), timeout).await?;
+            self.put_in_parts(&key, payload.as_bytes(), budget).await?;
         } else {
             let call = self
                 .client
@@ -75,7 +117,7 @@ impl Offloader {
                 "PutObject of an offloaded payload to bucket `{}`",
                 self.bucket
             );
-            within(&what, timeout, call).await?;
+            within(&what, budget.next(), call).await?;
         }
         Ok(Offloaded {
             body: pointer_body(&self.bucket, &key),
@@ -83,12 +125,13 @@ impl Offloader {
         })
     }
 
-    /// A multipart upload; aborted (best effort) when a part or the completion fails.
+    /// A multipart upload; aborted (best effort) when a part or the completion fails, or when
+    /// this future is dropped half-way (the relay giving up on a late publish).
     async fn put_in_parts(
         &self,
         key: &str,
         payload: &[u8],
-        timeout: Duration,
+        budget: Budget,
     ) -> std::result::Result<(), Failed> {
         let what = format!(
             "multipart upload of an offloaded payload to bucket `{}`",
@@ -101,7 +144,7 @@ impl Offloader {
             .key(key)
             .content_type("application/json")
             .send();
-        let created = within(&what, timeout, call).await?;
+        let created = within(&what, budget.next(), call).await?;
         let Some(upload_id) = created.upload_id().map(str::to_owned) else {
             return Err((
                 FailureKind::Broker,
@@ -111,20 +154,30 @@ impl Offloader {
                 ),
             ));
         };
-        let result = self
-            .upload_parts(key, &upload_id, payload, timeout, &what)
-            .await;
-        if result.is_err() {
-            let abort = self
+        // Best effort: an upload left behind is removed by the bucket's lifecycle rule
+        // (`AbortIncompleteMultipartUpload`).
+        let abort = {
+            let call = self
                 .client
                 .abort_multipart_upload()
                 .bucket(&self.bucket)
                 .key(key)
-                .upload_id(&upload_id)
-                .send();
-            // Best effort: an upload left behind is removed by the bucket's lifecycle rule
-            // (`AbortIncompleteMultipartUpload`).
-            let _ = tokio::time::timeout(timeout, abort).await;
+                .upload_id(&upload_id);
+            let timeout = budget.call;
+            move || {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        let _ = tokio::time::timeout(timeout, call.send()).await;
+                    });
+                }
+            }
+        };
+        let unfinished = DropGuard(Some(abort));
+        let result = self
+            .upload_parts(key, &upload_id, payload, budget, &what)
+            .await;
+        if result.is_ok() {
+            unfinished.disarm();
         }
         result
     }
@@ -134,7 +187,7 @@ impl Offloader {
         key: &str,
         upload_id: &str,
         payload: &[u8],
-        timeout: Duration,
+        budget: Budget,
         what: &str,
     ) -> std::result::Result<(), Failed> {
         let mut done = CompletedMultipartUpload::builder();
@@ -149,7 +202,7 @@ impl Offloader {
                 .part_number(number)
                 .body(ByteStream::from(chunk.to_vec()))
                 .send();
-            let part = within(what, timeout, call).await?;
+            let part = within(what, budget.next(), call).await?;
             let mut completed = CompletedPart::builder().part_number(number);
             if let Some(tag) = part.e_tag() {
                 completed = completed.e_tag(tag);
@@ -164,7 +217,7 @@ impl Offloader {
             .upload_id(upload_id)
             .multipart_upload(done.build())
             .send();
-        within(what, timeout, call).await.map(|_| ())
+        within(what, budget.next(), call).await.map(|_| ())
     }
 
     /// `HeadBucket` on the offload bucket: it exists and the credentials reach it.
@@ -185,5 +238,55 @@ impl Offloader {
             Ok(Err(e)) => Err(sdk_error(&what, e)),
             Err(_) => Err(timeout_error(&what, timeout)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test]
+    async fn an_unfinished_upload_is_aborted_however_it_ends_a_finished_one_never() {
+        let aborts = AtomicUsize::new(0);
+        let abort = || {
+            aborts.fetch_add(1, Ordering::Relaxed);
+        };
+        // Finished: disarmed.
+        DropGuard(Some(abort)).disarm();
+        assert_eq!(aborts.load(Ordering::Relaxed), 0);
+        // Failed: dropped armed.
+        drop(DropGuard(Some(abort)));
+        assert_eq!(aborts.load(Ordering::Relaxed), 1);
+        // Its future dropped half-way (the relay gave up on a late publish).
+        let upload = async {
+            let _unfinished = DropGuard(Some(abort));
+            std::future::pending::<()>().await;
+        };
+        let _ = tokio::time::timeout(Duration::from_millis(10), upload).await;
+        assert_eq!(aborts.load(Ordering::Relaxed), 2);
+    }
+
+    #[tokio::test]
+    async fn the_budget_caps_each_call_and_ends_at_its_deadline() {
+        let now = tokio::time::Instant::now();
+        let free = Budget {
+            call: Duration::from_secs(10),
+            until: None,
+        };
+        assert_eq!(free.next(), Duration::from_secs(10));
+        assert!(!free.spent());
+        let short = Budget {
+            call: Duration::from_secs(10),
+            until: Some(now + Duration::from_secs(2)),
+        };
+        assert!(short.next() <= Duration::from_secs(2));
+        assert!(!short.spent());
+        let over = Budget {
+            call: Duration::from_secs(10),
+            until: Some(now),
+        };
+        assert_eq!(over.next(), Duration::ZERO);
+        assert!(over.spent());
     }
 }
