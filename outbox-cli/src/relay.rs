@@ -135,6 +135,9 @@ async fn check_database(
         outbox_core::migrate(&mut client).await?;
     }
     let db = outbox_core::check_relay_database(&client, retention).await?;
+    if args.inbox_retention.is_some() {
+        outbox_core::check_inbox_retention_database(&client).await?;
+    }
     drop(client);
     let listen = match (&args.listen_url, args.no_listen) {
         (_, true) => None,

@@ -105,6 +105,11 @@ async fn relay_start_up_checks_fail_fast_with_one_line() {
         relay_cmd(&role_url("relay_ok", "right-password")).args(["--retention", "7d"]),
         &["lacks DELETE ON outbox_events"],
     );
+    // It started and then only warned every minute that inbox retention failed.
+    fails_fast(
+        relay_cmd(&role_url("relay_ok", "right-password")).args(["--inbox-retention", "30d"]),
+        &["role relay_ok lacks SELECT, DELETE ON processed_events"],
+    );
     // --rds-iam: the password is an auth token made from the default AWS chain (here: the
     // environment). This server is not RDS, so it refuses the token as a wrong password; the token
     // appears nowhere, not even in debug logs.

@@ -124,6 +124,36 @@ pub async fn check_relay_database(
     })
 }
 
+/// Checks, for inbox retention ([`run_inbox_retention`](crate::run_inbox_retention)) on this
+/// database, that `processed_events` is there and that the role may `SELECT` and `DELETE` it; an
+/// [`ErrorKind::Config`] error saying what to grant otherwise (instead of a warning every minute
+/// once running).
+pub async fn check_inbox_retention_database(client: &tokio_postgres::Client) -> Result<(), Error> {
+    let row = client
+        .query_one(
+            "SELECT current_user::text, to_regclass('processed_events') IS NOT NULL",
+            &[],
+        )
+        .await?;
+    let (user, exists): (String, bool) = (row.try_get(0)?, row.try_get(1)?);
+    if !exists {
+        return Err(config(format!(
+            "inbox retention: no processed_events table visible to role {user} in this database \
+             (run `outbox migrate`, or leave --inbox-retention to the consumer's own database)"
+        )));
+    }
+    for what in ["SELECT", "DELETE"] {
+        let check = format!("has_table_privilege($1::text, '{what}'::text)");
+        if !privilege(client, &check, "processed_events").await? {
+            return Err(config(format!(
+                "role {user} lacks SELECT, DELETE ON processed_events (needed by inbox retention): \
+                 run `GRANT SELECT, DELETE ON processed_events TO {user};`"
+            )));
+        }
+    }
+    Ok(())
+}
+
 async fn privilege(
     client: &tokio_postgres::Client,
     check: &str,
