@@ -95,7 +95,7 @@ async fn a_writer_that_began_before_a_partitions_end_can_still_emit_into_it() {
     // Expired, empty, but the writer may still write into it: left for a later run.
     let r = maintain(&db, Duration::from_millis(300)).await;
     assert!(r.dropped.is_empty(), "{r:?}");
-    assert_eq!(r.waiting, [early.clone()], "{r:?}");
+    assert_eq!(r.waiting, std::slice::from_ref(&early), "{r:?}");
 
     // Before the fix the partition was gone and this failed: no partition of relation
     // "outbox_events" found for row.
@@ -242,7 +242,7 @@ async fn a_partition_left_detached_by_an_interrupted_run_is_retired_or_attached_
     assert!(!db.partition_names().await.contains(&published));
 
     let r = maintain(&db, Duration::from_secs(5)).await;
-    assert_eq!(r.dropped, [published.clone()], "{r:?}");
+    assert_eq!(r.dropped, std::slice::from_ref(&published), "{r:?}");
     assert_eq!(r.kept.len(), 1, "{r:?}");
     assert_eq!(r.kept[0].name, pending);
     assert!(
