@@ -147,6 +147,15 @@ impl PgConnector {
             )
             .with_source(e),
             RawError::Pg(e) => describe(&e, &self.target(), self.tls.mode),
+            RawError::Timeout(limit) => Error::new(
+                ErrorKind::Database,
+                format!(
+                    "cannot connect to PostgreSQL at {} (sslmode={}): no answer within {limit:?} \
+                     (TCP connect, TLS handshake and login; connect_timeout per host)",
+                    self.target(),
+                    self.tls.mode
+                ),
+            ),
         })
     }
 
@@ -205,15 +214,34 @@ impl PgConnector {
         Manager::from_connect(self.pg.clone(), PoolConnect(self.clone()), config)
     }
 
+    /// How long opening one connection may take in all: the password, TCP connect, TLS handshake
+    /// and login. tokio-postgres' `connect_timeout` bounds only the TCP connect (per host), so a
+    /// server that accepts and then never answers would otherwise hang the caller for ever.
+    fn open_timeout(&self) -> std::time::Duration {
+        let per_host = self
+            .pg
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(super::CONNECT_TIMEOUT);
+        let hosts = u32::try_from(self.pg.get_hosts().len().max(1)).unwrap_or(u32::MAX);
+        per_host.saturating_mul(hosts)
+    }
+
     async fn raw_connect(&self) -> Result<(Client, PgConnection), RawError> {
-        let mut pg = self.pg.clone();
-        if let Some(provider) = &self.password {
-            let password = provider.password().await.map_err(RawError::Password)?;
-            pg.password(password.expose());
-        }
-        pg.connect(self.make_tls.clone())
+        let limit = self.open_timeout();
+        let open = async {
+            let mut pg = self.pg.clone();
+            if let Some(provider) = &self.password {
+                let password = provider.password().await.map_err(RawError::Password)?;
+                pg.password(password.expose());
+            }
+            pg.connect(self.make_tls.clone())
+                .await
+                .map_err(RawError::Pg)
+        };
+        tokio::time::timeout(limit, open)
             .await
-            .map_err(RawError::Pg)
+            .unwrap_or(Err(RawError::Timeout(limit)))
     }
 
     /// The same connector with `application_name` set, unless the connection string sets one.
@@ -228,6 +256,7 @@ impl PgConnector {
 enum RawError {
     Password(BoxError),
     Pg(tokio_postgres::Error),
+    Timeout(std::time::Duration),
 }
 
 /// The pool's way of opening connections: through the connector.
@@ -246,6 +275,11 @@ impl deadpool_postgres::Connect for PoolConnect {
                 Ok(c) => c,
                 Err(RawError::Pg(e)) => return Err(e),
                 Err(RawError::Password(e)) => return Err(password_failure(e).await),
+                Err(RawError::Timeout(limit)) => {
+                    tracing::warn!(target = %self.0.target(), timeout_ms = limit.as_millis() as u64,
+                        "cannot open a database connection: no answer in time");
+                    return Err(tokio_postgres::Error::__private_api_timeout());
+                }
             };
             let task = tokio::spawn(async move {
                 if let Err(e) = connection.await {
