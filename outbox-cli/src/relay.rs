@@ -168,7 +168,13 @@ async fn check_database(
     Ok(listen)
 }
 
-/// Cancels `shutdown` on SIGINT or SIGTERM.
+/// The exit status after a second SIGINT or SIGTERM cut the graceful shutdown short (128 + SIGINT,
+/// as shells report an interrupted command).
+pub const FORCED_EXIT_STATUS: i32 = 130;
+
+/// Cancels `shutdown` on SIGINT or SIGTERM; a second one exits at once with
+/// [`FORCED_EXIT_STATUS`] (batches in flight are rolled back with the connections: their events
+/// stay pending, and any the broker already accepted are published again).
 async fn stop_on_signal(shutdown: CancellationToken) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = match signal(SignalKind::terminate()) {
@@ -183,4 +189,10 @@ async fn stop_on_signal(shutdown: CancellationToken) {
         _ = term.recv() => tracing::info!("SIGTERM received; shutting down"),
     }
     shutdown.cancel();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::warn!("second signal received; exiting without waiting for batches in flight");
+    std::process::exit(FORCED_EXIT_STATUS);
 }

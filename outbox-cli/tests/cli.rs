@@ -352,6 +352,73 @@ async fn relay_delivers_serves_metrics_logs_safely_and_stops_on_sigterm() {
     assert!(logs.contains("SIGTERM received"));
 }
 
+/// A second SIGTERM during a graceful shutdown that waits on a hung publish exits at once (it was
+/// ignored: the relay waited out its grace period whatever the operator did); the batch in flight
+/// is rolled back with the connection, so its events stay pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_sigterm_cuts_a_graceful_shutdown_short_and_loses_nothing() {
+    let db = TestDb::new().await;
+    let queue = TestQueue::standard().await;
+    let fauxqs: std::net::SocketAddr = outbox_tests::sqs::endpoint()
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let proxy = outbox_tests::BlackHoleProxy::start(fauxqs).await;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_outbox"))
+        .args(["relay", "--default-queue", queue.url()])
+        .args(["--poll-interval", "100ms", "--shutdown-grace", "60s"])
+        .env("OUTBOX_PUBLISH_TIMEOUT_MS", "60000")
+        .env("OUTBOX_SQS_CALL_TIMEOUT_MS", "30000")
+        .env("DATABASE_URL", db.url())
+        .env("AWS_ENDPOINT_URL_SQS", format!("http://{}", proxy.addr()))
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .stderr(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    emit_all(&client, &[TestEvent::new("first", 1)])
+        .await
+        .unwrap();
+    assert_eq!(queue.receive_all(1, Duration::from_secs(20)).await.len(), 1);
+    // The network to SQS goes dark: the next batch's publish hangs.
+    proxy.black_hole();
+    let events: Vec<TestEvent> = (0..5).map(|n| TestEvent::new("later", n)).collect();
+    emit_all(&client, &events).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    sigterm(&child);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the first signal waits for the batch in flight"
+    );
+    let cut = Instant::now();
+    sigterm(&child);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(
+        cut.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        cut.elapsed()
+    );
+    let pending = || async {
+        admin::outbox_stats()
+            .bind(&client)
+            .one()
+            .await
+            .unwrap()
+            .pending
+    };
+    let start = Instant::now();
+    while pending().await != 5 && start.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(pending().await, 5, "the batch in flight was rolled back");
+}
+
 #[tokio::test]
 async fn relay_fails_fast_on_a_queue_that_does_not_exist() {
     let db = TestDb::new().await;
