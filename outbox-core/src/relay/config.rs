@@ -17,6 +17,10 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The longest publish timeout, shutdown grace, poll interval and metrics interval accepted: 1 hour.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 
+/// The shortest poll interval and metrics interval accepted: 10 ms (shorter made every worker
+/// claim, or the gauges refresh, in a near-busy loop).
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
 /// The longest retention accepted: 10 years.
 pub const MAX_RETENTION: Duration = Duration::from_secs(10 * 366 * 24 * 3600);
 
@@ -142,6 +146,11 @@ impl RelayConfig {
         ] {
             if value.is_zero() && name != "shutdown_grace" {
                 return fail(format!("{name} must be above zero"));
+            }
+            if value < MIN_INTERVAL && name.ends_with("_interval") {
+                return fail(format!(
+                    "{name} must be at least {MIN_INTERVAL:?}, got {value:?}"
+                ));
             }
             if value > MAX_TIMEOUT {
                 return fail(format!(
@@ -277,6 +286,20 @@ mod tests {
                     ..Default::default()
                 },
                 "poll_interval",
+            ),
+            (
+                RelayConfig {
+                    poll_interval: Duration::from_micros(1),
+                    ..Default::default()
+                },
+                "poll_interval",
+            ),
+            (
+                RelayConfig {
+                    metrics_interval: Duration::from_millis(9),
+                    ..Default::default()
+                },
+                "metrics_interval",
             ),
         ] {
             let e = c.validate().unwrap_err();

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 pub use batch::BatchReport;
 pub use config::{
     CLAIM_IDLE_MARGIN, MAX_BACKOFF, MAX_BATCH_MAX_BYTES, MAX_BATCH_SIZE, MAX_RETENTION,
-    MAX_TIMEOUT, RelayConfig,
+    MAX_TIMEOUT, MIN_INTERVAL, RelayConfig,
 };
 pub use listener::LISTENER_APPLICATION_NAME;
 use listener::ListenTarget;
