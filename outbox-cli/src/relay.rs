@@ -138,22 +138,22 @@ async fn check_database(
     if args.inbox_retention.is_some() {
         outbox_core::check_inbox_retention_database(&client).await?;
     }
-    drop(client);
     let listen = match (&args.listen_url, args.no_listen) {
         (_, true) => None,
         (Some(u), false) => {
             let listen = db::connector(Some(u))
                 .await
                 .map_err(|e| format!("--listen-url: {}", outbox_core::error_chain(&*e)))?;
-            // Fail now on a wrong LISTEN URL rather than fall back to polling in silence.
-            listen
-                .connect_spawned()
+            // Fail now on a wrong LISTEN URL (unreachable, or another database: NOTIFY is per
+            // database) rather than fall back to polling in silence.
+            outbox_core::check_listen_connection(&client, &listen)
                 .await
                 .map_err(|e| format!("--listen-url: {}", outbox_core::error_chain(&e)))?;
             Some(listen)
         }
         (None, false) => Some(connector.clone()),
     };
+    drop(client);
     let sslmode = connector.tls().mode;
     tracing::info!(target = %connector.target(), database = %db.database, user = %db.user,
         tls = db.tls, %sslmode, server_version = %db.server_version,

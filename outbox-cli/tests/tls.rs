@@ -244,6 +244,17 @@ async fn no_listen_polls_only_and_listen_url_listens_on_its_own_connection() {
         relay_cmd(&url).args(["--listen-url", &wrong]),
         &["--listen-url", "no encryption"],
     );
+    // So does one naming another database: it connects, but NOTIFY is per database, so it would
+    // never hear a writer (it used to pass, and the relay polled without a word).
+    client
+        .batch_execute("CREATE DATABASE listen_elsewhere")
+        .await
+        .unwrap();
+    let elsewhere = pg.url("postgres", "listen_elsewhere", &pg.verify_full());
+    fails_fast(
+        relay_cmd(&url).args(["--listen-url", &elsewhere]),
+        &["--listen-url", "does not hear notifications"],
+    );
 }
 
 /// The library: a certificate error is not retryable, a wrong password is; a LISTEN connection

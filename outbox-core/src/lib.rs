@@ -116,7 +116,9 @@ pub use migrate::migrate_up_to;
 pub use migrate::{MigrationReport, SCHEMA_HISTORY_TABLE, migrate, schema_version};
 pub use outbox_macros::OutboxEvent;
 pub use pipeline::emit_with;
-pub use preflight::{DatabaseReport, check_inbox_retention_database, check_relay_database};
+pub use preflight::{
+    DatabaseReport, check_inbox_retention_database, check_listen_connection, check_relay_database,
+};
 pub use publisher::{
     ClaimedEvent, PUBLISH_OVERRUN, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY,
 };

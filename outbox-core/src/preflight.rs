@@ -154,6 +154,58 @@ pub async fn check_inbox_retention_database(client: &tokio_postgres::Client) -> 
     Ok(())
 }
 
+/// How long [`check_listen_connection`] waits for its notification.
+const LISTEN_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Checks that a separate LISTEN connection (`listen`, e.g. `--listen-url` past a pooler) hears
+/// what is notified through `notify_via` (a connection of the relay's pool): a notification sent on
+/// a fresh channel must arrive within 2 s. NOTIFY is per database, so a LISTEN URL naming another
+/// database or server would otherwise leave the relay polling without a word. An
+/// [`ErrorKind::Config`] error when it does not arrive.
+pub async fn check_listen_connection(
+    notify_via: &tokio_postgres::Client,
+    listen: &crate::connect::PgConnector,
+) -> Result<(), Error> {
+    use futures::StreamExt;
+    let (client, mut connection) = listen.connect().await?;
+    let channel = format!("outbox_listen_check_{}", uuid::Uuid::new_v4().simple());
+    // Drive the connection here (a plain spawn would drop notifications) and pass them on.
+    let (heard_tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let driver = tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = messages.next().await {
+            if let tokio_postgres::AsyncMessage::Notification(n) = message {
+                let _ = heard_tx.send(n.channel().to_owned());
+            }
+        }
+    });
+    let check = async {
+        // The channel is ours (letters, digits, underscores): no quoting needed.
+        client.batch_execute(&format!("LISTEN {channel}")).await?;
+        notify_via
+            .execute("SELECT pg_notify($1::text, 'check')", &[&channel])
+            .await?;
+        while let Some(c) = heard.recv().await {
+            if c == channel {
+                return Ok(true);
+            }
+        }
+        Ok::<bool, Error>(false)
+    };
+    let result = tokio::time::timeout(LISTEN_CHECK_TIMEOUT, check).await;
+    driver.abort();
+    match result {
+        Ok(Ok(true)) => Ok(()),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok(false)) | Err(_) => Err(config(format!(
+            "the LISTEN connection ({}) does not hear notifications sent through the relay's \
+             database connection within {LISTEN_CHECK_TIMEOUT:?}: it points at another database \
+             or server, so wake-ups would never arrive (fix --listen-url, or use --no-listen)",
+            listen.target()
+        ))),
+    }
+}
+
 async fn privilege(
     client: &tokio_postgres::Client,
     check: &str,
