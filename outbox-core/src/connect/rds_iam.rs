@@ -164,9 +164,18 @@ impl RdsIamTokenProvider {
         }
     }
 
-    /// Tokens for the host, port and user of `pg` (its first host), with the region and credentials
-    /// of the default AWS chain (`AWS_REGION`, profile, instance metadata, ...).
+    /// Tokens for the host, port and user of `pg` (one host), with the credentials of the default
+    /// AWS chain (environment, profile, instance metadata, ...) and the region of the host's RDS
+    /// name (`….<region>.rds.amazonaws.com`), or else the chain's (`AWS_REGION`, profile). A URL
+    /// with several hosts is refused: tokio-postgres gives every host the same password, and a
+    /// token is signed for one host.
     pub async fn from_env(pg: &tokio_postgres::Config) -> Result<Self, RdsIamError> {
+        if pg.get_hosts().len() > 1 {
+            return Err(RdsIamError::new(
+                "RDS IAM auth signs a token for one host, but the URL names several: give one \
+                 endpoint (a cluster's writer or reader endpoint follows fail-overs by itself)",
+            ));
+        }
         let host = match pg.get_hosts().first() {
             Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
             _ => return Err(RdsIamError::new("RDS IAM auth needs a TCP host name")),
@@ -177,10 +186,17 @@ impl RdsIamTokenProvider {
             .ok_or_else(|| RdsIamError::new("RDS IAM auth needs a user name"))?
             .to_string();
         let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        let region = aws
-            .region()
-            .ok_or_else(|| RdsIamError::new("RDS IAM auth needs an AWS region: set AWS_REGION"))?
-            .to_string();
+        // The token must be signed for the database's region, which may not be the one the
+        // environment names for SQS.
+        let region = match (region_of_host(&host), aws.region()) {
+            (Some(r), _) => r.to_string(),
+            (None, Some(r)) => r.to_string(),
+            (None, None) => {
+                return Err(RdsIamError::new(
+                    "RDS IAM auth needs an AWS region: set AWS_REGION (the host name does not say it)",
+                ));
+            }
+        };
         let credentials = aws.credentials_provider().ok_or_else(|| {
             RdsIamError::new("RDS IAM auth needs AWS credentials (none in the default chain)")
         })?;
@@ -192,6 +208,19 @@ impl RdsIamTokenProvider {
             credentials,
         })
     }
+}
+
+/// The region in an RDS host name: `mydb.abc123.eu-west-1.rds.amazonaws.com` → `eu-west-1`
+/// (also `….rds.amazonaws.com.cn`); `None` for any other name (a proxy, an IP address).
+fn region_of_host(host: &str) -> Option<&str> {
+    let labels: Vec<&str> = host.trim_end_matches('.').split('.').collect();
+    let rds = labels
+        .windows(2)
+        .position(|w| w[0].eq_ignore_ascii_case("rds") && w[1].eq_ignore_ascii_case("amazonaws"))?;
+    labels
+        .get(rds.checked_sub(1)?)
+        .copied()
+        .filter(|r| !r.is_empty())
 }
 
 impl PasswordProvider for RdsIamTokenProvider {
@@ -223,6 +252,32 @@ mod tests {
     const HOST: &str = "mydb.abc123.eu-west-1.rds.amazonaws.com";
     const BOTOCORE: &str = "mydb.abc123.eu-west-1.rds.amazonaws.com:5432/?Action=connect&DBUser=outbox_relay&X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDEXAMPLE%2F20240115%2Feu-west-1%2Frds-db%2Faws4_request&X-Amz-Date=20240115T083000Z&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Signature=47879b4a23bcc23701213db46f85161ad04a0b0063bc4dbdc3aa5942b9f1a005";
     const BOTOCORE_SESSION: &str = "mydb.abc123.eu-west-1.rds.amazonaws.com:5432/?Action=connect&DBUser=outbox_relay&X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDEXAMPLE%2F20240115%2Feu-west-1%2Frds-db%2Faws4_request&X-Amz-Date=20240115T083000Z&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Security-Token=SESSIONTOKEN%2Fwith%2Bchars%3D&X-Amz-Signature=4a42ffef6c5b8920ef2da7332e81e7475b87961113bac08b31abde2c34ea5b68";
+
+    #[test]
+    fn the_region_comes_from_an_rds_host_name() {
+        assert_eq!(region_of_host(HOST), Some("eu-west-1"));
+        assert_eq!(
+            region_of_host("db.cluster-ro-x.cn-north-1.rds.amazonaws.com.cn"),
+            Some("cn-north-1")
+        );
+        for other in [
+            "10.0.0.5",
+            "db.internal",
+            "rds.amazonaws.com",
+            "proxy.example.com",
+        ] {
+            assert_eq!(region_of_host(other), None, "{other}");
+        }
+    }
+
+    #[tokio::test]
+    async fn several_hosts_are_refused_one_token_signs_for_one() {
+        let pg: tokio_postgres::Config = "postgres://u@writer.x.eu-west-1.rds.amazonaws.com,reader.x.eu-west-1.rds.amazonaws.com/db"
+            .parse()
+            .unwrap();
+        let e = RdsIamTokenProvider::from_env(&pg).await.unwrap_err();
+        assert!(e.to_string().contains("one host"), "{e}");
+    }
 
     fn token(session: Option<&str>) -> String {
         let creds = Credentials::new(
