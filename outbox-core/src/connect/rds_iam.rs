@@ -2,6 +2,7 @@
 //! SigV4-presigned `connect` URL signed with the default AWS credential chain.
 
 use std::fmt;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use aws_credential_types::Credentials;
@@ -19,6 +20,10 @@ pub const RDS_TOKEN_LIFETIME: Duration = Duration::from_secs(900);
 
 /// The signing name of RDS IAM authentication.
 const SIGNING_NAME: &str = "rds-db";
+
+/// Credentials are fetched again this long before they expire (a token signed with them must stay
+/// valid while the connection starts).
+const CREDENTIALS_REFRESH_MARGIN: Duration = Duration::from_secs(5 * 60);
 
 /// Why no auth token could be made. Never contains a token or a secret key.
 #[derive(Debug)]
@@ -133,6 +138,10 @@ pub struct RdsIamTokenProvider {
     user: String,
     region: String,
     credentials: SharedCredentialsProvider,
+    /// The last credentials, reused until [`CREDENTIALS_REFRESH_MARGIN`] before they expire: the
+    /// default chain does not cache (the SDK clients do, in their identity cache), so with web
+    /// identity, SSO or an assumed role each new connection would otherwise call STS.
+    cached: Arc<Mutex<Option<Credentials>>>,
 }
 
 impl fmt::Debug for RdsIamTokenProvider {
@@ -161,6 +170,7 @@ impl RdsIamTokenProvider {
             user: user.into(),
             region: region.into(),
             credentials: SharedCredentialsProvider::new(credentials),
+            cached: Arc::default(),
         }
     }
 
@@ -206,6 +216,7 @@ impl RdsIamTokenProvider {
             user,
             region,
             credentials,
+            cached: Arc::default(),
         })
     }
 }
@@ -223,13 +234,39 @@ fn region_of_host(host: &str) -> Option<&str> {
         .filter(|r| !r.is_empty())
 }
 
+impl RdsIamTokenProvider {
+    /// The cached credentials while they have [`CREDENTIALS_REFRESH_MARGIN`] left (or never
+    /// expire), else fresh ones from the chain.
+    async fn credentials(&self) -> Result<Credentials, RdsIamError> {
+        let fresh_enough = |c: &Credentials| {
+            c.expiry().is_none_or(|expiry| {
+                expiry
+                    .duration_since(SystemTime::now())
+                    .is_ok_and(|left| left > CREDENTIALS_REFRESH_MARGIN)
+            })
+        };
+        let cached = self
+            .cached
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .filter(|c| fresh_enough(c));
+        if let Some(c) = cached {
+            return Ok(c);
+        }
+        let credentials = self.credentials.provide_credentials().await.map_err(|e| {
+            RdsIamError::new("cannot load AWS credentials for the RDS auth token").with_source(e)
+        })?;
+        *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = Some(credentials.clone());
+        Ok(credentials)
+    }
+}
+
 impl PasswordProvider for RdsIamTokenProvider {
     type Error = RdsIamError;
 
     async fn password(&self) -> Result<Password, RdsIamError> {
-        let credentials = self.credentials.provide_credentials().await.map_err(|e| {
-            RdsIamError::new("cannot load AWS credentials for the RDS auth token").with_source(e)
-        })?;
+        let credentials = self.credentials().await?;
         let token = rds_auth_token(
             &self.host,
             self.port,
@@ -252,6 +289,59 @@ mod tests {
     const HOST: &str = "mydb.abc123.eu-west-1.rds.amazonaws.com";
     const BOTOCORE: &str = "mydb.abc123.eu-west-1.rds.amazonaws.com:5432/?Action=connect&DBUser=outbox_relay&X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDEXAMPLE%2F20240115%2Feu-west-1%2Frds-db%2Faws4_request&X-Amz-Date=20240115T083000Z&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Signature=47879b4a23bcc23701213db46f85161ad04a0b0063bc4dbdc3aa5942b9f1a005";
     const BOTOCORE_SESSION: &str = "mydb.abc123.eu-west-1.rds.amazonaws.com:5432/?Action=connect&DBUser=outbox_relay&X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDEXAMPLE%2F20240115%2Feu-west-1%2Frds-db%2Faws4_request&X-Amz-Date=20240115T083000Z&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Security-Token=SESSIONTOKEN%2Fwith%2Bchars%3D&X-Amz-Signature=4a42ffef6c5b8920ef2da7332e81e7475b87961113bac08b31abde2c34ea5b68";
+
+    /// Counts its calls; its credentials expire after `lifetime`.
+    #[derive(Debug)]
+    struct Counting {
+        calls: Arc<std::sync::atomic::AtomicUsize>,
+        lifetime: Duration,
+    }
+
+    impl ProvideCredentials for Counting {
+        fn provide_credentials<'a>(
+            &'a self,
+        ) -> aws_credential_types::provider::future::ProvideCredentials<'a>
+        where
+            Self: 'a,
+        {
+            self.calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            aws_credential_types::provider::future::ProvideCredentials::ready(Ok(Credentials::new(
+                "AKIDEXAMPLE",
+                "secret",
+                None,
+                Some(SystemTime::now() + self.lifetime),
+                "test",
+            )))
+        }
+    }
+
+    #[tokio::test]
+    async fn credentials_are_reused_until_shortly_before_they_expire() {
+        for (lifetime, calls) in [(Duration::from_secs(3600), 1), (Duration::from_secs(60), 3)] {
+            let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let counting = Counting {
+                calls: Arc::clone(&count),
+                lifetime,
+            };
+            let provider = RdsIamTokenProvider::new(
+                HOST,
+                5432,
+                "outbox_relay",
+                "eu-west-1",
+                SharedCredentialsProvider::new(counting),
+            );
+            let again = provider.clone();
+            for p in [&provider, &again, &provider] {
+                p.password().await.unwrap();
+            }
+            assert_eq!(
+                count.load(std::sync::atomic::Ordering::Relaxed),
+                calls,
+                "credentials valid for {lifetime:?}"
+            );
+        }
+    }
 
     #[test]
     fn the_region_comes_from_an_rds_host_name() {
