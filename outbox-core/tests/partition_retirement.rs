@@ -258,3 +258,31 @@ async fn a_partition_left_detached_by_an_interrupted_run_is_retired_or_attached_
         .get(0);
     assert!(gone);
 }
+
+/// Shutdown does not wait for a housekeeping round: here one that waits (up to its 2 s settle
+/// time-out) for a transaction that is still open. It used to finish the round first.
+#[tokio::test]
+async fn a_relay_stops_without_waiting_for_its_housekeeping_round() {
+    let db = partitioned_db().await;
+    let mut open = db.connect().await;
+    let tx = open.transaction().await.unwrap();
+    let began: DateTime<Utc> = tx.query_one("SELECT now()", &[]).await.unwrap().get(0);
+    split_hour_after(&db, began).await;
+    past_margin(began).await;
+    let relay = Relay::builder(db.pool().clone(), Arc::new(RecordingPublisher::new()))
+        .retention(Some(Duration::ZERO))
+        .build()
+        .unwrap();
+    let token = outbox_core::CancellationToken::new();
+    let running = tokio::spawn({
+        let token = token.clone();
+        async move { relay.run(token).await }
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await; // the round is waiting for `tx`
+    let cancelled = Instant::now();
+    token.cancel();
+    running.await.unwrap().unwrap();
+    let took = cancelled.elapsed();
+    assert!(took < Duration::from_millis(1000), "stopped in {took:?}");
+    tx.rollback().await.unwrap();
+}

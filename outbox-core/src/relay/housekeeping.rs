@@ -33,7 +33,13 @@ pub(crate) async fn run(
 ) {
     let mut mode = Mode::Unknown;
     loop {
-        mode = round(&pool, retention, mode).await;
+        // A round can take a while (a retention delete, the wait for old transactions, a
+        // concurrent detach): shutdown does not wait for it. Dropping it closes its connection,
+        // which rolls back what it was doing; an interrupted detach is finished next time.
+        mode = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            next = round(&pool, retention, mode) => next,
+        };
         if mode == Mode::Rows && retention.is_none() {
             return;
         }
