@@ -67,7 +67,8 @@ async fn settle(
     retention_secs: f64,
     timeout: Duration,
 ) -> Result<(), Error> {
-    let deadline = Instant::now() + timeout;
+    // A timeout too large for the clock means no limit (never a panic on a setting).
+    let deadline = Instant::now().checked_add(timeout);
     loop {
         let Some(s) = sql::partitions_settle()
             .bind(client, &retention_secs)
@@ -81,7 +82,8 @@ async fn settle(
             (Some(needed), Some(settled)) => settled >= needed,
             (Some(_), None) => false,
         };
-        if reached || Instant::now() + SETTLE_POLL > deadline {
+        let out_of_time = deadline.is_some_and(|d| Instant::now() + SETTLE_POLL > d);
+        if reached || out_of_time {
             return Ok(());
         }
         tokio::time::sleep(SETTLE_POLL).await;
