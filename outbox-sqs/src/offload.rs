@@ -200,12 +200,7 @@ impl SqsPublisher {
                 call: timeout,
                 until,
             };
-            let late = until.is_some_and(|u| {
-                tokio::time::Instant::now()
-                    .checked_add(timeout)
-                    .is_none_or(|done_by| done_by > u)
-            });
-            if late {
+            if self.late(until) {
                 return (
                     i,
                     Err(PublishOutcome::unavailable(

@@ -5,19 +5,16 @@ mod common;
 
 use std::time::Duration;
 
-use common::events;
+use common::{builder, events};
 use outbox_core::{PublishOutcome, Publisher};
-use outbox_sqs::SqsPublisher;
 use outbox_sqs_fixture::{CallFault, SqsFixture};
-use outbox_tests::sqs::sdk_config_for;
 
 #[tokio::test]
 async fn a_publish_near_its_deadline_sends_what_fits_and_puts_back_the_rest() {
     let fx = SqsFixture::start().await;
     let q = fx.create_queue("events");
-    let publisher = SqsPublisher::builder()
-        .sdk_config(sdk_config_for(&fx.endpoint_url()).await)
-        .max_attempts(1)
+    let publisher = builder(&fx)
+        .await
         .max_in_flight(1)
         .call_timeout(Duration::from_millis(500))
         .default_queue(q)
@@ -63,9 +60,8 @@ async fn a_publish_near_its_deadline_sends_what_fits_and_puts_back_the_rest() {
 async fn the_entry_by_entry_resend_of_a_refused_batch_stops_at_the_deadline() {
     let fx = SqsFixture::start().await;
     let q = fx.create_queue("events");
-    let publisher = SqsPublisher::builder()
-        .sdk_config(sdk_config_for(&fx.endpoint_url()).await)
-        .max_attempts(1)
+    let publisher = builder(&fx)
+        .await
         .call_timeout(Duration::from_millis(200))
         .default_queue(q)
         .build()

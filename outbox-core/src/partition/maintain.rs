@@ -141,7 +141,8 @@ pub struct MaintenanceReport {
 ///
 /// Only one maintainer works at a time (advisory lock [`MAINTENANCE_LOCK_KEY`]); the others
 /// return at once with [`skipped`](MaintenanceReport::skipped). On the plain layout, and with a
-/// `drain_lock_timeout` under 1 ms, this is an [`ErrorKind::Config`] error. DDL needs the table's owner: run it as the role that migrated.
+/// `drain_lock_timeout` under 1 ms, this is an [`ErrorKind::Config`] error. DDL needs the table's
+/// owner: run it as the role that migrated.
 pub async fn maintain(
     client: &tokio_postgres::Client,
     options: &MaintainOptions,

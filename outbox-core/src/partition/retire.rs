@@ -35,7 +35,7 @@ pub(super) async fn retire(
                 name: p.name,
                 leftovers: p.leftovers,
             });
-        } else if p.settling || !p.droppable {
+        } else if p.settling {
             report.waiting.push(p.name);
         } else {
             ddl::detach_concurrently(client, &p.name).await?;
