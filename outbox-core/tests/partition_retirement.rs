@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use outbox_core::partition::{self, Granularity, MaintainOptions, MaintenanceReport};
+use outbox_core::partition::{Granularity, MaintainOptions, MaintenanceReport};
 use outbox_core::{Relay, emit};
 use outbox_tests::{RecordingPublisher, RunningRelay, TestDb, TestEvent, eventually};
 
@@ -18,13 +18,10 @@ use outbox_tests::{RecordingPublisher, RunningRelay, TestDb, TestEvent, eventual
 const SPLIT: &str = "outbox_events_p_split";
 
 async fn maintain(db: &TestDb, settle_timeout: Duration) -> MaintenanceReport {
-    let client = db.connect().await;
     let options = MaintainOptions::new()
         .retention(Some(Duration::ZERO))
         .settle_timeout(settle_timeout);
-    partition::maintain(&client, &options)
-        .await
-        .expect("maintenance succeeds")
+    db.maintain(&options).await
 }
 
 /// A partitioned database whose head is gone, not too close to the end of an hour (the split

@@ -16,10 +16,8 @@ use uuid::Uuid;
 const AHEAD: u32 = 12;
 
 async fn maintain(db: &TestDb, retention: Option<Duration>) -> MaintenanceReport {
-    let client = db.connect().await;
-    partition::maintain(&client, &MaintainOptions::new().retention(retention))
+    db.maintain(&MaintainOptions::new().retention(retention))
         .await
-        .expect("maintenance succeeds")
 }
 
 #[tokio::test]
