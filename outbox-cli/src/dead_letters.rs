@@ -71,10 +71,10 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             let client = db::connect(url).await?;
             let ids = outbox_core::retry_dead_letters(&client, &f).await?;
             println!("retried {} dead letters", ids.len());
-            for id in ids {
+            for id in &ids {
                 println!("{id}");
             }
-            Ok(())
+            unmatched(&args.ids, &ids)
         }
         DeadLettersCommand::Purge { select, yes } => {
             let f = selection(&select)?;
@@ -84,8 +84,10 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             let ids = outbox_core::dead_letter_ids(&client, &f).await?;
             if ids.is_empty() {
                 println!("no dead letters match; nothing deleted");
-                return Ok(());
+                return unmatched(&select.ids, &ids);
             }
+            // Named ids that are not dead letters fail the command before anything is deleted.
+            unmatched(&select.ids, &ids)?;
             if !yes {
                 show_purge(&client, &ids).await?;
                 if !confirm(&format!(
@@ -111,6 +113,28 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             Ok(())
         }
     }
+}
+
+/// Fails, naming them, when some of the event ids the operator gave (`asked`) are not among the
+/// dead letters the command found (`found`): a mistyped id, or an event that is not (or no longer)
+/// a dead letter. A filter that matches nothing is not a failure; an id that matches nothing is.
+fn unmatched(asked: &[uuid::Uuid], found: &[uuid::Uuid]) -> Result<(), Failure> {
+    let missing: Vec<String> = asked
+        .iter()
+        .filter(|id| !found.contains(id))
+        .map(ToString::to_string)
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} of the event ids given {} not a dead letter (no such event, or not dead, or it did \
+         not match the filter): {}",
+        missing.len(),
+        if missing.len() == 1 { "is" } else { "are" },
+        missing.join(", ")
+    )
+    .into())
 }
 
 /// How many of the dead letters to be purged are listed before the question.

@@ -124,6 +124,46 @@ async fn purge_with_yes_deletes_what_matched_in_batches() {
     assert!(!exists(&db, ids[0]).await && !exists(&db, ids[2_499]).await);
 }
 
+/// An event id given to `retry` or `purge` that is not a dead letter (mistyped, or published) fails
+/// the command, naming it; `purge` then deletes nothing, `retry` still retries the others.
+#[tokio::test]
+async fn an_event_id_that_is_not_a_dead_letter_fails_retry_and_purge() {
+    let db = TestDb::new().await;
+    let dead = dead_letters(&db, &["a", "b"]).await;
+    let stranger = Uuid::new_v4();
+    let run = |args: &[String]| {
+        let out = outbox(&db).args(args).output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text)
+    };
+    let purge: Vec<String> = ["dead-letters", "purge", "--yes"]
+        .iter()
+        .map(ToString::to_string)
+        .chain([dead[0].to_string(), stranger.to_string()])
+        .collect();
+    let (code, text) = run(&purge);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains(&stranger.to_string()), "named: {text}");
+    assert!(exists(&db, dead[0]).await, "nothing purged: {text}");
+
+    let retry: Vec<String> = ["dead-letters", "retry"]
+        .iter()
+        .map(ToString::to_string)
+        .chain([dead[1].to_string(), stranger.to_string()])
+        .collect();
+    let (code, text) = run(&retry);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("retried 1 dead letters"), "{text}");
+    assert!(text.contains(&stranger.to_string()), "named: {text}");
+
+    let (code, text) = run(&["dead-letters".into(), "retry".into(), dead[0].to_string()]);
+    assert_eq!(code, Some(0), "every id matched: {text}");
+}
+
 #[tokio::test]
 async fn a_duration_that_overflows_is_a_usage_error() {
     let db = TestDb::new().await;
