@@ -257,22 +257,24 @@ async fn no_listen_polls_only_and_listen_url_listens_on_its_own_connection() {
     );
 }
 
-/// The library: a certificate error is not retryable, a wrong password is; a LISTEN connection
-/// whose certificate is refused is tried once (one error each for it and the waiting connection),
-/// and polling keeps the relay working.
+/// The library: a certificate error is not retryable for a caller (`Config`), but the relay's
+/// LISTEN connection (and the one advertising waiting) keeps trying at its backoff's pace, not in a
+/// tight loop: once the server's certificate is right again (renewed after it expired, say), the
+/// relay listens again and is woken by a commit. Before, each tried once and gave up for the rest
+/// of the process's life, leaving the relay to its fallback poll.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refused_certificate_is_final_and_the_listener_does_not_retry_it() {
+async fn a_listener_refused_a_certificate_listens_again_once_it_is_fixed() {
     let _serial = SERIAL.lock().await;
     let pg = TlsCluster::start();
     let good = pg.url("postgres", "postgres", &pg.verify_full());
     succeeds(outbox(&good).arg("migrate"));
-    let bad = PgConnector::from_url(&pg.url(
-        "postgres",
-        "postgres",
-        &format!("sslmode=verify-full&sslrootcert={}", pg.wrong_ca.display()),
-    ))
-    .unwrap();
-    let e = bad.connect_spawned().await.expect_err("wrong CA");
+    let admin = pg.admin("postgres").await;
+    pg.serve_wrong_certificate(&admin, true).await;
+    let verify = PgConnector::from_url(&good).unwrap();
+    let e = verify
+        .connect_spawned()
+        .await
+        .expect_err("the wrong certificate");
     assert_eq!(e.kind(), outbox_core::ErrorKind::Config, "{e}");
     let refusals = |pg: &TlsCluster| {
         std::fs::read_to_string(pg.cluster.dir.join("server.log"))
@@ -280,25 +282,47 @@ async fn a_refused_certificate_is_final_and_the_listener_does_not_retry_it() {
             .matches("could not accept SSL connection")
             .count()
     };
-    // The server logs the refused handshake a moment after the client gave up.
-    assert!(
-        outbox_tests::eventually(Duration::from_secs(3), async || refusals(&pg) == 1).await,
-        "the server logs refused handshakes"
-    );
+    // The server logs a refused handshake a moment after the client gave up.
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let before = refusals(&pg);
 
-    let good = PgConnector::from_url(&good).unwrap();
-    let relay = outbox_core::Relay::builder(
-        good.pool(2).unwrap(),
-        outbox_tests::RecordingPublisher::new(),
-    )
-    .poll_interval(Duration::from_millis(200))
-    .listen_with(bad)
-    .build()
-    .unwrap();
+    // The pool does not check the certificate (sslmode=require), the LISTEN connections do.
+    let pool = PgConnector::from_url(&pg.url("postgres", "postgres", "sslmode=require"))
+        .unwrap()
+        .pool(2)
+        .unwrap();
+    let relay = outbox_core::Relay::builder(pool.clone(), outbox_tests::RecordingPublisher::new())
+        .poll_interval(Duration::from_secs(60))
+        .listen_with(verify)
+        .build()
+        .unwrap();
     let running = outbox_tests::RunningRelay::start(&relay);
-    let client = good.connect_spawned().await.unwrap();
-    emit_all(&client, &[TestEvent::new("a", 1)]).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let attempts = refusals(&pg) - before;
+    // Two connections, each at 0, 0.1, 0.3, 0.7 and 1.5 s (± 20 %).
+    assert!(
+        (4..=24).contains(&attempts),
+        "kept trying, at the backoff's pace: {attempts} refused handshakes in 2 s"
+    );
+
+    pg.serve_wrong_certificate(&admin, false).await;
+    let listening = outbox_tests::eventually(Duration::from_secs(15), async || {
+        admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                &[&outbox_core::LISTENER_APPLICATION_NAME],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+            == 1
+    })
+    .await;
+    assert!(listening, "the relay listens again");
+    let client = pool.get().await.unwrap();
+    emit_all(&**client, &[TestEvent::new("a", 1)])
+        .await
+        .unwrap();
     assert!(
         outbox_tests::eventually(Duration::from_secs(5), async || relay
             .publisher()
@@ -306,14 +330,7 @@ async fn a_refused_certificate_is_final_and_the_listener_does_not_retry_it() {
             .len()
             == 1)
         .await,
-        "polling delivers without LISTEN"
-    );
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    // The LISTEN connection and the one advertising waiting (same connector) each try once.
-    assert_eq!(
-        refusals(&pg) - before,
-        2,
-        "one attempt per connection, no retry loop"
+        "woken by the commit (the poll is 60 s)"
     );
     running.stop().await;
 }

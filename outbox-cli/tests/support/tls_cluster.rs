@@ -162,6 +162,55 @@ impl TlsCluster {
             .unwrap_or_else(|e| panic!("admin connection to the TLS cluster: {e}"))
     }
 
+    /// Makes the server present a certificate its clients do not trust (the wrong CA's own, which
+    /// no `sslrootcert` of these tests accepts), or, with `wrong == false`, its own again; waits
+    /// until new connections see the change. `admin` is a connection opened before.
+    pub async fn serve_wrong_certificate(&self, admin: &tokio_postgres::Client, wrong: bool) {
+        let data = self.cluster.dir.join("data");
+        let certs = self.ca.parent().expect("the certificates' folder");
+        for (from, to) in [("wrong-ca.crt", "wrong.crt"), ("wrong-ca.key", "wrong.key")] {
+            std::fs::copy(certs.join(from), data.join(to)).unwrap();
+        }
+        let _ = Command::new("chown")
+            .args(["postgres:postgres", "wrong.crt", "wrong.key"])
+            .current_dir(&data)
+            .status();
+        let _ = Command::new("chmod")
+            .args(["600", data.join("wrong.key").to_str().unwrap()])
+            .status();
+        let statements: [&str; 2] = if wrong {
+            [
+                "ALTER SYSTEM SET ssl_cert_file = 'wrong.crt'",
+                "ALTER SYSTEM SET ssl_key_file = 'wrong.key'",
+            ]
+        } else {
+            [
+                "ALTER SYSTEM RESET ssl_cert_file",
+                "ALTER SYSTEM RESET ssl_key_file",
+            ]
+        };
+        for s in statements.into_iter().chain(["SELECT pg_reload_conf()"]) {
+            admin
+                .batch_execute(s)
+                .await
+                .unwrap_or_else(|e| panic!("{s}: {e}"));
+        }
+        let verify = outbox_core::PgConnector::from_url(&self.url(
+            "postgres",
+            "postgres",
+            &self.verify_full(),
+        ))
+        .unwrap();
+        let changed = outbox_tests::eventually(std::time::Duration::from_secs(10), async || {
+            verify.connect_spawned().await.is_err() == wrong
+        })
+        .await;
+        assert!(
+            changed,
+            "the server did not load the certificate (wrong: {wrong})"
+        );
+    }
+
     /// How many plaintext connections the server refused so far (from its log).
     pub fn plaintext_refusals(&self) -> usize {
         std::fs::read_to_string(self.cluster.dir.join("server.log"))

@@ -47,25 +47,25 @@ fn wake(wake: &Notify) {
 pub(crate) async fn run(connector: PgConnector, wakeups: Arc<Notify>, token: CancellationToken) {
     let mut backoff = InfraBackoff::new(Duration::from_millis(100), Duration::from_secs(30));
     loop {
-        match listen(&connector, &wakeups, &token, &mut backoff).await {
+        let e = match listen(&connector, &wakeups, &token, &mut backoff).await {
             Ok(()) => return,
-            Err(e) if !e.is_retryable() => {
-                // A certificate or host-name problem: trying again changes nothing.
-                tracing::error!(error = %e,
-                    "cannot open the LISTEN connection; relying on polling only");
-                wake(&wakeups);
-                return;
-            }
-            Err(e) => {
-                let delay = backoff.failed();
-                tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64,
-                    "LISTEN connection lost; falling back to polling until it is back");
-                wake(&wakeups);
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    _ = tokio::time::sleep(delay) => {}
-                }
-            }
+            Err(e) => e,
+        };
+        let delay = backoff.failed();
+        if e.is_retryable() {
+            tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64,
+                "LISTEN connection lost; falling back to polling until it is back");
+        } else {
+            // A certificate or host-name problem: it lasts until someone fixes the server or its
+            // certificate (an expired one renewed, say), so keep trying, at the backoff's pace,
+            // rather than poll for the rest of the process's life.
+            tracing::error!(error = %e, retry_in_ms = delay.as_millis() as u64,
+                "cannot open the LISTEN connection; relying on polling until it opens");
+        }
+        wake(&wakeups);
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = tokio::time::sleep(delay) => {}
         }
     }
 }

@@ -174,15 +174,17 @@ pub(crate) async fn run(
         .await
         {
             Ok(()) => return,
-            Err(e) if !e.is_retryable() => {
-                tracing::error!(error = %e,
-                    "cannot open the connection to advertise waiting; writers will not wake this relay");
-                return;
-            }
             Err(e) => {
                 let delay = backoff.failed();
-                tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64,
-                    "the connection advertising waiting was lost; reconnecting");
+                if e.is_retryable() {
+                    tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64,
+                        "the connection advertising waiting was lost; reconnecting");
+                } else {
+                    // A certificate or host-name problem: kept trying (see the listener).
+                    tracing::error!(error = %e, retry_in_ms = delay.as_millis() as u64,
+                        "cannot open the connection to advertise waiting; writers will not wake \
+                         this relay until it opens");
+                }
                 tokio::select! {
                     _ = token.cancelled() => return,
                     _ = tokio::time::sleep(delay) => {}
