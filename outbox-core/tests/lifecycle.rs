@@ -196,6 +196,35 @@ async fn an_unavailable_destination_puts_its_events_back_without_an_attempt_and_
     assert_eq!(order, vec![other, stuck, behind]);
 }
 
+/// A gauge refresh stuck behind a lock does not hold shutdown up: an idle relay stops at once, not
+/// at the end of its grace period (before, the refresh was awaited to its end or the grace).
+#[tokio::test]
+async fn shutdown_does_not_wait_for_a_stuck_gauge_refresh() {
+    let db = TestDb::new().await;
+    let mut config = outbox_core::RelayConfig::default();
+    config.metrics_interval = Duration::from_millis(100);
+    config.poll_interval = Duration::from_secs(60);
+    config.shutdown_grace = Duration::from_secs(5);
+    let relay = Relay::builder(db.pool().clone(), RecordingPublisher::new())
+        .config(config)
+        .metrics(outbox_core::RelayMetrics::new())
+        .build()
+        .unwrap();
+    let running = RunningRelay::start(&relay);
+    tokio::time::sleep(Duration::from_millis(300)).await; // idle, refreshing
+    let mut locker = db.connect().await;
+    let tx = locker.transaction().await.unwrap();
+    tx.batch_execute("LOCK TABLE outbox_events IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await; // a refresh waits for the lock
+    let stopping = Instant::now();
+    running.stop().await;
+    let took = stopping.elapsed();
+    tx.rollback().await.unwrap();
+    assert!(took < Duration::from_secs(1), "stopped in {took:?}");
+}
+
 #[test]
 fn builder_validates_settings() {
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -330,15 +330,20 @@ impl<P: Publisher> Relay<P> {
         result
     }
 
-    /// Refreshes the metrics' gauges from one cheap query on an interval.
+    /// Refreshes the metrics' gauges from one cheap query on an interval. Shutdown does not wait
+    /// for a refresh in progress (a pool at its limit, a slow database).
     async fn refresh_gauges(self, metrics: RelayMetrics, shutdown: CancellationToken) {
         loop {
-            match self.inner.pool.get().await {
-                Ok(client) => match stats::stats(&**client).await {
+            let refresh = async {
+                let client = self.inner.pool.get().await?;
+                stats::stats(&**client).await
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                r = refresh => match r {
                     Ok(s) => metrics.refresh(&s),
                     Err(e) => tracing::warn!(error = %e, "could not refresh the outbox gauges"),
                 },
-                Err(e) => tracing::warn!(error = %e, "could not refresh the outbox gauges"),
             }
             tokio::select! {
                 _ = shutdown.cancelled() => return,
