@@ -22,7 +22,7 @@ struct ReasonLabel {
 /// | `outbox_consumer_received_total{consumer}` | counter | messages received |
 /// | `outbox_consumer_handled_total{consumer}` | counter | events handled and committed |
 /// | `outbox_consumer_duplicates_total{consumer}` | counter | duplicates skipped by the inbox |
-/// | `outbox_consumer_failures_total{consumer,reason}` | counter | failures by reason: `handler`, `database`, `missing_event_id`, `unknown_event_type`, `undecodable`, `receive`, `delete`, `visibility` |
+/// | `outbox_consumer_failures_total{consumer,reason}` | counter | failures by reason: `handler`, `database`, `missing_event_id`, `unknown_event_type`, `undecodable`, `receive`, `delete`, `visibility`, `unit` (a unit of work that ended abnormally), `offload` (an offloaded payload not read from S3) |
 /// | `outbox_consumer_handler_seconds{consumer}` | histogram | time from the transaction's start to its commit, per handled event |
 #[derive(Clone)]
 pub struct ConsumerMetrics {

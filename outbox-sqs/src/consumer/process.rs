@@ -1,7 +1,10 @@
 //! Handling one message: read the envelope, decode, open a transaction, record the event in the
 //! inbox, run the handler, commit, acknowledge. Nothing here logs a body.
 
+use std::panic::AssertUnwindSafe;
 use std::time::Instant;
+
+use futures::FutureExt;
 
 use aws_sdk_sqs::types::Message;
 use outbox_core::DecodeEvent;
@@ -180,9 +183,15 @@ where
         // Nothing was written: dropping the transaction rolls it back.
         return Ok(false);
     }
-    handler
-        .handle(event, env, &tx)
+    // A panicking handler is a failed handler: logged, counted, its message hidden for the retry
+    // delay (not left to reappear after the visibility time-out, unseen). Its transaction is
+    // dropped, rolling back.
+    AssertUnwindSafe(handler.handle(event, env, &tx))
+        .catch_unwind()
         .await
+        .map_err(|panic| {
+            Failure::Handler(format!("the handler panicked: {}", panic_text(&*panic)).into())
+        })?
         .map_err(Failure::Handler)?;
     // A handler that ignored a failed statement returns `Ok` with the transaction aborted, and its
     // COMMIT would roll back without an error: the message must then stay, not be deleted.
@@ -191,6 +200,15 @@ where
         .map_err(|e| db(e.into()))?;
     tx.commit().await.map_err(|e| db(e.into()))?;
     Ok(true)
+}
+
+/// A panic's message, when it is a string.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
 }
 
 /// Counts, logs (never the body) and disposes of a message that cannot be read.

@@ -120,7 +120,9 @@ async fn receiver<T, H>(
                 }
             }
         };
-        while units.try_join_next().is_some() {}
+        while let Some(joined) = units.try_join_next() {
+            unit_ended(&shared, joined);
+        }
         if messages.is_empty() {
             continue;
         }
@@ -142,9 +144,18 @@ async fn receiver<T, H>(
     }
     // Shutdown: the units finish what they started; none starts a new message.
     while let Some(joined) = units.join_next().await {
-        if let Err(e) = joined {
-            tracing::error!(consumer = %shared.config.name, error = %e, "a handler panicked");
-        }
+        unit_ended(&shared, joined);
+    }
+}
+
+/// Logs a unit that did not end normally (handler panics are caught in the unit: this is a bug of
+/// the consumer itself, or an observer that panicked). Its messages reappear after their
+/// visibility time-out.
+fn unit_ended(shared: &Shared, joined: Result<(), tokio::task::JoinError>) {
+    if let Err(e) = joined {
+        shared.metrics.on_failure("unit");
+        tracing::error!(consumer = %shared.config.name, error = %e,
+            "a unit of work ended abnormally; its messages reappear after their visibility time-out");
     }
 }
 

@@ -2,6 +2,7 @@
 //! Start them with `bash scripts/services.sh`; a test that cannot reach them fails saying so.
 
 mod bad_input;
+mod faults;
 mod fifo;
 mod round_trip;
 mod shutdown;

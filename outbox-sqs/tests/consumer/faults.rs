@@ -1,0 +1,78 @@
+//! Faults around a handler: a handler that panics, a database that goes away.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use deadpool_postgres::Transaction;
+use outbox_sqs::consumer::{Envelope, Handler, HandlerError, Outcome};
+use outbox_tests::sqs::TestQueue;
+use outbox_tests::{TestDb, eventually};
+
+use crate::support::*;
+
+/// Panics on the first delivery of every event, then records it.
+#[derive(Default)]
+struct PanicsFirst {
+    calls: AtomicU64,
+}
+
+impl Handler<AccountEvent> for PanicsFirst {
+    async fn handle(
+        &self,
+        event: AccountEvent,
+        envelope: &Envelope,
+        tx: &Transaction<'_>,
+    ) -> Result<(), HandlerError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        tx.execute(
+            "INSERT INTO effects (event_id, account, n) VALUES ($1, $2, $3)",
+            &[&envelope.event_id, &event.account(), &event.n()],
+        )
+        .await?;
+        if envelope.receive_count == 1 {
+            panic!("injected handler panic");
+        }
+        Ok(())
+    }
+}
+
+/// A handler that panics is a failed handler: rolled back, counted, seen by the observer, logged,
+/// and delivered again after the retry delay. Before, the panic unwound the unit silently: no
+/// count, no observer call, the message back only after its visibility time-out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_panic_is_a_counted_failure_and_the_event_is_applied_once() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let relay = start_relay(&db, &queue).await;
+    let ids = emit_credits(&db, 3, 1).await;
+    let seen = Seen::default();
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .observe(seen.observer())
+        .build()
+        .await
+        .unwrap();
+    let handler = Arc::new(PanicsFirst::default());
+    let running = Running::start(c, handler.clone());
+    let done = eventually(Duration::from_secs(30), async || {
+        effect_counts(&db).await.1 == ids.len() as i64
+    })
+    .await;
+    let c = running.stop().await;
+    relay.stop().await;
+    assert!(done, "every event applied: {:?}", c.metrics());
+    assert_eq!(effect_counts(&db).await, (3, 3), "the panics rolled back");
+    assert_eq!(c.metrics().failures("handler"), 3, "{:?}", c.metrics());
+    assert_eq!(c.metrics().handled(), 3);
+    let failed = seen
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|d| d.outcome == Outcome::Failed)
+        .count();
+    assert_eq!(failed, 3, "the observer saw each panic as a failure");
+    assert_eq!(handler.calls.load(Ordering::SeqCst), 6);
+}
