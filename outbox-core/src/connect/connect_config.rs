@@ -58,6 +58,33 @@ impl FromStr for ConnectConfig {
         let mut pg = tokio_postgres::Config::from_str(&rest).map_err(|e| {
             Error::config("the database URL is not a valid connection string").with_source(e)
         })?;
+        // The user and password end at the first `@`: a raw `@` in a password leaves the rest of
+        // the password in the host name, which error messages would then show. Refused without
+        // quoting the host.
+        let at_in_host = pg
+            .get_hosts()
+            .iter()
+            .any(|h| matches!(h, tokio_postgres::config::Host::Tcp(h) if h.contains('@')));
+        // Without credentials, an `@` in the query (`?application_name=a@b`) is read as the end of
+        // a user name that swallows the host, path and query: refused rather than connecting to
+        // the wrong host with the wrong settings.
+        let url_form = s.starts_with("postgres://") || s.starts_with("postgresql://");
+        if url_form
+            && pg
+                .get_user()
+                .is_some_and(|u| u.contains('/') || u.contains('?'))
+        {
+            return Err(Error::config(
+                "the database URL has an `@` after its host: percent-encode it as %40 (a raw `@` \
+                 ends the user name and password)",
+            ));
+        }
+        if at_in_host {
+            return Err(Error::config(
+                "the database URL's host name contains `@`: percent-encode an `@` in the user \
+                 name or password as %40",
+            ));
+        }
         pg.ssl_mode(match tls.mode {
             super::SslMode::Disable => tokio_postgres::config::SslMode::Disable,
             super::SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
@@ -210,6 +237,30 @@ mod tests {
         assert_eq!(c.pg.get_dbname(), Some("db"));
         let c: ConnectConfig = "postgres://h/db?sslmode=disable".parse().unwrap();
         assert_eq!(c.tls.mode, SslMode::Disable);
+    }
+
+    #[test]
+    fn a_raw_at_sign_in_the_password_or_the_query_is_refused_without_quoting_it() {
+        // The password `S3C@RETpw`: tokio-postgres ends it at the first `@`, leaving `RETpw@…` as
+        // the host, which every connection error then printed.
+        let e = "postgres://postgres:S3C@RETpw@127.0.0.1:5432/db"
+            .parse::<ConnectConfig>()
+            .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Config);
+        assert!(e.to_string().contains("%40"), "{e}");
+        assert!(!e.to_string().contains("RETpw"), "{e}");
+        // An `@` in the query of a URL without credentials (sslmode was lost with it).
+        let e = "postgres://h/db?sslmode=require&application_name=a@b"
+            .parse::<ConnectConfig>()
+            .unwrap_err();
+        assert!(e.to_string().contains("%40"), "{e}");
+        // Encoded, both are fine.
+        let c: ConnectConfig = "postgres://u:S3C%40RET@h/db?application_name=a%40b&sslmode=require"
+            .parse()
+            .unwrap();
+        assert_eq!(c.pg.get_password(), Some(&b"S3C@RET"[..]));
+        assert_eq!(c.pg.get_application_name(), Some("a@b"));
+        assert_eq!(c.tls.mode, SslMode::Require);
     }
 
     #[test]

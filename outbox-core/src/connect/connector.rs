@@ -122,7 +122,11 @@ impl PgConnector {
             .enumerate()
             .map(|(i, h)| {
                 let host = match h {
-                    tokio_postgres::config::Host::Tcp(h) => h.clone(),
+                    // Never anything before an `@` (a password's end, were one to get here).
+                    tokio_postgres::config::Host::Tcp(h) => h
+                        .rsplit_once('@')
+                        .map_or(h.as_str(), |(_, host)| host)
+                        .to_owned(),
                     tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
                 };
                 let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);

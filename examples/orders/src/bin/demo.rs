@@ -77,18 +77,55 @@ async fn main() -> ExitCode {
     }
 }
 
-/// The demo database's URL for the `outbox stats` hint, when it can be shown without a password.
+/// The demo database's URL for the `outbox stats` hint, when it can be shown without a password:
+/// rebuilt from the parsed URL (user, host, port), never cut out of the text (a raw `/` or `?` in a
+/// password would leave part of it in the hint).
 fn stats_url_hint(admin_url: &str, database: &str) -> String {
-    let plain = admin_url.starts_with("postgres://") || admin_url.starts_with("postgresql://");
-    let (scheme, rest) = admin_url.split_once("://").unwrap_or(("", ""));
-    let authority = rest.split(['/', '?']).next().unwrap_or("");
-    let has_password = authority
-        .rsplit_once('@')
-        .is_some_and(|(userinfo, _)| userinfo.contains(':'));
-    if plain && !has_password && !authority.is_empty() {
-        format!("{scheme}://{authority}/{database}")
-    } else {
-        format!("<DATABASE_URL with database {database}>")
+    let placeholder = format!("<DATABASE_URL with database {database}>");
+    let url_form = admin_url.starts_with("postgres://") || admin_url.starts_with("postgresql://");
+    let Ok(config) = admin_url.parse::<tokio_postgres::Config>() else {
+        return placeholder;
+    };
+    let plain = |s: &str| !s.is_empty() && !s.contains([':', '@', '/', '?', '#', '%', ' ']);
+    match (config.get_hosts(), config.get_user()) {
+        ([Host::Tcp(host)], user)
+            if url_form
+                && config.get_password().is_none()
+                && plain(host)
+                && user.is_none_or(plain) =>
+        {
+            let port = config.get_ports().first().copied().unwrap_or(5432);
+            let user = user.map(|u| format!("{u}@")).unwrap_or_default();
+            format!("postgres://{user}{host}:{port}/{database}")
+        }
+        _ => placeholder,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stats_url_hint;
+
+    #[test]
+    fn the_stats_hint_never_shows_a_password() {
+        for url in [
+            "postgres://app:ab/cdS3CRET@db/postgres",
+            "postgres://app:pa?ssS3CRET@db:5432/postgres",
+            "postgres://app:S3CRET@db/postgres",
+            "host=db user=app password=S3CRET",
+        ] {
+            let hint = stats_url_hint(url, "outbox_demo");
+            assert!(!hint.contains("S3CRET"), "{url} gave {hint}");
+            assert_eq!(hint, "<DATABASE_URL with database outbox_demo>", "{url}");
+        }
+        assert_eq!(
+            stats_url_hint("postgres://postgres@127.0.0.1:5432/postgres", "outbox_demo"),
+            "postgres://postgres@127.0.0.1:5432/outbox_demo"
+        );
+        assert_eq!(
+            stats_url_hint("postgres://db/postgres", "d"),
+            "postgres://db:5432/d"
+        );
     }
 }
 
