@@ -269,8 +269,9 @@ impl Emitter {
         self.limits.check_text("payload", &payload)?;
         message::check_depth("payload", &payload)?;
         let metadata = trace::current_metadata();
+        // Measured as the relay will send it (jsonb's text), not as serialised here.
         let size = message::message_size(
-            payload.len(),
+            message::body_len(&payload),
             event_type,
             aggregate_type,
             &aggregate_id,

@@ -2,7 +2,9 @@
 //! before commit, with the publisher's [`MessageLimits`](crate::limits::MessageLimits)) and by
 //! publishers (which build the message).
 //!
-//! A message is the event's payload as compact JSON (the body) plus string attributes:
+//! A message is the event's payload as PostgreSQL's `jsonb` prints it (the body: the relay reads
+//! `payload::text`, with a space after every `:` and `,` and numbers in plain decimal; see
+//! [`body_len`]) plus string attributes:
 //! [`ATTR_EVENT_ID`], [`ATTR_EVENT_TYPE`], [`ATTR_AGGREGATE_TYPE`], [`ATTR_AGGREGATE_ID`] and, when the
 //! event's metadata holds one, [`ATTR_TRACEPARENT`].
 
@@ -94,8 +96,78 @@ pub fn check_depth(field: &'static str, json: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// The length in bytes of the body a publisher sends for a payload serialised as `json` by
+/// `serde_json`: PostgreSQL's `jsonb` text of it, which the relay reads. `jsonb` prints `": "` and
+/// `", "` between members and elements, and numbers in plain decimal (`1e300` is 301 digits,
+/// `1.5e-7` is `0.00000015`); strings and their escapes are printed as serde_json writes them.
+/// Never less than the body's length (duplicate keys, which `jsonb` keeps once, make it an upper
+/// bound), so `emit` refuses what the publisher would.
+pub fn body_len(json: &str) -> usize {
+    let bytes = json.as_bytes();
+    let (mut len, mut i, mut in_string, mut escaped) = (bytes.len(), 0, false, false);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b':' | b',' => len = len.saturating_add(1),
+            b'-' | b'0'..=b'9' => {
+                let end = bytes[i..]
+                    .iter()
+                    .position(|c| !matches!(c, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+                    .map_or(bytes.len(), |n| i + n);
+                let number = &json[i..end];
+                len = len
+                    .saturating_add(decimal_len(number))
+                    .saturating_sub(number.len());
+                i = end;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    len
+}
+
+/// The length of a JSON number printed as PostgreSQL's `numeric` prints it: without an exponent,
+/// with as many fraction digits as the number has beyond its exponent.
+fn decimal_len(number: &str) -> usize {
+    let Some(e_at) = number.find(['e', 'E']) else {
+        return number.len();
+    };
+    let (mantissa, exponent) = (&number[..e_at], &number[e_at + 1..]);
+    // An exponent too large for i64 (only hand-written JSON has one) counts as very large.
+    let exponent: i64 = exponent.parse().unwrap_or(if exponent.starts_with('-') {
+        i64::MIN / 2
+    } else {
+        i64::MAX / 2
+    });
+    let sign = usize::from(mantissa.starts_with('-'));
+    let mantissa = mantissa.trim_start_matches('-');
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let as_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let scale = as_i64(frac.len()).saturating_sub(exponent).max(0);
+    let int_digits = as_i64(int.len()).saturating_add(exponent).max(1);
+    let total = int_digits.saturating_add(if scale > 0 {
+        scale.saturating_add(1)
+    } else {
+        0
+    });
+    sign.saturating_add(usize::try_from(total).unwrap_or(usize::MAX))
+}
+
 /// The size of a message as SQS and SNS count it: body plus every attribute (name, data type and
-/// value).
+/// value). `body_len` is the body's length as sent: [`body_len`] of the payload.
 pub fn message_size(
     body_len: usize,
     event_type: &str,
@@ -134,6 +206,30 @@ mod tests {
         // Control characters are escaped by serde_json.
         let ctrl = serde_json::to_string(&serde_json::json!({"a": "\u{1}"})).unwrap();
         assert!(check_json("payload", &ctrl).is_ok());
+    }
+
+    #[test]
+    fn body_len_counts_jsonb_separators_and_expanded_numbers() {
+        assert_eq!(
+            body_len(r#"{"a":1,"b":[1,2]}"#),
+            r#"{"a": 1, "b": [1, 2]}"#.len()
+        );
+        assert_eq!(
+            body_len(r#"{"a":"x:,y"}"#),
+            r#"{"a": "x:,y"}"#.len(),
+            "not in strings"
+        );
+        assert_eq!(body_len(r#"{"a":"q\"1,2"}"#), r#"{"a": "q\"1,2"}"#.len());
+        assert_eq!(body_len("1e300"), 301);
+        assert_eq!(body_len("1.5e-7"), "0.00000015".len());
+        assert_eq!(body_len("-1e-7"), "-0.0000001".len());
+        assert_eq!(body_len("2.5e3"), "2500".len());
+        assert_eq!(body_len("1.25E+1"), "12.5".len());
+        assert_eq!(body_len("[1.50,-0.5]"), "[1.50, -0.5]".len());
+        assert!(
+            body_len("1e999999999999999999999") > 1_000_000,
+            "saturates, no panic"
+        );
     }
 
     #[test]

@@ -116,6 +116,57 @@ async fn invalid_events_are_refused_before_insert_and_the_transaction_stays_usab
     );
 }
 
+/// `emit` measures the body the relay sends — PostgreSQL's jsonb text of the payload, longer than
+/// serde_json's compact text — so an event it accepts is never too large for the broker (it used
+/// to check the compact text: 400 000 zeros were 800 001 bytes there and 1 200 000 as sent).
+#[tokio::test]
+async fn the_size_check_measures_the_body_as_the_relay_sends_it() {
+    let db = TestDb::new().await;
+    let client = db.connect().await;
+    let payloads = [
+        serde_json::json!({"order_id": "o-1", "n": 1, "note": "a:b, c"}),
+        serde_json::json!([
+            1e300,
+            1.5e-7,
+            -2.5e3,
+            0.1,
+            123456789.0,
+            5e-324,
+            1.7976931348623157e308
+        ]),
+        serde_json::json!({"nested": {"a": [true, null, {"b": "\"q\", \\ \n"}]}, "é": "ü"}),
+        serde_json::json!(vec![0; 1000]),
+    ];
+    for p in payloads {
+        let compact = serde_json::to_string(&p).unwrap();
+        let sent: i32 = client
+            .query_one("SELECT octet_length($1::text::jsonb::text)", &[&compact])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(
+            outbox_core::message::body_len(&compact),
+            sent as usize,
+            "{compact}"
+        );
+    }
+    // An event whose compact JSON fits 1 MiB but whose sent body does not is refused.
+    #[derive(serde::Serialize, outbox_core::OutboxEvent)]
+    #[outbox(aggregate = "doc", event_type = "doc.uploaded")]
+    struct DocUploaded {
+        #[outbox(aggregate_id)]
+        id: u64,
+        bytes: Vec<u8>,
+    }
+    let doc = DocUploaded {
+        id: 1,
+        bytes: vec![0; 400_000],
+    };
+    assert!(serde_json::to_string(&doc).unwrap().len() < 1024 * 1024);
+    let e = emit(&client, &doc).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TooLarge, "{e}");
+}
+
 #[tokio::test]
 async fn the_size_limit_counts_attributes_and_can_be_lowered() {
     let db = TestDb::new().await;
@@ -123,7 +174,8 @@ async fn the_size_limit_counts_attributes_and_can_be_lowered() {
     // Find the note length at which the message is exactly 1 MiB.
     let overhead = {
         let json = serde_json::to_string(&TestEvent::new("o-1", 1)).unwrap();
-        outbox_core::message::message_size(json.len(), "order.test", "order", "o-1", None)
+        let sent = outbox_core::message::body_len(&json);
+        outbox_core::message::message_size(sent, "order.test", "order", "o-1", None)
     };
     let fits = 1024 * 1024 - overhead;
     emit(&client, &TestEvent::new("o-1", 1).note("y".repeat(fits)))
