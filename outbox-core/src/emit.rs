@@ -13,6 +13,11 @@ use crate::message;
 use crate::publisher::Publisher;
 use crate::trace;
 
+/// The longest aggregate type and id `emit` accepts, together, in bytes. They are the key of the
+/// per-aggregate indexes, whose entries PostgreSQL caps at 2 704 bytes: a longer key would fail the
+/// insert (aborting the caller's transaction) instead of being refused beforehand.
+pub const MAX_AGGREGATE_KEY_BYTES: usize = 2000;
+
 /// Writes events with the generated insert queries, after checking each one against the limits of
 /// the broker it will be published to.
 ///
@@ -257,6 +262,16 @@ impl Emitter {
             self.limits.check_text(field, value)?;
         }
         self.limits.check_text("aggregate_id", &aggregate_id)?;
+        let key = aggregate_type.len() + aggregate_id.len();
+        if key > MAX_AGGREGATE_KEY_BYTES {
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                format!(
+                    "event `{event_type}`: aggregate_type and aggregate_id together are {key} \
+                     bytes; the limit is {MAX_AGGREGATE_KEY_BYTES} (they are an index key)"
+                ),
+            ));
+        }
 
         let payload = serde_json::to_string(event).map_err(|e| {
             Error::new(

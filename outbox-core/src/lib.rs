@@ -105,7 +105,7 @@ pub use dead_letters::{
     purge_dead_letter_ids, purge_dead_letters, retry_dead_letters,
 };
 pub use decode::DecodeEvent;
-pub use emit::{Emitter, emit, emit_all};
+pub use emit::{Emitter, MAX_AGGREGATE_KEY_BYTES, emit, emit_all};
 pub use error::{Error, ErrorKind, Result};
 pub use event::OutboxEvent;
 pub use failure::{FailureKind, PublishFailure};

@@ -84,6 +84,22 @@ async fn invalid_events_are_refused_before_insert_and_the_transaction_stays_usab
     assert_eq!(e.kind(), ErrorKind::InvalidText);
     assert!(e.to_string().contains("aggregate_id"), "{e}");
 
+    // An aggregate key too long for the per-aggregate indexes: refused, typed, not retryable (it
+    // failed the insert: "index row size 3232 exceeds btree version 4 maximum 2704", aborting the
+    // transaction, as a retryable database error). Random text: PostgreSQL cannot compress it.
+    let random = |bytes: usize| -> String {
+        std::iter::repeat_with(|| uuid::Uuid::new_v4().simple().to_string())
+            .flat_map(|u| u.chars().collect::<Vec<_>>())
+            .take(bytes)
+            .collect()
+    };
+    let e = emit(&tx, &TestEvent::new(random(3200), 1))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TooLarge, "{e}");
+    assert!(!e.is_retryable());
+    assert!(e.to_string().contains("aggregate_id"), "{e}");
+
     let big = "x".repeat(1024 * 1024);
     let e = emit(&tx, &TestEvent::new("o-1", 1).note(big))
         .await
@@ -98,6 +114,13 @@ async fn invalid_events_are_refused_before_insert_and_the_transaction_stays_usab
 
     // Nothing was written, and the transaction still works: the caller may go on and commit.
     assert_eq!(count(&tx).await, 0);
+    // The longest key accepted fits the indexes.
+    let longest =
+        outbox_core::MAX_AGGREGATE_KEY_BYTES - TestEvent::new("o", 1).aggregate_type().len();
+    emit(&tx, &TestEvent::new(random(longest), 1))
+        .await
+        .unwrap();
+    tx.execute("DELETE FROM outbox_events", &[]).await.unwrap();
     let ok = emit(
         &tx,
         &TestEvent::new("o-1", 1).note("control chars are escaped in JSON: \u{1}"),
