@@ -86,17 +86,18 @@ fn mentions(ty: &Type, params: &HashSet<&Ident>) -> bool {
     !params.is_empty() && walk(quote!(#ty), params)
 }
 
-/// `tokens` with every span set to `span`, so that an error about them points there.
-fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+/// `tokens` located at `span`, so that an error about them points there, each token keeping the
+/// hygiene it had (where its names resolve).
+fn relocate(tokens: TokenStream, span: Span) -> TokenStream {
     tokens
         .into_iter()
         .map(|mut tt| {
             if let TokenTree::Group(group) = &tt {
-                let mut respanned = Group::new(group.delimiter(), respan(group.stream(), span));
-                respanned.set_span(span);
-                tt = TokenTree::Group(respanned);
+                let mut moved = Group::new(group.delimiter(), relocate(group.stream(), span));
+                moved.set_span(group.span().located_at(span));
+                tt = TokenTree::Group(moved);
             }
-            tt.set_span(span);
+            tt.set_span(tt.span().located_at(span));
             tt
         })
         .collect()
@@ -118,9 +119,12 @@ fn impl_outbox_event(cont: &Container<'_>) -> TokenStream {
             let member = &field.member;
             // Spanned on the field's type: if it does not implement Display, the error says so
             // there. With the return type spanned there too, rustc reports it once.
+            // Located at the type, each token still resolved where it was written: `self` must
+            // resolve in the impl, also when the type comes from a `macro_rules!` (the type's
+            // own span resolved it in that macro's context: E0424).
             let span = field.ty.span();
-            let id = respan(quote!(#private::aggregate_id(&self.#member)), span);
-            id_return = respan(id_return, span);
+            let id = relocate(quote!(#private::aggregate_id(&self.#member)), span);
+            id_return = relocate(id_return, span);
             (quote!(#event_type), id, vec![field])
         }
         Data::Enum(variants) => {
@@ -133,7 +137,8 @@ fn impl_outbox_event(cont: &Container<'_>) -> TokenStream {
             let ids = variants.iter().zip(&id_fields).map(|(v, field)| {
                 let variant = v.ident;
                 let member = &field.member;
-                let id = quote_spanned!(field.ty.span()=> __outbox_aggregate_id);
+                let span = Span::call_site().located_at(field.ty.span());
+                let id = quote_spanned!(span=> __outbox_aggregate_id);
                 quote!(Self::#variant { #member: __outbox_aggregate_id, .. } => #id,)
             });
             let event_type = quote! {
