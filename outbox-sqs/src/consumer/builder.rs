@@ -92,6 +92,13 @@ impl ConsumerBuilder {
         self
     }
 
+    /// The longest one SQS or S3 call may take (default 10 s; a `ReceiveMessage` its long-poll
+    /// wait more). See [`ConsumerConfig::call_timeout`].
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.config.call_timeout = timeout;
+        self
+    }
+
     /// The visibility time-out asked for on receive, extended while a handler runs (default 30 s).
     pub fn visibility_timeout(mut self, timeout: Duration) -> Self {
         self.config.visibility_timeout = timeout;

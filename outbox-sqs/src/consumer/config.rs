@@ -21,6 +21,9 @@ pub const ENV_CONSUMER_RETRY_INITIAL_MS: &str = "OUTBOX_SQS_CONSUMER_RETRY_INITI
 pub const ENV_CONSUMER_RETRY_MAX_SECS: &str = "OUTBOX_SQS_CONSUMER_RETRY_MAX_SECS";
 /// Environment variable: how long a message that cannot be read stays hidden, in seconds.
 pub const ENV_CONSUMER_BAD_INPUT_DELAY_SECS: &str = "OUTBOX_SQS_CONSUMER_BAD_INPUT_DELAY_SECS";
+/// Environment variable: the longest one SQS or S3 call may take, in milliseconds
+/// ([`ConsumerConfig::call_timeout`]).
+pub const ENV_CONSUMER_CALL_TIMEOUT_MS: &str = "OUTBOX_SQS_CONSUMER_CALL_TIMEOUT_MS";
 
 /// Default of [`ConsumerConfig::concurrency`].
 pub const DEFAULT_CONCURRENCY: usize = 10;
@@ -38,6 +41,8 @@ pub const DEFAULT_RETRY_INITIAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_RETRY_MAX: Duration = Duration::from_secs(300);
 /// Default of [`ConsumerConfig::bad_input_delay`].
 pub const DEFAULT_BAD_INPUT_DELAY: Duration = Duration::from_secs(600);
+/// Default of [`ConsumerConfig::call_timeout`].
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest visibility time-out SQS accepts: 12 hours.
 pub const MAX_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(12 * 3600);
 
@@ -99,6 +104,12 @@ pub struct ConsumerConfig {
     /// [`DEFAULT_BAD_INPUT_DELAY`] (10 min); more than zero with `Release`, at most 12 h (rounded
     /// up to whole seconds).
     pub bad_input_delay: Duration,
+    /// The longest one call to SQS (or S3, for an offloaded payload) may take; a `ReceiveMessage`
+    /// may take its [`wait`](Self::wait) more. A call that does not answer in time is given up
+    /// as failed (a dropped connection that nobody closed, a proxy that never answers), so that
+    /// no message, receiver or shutdown waits on it for ever. Default [`DEFAULT_CALL_TIMEOUT`]
+    /// (10 s); more than zero.
+    pub call_timeout: Duration,
     /// Overrides the SQS endpoint (otherwise `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`, or AWS's).
     pub endpoint_url: Option<String>,
     /// Overrides the region (otherwise `AWS_REGION`, the profile, …).
@@ -119,6 +130,7 @@ impl ConsumerConfig {
             retry_max: DEFAULT_RETRY_MAX,
             bad_input: BadInputPolicy::Release,
             bad_input_delay: DEFAULT_BAD_INPUT_DELAY,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
             endpoint_url: None,
             region: None,
         }
@@ -127,7 +139,8 @@ impl ConsumerConfig {
     /// [`new(name)`](Self::new), overridden by the variables that are set and not empty:
     /// [`ENV_CONSUMER_CONCURRENCY`], [`ENV_CONSUMER_RECEIVERS`], [`ENV_CONSUMER_MAX_MESSAGES`], [`ENV_CONSUMER_WAIT_SECS`],
     /// [`ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS`], [`ENV_CONSUMER_RETRY_INITIAL_MS`],
-    /// [`ENV_CONSUMER_RETRY_MAX_SECS`], [`ENV_CONSUMER_BAD_INPUT_DELAY_SECS`].
+    /// [`ENV_CONSUMER_RETRY_MAX_SECS`], [`ENV_CONSUMER_BAD_INPUT_DELAY_SECS`],
+    /// [`ENV_CONSUMER_CALL_TIMEOUT_MS`].
     ///
     /// Fails with [`ErrorKind::Config`](crate::ErrorKind::Config), naming the variable, when a
     /// value is not a whole number.
@@ -172,6 +185,9 @@ impl ConsumerConfig {
         }
         if let Some(n) = number(ENV_CONSUMER_BAD_INPUT_DELAY_SECS)? {
             c.bad_input_delay = Duration::from_secs(n);
+        }
+        if let Some(n) = number(ENV_CONSUMER_CALL_TIMEOUT_MS)? {
+            c.call_timeout = Duration::from_millis(n);
         }
         Ok(c)
     }
@@ -219,6 +235,9 @@ impl ConsumerConfig {
             return fail(
                 "bad_input_delay must be more than 0 (with Release) and at most 12 h".into(),
             );
+        }
+        if self.call_timeout.is_zero() {
+            return fail("call_timeout must be more than 0".into());
         }
         if let Some(url) = &self.endpoint_url {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -268,6 +287,7 @@ mod tests {
                 (ENV_CONSUMER_RETRY_INITIAL_MS, "250"),
                 (ENV_CONSUMER_RETRY_MAX_SECS, "30"),
                 (ENV_CONSUMER_BAD_INPUT_DELAY_SECS, "900"),
+                (ENV_CONSUMER_CALL_TIMEOUT_MS, "2500"),
             ]),
         )
         .unwrap();
@@ -279,6 +299,7 @@ mod tests {
         assert_eq!(c.retry_initial, Duration::from_millis(250));
         assert_eq!(c.retry_max, Duration::from_secs(30));
         assert_eq!(c.bad_input_delay, Duration::from_secs(900));
+        assert_eq!(c.call_timeout, Duration::from_millis(2500));
         c.validate().unwrap();
     }
 

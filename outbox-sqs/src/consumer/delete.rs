@@ -23,9 +23,21 @@ pub(crate) struct Deleter {
 }
 
 impl Deleter {
-    pub(crate) fn start(client: Client, queue_url: String, metrics: ConsumerMetrics) -> Deleter {
+    /// Starts the batcher; each call may take at most `call_timeout`.
+    pub(crate) fn start(
+        client: Client,
+        queue_url: String,
+        metrics: ConsumerMetrics,
+        call_timeout: Duration,
+    ) -> Deleter {
         let (sender, receiver) = mpsc::unbounded_channel();
-        let task = tokio::spawn(batch_loop(client, queue_url, metrics, receiver));
+        let task = tokio::spawn(batch_loop(
+            client,
+            queue_url,
+            metrics,
+            call_timeout,
+            receiver,
+        ));
         Deleter { sender, task }
     }
 
@@ -35,7 +47,7 @@ impl Deleter {
         let _ = self.sender.send(receipt_handle);
     }
 
-    /// Sends what is left and waits for every call to finish.
+    /// Sends what is left and waits for every call to finish (each within the call time-out).
     pub(crate) async fn close(self) {
         drop(self.sender);
         let _ = self.task.await;
@@ -46,6 +58,7 @@ async fn batch_loop(
     client: Client,
     queue_url: String,
     metrics: ConsumerMetrics,
+    call_timeout: Duration,
     mut receiver: mpsc::UnboundedReceiver<String>,
 ) {
     let mut calls = JoinSet::new();
@@ -62,6 +75,7 @@ async fn batch_loop(
             client.clone(),
             queue_url.clone(),
             metrics.clone(),
+            call_timeout,
             handles,
         ));
         // Reap finished calls so the set does not grow.
@@ -70,12 +84,14 @@ async fn batch_loop(
     while calls.join_next().await.is_some() {}
 }
 
-/// One `DeleteMessageBatch`. A failed delete is logged and counted: the message comes back after
-/// its visibility time-out and the inbox recognises it as a duplicate.
+/// One `DeleteMessageBatch`. A failed delete (or one that does not answer within `call_timeout`)
+/// is logged and counted: the message comes back after its visibility time-out and the inbox
+/// recognises it as a duplicate.
 async fn delete_batch(
     client: Client,
     queue_url: String,
     metrics: ConsumerMetrics,
+    call_timeout: Duration,
     handles: Vec<String>,
 ) {
     let entries: Vec<DeleteMessageBatchRequestEntry> = handles
@@ -90,12 +106,16 @@ async fn delete_batch(
         })
         .collect();
     let n = entries.len();
-    match client
+    let call = client
         .delete_message_batch()
         .queue_url(&queue_url)
         .set_entries(Some(entries))
-        .send()
+        .send();
+    let result = tokio::time::timeout(call_timeout, call)
         .await
+        .map_err(|_| format!("no answer within {call_timeout:?}").into());
+    match result
+        .and_then(|r| r.map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>))
     {
         Ok(out) => {
             for failed in out.failed() {
@@ -115,7 +135,7 @@ async fn delete_batch(
             }
             tracing::warn!(
                 queue = %queue_url,
-                error = %outbox_core::error_chain(&e),
+                error = %outbox_core::error_chain(&*e),
                 "DeleteMessageBatch failed; {n} messages will be delivered again and skipped as \
                  duplicates"
             );

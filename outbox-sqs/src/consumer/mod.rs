@@ -140,11 +140,11 @@ use outbox_core::{CancellationToken, DecodeEvent};
 
 pub use builder::ConsumerBuilder;
 pub use config::{
-    BadInputPolicy, ConsumerConfig, DEFAULT_BAD_INPUT_DELAY, DEFAULT_CONCURRENCY,
-    DEFAULT_MAX_MESSAGES, DEFAULT_RECEIVERS, DEFAULT_RETRY_INITIAL, DEFAULT_RETRY_MAX,
-    DEFAULT_VISIBILITY_TIMEOUT, DEFAULT_WAIT, ENV_CONSUMER_BAD_INPUT_DELAY_SECS,
-    ENV_CONSUMER_CONCURRENCY, ENV_CONSUMER_MAX_MESSAGES, ENV_CONSUMER_RECEIVERS,
-    ENV_CONSUMER_RETRY_INITIAL_MS, ENV_CONSUMER_RETRY_MAX_SECS,
+    BadInputPolicy, ConsumerConfig, DEFAULT_BAD_INPUT_DELAY, DEFAULT_CALL_TIMEOUT,
+    DEFAULT_CONCURRENCY, DEFAULT_MAX_MESSAGES, DEFAULT_RECEIVERS, DEFAULT_RETRY_INITIAL,
+    DEFAULT_RETRY_MAX, DEFAULT_VISIBILITY_TIMEOUT, DEFAULT_WAIT, ENV_CONSUMER_BAD_INPUT_DELAY_SECS,
+    ENV_CONSUMER_CALL_TIMEOUT_MS, ENV_CONSUMER_CONCURRENCY, ENV_CONSUMER_MAX_MESSAGES,
+    ENV_CONSUMER_RECEIVERS, ENV_CONSUMER_RETRY_INITIAL_MS, ENV_CONSUMER_RETRY_MAX_SECS,
     ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS, ENV_CONSUMER_WAIT_SECS, MAX_VISIBILITY_TIMEOUT,
 };
 pub use envelope::{BadInput, Envelope};
@@ -183,6 +183,16 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// Where visibility changes go, and their time limit.
+    pub(crate) fn sqs(&self) -> visibility::Sqs<'_> {
+        visibility::Sqs {
+            client: &self.client,
+            queue_url: &self.queue_url,
+            metrics: &self.metrics,
+            call_timeout: self.config.call_timeout,
+        }
+    }
+
     /// Fault injection: whether this handled message is to be left in the queue.
     fn skip_this_delete(&self) -> bool {
         let n = self.skip_delete_every;
@@ -226,6 +236,7 @@ impl Consumer {
             self.inner.client.clone(),
             self.inner.queue_url.clone(),
             self.inner.metrics.clone(),
+            self.inner.config.call_timeout,
         );
         let shared = Arc::new(Shared {
             inner: self.inner.clone(),

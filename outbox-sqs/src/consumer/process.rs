@@ -118,9 +118,7 @@ where
             let left = shared.skip_this_delete();
             if left {
                 visibility::change(
-                    &shared.client,
-                    &shared.queue_url,
-                    &shared.metrics,
+                    shared.sqs(),
                     &[receipt.to_owned()],
                     std::time::Duration::ZERO,
                 )
@@ -149,14 +147,7 @@ where
                 retry_in_ms = delay.as_millis() as u64,
                 "handling the event failed; rolled back, it will be delivered again"
             );
-            visibility::change(
-                &shared.client,
-                &shared.queue_url,
-                &shared.metrics,
-                &[receipt.to_owned()],
-                delay,
-            )
-            .await;
+            visibility::change(shared.sqs(), &[receipt.to_owned()], delay).await;
             (Outcome::Failed, false)
         }
     }
@@ -236,9 +227,7 @@ async fn bad_input(
         BadInputPolicy::Delete => shared.deleter.delete(receipt.to_owned()),
         BadInputPolicy::Release => {
             visibility::change(
-                &shared.client,
-                &shared.queue_url,
-                &shared.metrics,
+                shared.sqs(),
                 &[receipt.to_owned()],
                 shared.config.bad_input_delay,
             )

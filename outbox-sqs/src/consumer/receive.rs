@@ -110,7 +110,7 @@ async fn receiver<T, H>(
                 tracing::warn!(
                     consumer = %shared.config.name,
                     queue = %shared.queue_url,
-                    error = %outbox_core::error_chain(&e),
+                    error = %outbox_core::error_chain(&*e),
                     retry_in_ms = pause.as_millis() as u64,
                     "ReceiveMessage failed"
                 );
@@ -159,17 +159,14 @@ fn unit_ended(shared: &Shared, joined: Result<(), tokio::task::JoinError>) {
     }
 }
 
+/// One `ReceiveMessage`, given up when it has not answered within its wait plus the call
+/// time-out (whatever SQS handed out to a call given up comes back after the visibility time-out).
 async fn receive(
     shared: &Shared,
     max: usize,
-) -> Result<
-    Vec<Message>,
-    aws_sdk_sqs::error::SdkError<
-        aws_sdk_sqs::operation::receive_message::ReceiveMessageError,
-        aws_sdk_sqs::config::http::HttpResponse,
-    >,
-> {
-    let out = shared
+) -> Result<Vec<Message>, Box<dyn std::error::Error + Send + Sync>> {
+    let limit = shared.config.wait + shared.config.call_timeout;
+    let call = shared
         .client
         .receive_message()
         .queue_url(&shared.queue_url)
@@ -179,7 +176,9 @@ async fn receive(
         .message_attribute_names("All")
         .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
         .message_system_attribute_names(MessageSystemAttributeName::MessageGroupId)
-        .send()
-        .await?;
+        .send();
+    let out = tokio::time::timeout(limit, call)
+        .await
+        .map_err(|_| format!("no answer within {limit:?}"))??;
     Ok(out.messages.unwrap_or_default())
 }

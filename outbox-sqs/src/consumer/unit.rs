@@ -84,11 +84,7 @@ pub(crate) async fn run_unit<T, H>(
     };
     tokio::select! {
         _ = work => {}
-        _ = visibility::heartbeat(
-            &shared.client,
-            &shared.queue_url,
-            &shared.metrics,
-            shared.config.visibility_timeout,
+        _ = visibility::heartbeat(shared.sqs(), shared.config.visibility_timeout,
             &pending,
         ) => {}
     }
@@ -105,14 +101,7 @@ async fn release(shared: &Shared, messages: &[Message], received_at: Instant, pe
         .map(|m| m.receipt_handle().unwrap_or_default().to_owned())
         .collect();
     pending.take_all(&receipts).await;
-    visibility::change(
-        &shared.client,
-        &shared.queue_url,
-        &shared.metrics,
-        &receipts,
-        Duration::ZERO,
-    )
-    .await;
+    visibility::change(shared.sqs(), &receipts, Duration::ZERO).await;
     if let Some(observer) = &shared.observer {
         for m in messages {
             observer(&Delivery {

@@ -56,16 +56,26 @@ impl Pending {
     }
 }
 
+/// Where and how visibility changes are sent: the client, the queue, the metrics, and the longest
+/// one call may take.
+#[derive(Clone, Copy)]
+pub(crate) struct Sqs<'a> {
+    pub(crate) client: &'a Client,
+    pub(crate) queue_url: &'a str,
+    pub(crate) metrics: &'a ConsumerMetrics,
+    pub(crate) call_timeout: Duration,
+}
+
 /// Hides the messages of `receipts` for `hidden` from now (0: visible at once; rounded up to whole
-/// seconds). Failures are logged and counted; the message then reappears when its current
-/// time-out ends.
-pub(crate) async fn change(
-    client: &Client,
-    queue_url: &str,
-    metrics: &ConsumerMetrics,
-    receipts: &[String],
-    hidden: Duration,
-) {
+/// seconds). Failures, and calls that do not answer within the call time-out, are logged and
+/// counted; the message then reappears when its current time-out ends.
+pub(crate) async fn change(sqs: Sqs<'_>, receipts: &[String], hidden: Duration) {
+    let Sqs {
+        client,
+        queue_url,
+        metrics,
+        call_timeout,
+    } = sqs;
     for chunk in receipts.chunks(10) {
         let entries: Vec<_> = chunk
             .iter()
@@ -79,12 +89,20 @@ pub(crate) async fn change(
                     .ok()
             })
             .collect();
-        let result = client
+        let call = client
             .change_message_visibility_batch()
             .queue_url(queue_url)
             .set_entries(Some(entries))
-            .send()
-            .await;
+            .send();
+        let Ok(result) = tokio::time::timeout(call_timeout, call).await else {
+            metrics.on_failure("visibility");
+            tracing::warn!(
+                queue = %queue_url,
+                timeout_ms = call_timeout.as_millis() as u64,
+                "ChangeMessageVisibilityBatch did not answer in time; given up"
+            );
+            continue;
+        };
         match result {
             Ok(out) => {
                 for failed in out.failed() {
@@ -111,21 +129,14 @@ pub(crate) async fn change(
 
 /// Every third of the visibility time-out, hides the messages still in `pending` for another
 /// whole time-out. Runs until dropped.
-pub(crate) async fn heartbeat(
-    client: &Client,
-    queue_url: &str,
-    metrics: &ConsumerMetrics,
-    visibility_timeout: Duration,
-    pending: &Pending,
-) {
+pub(crate) async fn heartbeat(sqs: Sqs<'_>, visibility_timeout: Duration, pending: &Pending) {
     let every = (visibility_timeout / 3).max(Duration::from_millis(300));
-    let hide = |receipts: Vec<String>| async move {
-        change(client, queue_url, metrics, &receipts, visibility_timeout).await
-    };
+    let hide =
+        |receipts: Vec<String>| async move { change(sqs, &receipts, visibility_timeout).await };
     let timed_out = || {
-        metrics.on_failure("visibility");
+        sqs.metrics.on_failure("visibility");
         tracing::warn!(
-            queue = %queue_url,
+            queue = %sqs.queue_url,
             timeout_ms = every.as_millis() as u64,
             "a heartbeat's ChangeMessageVisibilityBatch did not answer in time; given up"
         );

@@ -76,3 +76,55 @@ async fn a_handler_panic_is_a_counted_failure_and_the_event_is_applied_once() {
     assert_eq!(failed, 3, "the observer saw each panic as a failure");
     assert_eq!(handler.calls.load(Ordering::SeqCst), 6);
 }
+
+/// SQS stops answering (a partition: connections stay open, nothing comes back) while a handled
+/// message's delete is on its way: the consumer still stops, within its call time-out, and the
+/// message comes back later as a duplicate. Before, the delete (like every consumer call but the
+/// heartbeat) had no time limit and `run` never returned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_stops_within_its_call_timeout_when_sqs_stops_answering() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let relay = start_relay(&db, &queue).await;
+    emit_credits(&db, 1, 1).await;
+    let upstream: std::net::SocketAddr = outbox_tests::sqs::endpoint()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .expect("the SQS endpoint is host:port");
+    let proxy = outbox_tests::BlackHoleProxy::start(upstream).await;
+    let recorder = Arc::new(Recorder {
+        delay: Some(Duration::from_millis(800)),
+        ..Recorder::default()
+    });
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .endpoint_url(format!("http://{}", proxy.addr()))
+        .call_timeout(Duration::from_secs(1))
+        .build()
+        .await
+        .unwrap();
+    let running = Running::start(c, recorder.clone());
+    tokio::time::timeout(Duration::from_secs(30), recorder.started.notified())
+        .await
+        .expect("the handler starts");
+    proxy.black_hole(); // the handler commits, then its delete goes into the black hole
+    assert!(
+        eventually(Duration::from_secs(10), async || effect_counts(&db).await.0
+            == 1)
+        .await,
+        "the handler committed"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let stopping = std::time::Instant::now();
+    let stopped = tokio::time::timeout(Duration::from_secs(10), running.stop()).await;
+    relay.stop().await;
+    let c = stopped.expect("the consumer stopped despite the unanswered calls");
+    assert!(
+        stopping.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        stopping.elapsed()
+    );
+    assert!(c.metrics().failures("delete") >= 1, "{:?}", c.metrics());
+}
