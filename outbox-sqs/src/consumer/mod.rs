@@ -86,6 +86,18 @@
 //! has no redrive policy. Without one, a failing message is retried forever — at most once per
 //! `retry_max`, never in a hot loop.
 //!
+//! A handler that panics is a failed handler (caught, counted as `reason="handler"`). Each SQS
+//! call is given up after [`call_timeout`](ConsumerConfig::call_timeout) (10 s; a receive its
+//! long-poll wait more).
+//!
+//! # Database outages
+//!
+//! Each delivery counts towards the queue's `maxReceiveCount`, so an outage must not make the
+//! consumer receive and fail messages over and over. After a database failure the receivers stop
+//! asking SQS for messages and the units wait before their next message (their heartbeat keeps it
+//! hidden) until a probe (`SELECT 1`, every 250 ms to 5 s) answers: a message in hand when the
+//! database went away fails once; the rest wait untouched.
+//!
 //! # Bad input
 //!
 //! A message without a valid `event_id`, with an event type `T` does not accept
@@ -121,6 +133,7 @@
 
 mod builder;
 mod config;
+mod database;
 mod delete;
 mod envelope;
 mod handler;
@@ -152,6 +165,7 @@ pub use handler::{Delivery, Handler, HandlerError, Outcome};
 pub use metrics::ConsumerMetrics;
 
 use crate::error::Result;
+use database::DatabaseGate;
 use delete::Deleter;
 use handler::Observer;
 
@@ -200,10 +214,26 @@ impl Inner {
     }
 }
 
-/// One run: the consumer and its delete batcher.
+/// One run: the consumer, its delete batcher and its view of the database.
 pub(crate) struct Shared {
     inner: Arc<Inner>,
     deleter: Deleter,
+    database: DatabaseGate,
+}
+
+impl Shared {
+    /// Waits while the database is known to fail (see [`DatabaseGate`]); `false` once `token` is
+    /// cancelled.
+    pub(crate) async fn database_up(&self, token: &CancellationToken) -> bool {
+        self.database
+            .wait_up(
+                &self.pool,
+                &self.config.name,
+                self.config.call_timeout,
+                token,
+            )
+            .await
+    }
 }
 
 impl Deref for Shared {
@@ -241,6 +271,7 @@ impl Consumer {
         let shared = Arc::new(Shared {
             inner: self.inner.clone(),
             deleter,
+            database: DatabaseGate::default(),
         });
         tracing::info!(consumer = %self.inner.config.name, queue = %self.inner.queue_url, "consumer started");
         receive::receive_loop::<T, H>(shared.clone(), Arc::new(handler), shutdown).await;

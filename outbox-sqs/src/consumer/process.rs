@@ -135,6 +135,10 @@ where
             (Outcome::Duplicate, false)
         }
         Err(failure) => {
+            if matches!(failure, Failure::Database(_)) {
+                // Receivers and units wait until it answers again (see `DatabaseGate`).
+                shared.database.failed();
+            }
             let (reason, error) = match &failure {
                 Failure::Database(e) => ("database", e),
                 Failure::Handler(e) => ("handler", e),

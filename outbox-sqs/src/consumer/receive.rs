@@ -90,6 +90,11 @@ async fn receiver<T, H>(
                 Err(_) => break,
             },
         };
+        // While the database fails, asking for messages would only fail them (each delivery
+        // counting towards the queue's maxReceiveCount): wait until it answers.
+        if !shared.database_up(&token).await {
+            break;
+        }
         let received = tokio::select! {
             // A long poll cut short: whatever SQS handed out to it comes back after the visibility
             // time-out.

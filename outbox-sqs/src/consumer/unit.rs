@@ -73,8 +73,15 @@ pub(crate) async fn run_unit<T, H>(
         let rest = in_sequence(
             &unit,
             |message| {
-                let (shared, handler, pending) = (&shared, &handler, &pending);
-                handle_message::<T, H>(shared, &**handler, message, received_at, pending)
+                let (shared, handler, pending, token) = (&shared, &handler, &pending, &token);
+                async move {
+                    // Kept hidden by the heartbeat while the database fails; released unhandled
+                    // if shutdown comes first.
+                    if !shared.database_up(token).await {
+                        return Outcome::Released;
+                    }
+                    handle_message::<T, H>(shared, &**handler, message, received_at, pending).await
+                }
             },
             stops,
             &token,
@@ -116,7 +123,8 @@ async fn release(shared: &Shared, messages: &[Message], received_at: Instant, pe
 }
 
 /// Calls `handle` on the messages of `unit` one after the other, until an outcome `stops` the unit
-/// or `token` is cancelled; returns the messages not handled.
+/// or `token` is cancelled; returns the messages not handled (from the current one on when its
+/// outcome is [`Outcome::Released`]: `handle` did not start it).
 pub(crate) async fn in_sequence<'m, F: Future<Output = Outcome>>(
     unit: &'m [Message],
     mut handle: impl FnMut(&'m Message) -> F,
@@ -125,6 +133,9 @@ pub(crate) async fn in_sequence<'m, F: Future<Output = Outcome>>(
 ) -> &'m [Message] {
     for (i, message) in unit.iter().enumerate() {
         let outcome = handle(message).await;
+        if outcome == Outcome::Released {
+            return &unit[i..];
+        }
         if stops(outcome) || token.is_cancelled() {
             return &unit[i + 1..];
         }

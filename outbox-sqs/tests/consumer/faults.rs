@@ -128,3 +128,70 @@ async fn a_consumer_stops_within_its_call_timeout_when_sqs_stops_answering() {
     );
     assert!(c.metrics().failures("delete") >= 1, "{:?}", c.metrics());
 }
+
+/// The database goes away for a while (connections refused, as in a failover): the messages in
+/// hand fail once, then the consumer stops receiving until the database answers, so no message's
+/// receive count climbs through the outage (each delivery counts towards the queue's
+/// maxReceiveCount: before, every message was received and failed again on each retry delay, and
+/// a half-minute outage dead-lettered the whole backlog).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_outage_costs_each_message_one_delivery_at_most() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let relay = start_relay(&db, &queue).await;
+    let ids = emit_credits(&db, 6, 1).await;
+    assert!(eventually(Duration::from_secs(20), async || db.pending().await == 0).await);
+    relay.stop().await;
+
+    let mut admin_config = db.config().clone();
+    admin_config.dbname("postgres");
+    let admin = outbox_tests::db::connect(&admin_config).await;
+    let name = db.name().to_owned();
+    let outage = async |allow: bool| {
+        admin
+            .batch_execute(&format!(
+                "ALTER DATABASE {name} ALLOW_CONNECTIONS {allow};
+                 SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                  WHERE datname = '{name}' AND NOT {allow}"
+            ))
+            .await
+            .unwrap();
+    };
+    outage(false).await;
+    let seen = Seen::default();
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .retry_backoff(Duration::from_millis(100), Duration::from_millis(500))
+        .observe(seen.observer())
+        .build()
+        .await
+        .unwrap();
+    let running = Running::start(c, Arc::new(Recorder::default()));
+    tokio::time::sleep(Duration::from_secs(6)).await; // retry delays of 1 s: up to 6 deliveries
+    outage(true).await;
+    let done = eventually(Duration::from_secs(30), async || {
+        effect_counts(&db).await.1 == ids.len() as i64
+    })
+    .await;
+    let c = running.stop().await;
+    assert!(
+        done,
+        "every event applied once the database is back: {:?}",
+        c.metrics()
+    );
+    assert_eq!(effect_counts(&db).await, (6, 6));
+    let most = seen
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d.envelope.as_ref().map(|e| e.receive_count))
+        .max()
+        .unwrap_or(0);
+    assert!(
+        most <= 2,
+        "a message was delivered {most} times through the outage"
+    );
+    assert!(c.metrics().failures("database") <= 6, "{:?}", c.metrics());
+}
