@@ -13,7 +13,7 @@ use deadpool_postgres::Pool;
 use super::config::ConsumerConfig;
 use super::handler::{Delivery, Observer};
 use super::metrics::ConsumerMetrics;
-use super::{Consumer, Inner};
+use super::{Consumer, Inner, payload};
 use crate::clients::{load_default, no_region};
 use crate::error::{Error, ErrorKind, Result, config_error};
 use crate::sdk_error::{sdk_error, timeout_error};
@@ -176,12 +176,13 @@ impl ConsumerBuilder {
         if queue.is_empty() {
             return Err(config_error("the consumer's queue is empty"));
         }
-        let conf = match (self.client, self.sdk_config) {
-            (Some(client), _) => client.config().to_builder(),
-            (None, Some(sdk)) => aws_sdk_sqs::config::Builder::from(&sdk),
-            (None, None) => aws_sdk_sqs::config::Builder::from(
-                &load_default(config.region.as_deref(), config.endpoint_url.as_deref()).await,
-            ),
+        let sdk = match self.sdk_config {
+            Some(sdk) => sdk,
+            None => load_default(config.region.as_deref(), config.endpoint_url.as_deref()).await,
+        };
+        let conf = match self.client {
+            Some(client) => client.config().to_builder(),
+            None => aws_sdk_sqs::config::Builder::from(&sdk),
         };
         let mut conf = conf;
         if let Some(region) = &config.region {
@@ -194,6 +195,8 @@ impl ConsumerBuilder {
         if conf.region().is_none() {
             return Err(no_region());
         }
+        // Reads offloaded payloads (see `payload.rs`); no call until a pointer arrives.
+        let s3 = payload::s3_client(&sdk, conf.region().cloned(), config.endpoint_url.as_deref());
         let client = Client::from_conf(conf);
         let queue_url = if queue.contains("://") {
             queue
@@ -205,6 +208,7 @@ impl ConsumerBuilder {
         Ok(Consumer {
             inner: Arc::new(Inner {
                 client,
+                s3,
                 queue_url,
                 pool: self.pool,
                 config,

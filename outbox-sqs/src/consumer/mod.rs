@@ -90,6 +90,17 @@
 //! call is given up after [`call_timeout`](ConsumerConfig::call_timeout) (10 s; a receive its
 //! long-poll wait more).
 //!
+//! # Offloaded payloads
+//!
+//! A message whose payload the publisher offloaded to S3 (attribute `ExtendedPayloadSize`, or the
+//! legacy `SQSLargePayloadSize`, and a pointer body in the Extended Client format) is decoded from
+//! the S3 object it points to, read with `GetObject` through the same AWS configuration (within
+//! the call time-out and a second per MiB). S3 failing, slow or missing the object is a failed
+//! delivery (`reason="offload"`, retried on the back-off); a pointer that does not parse is bad
+//! input. The object is not deleted (with SNS fan-out, other queues point to it too): expire
+//! the [`OFFLOAD_KEY_PREFIX`](crate::OFFLOAD_KEY_PREFIX) with an S3 lifecycle rule. The consumer's
+//! role needs `s3:GetObject` on it.
+//!
 //! # Database outages
 //!
 //! Each delivery counts towards the queue's `maxReceiveCount`, so an outage must not make the
@@ -138,6 +149,7 @@ mod delete;
 mod envelope;
 mod handler;
 mod metrics;
+mod payload;
 mod process;
 mod receive;
 mod unit;
@@ -187,6 +199,8 @@ impl std::fmt::Debug for Consumer {
 /// What every run of a consumer shares.
 pub(crate) struct Inner {
     client: Client,
+    /// Reads offloaded payloads.
+    s3: aws_sdk_s3::Client,
     queue_url: String,
     pool: Pool,
     config: ConsumerConfig,

@@ -14,6 +14,7 @@ use super::Shared;
 use super::config::BadInputPolicy;
 use super::envelope::{BadInput, Envelope};
 use super::handler::{Delivery, Handler, HandlerError, Outcome};
+use super::payload::{self, PayloadError};
 use super::visibility::{self, Pending};
 
 /// Why a handled message failed.
@@ -84,7 +85,30 @@ where
     T: DecodeEvent + Send + 'static,
     H: Handler<T>,
 {
-    let event = match T::decode(&env.event_type, message.body().unwrap_or_default()) {
+    let body = match payload::body(&shared.s3, message, shared.config.call_timeout).await {
+        Ok(body) => body,
+        Err(PayloadError::Malformed(reason)) => {
+            tracing::warn!(reason, "cannot read the offloaded payload");
+            let outcome = bad_input(
+                shared,
+                BadInput::Undecodable,
+                &env.message_id,
+                Some(env),
+                receipt,
+                pending,
+            )
+            .await;
+            return (outcome, false);
+        }
+        Err(PayloadError::Fetch(reason)) => {
+            // S3 down, slow, or the object gone: a failed delivery, retried on the back-off
+            // (the queue's redrive policy has the last word), never bad input.
+            pending.take(receipt).await;
+            failed(shared, env, receipt, "offload", &reason).await;
+            return (Outcome::Failed, false);
+        }
+    };
+    let event = match T::decode(&env.event_type, &body) {
         Ok(event) => event,
         Err(e) => {
             let bad = match e.kind() {
@@ -143,18 +167,31 @@ where
                 Failure::Database(e) => ("database", e),
                 Failure::Handler(e) => ("handler", e),
             };
-            shared.metrics.on_failure(reason);
-            let delay = visibility::retry_delay(&shared.config, env.receive_count);
-            tracing::warn!(
+            failed(
+                shared,
+                env,
+                receipt,
                 reason,
-                error = %outbox_core::error_chain(&**error),
-                retry_in_ms = delay.as_millis() as u64,
-                "handling the event failed; rolled back, it will be delivered again"
-            );
-            visibility::change(shared.sqs(), &[receipt.to_owned()], delay).await;
+                &outbox_core::error_chain(&**error),
+            )
+            .await;
             (Outcome::Failed, false)
         }
     }
+}
+
+/// Counts and logs a failed delivery and hides the message for the retry delay of its receive
+/// count. Its receipt must be out of the heartbeat's `pending` already.
+async fn failed(shared: &Shared, env: &Envelope, receipt: &str, reason: &str, error: &str) {
+    shared.metrics.on_failure(reason);
+    let delay = visibility::retry_delay(&shared.config, env.receive_count);
+    tracing::warn!(
+        reason,
+        error,
+        retry_in_ms = delay.as_millis() as u64,
+        "handling the event failed; rolled back, it will be delivered again"
+    );
+    visibility::change(shared.sqs(), &[receipt.to_owned()], delay).await;
 }
 
 /// The transaction: inbox row, handler, commit. `Ok(false)` for a duplicate.

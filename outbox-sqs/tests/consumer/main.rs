@@ -4,6 +4,7 @@
 mod bad_input;
 mod faults;
 mod fifo;
+mod offloaded;
 mod round_trip;
 mod shutdown;
 mod support;

@@ -1,0 +1,171 @@
+//! The body a handler's event is decoded from: the message's own, or, for a message whose payload
+//! the publisher offloaded to S3 (the Extended Client format, see [`crate::offload`]), the object
+//! its pointer names.
+//!
+//! The object is not deleted after the event is handled: with SNS fan-out every subscribed queue
+//! carries a pointer to the same object. Expire them with an S3 lifecycle rule on the
+//! [`OFFLOAD_KEY_PREFIX`](crate::OFFLOAD_KEY_PREFIX) (longer than the queues' retention).
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use aws_sdk_sqs::types::Message;
+use aws_types::SdkConfig;
+use aws_types::region::Region;
+use serde::Deserialize;
+
+use crate::offload::{EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, PAYLOAD_POINTER_CLASS};
+
+/// The attribute older Extended Client libraries set instead of [`EXTENDED_PAYLOAD_SIZE_ATTRIBUTE`].
+const LEGACY_PAYLOAD_SIZE_ATTRIBUTE: &str = "SQSLargePayloadSize";
+
+/// How much longer than the call time-out reading an offloaded object may take, per MiB it holds.
+const PER_MIB: Duration = Duration::from_secs(1);
+
+/// Why the body could not be had.
+#[derive(Debug)]
+pub(crate) enum PayloadError {
+    /// Marked offloaded, but the body is not a pointer, or the object is not UTF-8: bad input.
+    Malformed(String),
+    /// S3 did not give the object (unreachable, too slow, missing, denied): a failed delivery.
+    Fetch(String),
+}
+
+/// The pointer's second element.
+#[derive(Deserialize)]
+struct Pointer {
+    #[serde(rename = "s3BucketName")]
+    bucket: String,
+    #[serde(rename = "s3Key")]
+    key: String,
+}
+
+/// The declared size of an offloaded payload, when `message` is marked offloaded.
+fn offloaded_size(message: &Message) -> Option<u64> {
+    let attributes = message.message_attributes()?;
+    let value = attributes
+        .get(EXTENDED_PAYLOAD_SIZE_ATTRIBUTE)
+        .or_else(|| attributes.get(LEGACY_PAYLOAD_SIZE_ATTRIBUTE))?;
+    Some(
+        value
+            .string_value()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0),
+    )
+}
+
+/// The bucket and key of a pointer body.
+fn pointer(body: &str) -> Result<Pointer, PayloadError> {
+    let malformed =
+        || PayloadError::Malformed("marked offloaded, but the body is not an S3 pointer".into());
+    let (class, pointer): (String, Pointer) =
+        serde_json::from_str(body).map_err(|_| malformed())?;
+    if class != PAYLOAD_POINTER_CLASS {
+        return Err(malformed());
+    }
+    Ok(pointer)
+}
+
+/// The body of `message`: its own, or the S3 object its pointer names (read within the call
+/// time-out and a second per MiB of the declared size).
+pub(crate) async fn body<'m>(
+    s3: &aws_sdk_s3::Client,
+    message: &'m Message,
+    call_timeout: Duration,
+) -> Result<Cow<'m, str>, PayloadError> {
+    let own = message.body().unwrap_or_default();
+    let Some(size) = offloaded_size(message) else {
+        return Ok(Cow::Borrowed(own));
+    };
+    let Pointer { bucket, key } = pointer(own)?;
+    let mib = u32::try_from(size / (1024 * 1024)).unwrap_or(u32::MAX);
+    let limit = call_timeout.saturating_add(PER_MIB.saturating_mul(mib));
+    let read = async {
+        let object = s3
+            .get_object()
+            .bucket(&bucket)
+            .key(&key)
+            .send()
+            .await
+            .map_err(|e| outbox_core::error_chain(&e))?;
+        let bytes = object
+            .body
+            .collect()
+            .await
+            .map_err(|e| outbox_core::error_chain(&e))?;
+        Ok::<_, String>(bytes.into_bytes())
+    };
+    let bytes = match tokio::time::timeout(limit, read).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(e)) => {
+            return Err(PayloadError::Fetch(format!(
+                "cannot read the offloaded payload s3://{bucket}/{key}: {e}"
+            )));
+        }
+        Err(_) => {
+            return Err(PayloadError::Fetch(format!(
+                "reading the offloaded payload s3://{bucket}/{key} took longer than {limit:?}"
+            )));
+        }
+    };
+    String::from_utf8(bytes.to_vec())
+        .map(Cow::Owned)
+        .map_err(|_| PayloadError::Malformed("the offloaded payload is not UTF-8 text".into()))
+}
+
+/// The S3 client that reads offloaded payloads: from `sdk`, in `region`, at `endpoint` when set;
+/// path-style addressing when an endpoint is overridden (local and S3-compatible servers need it).
+pub(crate) fn s3_client(
+    sdk: &SdkConfig,
+    region: Option<Region>,
+    endpoint: Option<&str>,
+) -> aws_sdk_s3::Client {
+    let mut s3 = aws_sdk_s3::config::Builder::from(sdk);
+    if let Some(region) = region {
+        s3 = s3.region(region);
+    }
+    if let Some(url) = endpoint {
+        s3 = s3.endpoint_url(url);
+    }
+    let custom_endpoint = endpoint.is_some()
+        || sdk.endpoint_url().is_some()
+        || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
+    aws_sdk_s3::Client::from_conf(s3.force_path_style(custom_endpoint).build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_sqs::types::MessageAttributeValue;
+
+    fn number(v: &str) -> MessageAttributeValue {
+        MessageAttributeValue::builder()
+            .data_type("Number")
+            .string_value(v)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_pointer_is_read_from_either_attribute_and_checked() {
+        let body = crate::offload::pointer_body("b", "outbox/1");
+        let m = Message::builder()
+            .body(&body)
+            .message_attributes(EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, number("3000000"))
+            .build();
+        assert_eq!(offloaded_size(&m), Some(3_000_000));
+        let p = pointer(m.body().unwrap()).unwrap();
+        assert_eq!((p.bucket.as_str(), p.key.as_str()), ("b", "outbox/1"));
+        let legacy = Message::builder()
+            .body(&body)
+            .message_attributes(LEGACY_PAYLOAD_SIZE_ATTRIBUTE, number("10"))
+            .build();
+        assert_eq!(offloaded_size(&legacy), Some(10));
+        assert_eq!(offloaded_size(&Message::builder().body("{}").build()), None);
+        assert!(matches!(pointer("{}"), Err(PayloadError::Malformed(_))));
+        assert!(matches!(
+            pointer(r#"["some.OtherClass",{"s3BucketName":"b","s3Key":"k"}]"#),
+            Err(PayloadError::Malformed(_))
+        ));
+    }
+}
