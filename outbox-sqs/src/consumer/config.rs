@@ -75,16 +75,18 @@ pub struct ConsumerConfig {
     /// [`DEFAULT_CONCURRENCY`] (10).
     pub concurrency: usize,
     /// Receivers: `ReceiveMessage` calls that may be waiting at once, sharing the
-    /// [`concurrency`](Self::concurrency) handlers (each asks only for as many messages as
-    /// handlers are free). More than one keeps handlers fed while a long poll waits on a queue
+    /// [`concurrency`](Self::concurrency) handlers (each asks for a whole batch once there is room
+    /// for one: `concurrency + max_messages` messages may be received and not yet done, the
+    /// waiting ones kept hidden). More than one keeps handlers fed while a long poll waits on a queue
     /// that looked empty when it started (on a FIFO queue: every group busy). Default
     /// [`DEFAULT_RECEIVERS`] (2); at most `concurrency` are used.
     pub receivers: usize,
-    /// The most messages one `ReceiveMessage` asks for, 1–10 (fewer when fewer handlers are free).
+    /// The most messages one `ReceiveMessage` asks for, 1–10.
     /// Default [`DEFAULT_MAX_MESSAGES`] (10).
     pub max_messages: i32,
-    /// The long-poll wait of one `ReceiveMessage`, whole seconds, at most 20. Default
-    /// [`DEFAULT_WAIT`] (20 s).
+    /// The long-poll wait of one `ReceiveMessage`, whole seconds, at most 20. With 0 (short
+    /// polling) a receiver that finds the queue empty pauses a second before asking again.
+    /// Default [`DEFAULT_WAIT`] (20 s).
     pub wait: Duration,
     /// The visibility time-out asked for on receive (whole seconds, at least 1 s): how long a
     /// received message stays hidden from other receivers. While a handler runs, the consumer

@@ -104,7 +104,7 @@ where
             // S3 down, slow, or the object gone: a failed delivery, retried on the back-off
             // (the queue's redrive policy has the last word), never bad input.
             pending.take(receipt).await;
-            failed(shared, env, receipt, "offload", &reason).await;
+            failed(shared, env, receipt, pending, "offload", &reason).await;
             return (Outcome::Failed, false);
         }
     };
@@ -167,14 +167,8 @@ where
                 Failure::Database(e) => ("database", e),
                 Failure::Handler(e) => ("handler", e),
             };
-            failed(
-                shared,
-                env,
-                receipt,
-                reason,
-                &outbox_core::error_chain(&**error),
-            )
-            .await;
+            let error = outbox_core::error_chain(&**error);
+            failed(shared, env, receipt, pending, reason, &error).await;
             (Outcome::Failed, false)
         }
     }
@@ -182,9 +176,16 @@ where
 
 /// Counts and logs a failed delivery and hides the message for the retry delay of its receive
 /// count. Its receipt must be out of the heartbeat's `pending` already.
-async fn failed(shared: &Shared, env: &Envelope, receipt: &str, reason: &str, error: &str) {
+async fn failed(
+    shared: &Shared,
+    env: &Envelope,
+    receipt: &str,
+    pending: &Pending,
+    reason: &str,
+    error: &str,
+) {
     shared.metrics.on_failure(reason);
-    let delay = visibility::retry_delay(&shared.config, env.receive_count);
+    let delay = pending.within_limit(visibility::retry_delay(&shared.config, env.receive_count));
     tracing::warn!(
         reason,
         error,
@@ -270,7 +271,7 @@ async fn bad_input(
             visibility::change(
                 shared.sqs(),
                 &[receipt.to_owned()],
-                shared.config.bad_input_delay,
+                pending.within_limit(shared.config.bad_input_delay),
             )
             .await
         }

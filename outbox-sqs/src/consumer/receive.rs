@@ -20,6 +20,9 @@ use super::config::secs;
 use super::handler::Handler;
 use super::unit::{run_unit, split_into_units};
 
+/// The pause after a short poll (`wait` 0) found the queue empty.
+const EMPTY_SHORT_POLL_PAUSE: Duration = Duration::from_secs(1);
+
 /// The longest pause after failed receives.
 const MAX_RECEIVE_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -129,6 +132,14 @@ async fn receiver<T, H>(
             unit_ended(&shared, joined);
         }
         if messages.is_empty() {
+            // A short poll (`wait` 0) answers at once: without a pause an empty queue would be
+            // asked again and again, as fast as the network allows (each call billed).
+            if shared.config.wait.is_zero() {
+                tokio::select! {
+                    _ = token.cancelled() => break,
+                    _ = tokio::time::sleep(EMPTY_SHORT_POLL_PAUSE) => {}
+                }
+            }
             continue;
         }
         shared.metrics.on_received(messages.len());

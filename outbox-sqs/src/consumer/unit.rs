@@ -55,7 +55,7 @@ pub(crate) async fn run_unit<T, H>(
     H: Handler<T>,
 {
     let receipt = |m: &Message| m.receipt_handle().unwrap_or_default().to_owned();
-    let pending = Pending::new(unit.iter().map(receipt).collect());
+    let pending = Pending::new(unit.iter().map(receipt).collect(), received_at);
     let work = async {
         let stops = |outcome: Outcome| match outcome {
             Outcome::Failed => true,

@@ -1,14 +1,17 @@
 //! Changing how long received messages stay hidden: the retry back-off after a failure, releasing
 //! messages at once, and the heartbeat that keeps a slow handler's messages hidden.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry;
 use tokio::sync::Mutex;
 
-use super::config::ConsumerConfig;
+use super::config::{ConsumerConfig, MAX_VISIBILITY_TIMEOUT};
 use super::metrics::ConsumerMetrics;
+
+/// How far short of SQS's 12-hour limit a message's hiding stops.
+const LIMIT_MARGIN: Duration = Duration::from_secs(60);
 
 /// The retry delay after the `receive_count`-th delivery failed:
 /// `retry_initial × 2^(receive_count − 1)`, at most `retry_max` (SQS then rounds it up to whole
@@ -35,11 +38,28 @@ pub(crate) fn hidden_secs(hidden: Duration) -> i32 {
 /// first; that waits for a heartbeat call in flight, so the heartbeat never lands after the
 /// disposal and overrides it (a retry delay or an immediate release stretched to a whole
 /// visibility time-out).
-pub(crate) struct Pending(Mutex<Vec<String>>);
+pub(crate) struct Pending {
+    receipts: Mutex<Vec<String>>,
+    /// When the unit's messages were received: SQS hides a message for at most 12 hours from then.
+    received_at: Instant,
+}
 
 impl Pending {
-    pub(crate) fn new(receipts: Vec<String>) -> Self {
-        Pending(Mutex::new(receipts))
+    pub(crate) fn new(receipts: Vec<String>, received_at: Instant) -> Self {
+        Pending {
+            receipts: Mutex::new(receipts),
+            received_at,
+        }
+    }
+
+    /// `hidden`, cut so that the message is hidden no later than 12 hours (less a minute's margin)
+    /// after it was received: SQS refuses a longer change outright, and the message would then
+    /// come back after its visibility time-out instead of the delay asked for.
+    pub(crate) fn within_limit(&self, hidden: Duration) -> Duration {
+        let left = MAX_VISIBILITY_TIMEOUT
+            .saturating_sub(self.received_at.elapsed())
+            .saturating_sub(LIMIT_MARGIN);
+        hidden.min(left)
     }
 
     /// Takes `receipt` out; once this returns no heartbeat call includes it.
@@ -49,7 +69,7 @@ impl Pending {
 
     /// Takes `receipts` out at once.
     pub(crate) async fn take_all(&self, receipts: &[impl AsRef<str>]) {
-        self.0
+        self.receipts
             .lock()
             .await
             .retain(|r| !receipts.iter().any(|t| t.as_ref() == r));
@@ -155,7 +175,7 @@ async fn beat<F: Future<Output = ()>>(
 ) {
     loop {
         tokio::time::sleep(every).await;
-        let receipts = pending.0.lock().await;
+        let receipts = pending.receipts.lock().await;
         if receipts.is_empty() {
             continue;
         }
@@ -184,6 +204,22 @@ mod tests {
     }
 
     #[test]
+    fn hiding_stops_short_of_twelve_hours_after_the_receive() {
+        let hour = Duration::from_secs(3600);
+        let fresh = Pending::new(Vec::new(), Instant::now());
+        assert_eq!(
+            fresh.within_limit(Duration::from_secs(5)),
+            Duration::from_secs(5)
+        );
+        assert!(fresh.within_limit(12 * hour) <= 12 * hour - LIMIT_MARGIN);
+        let Some(old) = Instant::now().checked_sub(11 * hour) else {
+            return; // a clock too young to go back 11 h: nothing to check here
+        };
+        let old = Pending::new(Vec::new(), old);
+        assert!(old.within_limit(5 * hour) <= hour - LIMIT_MARGIN);
+    }
+
+    #[test]
     fn a_delay_is_rounded_up_to_whole_seconds_never_down() {
         let ms = Duration::from_millis;
         assert_eq!(hidden_secs(Duration::ZERO), 0);
@@ -197,7 +233,7 @@ mod tests {
     async fn disposal_during_a_call(call: Duration) -> Vec<String> {
         use std::sync::Mutex as StdMutex;
         use tokio::time::sleep;
-        let pending = Pending::new(vec!["a".into(), "b".into()]);
+        let pending = Pending::new(vec!["a".into(), "b".into()], std::time::Instant::now());
         let log = StdMutex::new(Vec::new());
         let note = |what: String| log.lock().unwrap().push(what);
         let hide = |receipts: Vec<String>| async move {

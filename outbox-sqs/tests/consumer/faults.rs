@@ -195,3 +195,27 @@ async fn a_database_outage_costs_each_message_one_delivery_at_most() {
     );
     assert!(c.metrics().failures("database") <= 6, "{:?}", c.metrics());
 }
+
+/// Short polling (`wait` 0) on an empty queue pauses between receives instead of asking again as
+/// fast as the network allows (each call is billed); the queue here is the SQS fixture, which
+/// answers every receive at once, empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_polling_an_empty_queue_is_not_a_busy_loop() {
+    let db = TestDb::new().await;
+    let fx = outbox_sqs_fixture::SqsFixture::start().await;
+    let queue = fx.create_queue("empty");
+    let c = outbox_sqs::Consumer::builder(db.pool().clone(), queue)
+        .sdk_config(outbox_tests::sqs::sdk_config_for(&fx.endpoint_url()).await)
+        .name("ledger")
+        .wait(Duration::ZERO)
+        .receivers(2)
+        .build()
+        .await
+        .unwrap();
+    let running = Running::start(c, Arc::new(Recorder::default()));
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    running.stop().await;
+    let receives = fx.calls_to("ReceiveMessage");
+    // Two receivers, a pause of a second after each empty answer: 6 at most in 2.5 s.
+    assert!((1..=8).contains(&receives), "{receives} receives in 2.5 s");
+}
