@@ -23,7 +23,7 @@ struct ReasonLabel {
 /// | `outbox_consumer_handled_total{consumer}` | counter | events handled and committed |
 /// | `outbox_consumer_duplicates_total{consumer}` | counter | duplicates skipped by the inbox |
 /// | `outbox_consumer_failures_total{consumer,reason}` | counter | failures by reason: `handler`, `database`, `missing_event_id`, `unknown_event_type`, `undecodable`, `receive`, `delete`, `visibility`, `unit` (a unit of work that ended abnormally), `offload` (an offloaded payload not read from S3) |
-/// | `outbox_consumer_handler_seconds{consumer}` | histogram | time from the transaction's start to its commit, per handled event |
+/// | `outbox_consumer_handler_seconds{consumer}` | histogram | time from taking a connection for the event (its wait for one included) to the commit, per handled event |
 #[derive(Clone)]
 pub struct ConsumerMetrics {
     inner: Arc<Inner>,
@@ -82,7 +82,7 @@ impl ConsumerMetrics {
             );
             sub.register(
                 "outbox_consumer_handler_seconds",
-                "Time from a handled event's transaction start to its commit",
+                "Time from a handled event's connection checkout to its commit",
                 latency.clone(),
             );
         }

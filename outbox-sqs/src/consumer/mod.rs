@@ -130,6 +130,12 @@
 //! ([`Outcome::Released`]) and SQS hands them out again only after the failed message — so a
 //! group never overtakes its failed message. Different groups run concurrently.
 //!
+//! A released message was received, so its next delivery counts towards the queue's
+//! `maxReceiveCount` although no handler saw it: the followers of a message that keeps failing
+//! climb with it, and so do messages released at shutdown. Give a FIFO queue's redrive policy a
+//! `maxReceiveCount` with room for that (the failing message's own retries plus a few), or its
+//! followers reach the dead-letter queue together with it.
+//!
 //! # Shutdown
 //!
 //! [`Consumer::run`] returns once its token is cancelled: it stops receiving (a long poll in

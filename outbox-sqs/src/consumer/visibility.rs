@@ -35,9 +35,10 @@ pub(crate) fn hidden_secs(hidden: Duration) -> i32 {
 
 /// The receipts of a unit's messages that the heartbeat keeps hidden. Whoever disposes of a
 /// message (deletes it, or hides it for a retry, or releases it) [`take`](Self::take)s its receipt
-/// first; that waits for a heartbeat call in flight, so the heartbeat never lands after the
-/// disposal and overrides it (a retry delay or an immediate release stretched to a whole
-/// visibility time-out).
+/// first; that waits for a heartbeat call in flight, so the heartbeat's call is answered before
+/// the disposal is sent and does not override it (a retry delay or an immediate release
+/// stretched to a whole visibility time-out). A heartbeat call given up on after its interval
+/// may still be applied by SQS later: the message then stays hidden for one visibility time-out.
 pub(crate) struct Pending {
     receipts: Mutex<Vec<String>>,
     /// When the unit's messages were received: SQS hides a message for at most 12 hours from then.
