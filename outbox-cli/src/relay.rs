@@ -155,7 +155,7 @@ async fn check_database(
     };
     drop(client);
     let sslmode = connector.tls().mode;
-    tracing::info!(target = %connector.target(), database = %db.database, user = %db.user,
+    tracing::info!(server = %connector.target(), database = %db.database, user = %db.user,
         tls = db.tls, %sslmode, server_version = %db.server_version,
         schema_version = db.schema_version, "database ready");
     if !db.tls {

@@ -64,6 +64,17 @@ async fn cli_and_relay_work_over_tls_only_and_never_try_plaintext() {
         logs.contains("database ready") && logs.contains("\"tls\":true"),
         "{logs}"
     );
+    // One `target` key per JSON line (the server was logged as a second `target`, which JSON
+    // readers resolve to the last: the server was lost).
+    let ready = logs
+        .lines()
+        .find(|l| l.contains("database ready"))
+        .unwrap_or_default();
+    assert_eq!(ready.matches("\"target\":").count(), 1, "{ready}");
+    assert!(
+        ready.contains(&format!("\"server\":\"127.0.0.1:{}\"", pg.port())),
+        "{ready}"
+    );
     tokio::time::sleep(Duration::from_millis(500)).await;
     let woken = Instant::now();
     emit_all(&**client, &[TestEvent::new("c", 1)])

@@ -280,7 +280,7 @@ impl deadpool_postgres::Connect for PoolConnect {
                 Err(RawError::Pg(e)) => return Err(e),
                 Err(RawError::Password(e)) => return Err(password_failure(e).await),
                 Err(RawError::Timeout(limit)) => {
-                    tracing::warn!(target = %self.0.target(), timeout_ms = limit.as_millis() as u64,
+                    tracing::warn!(server = %self.0.target(), timeout_ms = limit.as_millis() as u64,
                         "cannot open a database connection: no answer in time");
                     return Err(tokio_postgres::Error::__private_api_timeout());
                 }
