@@ -27,12 +27,19 @@ pub fn init(options: DbOptions) {
     let _ = OPTIONS.set(options);
 }
 
-/// The connector for `url` (the main database, or the relay's `--listen-url`).
+/// The connector for the main database's `url`.
 pub async fn connector(url: Option<&str>) -> Result<PgConnector, Failure> {
     let url = url.ok_or("no database given: set DATABASE_URL or pass --database-url")?;
-    let mut config: ConnectConfig = url
-        .parse()
-        .map_err(|e| format!("DATABASE_URL: {}", outbox_core::error_chain(&e)))?;
+    connector_named(url, Some("DATABASE_URL")).await
+}
+
+/// The connector for `url`; a parse error starts with `name` when given (the caller names the
+/// URL itself otherwise, e.g. `--listen-url`).
+pub async fn connector_named(url: &str, name: Option<&str>) -> Result<PgConnector, Failure> {
+    let mut config: ConnectConfig = url.parse().map_err(|e| {
+        let e = outbox_core::error_chain(&e);
+        name.map_or_else(|| e.clone(), |name| format!("{name}: {e}"))
+    })?;
     if config.pg.get_connect_timeout().is_none() {
         config.pg.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
     }

@@ -73,7 +73,9 @@ fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
 
 /// Runs the relay until SIGINT or SIGTERM.
 pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
+    // Every setting is checked before the database is touched (`--migrate` included).
     let config = relay_config(&args)?;
+    let sqs = sqs_config(&args)?;
     if let Some(inbox) = args.inbox_retention {
         outbox_core::check_inbox_retention(inbox)?;
     }
@@ -82,10 +84,7 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     let listen = check_database(&connector, &args, config.retention.is_some())
         .await?
         .map(|l| l.hardened(config.publish_timeout));
-    let publisher = SqsPublisher::builder()
-        .config(sqs_config(&args)?)
-        .build()
-        .await?;
+    let publisher = SqsPublisher::builder().config(sqs).build().await?;
     let pool = connector.relay_pool(config.concurrency + 2, config.publish_timeout)?;
     let metrics = RelayMetrics::new();
     let inbox_pool = pool.clone();
@@ -141,7 +140,7 @@ async fn check_database(
     let listen = match (&args.listen_url, args.no_listen) {
         (_, true) => None,
         (Some(u), false) => {
-            let listen = db::connector(Some(u))
+            let listen = db::connector_named(u, None)
                 .await
                 .map_err(|e| format!("--listen-url: {}", outbox_core::error_chain(&*e)))?;
             // Fail now on a wrong LISTEN URL (unreachable, or another database: NOTIFY is per

@@ -443,6 +443,49 @@ async fn relay_fails_fast_on_a_queue_that_does_not_exist() {
     );
 }
 
+/// A bad `--route` is refused before the database is touched: `--migrate` on an empty database
+/// used to apply every migration first. A bad `--listen-url` is named as such (it was called
+/// `DATABASE_URL` in the error).
+#[tokio::test]
+async fn relay_settings_are_checked_before_the_database_is_touched() {
+    let db = TestDb::empty().await;
+    let out = outbox(&db)
+        .args(["relay", "--migrate", "--route", "order.*"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--route `order.*`"), "{err}");
+    let tables: i64 = db
+        .connect()
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'outbox%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 0, "nothing migrated: {err}");
+
+    let db = TestDb::new().await;
+    let queue = format!("{}/000000000000/q", outbox_tests::sqs::endpoint());
+    let out = outbox(&db)
+        .args([
+            "relay",
+            "--default-queue",
+            &queue,
+            "--listen-url",
+            "host=h user",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("--listen-url: "), "{err}");
+    assert!(!err.contains("DATABASE_URL"), "{err}");
+}
+
 /// The child's AWS settings: every service (SQS, SNS, S3) on the local emulator.
 fn local_aws(cmd: &mut Command) -> &mut Command {
     cmd.env("AWS_ENDPOINT_URL", outbox_tests::sqs::endpoint())
