@@ -66,6 +66,12 @@ SELECT l.name, l.lo, l.hi, l.detach_pending, greatest(c.reltuples, 0)::int8 AS e
   JOIN pg_class c ON c.oid = to_regclass(l.name)
  ORDER BY l.lo NULLS FIRST;
 
+-- Whether `outbox_events` is partitioned, from the catalog, which every role may read (`outbox
+-- stats` for a role without SELECT on `outbox_partitioning`, which the plain layout needs not).
+--! events_partitioned
+SELECT coalesce((SELECT c.relkind = 'p' FROM pg_class c WHERE c.oid = to_regclass('outbox_events')),
+                false) AS partitioned;
+
 -- `outbox stats`' partition line; no row on the plain layout.
 --! partition_stats : (maintained_at?)
 SELECT p.granularity,

@@ -37,9 +37,34 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", outbox_core::error_chain(&*e));
+            if let Some(hint) = hint(&*e) {
+                eprintln!("hint: {hint}");
+            }
             ExitCode::FAILURE
         }
     }
+}
+
+/// What to do about an error an operator can fix: a table or function of the outbox schema that
+/// does not exist (a database never migrated, or migrated by an older `outbox`).
+fn hint(e: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
+    use tokio_postgres::error::SqlState;
+    let mut source = Some(e);
+    while let Some(s) = source {
+        let code = s
+            .downcast_ref::<tokio_postgres::Error>()
+            .and_then(|pg| pg.code());
+        if code
+            .is_some_and(|c| *c == SqlState::UNDEFINED_TABLE || *c == SqlState::UNDEFINED_FUNCTION)
+        {
+            return Some(
+                "the outbox schema is missing from this database, or older than this `outbox`: \
+                 run `outbox migrate` (as the schema owner)",
+            );
+        }
+        source = s.source();
+    }
+    None
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {

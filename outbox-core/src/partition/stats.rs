@@ -32,6 +32,11 @@ pub struct PartitionStats {
 pub async fn partition_stats<C: GenericClient>(
     client: &C,
 ) -> Result<Option<PartitionStats>, Error> {
+    // The plain layout has nothing to report: not even a look at `outbox_partitioning`, which a
+    // read-only role there may not read.
+    if !sql::events_partitioned().bind(client).one().await? {
+        return Ok(None);
+    }
     Ok(sql::partition_stats()
         .bind(client)
         .opt()

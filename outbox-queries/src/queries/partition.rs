@@ -1491,6 +1491,35 @@ impl PartitionListStmt {
         }
     }
 }
+pub struct EventsPartitionedStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn events_partitioned() -> EventsPartitionedStmt {
+    EventsPartitionedStmt(
+        "SELECT coalesce((SELECT c.relkind = 'p' FROM pg_class c WHERE c.oid = to_regclass('outbox_events')), false) AS partitioned",
+        None,
+    )
+}
+impl EventsPartitionedStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+    ) -> BoolQuery<'c, 'a, 's, C, bool, 0> {
+        BoolQuery {
+            client,
+            params: [],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
 pub struct PartitionStatsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn partition_stats() -> PartitionStatsStmt {
     PartitionStatsStmt(
