@@ -53,12 +53,18 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
                 "event id", "event type", "aggregate", "attempts", "dead since"
             );
             for r in rows {
-                let aggregate = format!("{}/{}", r.aggregate_type, r.aggregate_id);
-                let error: String = r.last_error.unwrap_or_default().chars().take(80).collect();
+                let aggregate = printable(&format!("{}/{}", r.aggregate_type, r.aggregate_id));
+                let error = printable(
+                    &r.last_error
+                        .unwrap_or_default()
+                        .chars()
+                        .take(80)
+                        .collect::<String>(),
+                );
                 println!(
                     "{:<36}  {:<24}  {:<28}  {:>8}  {:<20}  {error}",
                     r.id,
-                    r.event_type,
+                    printable(&r.event_type),
                     aggregate,
                     r.attempts,
                     r.dead_lettered_at.format("%Y-%m-%d %H:%M:%S")
@@ -89,6 +95,7 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             // Named ids that are not dead letters fail the command before anything is deleted.
             unmatched(&select.ids, &ids)?;
             if !yes {
+                refuse_without_terminal()?;
                 show_purge(&client, &ids).await?;
                 if !confirm(&format!(
                     "delete these {} dead letters for good?",
@@ -137,6 +144,23 @@ fn unmatched(asked: &[uuid::Uuid], found: &[uuid::Uuid]) -> Result<(), Failure> 
     .into())
 }
 
+/// `text` with control characters escaped (`\n`, `\u{1b}`): stored text (an error message, an id
+/// written by hand) must not break the table's lines or send escape sequences to the terminal.
+fn printable(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// How many of the dead letters to be purged are listed before the question.
 const PURGE_SHOWN: usize = 20;
 
@@ -150,10 +174,18 @@ async fn show_purge<C: outbox_core::GenericClient>(
         ..DeadLetterFilter::default()
     };
     for r in outbox_core::list_dead_letters(client, &shown, PURGE_SHOWN as i64).await? {
-        let error: String = r.last_error.unwrap_or_default().chars().take(60).collect();
+        let error = printable(
+            &r.last_error
+                .unwrap_or_default()
+                .chars()
+                .take(60)
+                .collect::<String>(),
+        );
         println!(
-            "{}  {}  {}/{}  {error}",
-            r.id, r.event_type, r.aggregate_type, r.aggregate_id
+            "{}  {}  {}  {error}",
+            r.id,
+            printable(&r.event_type),
+            printable(&format!("{}/{}", r.aggregate_type, r.aggregate_id))
         );
     }
     if ids.len() > PURGE_SHOWN {
@@ -162,16 +194,21 @@ async fn show_purge<C: outbox_core::GenericClient>(
     Ok(())
 }
 
-/// Asks on the terminal; without one, refuses (use --yes in scripts).
+/// Refuses a purge that would have to ask, with no terminal to ask on (use --yes in scripts):
+/// before the list is printed, so that a script sees only the refusal.
+fn refuse_without_terminal() -> Result<(), Failure> {
+    if std::io::stdin().is_terminal() {
+        return Ok(());
+    }
+    Err(
+        "refusing to purge without confirmation: stdin is not a terminal; pass --yes to confirm"
+            .into(),
+    )
+}
+
+/// Asks on the terminal.
 fn confirm(question: &str) -> Result<bool, Failure> {
     let stdin = std::io::stdin();
-    if !stdin.is_terminal() {
-        return Err(
-            "refusing to purge without confirmation: stdin is not a terminal; \
-            pass --yes to confirm"
-                .into(),
-        );
-    }
     print!("{question} [y/N] ");
     std::io::stdout().flush()?;
     let mut answer = String::new();

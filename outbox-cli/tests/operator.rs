@@ -220,6 +220,38 @@ async fn operator_commands_on_an_unmigrated_database_say_to_migrate() {
     }
 }
 
+/// Stored text with control characters is printed escaped: it cannot break the table's lines or
+/// send escape sequences to the terminal. A purge that would ask with no terminal to ask on
+/// refuses before it lists anything.
+#[tokio::test]
+async fn dead_letter_listings_escape_control_characters_and_purge_refuses_before_listing() {
+    let db = TestDb::new().await;
+    let ids = dead_letters(&db, &["a"]).await;
+    db.execute(&format!(
+        "UPDATE outbox_events SET last_error = E'boom\\n\\x1b[31mred' WHERE id = '{}'",
+        ids[0]
+    ))
+    .await;
+    let out = outbox(&db).args(["dead-letters", "list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    assert!(text.contains("boom\\n\\u{1b}[31mred"), "{text:?}");
+    assert_eq!(text.lines().count(), 2, "a header and one line: {text:?}");
+
+    let out = outbox(&db)
+        .args(["dead-letters", "purge", "--all"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).is_empty(),
+        "nothing listed"
+    );
+    assert!(exists(&db, ids[0]).await);
+}
+
 #[tokio::test]
 async fn a_duration_that_overflows_is_a_usage_error() {
     let db = TestDb::new().await;
