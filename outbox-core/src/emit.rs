@@ -22,7 +22,7 @@ pub const MAX_AGGREGATE_KEY_BYTES: usize = 2000;
 /// the broker it will be published to.
 ///
 /// [`emit`] and [`emit_all`] use the default `Emitter`: per-aggregate order, and the default
-/// [`MessageLimits`] (1 MiB, XML characters — what every AWS broker accepts). Build one with
+/// [`MessageLimits`] (1 MiB, XML characters: what SQS accepts; SNS takes less). Build one with
 /// [`Emitter::for_publisher`] to check the limits of the broker you publish to (SNS accepts 256
 /// KiB; a publisher that offloads large payloads accepts more), or with
 /// [`Emitter::with_max_message_bytes`] for a lower limit of your own:

@@ -62,7 +62,7 @@ impl Default for MessageLimits {
 
 impl MessageLimits {
     /// The limits of a publisher that states none, and of [`Emitter::new`](crate::Emitter::new):
-    /// [`DEFAULT_MAX_MESSAGE_BYTES`] and [`CharacterSet::Xml`] — what every AWS broker accepts.
+    /// [`DEFAULT_MAX_MESSAGE_BYTES`] and [`CharacterSet::Xml`]: what SQS accepts (SNS takes 256 KiB).
     pub const DEFAULT: MessageLimits =
         MessageLimits::new("the broker", DEFAULT_MAX_MESSAGE_BYTES, CharacterSet::Xml);
 

@@ -453,10 +453,22 @@ impl Publisher for SqsPublisher {
     }
 
     /// Without offload: [`SQS_LIMITS`](crate::SQS_LIMITS), or [`SNS_LIMITS`] when a route goes
-    /// to a topic (the smaller limit of the configured destinations). With offload: up to
+    /// to a topic (the smaller limit of the configured destinations), lowered to the smallest
+    /// `MaximumMessageSize` of the queues once [`check`](Publisher::check) has read them: make
+    /// the [`Emitter`](outbox_core::Emitter) after the check. With offload: up to
     /// [`OFFLOAD_MAX_MESSAGE_BYTES`](crate::OFFLOAD_MAX_MESSAGE_BYTES).
     fn limits(&self) -> MessageLimits {
-        self.inner.limits
+        let limits = self.inner.limits;
+        if self.inner.offload.is_some() {
+            return limits;
+        }
+        let smallest = self
+            .inner
+            .queues
+            .iter()
+            .map(|q| q.limits().max_message_bytes())
+            .fold(limits.max_message_bytes(), usize::min);
+        limits.with_max_message_bytes(smallest)
     }
 
     /// With [`SqsConfig::batch_aggregates`](crate::SqsConfig::batch_aggregates) on and a single

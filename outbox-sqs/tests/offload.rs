@@ -398,7 +398,18 @@ async fn a_queue_that_takes_less_than_the_sqs_limit_gets_its_larger_events_offlo
         .build()
         .await
         .unwrap();
+    assert_eq!(
+        Emitter::for_publisher(&inline).limits().max_message_bytes(),
+        SQS_LIMITS.max_message_bytes(),
+        "before the check, the service's limit"
+    );
     inline.check().await.unwrap();
+    // An emitter made after the check refuses what this queue would (it checked against SQS's
+    // 1 MiB: the event was written, then dead-lettered by the relay).
+    assert_eq!(
+        Emitter::for_publisher(&inline).limits().max_message_bytes(),
+        262_144
+    );
     match &inline.publish(&[big]).await.unwrap()[0] {
         PublishOutcome::Permanent(f) => {
             assert_eq!(f.kind(), FailureKind::TooLarge, "{f:?}");
