@@ -1,13 +1,15 @@
 //! The order service: each function is one transaction that writes the business rows with the
 //! generated queries and emits the matching event through the same transaction, so the event is
-//! published if and only if the change commits.
+//! published if and only if the change commits. Events go through an [`Emitter`] made for the
+//! relay's publisher (`Emitter::for_publisher`), so an event larger than its destination takes (an
+//! SNS topic: 256 KiB) is refused in the transaction instead of dead-lettered by the relay.
 
 use std::fmt;
 
 use deadpool_postgres::Pool;
 use orders_queries::client::Params;
 use orders_queries::queries::orders as sql;
-use outbox_core::OutboxEvent;
+use outbox_core::Emitter;
 use uuid::Uuid;
 
 use crate::Error;
@@ -53,13 +55,20 @@ impl fmt::Display for Refused {
 
 impl std::error::Error for Refused {}
 
+/// An emitter with SQS's limits, for writers that publish to an SQS queue and have no publisher at
+/// hand (the demo's writers run beside its relay). With one, prefer
+/// `Emitter::for_publisher(&publisher)` after its start-up check.
+pub fn sqs_emitter() -> Emitter {
+    Emitter::with_limits(outbox_sqs::SQS_LIMITS)
+}
+
 /// Places an order: inserts the order and its lines and emits [`OrderPlaced`], in one transaction.
 /// Returns the event's id.
 ///
 /// The event is emitted before the lines are inserted on purpose: when a line is refused (a
 /// quantity of 0 violates a `CHECK` constraint), the transaction rolls back and takes the event
 /// with it — the relay never sees it.
-pub async fn place_order(pool: &Pool, order: &NewOrder) -> Result<Uuid, Error> {
+pub async fn place_order(pool: &Pool, emitter: &Emitter, order: &NewOrder) -> Result<Uuid, Error> {
     let lines: Vec<OrderLine> = order
         .lines
         .iter()
@@ -79,15 +88,18 @@ pub async fn place_order(pool: &Pool, order: &NewOrder) -> Result<Uuid, Error> {
         .bind(&tx, &order.id, &order.customer, &total_cents)
         .one()
         .await?;
-    let event_id = OrderPlaced {
-        order_id: order.id,
-        version,
-        customer: order.customer.clone(),
-        lines: lines.clone(),
-        total_cents,
-    }
-    .emit(&tx)
-    .await?;
+    let event_id = emitter
+        .emit(
+            &tx,
+            &OrderPlaced {
+                order_id: order.id,
+                version,
+                customer: order.customer.clone(),
+                lines: lines.clone(),
+                total_cents,
+            },
+        )
+        .await?;
     for line in &lines {
         sql::insert_order_line()
             .params(
@@ -109,7 +121,12 @@ pub async fn place_order(pool: &Pool, order: &NewOrder) -> Result<Uuid, Error> {
 
 /// Adds a line to an open order and emits [`OrderLineEvent::Added`], in one transaction. Returns
 /// the event's id; [`Refused`] when the order does not exist or was shipped.
-pub async fn add_line(pool: &Pool, order_id: Uuid, line: &NewLine) -> Result<Uuid, Error> {
+pub async fn add_line(
+    pool: &Pool,
+    emitter: &Emitter,
+    order_id: Uuid,
+    line: &NewLine,
+) -> Result<Uuid, Error> {
     let amount = i64::from(line.quantity) * line.unit_price_cents;
     let mut client = pool.get().await?;
     let tx = client.transaction().await?;
@@ -137,18 +154,21 @@ pub async fn add_line(pool: &Pool, order_id: Uuid, line: &NewLine) -> Result<Uui
         )
         .one()
         .await?;
-    let event_id = OrderLineEvent::Added {
-        order_id,
-        version,
-        line: OrderLine {
-            line_no,
-            sku: line.sku.clone(),
-            quantity: line.quantity,
-            unit_price_cents: line.unit_price_cents,
-        },
-    }
-    .emit(&tx)
-    .await?;
+    let event_id = emitter
+        .emit(
+            &tx,
+            &OrderLineEvent::Added {
+                order_id,
+                version,
+                line: OrderLine {
+                    line_no,
+                    sku: line.sku.clone(),
+                    quantity: line.quantity,
+                    unit_price_cents: line.unit_price_cents,
+                },
+            },
+        )
+        .await?;
     tx.commit().await?;
     Ok(event_id)
 }
@@ -156,7 +176,12 @@ pub async fn add_line(pool: &Pool, order_id: Uuid, line: &NewLine) -> Result<Uui
 /// Removes line `line_no` of an open order and emits [`OrderLineEvent::Removed`], in one
 /// transaction. Returns the event's id; [`Refused`] when there is no such line or the order was
 /// shipped.
-pub async fn remove_line(pool: &Pool, order_id: Uuid, line_no: i32) -> Result<Uuid, Error> {
+pub async fn remove_line(
+    pool: &Pool,
+    emitter: &Emitter,
+    order_id: Uuid,
+    line_no: i32,
+) -> Result<Uuid, Error> {
     let mut client = pool.get().await?;
     let tx = client.transaction().await?;
     let Some(removed) = sql::remove_order_line()
@@ -171,25 +196,33 @@ pub async fn remove_line(pool: &Pool, order_id: Uuid, line_no: i32) -> Result<Uu
         }
         .into());
     };
-    let event_id = OrderLineEvent::Removed {
-        order_id,
-        version: removed.version,
-        line: OrderLine {
-            line_no,
-            sku: removed.sku,
-            quantity: removed.quantity,
-            unit_price_cents: removed.unit_price_cents,
-        },
-    }
-    .emit(&tx)
-    .await?;
+    let event_id = emitter
+        .emit(
+            &tx,
+            &OrderLineEvent::Removed {
+                order_id,
+                version: removed.version,
+                line: OrderLine {
+                    line_no,
+                    sku: removed.sku,
+                    quantity: removed.quantity,
+                    unit_price_cents: removed.unit_price_cents,
+                },
+            },
+        )
+        .await?;
     tx.commit().await?;
     Ok(event_id)
 }
 
 /// Marks an open order shipped and emits [`OrderShipped`], in one transaction. Returns the event's
 /// id; [`Refused`] when the order does not exist or was shipped already.
-pub async fn ship_order(pool: &Pool, order_id: Uuid, carrier: &str) -> Result<Uuid, Error> {
+pub async fn ship_order(
+    pool: &Pool,
+    emitter: &Emitter,
+    order_id: Uuid,
+    carrier: &str,
+) -> Result<Uuid, Error> {
     let mut client = pool.get().await?;
     let tx = client.transaction().await?;
     let Some(shipped) = sql::ship_order().bind(&tx, &order_id).opt().await? else {
@@ -199,13 +232,16 @@ pub async fn ship_order(pool: &Pool, order_id: Uuid, carrier: &str) -> Result<Uu
         }
         .into());
     };
-    let event_id = OrderShipped {
-        order_id,
-        version: shipped.version,
-        carrier: carrier.to_owned(),
-    }
-    .emit(&tx)
-    .await?;
+    let event_id = emitter
+        .emit(
+            &tx,
+            &OrderShipped {
+                order_id,
+                version: shipped.version,
+                carrier: carrier.to_owned(),
+            },
+        )
+        .await?;
     tx.commit().await?;
     Ok(event_id)
 }

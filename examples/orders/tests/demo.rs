@@ -97,7 +97,9 @@ async fn service_writes_rows_and_events_together_or_not_at_all() {
         customer: "c".into(),
         lines: vec![line("A", 1, 100), line("B", 0, 100)],
     };
-    let err = service::place_order(pool, &bad).await.unwrap_err();
+    let err = service::place_order(pool, &service::sqs_emitter(), &bad)
+        .await
+        .unwrap_err();
     let constraint = err
         .downcast_ref::<tokio_postgres::Error>()
         .and_then(|e| e.as_db_error())
@@ -106,17 +108,38 @@ async fn service_writes_rows_and_events_together_or_not_at_all() {
     assert!(service::find_order(pool, bad.id).await.unwrap().is_none());
     assert_eq!(pending_events(&db).await, 0);
 
+    // Through an emitter for an SNS topic (the fan-out's), an order whose event is larger than
+    // SNS takes is refused in its transaction: nothing written, nothing for the relay to
+    // dead-letter.
+    let large = NewOrder {
+        id: Uuid::new_v4(),
+        customer: "c".repeat(300 * 1024),
+        lines: vec![line("A", 1, 100)],
+    };
+    let sns = outbox_core::Emitter::with_limits(outbox_sqs::SNS_LIMITS);
+    let err = service::place_order(pool, &sns, &large).await.unwrap_err();
+    let kind = err.downcast_ref::<outbox_core::Error>().map(|e| e.kind());
+    assert_eq!(kind, Some(outbox_core::ErrorKind::TooLarge), "{err:?}");
+    assert!(service::find_order(pool, large.id).await.unwrap().is_none());
+    assert_eq!(pending_events(&db).await, 0);
+
     let order = NewOrder {
         id: Uuid::new_v4(),
         customer: "c".into(),
         lines: vec![line("A", 2, 150), line("B", 1, 1000)],
     };
-    service::place_order(pool, &order).await.unwrap();
-    service::add_line(pool, order.id, &line("C", 3, 10))
+    service::place_order(pool, &service::sqs_emitter(), &order)
         .await
         .unwrap();
-    service::remove_line(pool, order.id, 1).await.unwrap();
-    service::ship_order(pool, order.id, "DHL").await.unwrap();
+    service::add_line(pool, &service::sqs_emitter(), order.id, &line("C", 3, 10))
+        .await
+        .unwrap();
+    service::remove_line(pool, &service::sqs_emitter(), order.id, 1)
+        .await
+        .unwrap();
+    service::ship_order(pool, &service::sqs_emitter(), order.id, "DHL")
+        .await
+        .unwrap();
     let row = service::find_order(pool, order.id).await.unwrap().unwrap();
     assert_eq!(
         (row.status.as_str(), row.total_cents, row.version),
@@ -126,11 +149,11 @@ async fn service_writes_rows_and_events_together_or_not_at_all() {
     assert_eq!(pending_events(&db).await, 4);
 
     // A shipped order refuses changes, and no event is written.
-    let refused = service::add_line(pool, order.id, &line("D", 1, 1))
+    let refused = service::add_line(pool, &service::sqs_emitter(), order.id, &line("D", 1, 1))
         .await
         .unwrap_err();
     assert!(refused.downcast_ref::<Refused>().is_some(), "{refused}");
-    let refused = service::ship_order(pool, order.id, "DHL")
+    let refused = service::ship_order(pool, &service::sqs_emitter(), order.id, "DHL")
         .await
         .unwrap_err();
     assert!(refused.downcast_ref::<Refused>().is_some(), "{refused}");

@@ -48,6 +48,7 @@ pub(super) fn spawn(
             (pool.clone(), tally.clone(), next.clone(), refused.clone());
         let orders = config.orders;
         tasks.spawn(async move {
+            let emitter = service::sqs_emitter();
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Ok(i) = u32::try_from(i) else { break };
@@ -58,16 +59,16 @@ pub(super) fn spawn(
                     break;
                 }
                 let (order, added, remove_first, ship) = order_plan(i);
-                tally.committed(service::place_order(&pool, &order).await?);
+                tally.committed(service::place_order(&pool, &emitter, &order).await?);
                 tally.orders_placed.fetch_add(1, Ordering::Relaxed);
                 for line in &added {
-                    tally.committed(service::add_line(&pool, order.id, line).await?);
+                    tally.committed(service::add_line(&pool, &emitter, order.id, line).await?);
                 }
                 if remove_first {
-                    tally.committed(service::remove_line(&pool, order.id, 1).await?);
+                    tally.committed(service::remove_line(&pool, &emitter, order.id, 1).await?);
                 }
                 if ship {
-                    tally.committed(service::ship_order(&pool, order.id, "DHL").await?);
+                    tally.committed(service::ship_order(&pool, &emitter, order.id, "DHL").await?);
                 }
             }
             Ok::<(), Error>(())
@@ -92,7 +93,9 @@ async fn place_rolled_back(pool: &Pool, id: Uuid) -> bool {
         customer: "customer-rollback".into(),
         lines: vec![line("SKU-001", 1), line("SKU-002", 0)],
     };
-    service::place_order(pool, &bad).await.is_err()
+    service::place_order(pool, &service::sqs_emitter(), &bad)
+        .await
+        .is_err()
 }
 
 /// What the order with number `i` goes through: placed with 1–3 lines, then 0–2 lines added, a line

@@ -81,6 +81,8 @@ pub async fn run(config: FanOutConfig) -> Result<FanOutReport, Error> {
         .build()
         .await?;
     outbox_core::Publisher::check(&publisher).await?;
+    // Checks events against the topic's limits (SNS: 256 KiB) in the writers' transactions.
+    let emitter = outbox_core::Emitter::for_publisher(&publisher);
     let relay = Relay::builder(pool.clone(), publisher)
         .listen(config.database.clone())
         .build()?;
@@ -108,7 +110,7 @@ pub async fn run(config: FanOutConfig) -> Result<FanOutReport, Error> {
         }
     };
 
-    let written = write_orders(&config, &pool).await;
+    let written = write_orders(&config, &pool, emitter).await;
     let waited = match &written {
         Ok(_) => wait_for_both(&config, &pool, &relay_task).await,
         Err(_) => Ok(false),
@@ -210,11 +212,15 @@ impl Running {
 
 /// Places the orders on `config.writers` writers; returns the orders placed and the events their
 /// transactions committed.
-async fn write_orders(config: &FanOutConfig, pool: &Pool) -> Result<(u64, u64), Error> {
+async fn write_orders(
+    config: &FanOutConfig,
+    pool: &Pool,
+    emitter: outbox_core::Emitter,
+) -> Result<(u64, u64), Error> {
     let next = Arc::new(AtomicU64::new(0));
     let mut writers = JoinSet::new();
     for _ in 0..config.writers.max(1) {
-        let (pool, next, orders) = (pool.clone(), next.clone(), config.orders);
+        let (pool, next, orders, emitter) = (pool.clone(), next.clone(), config.orders, emitter);
         writers.spawn(async move {
             let (mut placed, mut events) = (0u64, 0u64);
             loop {
@@ -223,19 +229,19 @@ async fn write_orders(config: &FanOutConfig, pool: &Pool) -> Result<(u64, u64), 
                     break;
                 };
                 let (order, added, remove_first, ship) = order_plan(i);
-                service::place_order(&pool, &order).await?;
+                service::place_order(&pool, &emitter, &order).await?;
                 placed += 1;
                 events += 1;
                 for line in &added {
-                    service::add_line(&pool, order.id, line).await?;
+                    service::add_line(&pool, &emitter, order.id, line).await?;
                     events += 1;
                 }
                 if remove_first {
-                    service::remove_line(&pool, order.id, 1).await?;
+                    service::remove_line(&pool, &emitter, order.id, 1).await?;
                     events += 1;
                 }
                 if ship {
-                    service::ship_order(&pool, order.id, "DHL").await?;
+                    service::ship_order(&pool, &emitter, order.id, "DHL").await?;
                     events += 1;
                 }
             }
