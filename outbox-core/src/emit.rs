@@ -201,7 +201,11 @@ impl Emitter {
     {
         let checked = events
             .into_iter()
-            .map(|e| self.check(e))
+            .enumerate()
+            .map(|(i, e)| {
+                self.check(e)
+                    .map_err(|err| err.context(format_args!("event {i} of the batch (from 0)")))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         if checked.is_empty() {
             return Ok(Vec::new());

@@ -51,7 +51,11 @@ impl Emitter {
     /// first unless `biased;`). Bind the statement's parameters to variables first there: the
     /// macro keeps its futures past the end of the statement that created them.
     ///
-    /// Emit's guarantees hold: both statements run in your transaction, in the order issued.
+    /// Emit's guarantees hold: both statements run in your transaction, in the order issued —
+    /// provided your statement sends on its first poll, i.e. is given a prepared `Statement` as
+    /// above. Given SQL text (`tx.execute("INSERT …", …)`), tokio-postgres first prepares it, a
+    /// round trip of its own, and the event's insert (with its aggregate lock) goes out before
+    /// your statement: still one transaction, but the locks are taken in the other order.
     /// The first error is returned (yours converted into [`Error`], e.g. a database error keeps
     /// its SQLSTATE in the source chain). If your statement fails, the transaction is aborted and
     /// the insert queued behind it fails too; if the insert fails (e.g. `lock_timeout` on the

@@ -111,6 +111,10 @@ async fn invalid_events_are_refused_before_insert_and_the_transaction_stays_usab
     let batch = [TestEvent::new("o-1", 1), TestEvent::new("", 2)];
     let e = emit_all(&tx, &batch).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::EmptyAggregateId);
+    assert!(
+        e.to_string().contains("event 1 of the batch"),
+        "which one: {e}"
+    );
 
     // Nothing was written, and the transaction still works: the caller may go on and commit.
     assert_eq!(count(&tx).await, 0);
