@@ -139,14 +139,20 @@ impl<'a> Container<'a> {
             SynData::Struct(data) => {
                 let attrs = attr::parse(cx, &input.attrs, Position::Struct);
                 // `OrderCreated`: aggregate `order`, event type `order.created`.
-                let aggregate = match &attrs.aggregate {
-                    Some(lit) => Name::explicit(lit),
-                    None => Name::default(type_words.first().cloned().unwrap_or_default(), ident),
-                };
-                let event_type = match &attrs.event_type {
-                    Some(lit) => Name::explicit(lit),
-                    None => Name::default(type_words.join("."), ident),
-                };
+                // A value given but not as a string is reported once, not also as a default
+                // that cannot be derived.
+                let aggregate = Name::given_or(
+                    attrs.aggregate.as_ref(),
+                    attrs.aggregate_invalid,
+                    ident,
+                    || type_words.first().cloned().unwrap_or_default(),
+                );
+                let event_type = Name::given_or(
+                    attrs.event_type.as_ref(),
+                    attrs.event_type_invalid,
+                    ident,
+                    || type_words.join("."),
+                );
                 Some(Container {
                     ident,
                     generics: &input.generics,
