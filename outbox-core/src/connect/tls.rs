@@ -85,7 +85,8 @@ impl FromStr for SslMode {
 /// Which certificate authorities are trusted, as libpq's `sslrootcert`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum RootCerts {
-    /// None given: `verify-ca` / `verify-full` then read `~/.postgresql/root.crt`, as libpq does.
+    /// None given: `verify-ca` / `verify-full` then read `~/.postgresql/root.crt`, as libpq does
+    /// (and `require` becomes `verify-ca` when that file exists).
     #[default]
     Unset,
     /// A PEM file of one or more CA certificates (e.g. the RDS global bundle).
@@ -97,7 +98,7 @@ pub enum RootCerts {
 /// The TLS settings of a connection: the mode and the trusted roots.
 ///
 /// [`Tls::resolve`] applies libpq's rules: `sslrootcert=system` means `verify-full` (weaker modes are
-/// refused), `require` with a root file means `verify-ca`.
+/// refused), `require` with a root file (given, or `~/.postgresql/root.crt`) means `verify-ca`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Tls {
     /// The `sslmode` (default [`SslMode::Prefer`], as libpq).
@@ -108,8 +109,19 @@ pub struct Tls {
 
 impl Tls {
     /// Settings from the raw `sslmode` / `sslrootcert` values of a connection string (either may be
-    /// absent), with libpq's rules applied.
+    /// absent), with libpq's rules applied: `require` with a root file — given, or
+    /// `~/.postgresql/root.crt` when none is — checks the chain (`verify-ca`).
     pub fn resolve(mode: Option<&str>, root_cert: Option<&str>) -> Result<Tls, Error> {
+        Tls::resolve_with(mode, root_cert, default_root_cert())
+    }
+
+    /// [`resolve`](Self::resolve), with the default root file (`~/.postgresql/root.crt` if it
+    /// exists) given.
+    fn resolve_with(
+        mode: Option<&str>,
+        root_cert: Option<&str>,
+        default_root: Option<PathBuf>,
+    ) -> Result<Tls, Error> {
         let root_certs = match root_cert {
             None | Some("") => RootCerts::Unset,
             Some("system") => RootCerts::System,
@@ -124,6 +136,10 @@ impl Tls {
                 )));
             }
             (Some(SslMode::Require), RootCerts::File(_)) => SslMode::VerifyCa,
+            // libpq: "if a root CA file exists, the connection is verified as with verify-ca".
+            (Some(SslMode::Require), RootCerts::Unset) if default_root.is_some() => {
+                SslMode::VerifyCa
+            }
             (m, _) => m.unwrap_or_default(),
         };
         Ok(Tls { mode, root_certs })
@@ -176,25 +192,27 @@ impl Tls {
                 }
             }
             RootCerts::File(path) => add_pem_file(&mut roots, path)?,
-            RootCerts::Unset => {
-                let default = std::env::var_os("HOME")
-                    .map(|home| PathBuf::from(home).join(".postgresql/root.crt"))
-                    .filter(|p| p.is_file());
-                match default {
-                    Some(path) => add_pem_file(&mut roots, &path)?,
-                    None => {
-                        return Err(Error::config(format!(
-                            "sslmode={} needs the CA that signed the server's certificate: set \
+            RootCerts::Unset => match default_root_cert() {
+                Some(path) => add_pem_file(&mut roots, &path)?,
+                None => {
+                    return Err(Error::config(format!(
+                        "sslmode={} needs the CA that signed the server's certificate: set \
                              sslrootcert=<PEM file> (e.g. the RDS global bundle) or \
                              sslrootcert=system",
-                            self.mode
-                        )));
-                    }
+                        self.mode
+                    )));
                 }
-            }
+            },
         }
         Ok(roots)
     }
+}
+
+/// `~/.postgresql/root.crt`, libpq's default `sslrootcert`, if it exists.
+fn default_root_cert() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(|home| PathBuf::from(home).join(".postgresql/root.crt"))
+        .filter(|p| p.is_file())
 }
 
 fn add_pem_file(roots: &mut RootCertStore, path: &std::path::Path) -> Result<(), Error> {
@@ -236,6 +254,20 @@ mod tests {
         assert!(t(Some("verify-ca"), Some("system")).is_err());
         assert!(t(Some("allow"), None).is_err());
         assert!(t(Some("verify_full"), None).is_err());
+    }
+
+    #[test]
+    fn require_checks_the_chain_when_the_default_root_file_exists() {
+        let home_root = Some(PathBuf::from("/home/app/.postgresql/root.crt"));
+        let t = |m: Option<&str>, root: Option<PathBuf>| Tls::resolve_with(m, None, root).unwrap();
+        // As libpq: with ~/.postgresql/root.crt, `require` is `verify-ca` (it did not check).
+        assert_eq!(
+            t(Some("require"), home_root.clone()).mode,
+            SslMode::VerifyCa
+        );
+        assert_eq!(t(Some("require"), None).mode, SslMode::Require);
+        assert_eq!(t(Some("prefer"), home_root.clone()).mode, SslMode::Prefer);
+        assert_eq!(t(None, home_root).mode, SslMode::Prefer);
     }
 
     #[test]
