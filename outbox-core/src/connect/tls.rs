@@ -171,12 +171,16 @@ impl Tls {
         } else {
             Arc::new(EncryptOnly::new(provider.clone()))
         };
-        Ok(ClientConfig::builder_with_provider(provider)
+        let mut config = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| Error::config("no TLS protocol version available").with_source(e))?
             .dangerous()
             .with_custom_certificate_verifier(verifier)
-            .with_no_client_auth())
+            .with_no_client_auth();
+        // PostgreSQL 17 refuses a direct TLS connection (`sslnegotiation=direct`) that does not
+        // ask for the `postgresql` protocol by ALPN; libpq always asks, and older servers ignore it.
+        config.alpn_protocols = vec![POSTGRESQL_ALPN.to_vec()];
+        Ok(config)
     }
 
     fn root_store(&self) -> Result<RootCertStore, Error> {
@@ -207,6 +211,9 @@ impl Tls {
         Ok(roots)
     }
 }
+
+/// The ALPN protocol name of PostgreSQL (what libpq 17 sends).
+const POSTGRESQL_ALPN: &[u8] = b"postgresql";
 
 /// `~/.postgresql/root.crt`, libpq's default `sslrootcert`, if it exists.
 fn default_root_cert() -> Option<PathBuf> {
@@ -268,6 +275,16 @@ mod tests {
         assert_eq!(t(Some("require"), None).mode, SslMode::Require);
         assert_eq!(t(Some("prefer"), home_root.clone()).mode, SslMode::Prefer);
         assert_eq!(t(None, home_root).mode, SslMode::Prefer);
+    }
+
+    #[test]
+    fn every_connection_asks_for_the_postgresql_protocol_by_alpn() {
+        // Without it PostgreSQL 17 refuses sslnegotiation=direct.
+        let config = Tls::resolve(Some("require"), None)
+            .unwrap()
+            .client_config()
+            .unwrap();
+        assert_eq!(config.alpn_protocols, vec![b"postgresql".to_vec()]);
     }
 
     #[test]
