@@ -17,11 +17,17 @@ pub async fn run(
     let client = db::connect(url).await?;
     if let Some(older_than) = older_than {
         let deleted = outbox_core::cleanup(&client, older_than).await?;
-        println!("deleted {deleted} processed events older than {older_than:?}");
+        println!(
+            "deleted {deleted} processed events older than {}",
+            crate::duration::display(older_than)
+        );
     }
     if let Some(older_than) = inbox_older_than {
         let deleted = outbox_core::cleanup_inbox(&client, older_than).await?;
-        println!("deleted {deleted} inbox records (processed_events) older than {older_than:?}");
+        println!(
+            "deleted {deleted} inbox records (processed_events) older than {}",
+            crate::duration::display(older_than)
+        );
     }
     Ok(())
 }

@@ -6,6 +6,28 @@ use std::time::Duration;
 /// the clocks and intervals it is added to).
 pub const MAX: Duration = Duration::from_secs(100 * 365 * 86_400);
 
+/// `d` as [`parse`] reads it, in its largest units: `7d`, `1h30m`, `250ms`, `0s`.
+pub fn display(d: Duration) -> String {
+    let mut ms = d.as_millis();
+    if ms == 0 {
+        return "0s".into();
+    }
+    let mut text = String::new();
+    for (unit, size) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1_000),
+        ("ms", 1),
+    ] {
+        if ms >= size {
+            text.push_str(&format!("{}{unit}", ms / size));
+            ms %= size;
+        }
+    }
+    text
+}
+
 /// Parses a duration such as `7d`, `1h30m` or `250ms`, of at most [`MAX`]. Integer arithmetic
 /// throughout: an overflowing number is an error, never a panic.
 pub fn parse(text: &str) -> Result<Duration, String> {
@@ -90,5 +112,16 @@ mod tests {
         }
         assert_eq!(parse("5200w").unwrap(), Duration::from_secs(5200 * 604_800));
         assert_eq!(parse("36500d").unwrap(), MAX);
+    }
+
+    #[test]
+    fn display_reads_back_as_the_same_duration() {
+        for text in ["7d", "1h30m", "250ms", "0s", "1d1h1m1s1ms", "45s"] {
+            let d = parse(text).unwrap();
+            assert_eq!(display(d), text);
+            assert_eq!(parse(&display(d)).unwrap(), d);
+        }
+        assert_eq!(display(parse("1w").unwrap()), "7d");
+        assert_eq!(display(parse("90m").unwrap()), "1h30m");
     }
 }

@@ -172,10 +172,10 @@ impl RelayConfig {
                 self.concurrency
             ));
         }
-        if self.retention.is_some_and(|r| r > MAX_RETENTION) {
+        if let Some(retention) = self.retention.filter(|r| *r > MAX_RETENTION) {
             return fail(format!(
-                "retention must be at most {MAX_RETENTION:?} when set, got {:?}",
-                self.retention
+                "retention must be at most {MAX_RETENTION:?} ({} days) when set, got {retention:?}",
+                MAX_RETENTION.as_secs() / 86_400
             ));
         }
         Ok(())
