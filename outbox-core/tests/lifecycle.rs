@@ -201,10 +201,12 @@ async fn an_unavailable_destination_puts_its_events_back_without_an_attempt_and_
 #[tokio::test]
 async fn shutdown_does_not_wait_for_a_stuck_gauge_refresh() {
     let db = TestDb::new().await;
-    let mut config = outbox_core::RelayConfig::default();
-    config.metrics_interval = Duration::from_millis(100);
-    config.poll_interval = Duration::from_secs(60);
-    config.shutdown_grace = Duration::from_secs(5);
+    let config = outbox_core::RelayConfig {
+        metrics_interval: Duration::from_millis(100),
+        poll_interval: Duration::from_secs(60),
+        shutdown_grace: Duration::from_secs(5),
+        ..Default::default()
+    };
     let relay = Relay::builder(db.pool().clone(), RecordingPublisher::new())
         .config(config)
         .metrics(outbox_core::RelayMetrics::new())

@@ -102,33 +102,6 @@ fn stats_url_hint(admin_url: &str, database: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::stats_url_hint;
-
-    #[test]
-    fn the_stats_hint_never_shows_a_password() {
-        for url in [
-            "postgres://app:ab/cdS3CRET@db/postgres",
-            "postgres://app:pa?ssS3CRET@db:5432/postgres",
-            "postgres://app:S3CRET@db/postgres",
-            "host=db user=app password=S3CRET",
-        ] {
-            let hint = stats_url_hint(url, "outbox_demo");
-            assert!(!hint.contains("S3CRET"), "{url} gave {hint}");
-            assert_eq!(hint, "<DATABASE_URL with database outbox_demo>", "{url}");
-        }
-        assert_eq!(
-            stats_url_hint("postgres://postgres@127.0.0.1:5432/postgres", "outbox_demo"),
-            "postgres://postgres@127.0.0.1:5432/outbox_demo"
-        );
-        assert_eq!(
-            stats_url_hint("postgres://db/postgres", "d"),
-            "postgres://db:5432/d"
-        );
-    }
-}
-
 async fn run(args: Args) -> Result<bool, Error> {
     let admin_url =
         env("DATABASE_URL").unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into());
@@ -233,5 +206,32 @@ async fn run(args: Args) -> Result<bool, Error> {
             println!("FAILED: {p}");
         }
         Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stats_url_hint;
+
+    #[test]
+    fn the_stats_hint_never_shows_a_password() {
+        for url in [
+            "postgres://app:ab/cdS3CRET@db/postgres",
+            "postgres://app:pa?ssS3CRET@db:5432/postgres",
+            "postgres://app:S3CRET@db/postgres",
+            "host=db user=app password=S3CRET",
+        ] {
+            let hint = stats_url_hint(url, "outbox_demo");
+            assert!(!hint.contains("S3CRET"), "{url} gave {hint}");
+            assert_eq!(hint, "<DATABASE_URL with database outbox_demo>", "{url}");
+        }
+        assert_eq!(
+            stats_url_hint("postgres://postgres@127.0.0.1:5432/postgres", "outbox_demo"),
+            "postgres://postgres@127.0.0.1:5432/outbox_demo"
+        );
+        assert_eq!(
+            stats_url_hint("postgres://db/postgres", "d"),
+            "postgres://db:5432/d"
+        );
     }
 }
