@@ -51,12 +51,15 @@ fn hint(e: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
     use tokio_postgres::error::SqlState;
     let mut source = Some(e);
     while let Some(s) = source {
-        let code = s
+        let db = s
             .downcast_ref::<tokio_postgres::Error>()
-            .and_then(|pg| pg.code());
-        if code
-            .is_some_and(|c| *c == SqlState::UNDEFINED_TABLE || *c == SqlState::UNDEFINED_FUNCTION)
-        {
+            .and_then(|pg| pg.as_db_error());
+        // Only about the outbox's own tables and functions (outbox_*, processed_events).
+        let ours = db.is_some_and(|d| {
+            (*d.code() == SqlState::UNDEFINED_TABLE || *d.code() == SqlState::UNDEFINED_FUNCTION)
+                && (d.message().contains("outbox_") || d.message().contains("processed_events"))
+        });
+        if ours {
             return Some(
                 "the outbox schema is missing from this database, or older than this `outbox`: \
                  run `outbox migrate` (as the schema owner)",

@@ -456,6 +456,15 @@ async fn relay_settings_are_checked_before_the_database_is_touched() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("--route `order.*`"), "{err}");
+    // The publisher's own checks too: a target that is neither a queue URL nor a topic ARN.
+    let out = outbox(&db)
+        .args(["relay", "--migrate", "--route", "order.*=not a url"])
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not a url"), "{err}");
     let tables: i64 = db
         .connect()
         .await
@@ -470,7 +479,7 @@ async fn relay_settings_are_checked_before_the_database_is_touched() {
 
     let db = TestDb::new().await;
     let queue = format!("{}/000000000000/q", outbox_tests::sqs::endpoint());
-    let out = outbox(&db)
+    let out = local_aws(&mut outbox(&db))
         .args([
             "relay",
             "--default-queue",

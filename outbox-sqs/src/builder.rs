@@ -258,7 +258,8 @@ impl SqsPublisherBuilder {
     }
 }
 
-fn validate(config: &SqsConfig) -> Result<()> {
+/// Every check of the settings that needs no network call (see [`SqsConfig::validate`]).
+pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
     if config.max_in_flight == 0 {
         return Err(config_error("max_in_flight must be at least 1"));
     }

@@ -160,6 +160,15 @@ impl Default for SqsConfig {
 }
 
 impl SqsConfig {
+    /// Checks the settings as [`SqsPublisherBuilder::build`](crate::SqsPublisherBuilder::build)
+    /// does before any network call: limits and time-outs, route patterns, that each target is a
+    /// queue URL, a queue name or a topic ARN, the offload bucket and threshold. For a program
+    /// that wants to refuse bad settings before it does anything else (the `outbox` CLI checks
+    /// them before it touches the database); no region or credentials are needed.
+    pub fn validate(&self) -> crate::error::Result<()> {
+        crate::builder::validate(self)
+    }
+
     /// The defaults, overridden by the variables that are set (and not empty):
     /// [`OUTBOX_SQS_DEFAULT_QUEUE_URL`](ENV_DEFAULT_QUEUE_URL), [`OUTBOX_SQS_ROUTES`](ENV_ROUTES),
     /// [`OUTBOX_SQS_MAX_IN_FLIGHT`](ENV_MAX_IN_FLIGHT) and

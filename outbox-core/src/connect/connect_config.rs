@@ -49,6 +49,23 @@ impl FromStr for ConnectConfig {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Error> {
+        // Without credentials, an `@` in the path or query (`…/db?application_name=a@b`) is read
+        // as the end of a user name and password that swallow the host (and with it `sslmode`):
+        // refused, by libpq's rule (credentials end before the first `/`), rather than connecting
+        // to the wrong host with the wrong settings. Checked on the raw text, not the parsed user
+        // (a role name may hold a `/`, percent-encoded).
+        if let Some(after_scheme) = s
+            .strip_prefix("postgres://")
+            .or_else(|| s.strip_prefix("postgresql://"))
+        {
+            let credentials = after_scheme.split_once('@').map(|(c, _)| c);
+            if credentials.is_some_and(|c| c.contains('/')) {
+                return Err(Error::config(
+                    "the database URL has an `@` after its host, or a raw `/` in its user name or \
+                     password: percent-encode them (%40, %2F)",
+                ));
+            }
+        }
         let (rest, mode, root) = if s.starts_with("postgres://") || s.starts_with("postgresql://") {
             split_url(s)
         } else {
@@ -65,20 +82,6 @@ impl FromStr for ConnectConfig {
             .get_hosts()
             .iter()
             .any(|h| matches!(h, tokio_postgres::config::Host::Tcp(h) if h.contains('@')));
-        // Without credentials, an `@` in the query (`?application_name=a@b`) is read as the end of
-        // a user name that swallows the host, path and query: refused rather than connecting to
-        // the wrong host with the wrong settings.
-        let url_form = s.starts_with("postgres://") || s.starts_with("postgresql://");
-        if url_form
-            && pg
-                .get_user()
-                .is_some_and(|u| u.contains('/') || u.contains('?'))
-        {
-            return Err(Error::config(
-                "the database URL has an `@` after its host: percent-encode it as %40 (a raw `@` \
-                 ends the user name and password)",
-            ));
-        }
         if at_in_host {
             return Err(Error::config(
                 "the database URL's host name contains `@`: percent-encode an `@` in the user \
@@ -254,6 +257,21 @@ mod tests {
             .parse::<ConnectConfig>()
             .unwrap_err();
         assert!(e.to_string().contains("%40"), "{e}");
+        // With a port, an IPv6 host or several hosts (tokio-postgres then read host:port as
+        // user:password, and sslmode was lost silently).
+        for url in [
+            "postgres://db.internal:5432/app?sslmode=verify-full&application_name=billing@eu",
+            "postgres://[::1]/db?application_name=a@b",
+            "postgres://h1:5432,h2:5432/db?x=a@b",
+        ] {
+            let e = url.parse::<ConnectConfig>().unwrap_err();
+            assert!(e.to_string().contains("%40"), "{url}: {e}");
+        }
+        // A role name with a `/`, percent-encoded or as a parameter, is a valid user.
+        let c: ConnectConfig = "postgres://a%2Fb@host/db".parse().unwrap();
+        assert_eq!(c.pg.get_user(), Some("a/b"));
+        let c: ConnectConfig = "postgres://host/db?user=svc/reporting".parse().unwrap();
+        assert_eq!(c.pg.get_user(), Some("svc/reporting"));
         // Encoded, both are fine.
         let c: ConnectConfig = "postgres://u:S3C%40RET@h/db?application_name=a%40b&sslmode=require"
             .parse()

@@ -29,6 +29,7 @@ pub struct ConsumerBuilder {
     config: ConsumerConfig,
     sdk_config: Option<SdkConfig>,
     client: Option<Client>,
+    s3: Option<aws_sdk_s3::Client>,
     observer: Option<Observer>,
     skip_delete_every: u64,
 }
@@ -50,6 +51,7 @@ impl ConsumerBuilder {
             config: ConsumerConfig::new(""),
             sdk_config: None,
             client: None,
+            s3: None,
             observer: None,
             skip_delete_every: 0,
         }
@@ -146,6 +148,15 @@ impl ConsumerBuilder {
         self
     }
 
+    /// The S3 client that reads payloads the publisher offloaded (see the [module docs](super)).
+    /// By default one is made from the AWS configuration ([`sdk_config`](Self::sdk_config), or
+    /// the default chain's) in the queue's region: give one when the SQS client was given with
+    /// settings of its own ([`client`](Self::client)) that S3 needs too.
+    pub fn s3_client(mut self, client: aws_sdk_s3::Client) -> Self {
+        self.s3 = Some(client);
+        self
+    }
+
     /// Calls `observer` with every message's [`Delivery`] once the consumer is done with it (for
     /// tests, demos and custom accounting; keep it quick — it runs on the handler's task).
     pub fn observe(mut self, observer: impl Fn(&Delivery) + Send + Sync + 'static) -> Self {
@@ -178,7 +189,8 @@ impl ConsumerBuilder {
         }
         let sdk = match self.sdk_config {
             Some(sdk) => sdk,
-            None => load_default(config.region.as_deref(), config.endpoint_url.as_deref()).await,
+            // The SQS endpoint override is applied to the SQS client below, not to the S3 one.
+            None => load_default(config.region.as_deref(), None).await,
         };
         let conf = match self.client {
             Some(client) => client.config().to_builder(),
@@ -196,7 +208,10 @@ impl ConsumerBuilder {
             return Err(no_region());
         }
         // Reads offloaded payloads (see `payload.rs`); no call until a pointer arrives.
-        let s3 = payload::s3_client(&sdk, conf.region().cloned(), config.endpoint_url.as_deref());
+        let s3 = match self.s3 {
+            Some(s3) => s3,
+            None => payload::s3_client(&sdk, conf.region().cloned()),
+        };
         let client = Client::from_conf(conf);
         let queue_url = if queue.contains("://") {
             queue

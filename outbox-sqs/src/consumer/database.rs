@@ -53,12 +53,23 @@ impl DatabaseGate {
         while self.down.load(Ordering::SeqCst) {
             let probe = async {
                 let client = pool.get().await.map_err(|e| e.to_string())?;
-                client
-                    .simple_query("SELECT 1")
-                    .await
-                    .map_err(|e| e.to_string())
+                match tokio::time::timeout(timeout, client.simple_query("SELECT 1")).await {
+                    Ok(Ok(_)) => Ok(()),
+                    // A connection that failed or did not answer is closed, not handed back to
+                    // the pool for the next probe.
+                    Ok(Err(e)) => {
+                        drop(deadpool_postgres::Object::take(client));
+                        Err(e.to_string())
+                    }
+                    Err(_) => {
+                        drop(deadpool_postgres::Object::take(client));
+                        Err(format!("no answer to SELECT 1 within {timeout:?}"))
+                    }
+                }
             };
-            match tokio::time::timeout(timeout, probe).await {
+            // Opening a connection after an outage (TCP, TLS, authentication) may take longer
+            // than a query: the whole probe gets twice the time.
+            match tokio::time::timeout(timeout.saturating_mul(2), probe).await {
                 Ok(Ok(_)) => {
                     self.down.store(false, Ordering::SeqCst);
                     if logged {

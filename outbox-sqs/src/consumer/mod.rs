@@ -234,6 +234,9 @@ impl Inner {
     }
 }
 
+/// The shortest time a database probe (see [`DatabaseGate`]) is given.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// One run: the consumer, its delete batcher and its view of the database.
 pub(crate) struct Shared {
     inner: Arc<Inner>,
@@ -245,13 +248,11 @@ impl Shared {
     /// Waits while the database is known to fail (see [`DatabaseGate`]); `false` once `token` is
     /// cancelled.
     pub(crate) async fn database_up(&self, token: &CancellationToken) -> bool {
+        // Each probe at least 10 s: `call_timeout` is sized for SQS calls, and a probe cut short
+        // while it connects would never let the gate open.
+        let timeout = self.config.call_timeout.max(PROBE_TIMEOUT);
         self.database
-            .wait_up(
-                &self.pool,
-                &self.config.name,
-                self.config.call_timeout,
-                token,
-            )
+            .wait_up(&self.pool, &self.config.name, timeout, token)
             .await
     }
 }

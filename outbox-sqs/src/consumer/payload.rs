@@ -113,23 +113,17 @@ pub(crate) async fn body<'m>(
         .map_err(|_| PayloadError::Malformed("the offloaded payload is not UTF-8 text".into()))
 }
 
-/// The S3 client that reads offloaded payloads: from `sdk`, in `region`, at `endpoint` when set;
-/// path-style addressing when an endpoint is overridden (local and S3-compatible servers need it).
-pub(crate) fn s3_client(
-    sdk: &SdkConfig,
-    region: Option<Region>,
-    endpoint: Option<&str>,
-) -> aws_sdk_s3::Client {
+/// The S3 client that reads offloaded payloads, unless the builder was given one: from `sdk` (the
+/// builder's AWS configuration, or the default chain's; its endpoint, or `AWS_ENDPOINT_URL_S3`,
+/// never the consumer's SQS `endpoint_url`), in the queue's `region`; path-style addressing when
+/// an endpoint is overridden (local and S3-compatible servers need it).
+pub(crate) fn s3_client(sdk: &SdkConfig, region: Option<Region>) -> aws_sdk_s3::Client {
     let mut s3 = aws_sdk_s3::config::Builder::from(sdk);
     if let Some(region) = region {
         s3 = s3.region(region);
     }
-    if let Some(url) = endpoint {
-        s3 = s3.endpoint_url(url);
-    }
-    let custom_endpoint = endpoint.is_some()
-        || sdk.endpoint_url().is_some()
-        || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
+    let custom_endpoint =
+        sdk.endpoint_url().is_some() || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
     aws_sdk_s3::Client::from_conf(s3.force_path_style(custom_endpoint).build())
 }
 

@@ -181,7 +181,10 @@ async fn receive(
     shared: &Shared,
     max: usize,
 ) -> Result<Vec<Message>, Box<dyn std::error::Error + Send + Sync>> {
-    let limit = shared.config.wait + shared.config.call_timeout;
+    let limit = shared
+        .config
+        .wait
+        .saturating_add(shared.config.call_timeout);
     let call = shared
         .client
         .receive_message()

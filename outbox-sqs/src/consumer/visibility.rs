@@ -152,8 +152,14 @@ pub(crate) async fn change(sqs: Sqs<'_>, receipts: &[String], hidden: Duration) 
 /// whole time-out. Runs until dropped.
 pub(crate) async fn heartbeat(sqs: Sqs<'_>, visibility_timeout: Duration, pending: &Pending) {
     let every = (visibility_timeout / 3).max(Duration::from_millis(300));
-    let hide =
-        |receipts: Vec<String>| async move { change(sqs, &receipts, visibility_timeout).await };
+    // Never past SQS's 12 hours from the receive (it refuses such a change): the last beats hide
+    // for what is left, then none (the messages reappear when their time-out ends).
+    let hide = |receipts: Vec<String>| async move {
+        let hidden = pending.within_limit(visibility_timeout);
+        if !hidden.is_zero() {
+            change(sqs, &receipts, hidden).await;
+        }
+    };
     let timed_out = || {
         sqs.metrics.on_failure("visibility");
         tracing::warn!(
