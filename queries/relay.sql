@@ -258,7 +258,9 @@ RETURNING id;
 -- range when the statement starts, with the generic plan, as in `mark_outbox_processed`.
 --! record_outbox_failures
 UPDATE outbox_events e
-   SET attempts = e.attempts + CASE WHEN f.counted THEN 1 ELSE 0 END,
+   -- Saturating: an `int` at its top (a row edited by hand) must not fail the statement, which
+   -- would roll the whole batch back and leave the row due for ever.
+   SET attempts = e.attempts + CASE WHEN f.counted AND e.attempts < 2147483647 THEN 1 ELSE 0 END,
        last_error = f.error,
        retry_after = CASE WHEN f.dead THEN NULL ELSE clock_timestamp() + make_interval(secs => f.delay_secs) END,
        dead_lettered_at = CASE WHEN f.dead THEN clock_timestamp() ELSE NULL END

@@ -295,3 +295,86 @@ async fn after_a_panic_the_one_by_one_retry_never_sends_an_event_ahead_of_its_fa
     assert_eq!(follower.attempts, 0, "released without an attempt");
     assert_eq!(db.event(ids[0]).await.attempts, 1, "the culprit counts one");
 }
+
+/// A row whose attempt count is at the top of its `int` (edited by hand, imported) fails like any
+/// other: dead-lettered with its reason, the rest of the batch published and marked. Counting it
+/// once more overflowed (`integer out of range`), rolled the whole batch back and left the row due:
+/// the same events sent again and again.
+#[tokio::test]
+async fn an_attempt_count_at_its_maximum_does_not_roll_the_batch_back() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(FlakyPublisher::new(|e| {
+        (e.aggregate_id == "worn").then(|| PublishOutcome::retry(FailureKind::Broker, "refused"))
+    }));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let ids = emit_all(
+        &client,
+        &[TestEvent::new("worn", 1), TestEvent::new("fine", 1)],
+    )
+    .await
+    .unwrap();
+    client
+        .execute(
+            "UPDATE outbox_events SET attempts = 2147483647 WHERE id = $1",
+            &[&ids[0]],
+        )
+        .await
+        .unwrap();
+    relay.run_once().await.expect("the batch commits");
+    assert_eq!(
+        state(&db, ids[0]).await,
+        (false, true, Some("refused".into())),
+        "dead-lettered with its reason"
+    );
+    assert!(state(&db, ids[1]).await.0, "the other event is marked");
+    assert!(
+        Relay::builder(db.pool().clone(), RecordingPublisher::new())
+            .max_attempts(u32::MAX)
+            .build()
+            .is_err(),
+        "more attempts than the column counts are refused"
+    );
+}
+
+/// A publisher that panics before it returns its future (eager work ahead of its `async` block).
+struct PanicsEagerly;
+
+impl outbox_core::Publisher for PanicsEagerly {
+    type Error = std::io::Error;
+
+    #[allow(clippy::manual_async_fn)]
+    fn publish(
+        &self,
+        events: &[ClaimedEvent],
+    ) -> impl Future<Output = Result<Vec<PublishOutcome>, Self::Error>> + Send {
+        assert!(events.is_empty(), "injected eager panic");
+        async { Ok(Vec::new()) }
+    }
+}
+
+/// Such a panic is caught like one inside the future: the batch's events are charged an attempt
+/// and `run_once` returns an error. It unwound through the relay before (the caller of `run_once`
+/// panicked; a worker died with its batch rolled back, nothing charged, the event claimed again).
+#[tokio::test]
+async fn a_publisher_that_panics_before_its_future_is_caught() {
+    let db = TestDb::new().await;
+    let relay = Relay::builder(db.pool().clone(), PanicsEagerly)
+        .backoff(Duration::from_millis(50), Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let id = emit(&client, &TestEvent::new("o-1", 1)).await.unwrap();
+    let result = tokio::spawn(async move { relay.run_once().await })
+        .await
+        .expect("run_once does not panic");
+    assert_eq!(result.unwrap_err().kind(), ErrorKind::Panic);
+    let (processed, dead, error) = state(&db, id).await;
+    assert!(!processed && !dead);
+    assert!(
+        error.is_some_and(|e| e.contains("injected eager panic")),
+        "the attempt is charged with the panic's message"
+    );
+}

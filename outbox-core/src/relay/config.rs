@@ -41,7 +41,7 @@ pub struct RelayConfig {
     /// backlog of large payloads is never loaded `batch_size` at a time. An event larger than the
     /// budget is claimed alone. Env: [`OUTBOX_BATCH_MAX_BYTES`](crate::env::BATCH_MAX_BYTES).
     pub batch_max_bytes: usize,
-    /// Attempts before an event is dead-lettered (default 10). Env: [`OUTBOX_MAX_ATTEMPTS`](crate::env::MAX_ATTEMPTS).
+    /// Attempts before an event is dead-lettered (default 10, at most `i32::MAX`). Env: [`OUTBOX_MAX_ATTEMPTS`](crate::env::MAX_ATTEMPTS).
     pub max_attempts: u32,
     /// First retry delay (default 1 s, at most the cap). Env: [`OUTBOX_BACKOFF_BASE_MS`](crate::env::BACKOFF_BASE_MS).
     pub backoff_base: Duration,
@@ -120,8 +120,13 @@ impl RelayConfig {
                 self.batch_max_bytes
             ));
         }
-        if self.max_attempts == 0 {
-            return fail("max_attempts must be at least 1".into());
+        // The count is an `int` column.
+        if self.max_attempts == 0 || self.max_attempts > i32::MAX as u32 {
+            return fail(format!(
+                "max_attempts must be within 1..={}, got {}",
+                i32::MAX,
+                self.max_attempts
+            ));
         }
         if self.backoff_base.is_zero()
             || self.backoff_cap < self.backoff_base

@@ -32,7 +32,10 @@ pub(crate) async fn publish_guarded<P: Publisher>(
     deadline: Instant,
     overrun: std::time::Duration,
 ) -> Guarded<P::Error> {
-    let call = AssertUnwindSafe(publisher.publish_within(events, deadline)).catch_unwind();
+    // The call itself inside the guarded future: a publisher whose `publish` panics before it
+    // returns its future (eager work ahead of an `async` block) is caught too.
+    let call = AssertUnwindSafe(async move { publisher.publish_within(events, deadline).await })
+        .catch_unwind();
     let hard = deadline.checked_add(overrun).unwrap_or(deadline);
     match tokio::time::timeout_at(hard, call).await {
         Err(_) => Guarded::TimedOut,

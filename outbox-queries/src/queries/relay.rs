@@ -828,7 +828,7 @@ impl<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>
 pub struct RecordOutboxFailuresStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn record_outbox_failures() -> RecordOutboxFailuresStmt {
     RecordOutboxFailuresStmt(
-        "UPDATE outbox_events e SET attempts = e.attempts + CASE WHEN f.counted THEN 1 ELSE 0 END, last_error = f.error, retry_after = CASE WHEN f.dead THEN NULL ELSE clock_timestamp() + make_interval(secs => f.delay_secs) END, dead_lettered_at = CASE WHEN f.dead THEN clock_timestamp() ELSE NULL END FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::float8[], $5::bool[], $6::bool[]) AS f(id, created_at, error, delay_secs, dead, counted) WHERE e.id = f.id AND e.created_at = f.created_at AND e.created_at >= $7::timestamptz + interval '0 s' AND e.created_at <= $8::timestamptz + interval '0 s' AND e.processed_at IS NULL RETURNING e.id",
+        "UPDATE outbox_events e SET attempts = e.attempts + CASE WHEN f.counted AND e.attempts < 2147483647 THEN 1 ELSE 0 END, last_error = f.error, retry_after = CASE WHEN f.dead THEN NULL ELSE clock_timestamp() + make_interval(secs => f.delay_secs) END, dead_lettered_at = CASE WHEN f.dead THEN clock_timestamp() ELSE NULL END FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::float8[], $5::bool[], $6::bool[]) AS f(id, created_at, error, delay_secs, dead, counted) WHERE e.id = f.id AND e.created_at = f.created_at AND e.created_at >= $7::timestamptz + interval '0 s' AND e.created_at <= $8::timestamptz + interval '0 s' AND e.processed_at IS NULL RETURNING e.id",
         None,
     )
 }
