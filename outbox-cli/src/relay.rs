@@ -73,11 +73,10 @@ fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
 
 /// Runs the relay until SIGINT or SIGTERM.
 pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
-    // Every setting is checked before the database is touched (`--migrate` included).
+    // Every setting, the publisher's own checks included (route patterns, targets, offload), is
+    // checked before the database is touched (`--migrate` included).
     let config = relay_config(&args)?;
     let sqs = sqs_config(&args)?;
-    // The publisher's own checks (route patterns, targets, offload settings) too, before the
-    // database is touched, `--migrate` included.
     sqs.validate()?;
     if let Some(inbox) = args.inbox_retention {
         outbox_core::check_inbox_retention(inbox)?;

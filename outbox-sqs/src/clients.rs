@@ -116,17 +116,12 @@ pub(crate) async fn clients(
     }
 
     let s3 = config.offload_bucket.as_ref().map(|_| {
-        let mut s3 = aws_sdk_s3::config::Builder::from(&sdk).region(region.clone());
-        if let Some(url) = &config.endpoint_url {
-            s3 = s3.endpoint_url(url);
-        }
-        if let Some(retry) = &retry {
-            s3 = s3.retry_config(retry.clone());
-        }
-        let custom_endpoint = config.endpoint_url.is_some()
-            || sdk.endpoint_url().is_some()
-            || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
-        aws_sdk_s3::Client::from_conf(s3.force_path_style(custom_endpoint).build())
+        s3_client(
+            &sdk,
+            Some(region.clone()),
+            config.endpoint_url.as_deref(),
+            retry.clone(),
+        )
     });
 
     Ok(Clients {
@@ -135,4 +130,29 @@ pub(crate) async fn clients(
         sns: aws_sdk_sns::Client::from_conf(sns.build()),
         s3,
     })
+}
+
+/// An S3 client from `sdk`, in `region`, at `endpoint` when given, with `retry` when given;
+/// path-style addressing when an endpoint is overridden (`endpoint`, the configuration's own, or
+/// `AWS_ENDPOINT_URL_S3`): local and S3-compatible servers need it.
+pub(crate) fn s3_client(
+    sdk: &SdkConfig,
+    region: Option<Region>,
+    endpoint: Option<&str>,
+    retry: Option<RetryConfig>,
+) -> aws_sdk_s3::Client {
+    let mut s3 = aws_sdk_s3::config::Builder::from(sdk);
+    if let Some(region) = region {
+        s3 = s3.region(region);
+    }
+    if let Some(url) = endpoint {
+        s3 = s3.endpoint_url(url);
+    }
+    if let Some(retry) = retry {
+        s3 = s3.retry_config(retry);
+    }
+    let custom_endpoint = endpoint.is_some()
+        || sdk.endpoint_url().is_some()
+        || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
+    aws_sdk_s3::Client::from_conf(s3.force_path_style(custom_endpoint).build())
 }

@@ -13,8 +13,8 @@ use deadpool_postgres::Pool;
 use super::config::ConsumerConfig;
 use super::handler::{Delivery, Observer};
 use super::metrics::ConsumerMetrics;
-use super::{Consumer, Inner, payload};
-use crate::clients::{load_default, no_region};
+use super::{Consumer, Inner};
+use crate::clients::{load_default, no_region, s3_client};
 use crate::error::{Error, ErrorKind, Result, config_error};
 use crate::sdk_error::{sdk_error, timeout_error};
 
@@ -210,7 +210,8 @@ impl ConsumerBuilder {
         // Reads offloaded payloads (see `payload.rs`); no call until a pointer arrives.
         let s3 = match self.s3 {
             Some(s3) => s3,
-            None => payload::s3_client(&sdk, conf.region().cloned()),
+            // Never at the SQS `endpoint_url`: S3's own endpoint comes from the configuration.
+            None => s3_client(&sdk, conf.region().cloned(), None, None),
         };
         let client = Client::from_conf(conf);
         let queue_url = if queue.contains("://") {

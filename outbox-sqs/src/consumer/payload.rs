@@ -10,8 +10,6 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use aws_sdk_sqs::types::Message;
-use aws_types::SdkConfig;
-use aws_types::region::Region;
 use serde::Deserialize;
 
 use crate::offload::{EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, PAYLOAD_POINTER_CLASS};
@@ -111,20 +109,6 @@ pub(crate) async fn body<'m>(
     String::from_utf8(bytes.to_vec())
         .map(Cow::Owned)
         .map_err(|_| PayloadError::Malformed("the offloaded payload is not UTF-8 text".into()))
-}
-
-/// The S3 client that reads offloaded payloads, unless the builder was given one: from `sdk` (the
-/// builder's AWS configuration, or the default chain's; its endpoint, or `AWS_ENDPOINT_URL_S3`,
-/// never the consumer's SQS `endpoint_url`), in the queue's `region`; path-style addressing when
-/// an endpoint is overridden (local and S3-compatible servers need it).
-pub(crate) fn s3_client(sdk: &SdkConfig, region: Option<Region>) -> aws_sdk_s3::Client {
-    let mut s3 = aws_sdk_s3::config::Builder::from(sdk);
-    if let Some(region) = region {
-        s3 = s3.region(region);
-    }
-    let custom_endpoint =
-        sdk.endpoint_url().is_some() || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
-    aws_sdk_s3::Client::from_conf(s3.force_path_style(custom_endpoint).build())
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Faults around a handler: a handler that panics, a database that goes away.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use deadpool_postgres::Transaction;
@@ -11,11 +11,9 @@ use outbox_tests::{TestDb, eventually};
 
 use crate::support::*;
 
-/// Panics on the first delivery of every event, then records it.
+/// Records each event (the tests' `Recorder`), then panics on its first delivery.
 #[derive(Default)]
-struct PanicsFirst {
-    calls: AtomicU64,
-}
+struct PanicsFirst(Recorder);
 
 impl Handler<AccountEvent> for PanicsFirst {
     async fn handle(
@@ -24,12 +22,7 @@ impl Handler<AccountEvent> for PanicsFirst {
         envelope: &Envelope,
         tx: &Transaction<'_>,
     ) -> Result<(), HandlerError> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        tx.execute(
-            "INSERT INTO effects (event_id, account, n) VALUES ($1, $2, $3)",
-            &[&envelope.event_id, &event.account(), &event.n()],
-        )
-        .await?;
+        self.0.handle(event, envelope, tx).await?;
         if envelope.receive_count == 1 {
             panic!("injected handler panic");
         }
@@ -74,7 +67,7 @@ async fn a_handler_panic_is_a_counted_failure_and_the_event_is_applied_once() {
         .filter(|d| d.outcome == Outcome::Failed)
         .count();
     assert_eq!(failed, 3, "the observer saw each panic as a failure");
-    assert_eq!(handler.calls.load(Ordering::SeqCst), 6);
+    assert_eq!(handler.0.calls.load(Ordering::SeqCst), 6);
 }
 
 /// SQS stops answering (a partition: connections stay open, nothing comes back) while a handled
