@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use outbox_sqs::Route;
 use uuid::Uuid;
 
 use crate::{duration, help};
@@ -278,8 +279,8 @@ pub struct RelayArgs {
     pub metrics_addr: Option<SocketAddr>,
     /// Route an event type or prefix to an SQS queue URL or an SNS topic ARN:
     /// `order.*=https://sqs...`, `audit.*=arn:aws:sns:...` (repeatable).
-    #[arg(long = "route", value_name = "PATTERN=TARGET")]
-    pub routes: Vec<String>,
+    #[arg(long = "route", value_name = "PATTERN=TARGET", value_parser = route)]
+    pub routes: Vec<Route>,
     /// Queue URL (or topic ARN) for event types without a route.
     #[arg(long)]
     pub default_queue: Option<String>,
@@ -338,4 +339,15 @@ pub struct RelayArgs {
     /// transaction mode: a direct connection to the database (same sslmode rules).
     #[arg(long, env = ENV_LISTEN_URL, hide_env_values = true)]
     pub listen_url: Option<String>,
+}
+
+/// `--route PATTERN=TARGET`, split at its first `=`; a missing side is a usage error (exit 2), like
+/// any other malformed flag. Whether the pattern and the target are valid is the publisher's check
+/// ([`outbox_sqs::SqsConfig::validate`]).
+fn route(text: &str) -> Result<Route, String> {
+    text.split_once('=')
+        .map(|(p, t)| (p.trim(), t.trim()))
+        .filter(|(p, t)| !p.is_empty() && !t.is_empty())
+        .map(|(p, t)| Route::new(p, t))
+        .ok_or_else(|| "expected PATTERN=QUEUE_URL or PATTERN=TOPIC_ARN".to_owned())
 }

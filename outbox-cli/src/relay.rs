@@ -1,7 +1,7 @@
 //! `outbox relay`.
 
 use outbox_core::{CancellationToken, PgConnector, Relay, RelayConfig, RelayMetrics};
-use outbox_sqs::{Route, SqsConfig, SqsPublisher};
+use outbox_sqs::{SqsConfig, SqsPublisher};
 
 use crate::cli::RelayArgs;
 use crate::{Failure, db, metrics_server};
@@ -37,15 +37,7 @@ fn relay_config(args: &RelayArgs) -> Result<RelayConfig, Failure> {
 /// The publisher's settings: environment, then flags.
 fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
     let mut c = SqsConfig::from_env()?;
-    for route in &args.routes {
-        let (pattern, queue) = route
-            .split_once('=')
-            .filter(|(p, q)| !p.trim().is_empty() && !q.trim().is_empty())
-            .ok_or_else(|| {
-                format!("--route `{route}`: expected PATTERN=QUEUE_URL or PATTERN=TOPIC_ARN")
-            })?;
-        c.routes.push(Route::new(pattern.trim(), queue.trim()));
-    }
+    c.routes.extend(args.routes.iter().cloned());
     if let Some(q) = &args.default_queue {
         c.default_queue = Some(q.clone());
     }

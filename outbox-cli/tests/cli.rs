@@ -444,7 +444,7 @@ async fn relay_fails_fast_on_a_queue_that_does_not_exist() {
 }
 
 /// A bad `--route` is refused before the database is touched: `--migrate` on an empty database
-/// used to apply every migration first. A bad `--listen-url` is named as such (it was called
+/// used to apply every migration first. One without `=` is a usage error (exit 2; it was 1). A bad `--listen-url` is named as such (it was called
 /// `DATABASE_URL` in the error).
 #[tokio::test]
 async fn relay_settings_are_checked_before_the_database_is_touched() {
@@ -454,8 +454,11 @@ async fn relay_settings_are_checked_before_the_database_is_touched() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("--route `order.*`"), "{err}");
+    assert_eq!(out.status.code(), Some(2), "a usage error: {err}");
+    assert!(
+        err.contains("--route") && err.contains("order.*") && err.contains("PATTERN=QUEUE_URL"),
+        "{err}"
+    );
     // The publisher's own checks too: a target that is neither a queue URL nor a topic ARN.
     let out = outbox(&db)
         .args(["relay", "--migrate", "--route", "order.*=not a url"])
