@@ -166,27 +166,24 @@ impl RelayMetrics {
         out
     }
 
-    pub(crate) fn published(&self, event_type: &str, commit_to_publish_secs: f64) {
+    pub(crate) fn published(&self, event_type: String, commit_to_publish_secs: f64) {
         self.published
-            .get_or_create(&EventTypeLabel {
-                event_type: event_type.to_string(),
-            })
+            .get_or_create(&EventTypeLabel { event_type })
             .inc();
         self.commit_to_publish
             .observe(commit_to_publish_secs.max(0.0));
     }
 
-    pub(crate) fn failed(&self, event_type: &str, reason: crate::FailureKind, dead: bool) {
-        self.failed
-            .get_or_create(&FailureLabel {
-                event_type: event_type.to_string(),
-                reason: reason.as_str(),
-            })
-            .inc();
+    pub(crate) fn failed(&self, event_type: String, reason: crate::FailureKind, dead: bool) {
+        let label = FailureLabel {
+            event_type,
+            reason: reason.as_str(),
+        };
+        self.failed.get_or_create(&label).inc();
         if dead {
             self.dead_lettered
                 .get_or_create(&EventTypeLabel {
-                    event_type: event_type.to_string(),
+                    event_type: label.event_type,
                 })
                 .inc();
         }

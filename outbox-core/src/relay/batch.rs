@@ -1,7 +1,5 @@
 //! One batch: claim, publish, acknowledge — all inside one transaction.
 
-use std::collections::HashSet;
-
 use tokio::time::Instant;
 
 use super::Inner;
@@ -9,11 +7,11 @@ use super::ack::record_and_commit;
 use super::claim::{claim, waves};
 use super::guard::{Guarded, overrun, publish_guarded};
 use super::held::heads;
+use super::isolate::{bisect, one_by_one};
 use super::outcome::Recorder;
 use super::transaction::ClaimTransaction;
 use crate::error::{Error, ErrorKind};
-use crate::failure::FailureKind;
-use crate::publisher::{PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
+use crate::publisher::{Publisher, UNAVAILABLE_RETRY_DELAY};
 
 /// What one batch did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -171,9 +169,30 @@ async fn in_transaction<P: Publisher>(
         match publish_guarded(&inner.publisher, &wave, deadline, overrun(publish_timeout)).await {
             Guarded::Done(Ok(outcomes)) => rec.record_all(&wave, outcomes, &mut report),
             Guarded::Done(Err(e)) => {
-                report.released += wave.len();
-                whole_failure =
-                    Some(Error::new(ErrorKind::Publish, "the publisher failed").with_source(e));
+                // An outage, or an event the publisher fails on every time: halves tell them
+                // apart (not for a wave holding an aggregate's events in order).
+                let isolated =
+                    if wave.len() > 1 && !(ordered && inner.publisher.keeps_aggregate_order()) {
+                        bisect(&inner.publisher, &wave, deadline, publish_timeout).await
+                    } else {
+                        None
+                    };
+                match isolated {
+                    Some(outcomes) => {
+                        tracing::warn!(
+                            events = wave.len(), error = %crate::error_chain(&e),
+                            "the publisher failed as a whole, but not on every part of the wave; \
+                             published it in parts"
+                        );
+                        rec.record_all(&wave, outcomes, &mut report);
+                    }
+                    None => {
+                        report.released += wave.len();
+                        whole_failure = Some(
+                            Error::new(ErrorKind::Publish, "the publisher failed").with_source(e),
+                        );
+                    }
+                }
             }
             Guarded::TimedOut => {
                 report.released += wave.len();
@@ -186,69 +205,22 @@ async fn in_transaction<P: Publisher>(
                 ));
             }
             Guarded::Panicked(message) => {
-                // Find the event(s) it panics on: publish the wave one event at a time. An event
-                // the publisher panics on alone counts an attempt (dead-lettered when they are used
-                // up, with the panic as its reason); the others go through normally.
+                // Find the event(s) it panics on: the wave again, one event at a time.
                 tracing::error!(
                     events = wave.len(), panic = %message,
                     "the publisher panicked; publishing this wave one event at a time"
                 );
-                let mut outcomes = Vec::with_capacity(wave.len());
-                // A wave of a publisher that keeps aggregate order holds several events of an
-                // aggregate: once one of them fails here, its later ones are not sent (released
-                // without an attempt), so that none overtakes it.
-                let mut failed: HashSet<(&str, &str)> = HashSet::new();
-                for event in &wave {
-                    let aggregate = (event.aggregate_type.as_str(), event.aggregate_id.as_str());
-                    if ordered && failed.contains(&aggregate) {
-                        outcomes.push(PublishOutcome::unavailable(
-                            FailureKind::NotSent,
-                            "not sent: an earlier event of its aggregate failed in this batch",
-                        ));
-                        continue;
-                    }
-                    let single = std::slice::from_ref(event);
-                    let outcome = match publish_guarded(
-                        &inner.publisher,
-                        single,
-                        deadline,
-                        overrun(publish_timeout),
-                    )
-                    .await
-                    {
-                        Guarded::Done(Ok(mut o)) if o.len() == 1 => {
-                            o.pop().unwrap_or(PublishOutcome::Published)
-                        }
-                        Guarded::Done(Ok(_)) => PublishOutcome::retry(
-                            FailureKind::Other,
-                            "the publisher returned no outcome",
-                        ),
-                        Guarded::Done(Err(e)) => PublishOutcome::unavailable(
-                            FailureKind::Other,
-                            format!("the publisher failed: {e}"),
-                        ),
-                        Guarded::TimedOut => PublishOutcome::unavailable(
-                            FailureKind::Timeout,
-                            format!("publishing did not finish within {publish_timeout:?}"),
-                        ),
-                        Guarded::Panicked(m) => PublishOutcome::retry(
-                            FailureKind::Panic,
-                            format!("the publisher panicked: {m}"),
-                        ),
-                    };
-                    if outcome != PublishOutcome::Published {
-                        failed.insert(aggregate);
-                    }
-                    outcomes.push(outcome);
-                }
+                let outcomes =
+                    one_by_one(&inner.publisher, &wave, ordered, deadline, publish_timeout).await;
                 rec.record_all(&wave, outcomes, &mut report);
                 panicked = Some(message);
             }
         }
     }
 
-    let (published, failures) = rec.finish();
+    let (published, failures, tallies) = rec.finish();
     record_and_commit(tx, &published, &failures, inner.config.deletes_on_ack()).await?;
+    tallies.count(inner.metrics.as_ref());
     report.published = published.len();
     if report.deferred > 0 {
         // One line per batch, not per event: a broken destination holds back thousands of events.

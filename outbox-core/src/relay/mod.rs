@@ -7,6 +7,7 @@ mod config;
 mod guard;
 mod held;
 mod housekeeping;
+mod isolate;
 mod listener;
 mod outcome;
 mod transaction;

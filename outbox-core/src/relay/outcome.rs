@@ -36,13 +36,53 @@ pub(crate) struct Failure {
     pub(crate) counted: bool,
 }
 
+/// What one outcome adds to the metrics, once the batch has committed.
+enum Tally {
+    Published {
+        event_type: String,
+        commit_to_publish_secs: f64,
+    },
+    Failed {
+        event_type: String,
+        reason: FailureKind,
+        dead: bool,
+    },
+}
+
+/// A batch's additions to the metrics: counted only after its commit (a batch rolled back marked
+/// nothing and dead-lettered nothing; its events are published again later).
+#[must_use = "count them once the batch has committed"]
+pub(crate) struct Tallies(Vec<Tally>);
+
+impl Tallies {
+    /// Adds them to `metrics`.
+    pub(crate) fn count(self, metrics: Option<&RelayMetrics>) {
+        let Some(m) = metrics else { return };
+        for tally in self.0 {
+            match tally {
+                Tally::Published {
+                    event_type,
+                    commit_to_publish_secs,
+                } => m.published(event_type, commit_to_publish_secs),
+                Tally::Failed {
+                    event_type,
+                    reason,
+                    dead,
+                } => m.failed(event_type, reason, dead),
+            }
+        }
+    }
+}
+
 /// Collects a batch's outcomes.
 pub(crate) struct Recorder<'a> {
     policy: &'a RetryPolicy,
-    metrics: Option<&'a RelayMetrics>,
+    /// Whether there are metrics to tally for.
+    metered: bool,
     ordered: bool,
     published: Vec<Acked>,
     failures: Vec<Failure>,
+    tallies: Vec<Tally>,
     /// Aggregates with a failed event in this batch: their later events wait.
     blocked: HashSet<(String, String)>,
 }
@@ -75,10 +115,11 @@ impl<'a> Recorder<'a> {
     pub(crate) fn new<P: Publisher>(inner: &'a Inner<P>, ordered: bool) -> Self {
         Recorder {
             policy: &inner.policy,
-            metrics: inner.metrics.as_ref(),
+            metered: inner.metrics.is_some(),
             ordered,
             published: Vec::new(),
             failures: Vec::new(),
+            tallies: Vec::new(),
             blocked: HashSet::new(),
         }
     }
@@ -143,9 +184,12 @@ impl<'a> Recorder<'a> {
                     id: event.id,
                     created_at: event.created_at,
                 });
-                if let Some(m) = self.metrics {
+                if self.metered {
                     let age = chrono::Utc::now() - event.created_at;
-                    m.published(&event.event_type, age.as_seconds_f64());
+                    self.tallies.push(Tally::Published {
+                        event_type: event.event_type.clone(),
+                        commit_to_publish_secs: age.as_seconds_f64(),
+                    });
                 }
                 return;
             }
@@ -199,8 +243,12 @@ impl<'a> Recorder<'a> {
                 (false, d.as_secs_f64())
             }
         };
-        if let Some(m) = self.metrics {
-            m.failed(&event.event_type, reason, dead);
+        if self.metered {
+            self.tallies.push(Tally::Failed {
+                event_type: event.event_type.clone(),
+                reason,
+                dead,
+            });
         }
         self.block(event);
         self.failures.push(Failure {
@@ -213,9 +261,10 @@ impl<'a> Recorder<'a> {
         });
     }
 
-    /// The events to mark processed and the failures to record.
-    pub(crate) fn finish(self) -> (Vec<Acked>, Vec<Failure>) {
-        (self.published, self.failures)
+    /// The events to mark processed, the failures to record, and what to add to the metrics once
+    /// both are committed.
+    pub(crate) fn finish(self) -> (Vec<Acked>, Vec<Failure>, Tallies) {
+        (self.published, self.failures, Tallies(self.tallies))
     }
 }
 
