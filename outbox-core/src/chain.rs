@@ -1,6 +1,17 @@
 //! One way to print an error with its causes, for every crate of the workspace.
 
+use std::borrow::Cow;
 use std::error::Error as StdError;
+
+/// Where AWS error messages start quoting the request they expected (SigV4's canonical request
+/// and string to sign), which name every signed header with its value: the session token too.
+const SIGNED_REQUEST_ECHOES: &[&str] = &[
+    "The Canonical String for this request should have been",
+    "The String-to-Sign should have been",
+];
+
+/// Headers and query parameters whose values are secrets wherever they appear.
+const SECRET_NAMES: &[&str] = &["x-amz-security-token", "authorization"];
 
 /// The messages of `error` and of its [sources](StdError::source), joined by `": "`, on one line.
 /// A message already contained in the text so far is skipped (many errors repeat their source's
@@ -22,7 +33,79 @@ pub fn error_chain(error: &(dyn StdError + 'static)) -> String {
         }
         source = cause.source();
     }
+    match redact_signed_request(&text) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(redacted) => redacted,
+    }
+}
+
+/// `text` without what would disclose a credential: an AWS error message that quotes the signed
+/// request it expected (`InvalidSignatureException`, `SignatureDoesNotMatch`: the canonical
+/// request carries the `x-amz-security-token` header's value) is cut where the quote starts, and
+/// any `x-amz-security-token` or `authorization` header or query value left is replaced by
+/// `<redacted>`. [`error_chain`] applies it; so do the publishers to the error messages they
+/// store with an event.
+///
+/// ```
+/// let m = "The request signature we calculated does not match. The Canonical String for this \
+///          request should have been\nPOST\n/\n\nx-amz-security-token:IQoJb3JpZ2luX2VjE\n";
+/// assert_eq!(
+///     outbox_core::redact_signed_request(m),
+///     "The request signature we calculated does not match. (the signed request it quoted is left out)"
+/// );
+/// ```
+pub fn redact_signed_request(text: &str) -> Cow<'_, str> {
+    let mut text = Cow::Borrowed(text);
+    if let Some(at) = SIGNED_REQUEST_ECHOES
+        .iter()
+        .filter_map(|echo| text.find(echo))
+        .min()
+    {
+        let kept = text[..at].trim_end();
+        text = Cow::Owned(format!(
+            "{kept}{}(the signed request it quoted is left out)",
+            if kept.is_empty() { "" } else { " " }
+        ));
+    }
+    for name in SECRET_NAMES {
+        let mut from = 0;
+        while let Some(found) = find_ignore_case(&text[from..], name) {
+            let start = from + found + name.len();
+            // `name: value`, `name=value`, `"name":"value"`: the value runs to the line's end, or
+            // to the `&` or `"` that ends it in a query or JSON.
+            let rest = &text[start..];
+            let Some(value_at) = rest
+                .char_indices()
+                .find(|(_, c)| !matches!(c, ':' | '=' | ' ' | '"'))
+                .map(|(i, _)| i)
+                .filter(|&i| rest[..i].contains([':', '=']))
+            else {
+                from = start;
+                continue;
+            };
+            let value_len = rest[value_at..]
+                .find(['\n', '\r', '&', '"'])
+                .unwrap_or(rest.len() - value_at);
+            let (a, b) = (start + value_at, start + value_at + value_len);
+            if &text[a..b] == "<redacted>" {
+                from = b;
+                continue;
+            }
+            let mut owned = text.into_owned();
+            owned.replace_range(a..b, "<redacted>");
+            from = a + "<redacted>".len();
+            text = Cow::Owned(owned);
+        }
+    }
     text
+}
+
+/// Where `needle` (ASCII, lower case) starts in `haystack`, ignoring ASCII case.
+fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
+    haystack
+        .as_bytes()
+        .windows(needle.len())
+        .position(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
 #[cfg(test)]
@@ -54,5 +137,50 @@ mod tests {
             ))),
         );
         assert_eq!(error_chain(&e), "db error: timeout: os error 110");
+    }
+
+    #[test]
+    fn signed_requests_and_tokens_are_left_out() {
+        // SQS's answer to a request signed with a wrong secret quotes the canonical request,
+        // session token included (it reached the log and the event's last_error).
+        let e = Layer(
+            "SendMessageBatch: InvalidSignatureException (HTTP 400)",
+            Some(Box::new(Layer(
+                "The request signature we calculated does not match the signature you provided.\n\n\
+                 The Canonical String for this request should have been\n'POST\n/\n\n\
+                 host:sqs.eu-west-1.amazonaws.com\nx-amz-security-token:IQoJb3JpZ2luSECRET\n'\n\n\
+                 The String-to-Sign should have been\n'AWS4-HMAC-SHA256'",
+                None,
+            ))),
+        );
+        let text = error_chain(&e);
+        assert!(!text.contains("SECRET"), "{text}");
+        assert!(!text.contains("host:"), "{text}");
+        assert!(
+            text.ends_with("does not match the signature you provided. (the signed request it quoted is left out)"),
+            "{text}"
+        );
+        for (given, expected) in [
+            (
+                "bad X-Amz-Security-Token=abc&Action=x",
+                "bad X-Amz-Security-Token=<redacted>&Action=x",
+            ),
+            (
+                r#"{"x-amz-security-token":"abc","n":1}"#,
+                r#"{"x-amz-security-token":"<redacted>","n":1}"#,
+            ),
+            (
+                "authorization: AWS4-HMAC-SHA256 Credential=AKIA/x, Signature=f\nnext",
+                "authorization: <redacted>\nnext",
+            ),
+            // Words that merely contain a name are left alone.
+            (
+                "AuthorizationError (HTTP 403): not authorized",
+                "AuthorizationError (HTTP 403): not authorized",
+            ),
+            ("x-amz-security-token", "x-amz-security-token"),
+        ] {
+            assert_eq!(redact_signed_request(given), expected, "{given}");
+        }
     }
 }

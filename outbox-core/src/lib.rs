@@ -95,7 +95,7 @@ pub mod trace;
 #[doc(hidden)]
 pub mod __private;
 
-pub use chain::error_chain;
+pub use chain::{error_chain, redact_signed_request};
 pub use client::GenericClient;
 pub use connect::{
     ConnectConfig, Password, PasswordProvider, PgConnection, PgConnector, RootCerts, SslMode, Tls,

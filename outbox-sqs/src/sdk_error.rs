@@ -45,6 +45,9 @@ pub(crate) fn service_failure(code: &str, message: &str, status: u16) -> (ErrorK
     } else if is_topic_missing(code) {
         format!("the topic does not exist ({code}, HTTP {status})")
     } else {
+        // Never the signed request a signature error quotes (it names the session token): this
+        // text is logged and stored with the events as their last error.
+        let message = outbox_core::redact_signed_request(message);
         format!("{code} (HTTP {status}): {message}")
     };
     (kind, detail)

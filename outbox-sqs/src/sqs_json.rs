@@ -171,7 +171,11 @@ struct ErrorBody {
 /// the `__type` of the body without its namespace (`com.amazonaws.sqs#QueueDoesNotExist`).
 pub(crate) fn parse_error(query_error: Option<&str>, body: &[u8]) -> (String, Option<String>) {
     let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
-    let message = parsed.as_ref().and_then(|b| b.message.clone());
+    // Never the signed request a signature error quotes (it names the session token).
+    let message = parsed
+        .as_ref()
+        .and_then(|b| b.message.as_deref())
+        .map(|m| outbox_core::redact_signed_request(m).into_owned());
     let from_header = query_error
         .and_then(|h| h.split(';').next())
         .map(str::trim)

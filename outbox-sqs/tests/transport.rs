@@ -338,3 +338,47 @@ async fn the_direct_transport_honours_the_attempt_timeout() {
         "both attempts were made"
     );
 }
+
+/// SQS's answer to a request signed with the wrong secret quotes the canonical request it
+/// expected, session token included (the fixture answers so). Through either transport, the
+/// error names the code and leaves the quote out: it is logged and stored with the events as
+/// their last error.
+#[tokio::test]
+async fn a_refused_signature_never_shows_the_session_token() {
+    let fx = SqsFixture::start().await;
+    fx.verify_signatures("test", "the real secret");
+    let q = fx.create_queue("plain");
+    let token = "IQoJb3JpZ2luX2VjTOKEN";
+    let sdk = sdk_config_for(&fx.endpoint_url())
+        .await
+        .into_builder()
+        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+            "test",
+            "a rotated-away secret",
+            Some(token.into()),
+            None,
+            "test",
+        )))
+        .build();
+    for transport in [SqsTransport::Direct, SqsTransport::Sdk] {
+        let p = SqsPublisher::builder()
+            .sdk_config(sdk.clone())
+            .max_attempts(1)
+            .transport(transport)
+            .default_queue(q.as_str())
+            .build()
+            .await
+            .unwrap();
+        let err = p.publish(&events(1, "order.created")).await.unwrap_err();
+        let text = outbox_core::error_chain(&err);
+        assert!(
+            text.contains("SignatureDoesNotMatch"),
+            "{transport:?}: {text}"
+        );
+        assert!(
+            !text.contains(token) && !err.to_string().contains(token),
+            "{transport:?}: {text}"
+        );
+        assert!(text.contains("left out"), "{transport:?}: {text}");
+    }
+}

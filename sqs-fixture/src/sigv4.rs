@@ -147,6 +147,13 @@ pub(crate) fn verify(
     for name in &auth.signed_headers {
         headers.push((*name, header(name)?));
     }
+    // What SQS quotes back when the signature does not match: the canonical request it
+    // expected, every signed header with its value (the session token's too).
+    let canonical_headers: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}:{value}\n"))
+        .collect();
+    let signed_names = auth.signed_headers.join(";");
     let token = parts
         .headers
         .get("x-amz-security-token")
@@ -181,7 +188,15 @@ pub(crate) fn verify(
     if expected == auth.signature {
         Ok(())
     } else {
-        Err("the request signature we calculated does not match the signature you provided".into())
+        Err(format!(
+            "The request signature we calculated does not match the signature you provided. \
+             Check your AWS Secret Access Key and signing method. Consult the service \
+             documentation for details.\n\nThe Canonical String for this request should have \
+             been\n'{method}\n{path}\n\n{canonical_headers}\n{signed_names}\n'\n\nThe \
+             String-to-Sign should have been\n'AWS4-HMAC-SHA256\n'",
+            method = parts.method.as_str(),
+            path = parts.uri.path(),
+        ))
     }
 }
 
