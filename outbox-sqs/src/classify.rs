@@ -49,6 +49,7 @@ const THROTTLING_CODES: &[&str] = &[
     "LimitExceededException",
     "SlowDown",
     "KmsThrottled",
+    "KMS.ThrottlingException",
     "Throttled",
 ];
 
@@ -84,19 +85,29 @@ const QUEUE_CODES: &[&str] = &[
 
 /// Codes that blame the credentials or the account, the same for every queue: an outage of the
 /// relay as a whole, not of one queue.
+/// Each in its query-protocol spelling and, where the JSON protocol spells it differently, that
+/// one too (an unknown code with a sender fault is taken to blame the message).
 const ACCOUNT_CODES: &[&str] = &[
     "InvalidSecurity",
     "InvalidClientTokenId",
     "UnrecognizedClientException",
     "SignatureDoesNotMatch",
     "IncompleteSignature",
+    "IncompleteSignatureException",
     "MissingAuthenticationToken",
+    "MissingAuthenticationTokenException",
+    "NotAuthorized",
+    "NotAuthorizedException",
     "ExpiredToken",
     "ExpiredTokenException",
     "RequestExpired",
     "RequestTimeTooSkewed",
     "InvalidSignatureException",
     "OptInRequired",
+    // The endpoint does not speak this API (a wrong `endpoint_url`, a proxy in the way): nothing
+    // the message did.
+    "InvalidAction",
+    "UnknownOperationException",
 ];
 
 /// The code without the legacy `AWS.SimpleQueueService.` prefix of the query protocol.
@@ -142,6 +153,14 @@ pub(crate) fn classify_status(status: u16, code: &str) -> Class {
 pub(crate) fn is_auth_failure(code: &str) -> bool {
     let code = normalize(code);
     ACCOUNT_CODES.contains(&code) || matches!(code, "AccessDenied" | "AccessDeniedException")
+}
+
+/// Whether `code` says the credentials themselves (or the request's time) were refused: worth
+/// fetching them again. Not an access denied, which is one queue's policy or key more often than
+/// the credentials, nor a wrong endpoint.
+pub(crate) fn is_credentials_refused(code: &str) -> bool {
+    let code = normalize(code);
+    ACCOUNT_CODES.contains(&code) && !matches!(code, "InvalidAction" | "UnknownOperationException")
 }
 
 /// Classifies an SQS error `code` — a failed entry of a `SendMessageBatch` response, or a failed
@@ -402,6 +421,35 @@ mod tests {
         assert!(is_auth_failure("AccessDenied"));
         assert!(!is_auth_failure("QueueDoesNotExist"));
         assert!(!is_auth_failure("InvalidParameterValue"));
+        assert!(is_credentials_refused("ExpiredToken"));
+        assert!(
+            !is_credentials_refused("AccessDenied"),
+            "one queue's policy"
+        );
+        assert!(!is_credentials_refused("KMS.AccessDeniedException"));
+    }
+
+    /// Whole-call codes in the JSON protocol's spelling (or from an endpoint that does not speak
+    /// SQS) blame the credentials or the endpoint, not the messages: they were taken as a
+    /// sender fault, each entry re-sent alone and dead-lettered.
+    #[test]
+    fn json_spellings_of_account_codes_retry() {
+        for code in [
+            "IncompleteSignatureException",
+            "MissingAuthenticationTokenException",
+            "NotAuthorized",
+            "InvalidAction",
+            "UnknownOperationException",
+        ] {
+            assert_eq!(classify(code, true), Class::Retry, "{code}");
+            assert_eq!(classify_status(400, code), Class::Retry, "{code}");
+        }
+        // A KMS throttle is retried within the call (before, only the breaker saw it).
+        assert!(is_transient_code("KMS.ThrottlingException"));
+        assert_eq!(
+            classify("KMS.ThrottlingException", true),
+            Class::Unavailable
+        );
     }
 
     fn service_error(status: u16, code: &str) -> SdkError<SendMessageBatchError, HttpResponse> {

@@ -20,7 +20,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
 use crate::answer::BatchAnswer;
-use crate::classify::{is_auth_failure, is_transient_code, normalize};
+use crate::classify::{is_credentials_refused, is_transient_code, normalize};
 use crate::endpoint::sqs_endpoint;
 use crate::error::{Result, config_error};
 use crate::signer::{SignError, Signer};
@@ -327,9 +327,10 @@ impl DirectSqs {
             );
             self.clock_offset_ms.store(offset, Ordering::Relaxed);
         }
-        if is_auth_failure(&code) {
+        if is_credentials_refused(&code) {
             // Refused credentials may have been rotated (a signature refused for a rotated secret
-            // looks like one refused for the time): fetch them again for the next attempt.
+            // looks like one refused for the time): fetch them again for the next attempt. Not
+            // for an access denied, which one queue's policy or key gives.
             self.signer.forget();
         }
         Err(DirectError::Service {

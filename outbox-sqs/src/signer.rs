@@ -52,6 +52,12 @@ impl std::error::Error for SignError {
     }
 }
 
+/// After a failed refresh, how long the credentials in hand are used before the provider is asked
+/// again (while they are still usable).
+const RETRY_REFRESH_AFTER: Duration = Duration::from_secs(10);
+/// How long one call of the provider may take (the SDK's identity cache waits as long).
+const PROVIDER_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Signs requests to one service in one region.
 pub(crate) struct Signer {
     provider: Option<SharedCredentialsProvider>,
@@ -129,36 +135,53 @@ impl Signer {
     }
 
     /// Credentials to sign with at `now`: the cached ones until they are due for a refresh, then
-    /// fresh ones from the provider (one call at a time) — or the cached ones while they are still
-    /// usable, if the provider fails.
+    /// fresh ones from the provider (one call at a time, within [`PROVIDER_TIMEOUT`]). While the
+    /// cached ones are still usable, a refresh never holds up other requests (they sign with the
+    /// cached ones meanwhile) and a failed one is tried again only after
+    /// [`RETRY_REFRESH_AFTER`]: a provider that is down or slow costs one request at most its
+    /// time-out per period, instead of queueing every request behind it.
     async fn credentials(&self, now: SystemTime) -> Result<Credentials, SignError> {
-        match self.cached() {
-            Some(c) if c.fresh(now) && c.usable(now) => return Ok(c.credentials),
-            _ => {}
-        }
-        let _refresh = self.refreshing.lock().await;
         let cached = self.cached();
-        match &cached {
-            Some(c) if c.fresh(now) && c.usable(now) => return Ok(c.credentials.clone()),
-            _ => {}
+        let usable = cached.as_ref().filter(|c| c.usable(now));
+        if let Some(c) = usable.filter(|c| c.fresh(now)) {
+            return Ok(c.credentials.clone());
+        }
+        let _refresh = match usable {
+            Some(c) => match self.refreshing.try_lock() {
+                Ok(guard) => guard,
+                // Someone else is refreshing: the credentials in hand will do meanwhile.
+                Err(_) => return Ok(c.credentials.clone()),
+            },
+            None => self.refreshing.lock().await,
+        };
+        let cached = self.cached();
+        if let Some(c) = cached.as_ref().filter(|c| c.fresh(now) && c.usable(now)) {
+            return Ok(c.credentials.clone());
         }
         let Some(provider) = &self.provider else {
             return Err(SignError::Credentials(CredentialsError::not_loaded(
                 "no credentials provider in the AWS configuration",
             )));
         };
-        match provider.provide_credentials().await {
+        let fetched =
+            match tokio::time::timeout(PROVIDER_TIMEOUT, provider.provide_credentials()).await {
+                Ok(fetched) => fetched,
+                Err(_) => Err(CredentialsError::provider_timed_out(PROVIDER_TIMEOUT)),
+            };
+        match fetched {
             Ok(credentials) => {
-                *self.cached.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some(Cached::new(credentials.clone(), now));
+                self.store(Cached::new(credentials.clone(), now));
                 Ok(credentials)
             }
             Err(e) => match cached.filter(|c| c.usable(now)) {
-                Some(c) => {
+                Some(mut c) => {
                     tracing::warn!(
                         error = %outbox_core::error_chain(&e),
+                        retry_in_s = RETRY_REFRESH_AFTER.as_secs(),
                         "cannot refresh the AWS credentials; signing with the ones in hand until they near expiry"
                     );
+                    c.refresh_at = Some(now + RETRY_REFRESH_AFTER);
+                    self.store(c.clone());
                     Ok(c.credentials)
                 }
                 None => Err(SignError::Credentials(e)),
@@ -166,10 +189,21 @@ impl Signer {
         }
     }
 
-    /// Forgets the cached credentials (after the service refused them), so the next request
-    /// fetches them again.
+    fn store(&self, cached: Cached) {
+        *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = Some(cached);
+    }
+
+    /// Makes the cached credentials due for a refresh (after the service refused them), so the
+    /// next request fetches them again; they stay in hand in case the provider fails meanwhile.
     pub(crate) fn forget(&self) {
-        *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        if let Some(c) = self
+            .cached
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            c.refresh_at = Some(SystemTime::UNIX_EPOCH);
+        }
     }
 
     /// Adds the SigV4 headers (`authorization`, `x-amz-date`, and `x-amz-security-token` for
@@ -332,11 +366,75 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 3, "a refresh was tried");
+        // Not again for every request (each one asked the failing provider again, one at a time).
+        for s in [46, 47, 49] {
+            short
+                .credentials(now + Duration::from_secs(s))
+                .await
+                .unwrap();
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 3, "tried again only later");
         let err = short
             .credentials(now + Duration::from_secs(52))
             .await
             .unwrap_err();
         assert!(matches!(err, SignError::Credentials(_)), "{err}");
+    }
+
+    /// A provider that never answers.
+    #[derive(Debug)]
+    struct Hanging;
+
+    impl ProvideCredentials for Hanging {
+        fn provide_credentials<'a>(
+            &'a self,
+        ) -> aws_credential_types::provider::future::ProvideCredentials<'a>
+        where
+            Self: 'a,
+        {
+            aws_credential_types::provider::future::ProvideCredentials::new(std::future::pending())
+        }
+    }
+
+    /// While one request waits for a refresh from a provider that hangs, the others sign with the
+    /// credentials in hand (they queued behind it, each then asking the provider in turn).
+    #[tokio::test]
+    async fn a_hanging_refresh_holds_up_no_other_request() {
+        let signer = Arc::new(Signer::new(
+            Some(SharedCredentialsProvider::new(Hanging)),
+            "eu-west-1".into(),
+            "sqs",
+        ));
+        let now = SystemTime::now();
+        let credentials = Credentials::new(
+            "AKID",
+            "SECRET",
+            None,
+            Some(now + Duration::from_secs(120)),
+            "test",
+        );
+        signer.store(Cached::new(credentials, now));
+        let due = now + Duration::from_secs(100);
+        let stuck = tokio::spawn({
+            let signer = signer.clone();
+            async move {
+                signer
+                    .credentials(due)
+                    .await
+                    .map(|c| c.access_key_id().to_owned())
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !stuck.is_finished(),
+            "the refresh is waiting for the provider"
+        );
+        let other = tokio::time::timeout(Duration::from_secs(1), signer.credentials(due))
+            .await
+            .expect("not held up by the refresh")
+            .unwrap();
+        assert_eq!(other.access_key_id(), "AKID");
+        stuck.abort();
     }
 
     #[tokio::test]
