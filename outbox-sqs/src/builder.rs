@@ -321,15 +321,10 @@ pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
                 .iter()
                 .map(|q| ("the default queue".to_owned(), q.as_str())),
         );
-    let mut kinds = Vec::new();
     for (what, target) in targets {
-        match parse_target(target) {
-            Ok(Target::Topic(_)) => kinds.push(DestinationKind::Topic),
-            Ok(_) => kinds.push(DestinationKind::Queue),
-            Err(e) => return Err(config_error(format!("{what}: {e}"))),
-        }
+        parse_target(target).map_err(|e| config_error(format!("{what}: {e}")))?;
     }
-    validate_offload(config, &kinds)?;
+    validate_offload(config)?;
     Router::new(
         config
             .routes

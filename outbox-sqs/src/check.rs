@@ -9,8 +9,8 @@ use crate::publisher::{Queue, SqsPublisher};
 use crate::sdk_error::{sdk_error, timeout_error};
 
 impl SqsPublisher {
-    /// `GetQueueAttributes` on every configured queue (which also reads its `MaximumMessageSize`),
-    /// `GetTopicAttributes` on every topic, `HeadBucket` on the offload bucket; the first failure,
+    /// `GetQueueAttributes` on every configured queue and `GetTopicAttributes` on every topic
+    /// (both also read its `MaximumMessageSize`), `HeadBucket` on the offload bucket; the first failure,
     /// naming its queue, topic or bucket.
     pub(crate) async fn check_queues(&self) -> Result<()> {
         let checks = self.inner.queues.iter().map(|q| self.check_queue(q));
@@ -35,7 +35,18 @@ impl SqsPublisher {
                     .send();
                 let what = format!("GetTopicAttributes on topic `{}`", queue.url);
                 match tokio::time::timeout(timeout, call).await {
-                    Ok(Ok(_)) => Ok(()),
+                    Ok(Ok(out)) => {
+                        // A topic's own limit: anywhere from 1 KiB to 1 MiB (256 KiB when the
+                        // attribute is absent, as on topics made before SNS had it).
+                        let max = out
+                            .attributes()
+                            .and_then(|a| a.get("MaximumMessageSize"))
+                            .and_then(|v| v.trim().parse::<usize>().ok());
+                        if let Some(max) = max {
+                            queue.set_max_message_bytes(max);
+                        }
+                        Ok(())
+                    }
                     Ok(Err(e)) => Err(sdk_error(&what, e)),
                     Err(_) => Err(timeout_error(&what, timeout)),
                 }

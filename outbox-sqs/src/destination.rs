@@ -39,15 +39,17 @@ pub(crate) enum Target {
     Topic(String),
 }
 
-/// The longest SQS queue name (`.fifo` included) and SNS topic name.
-const MAX_NAME_LEN: usize = 80;
+/// The longest SQS queue name (`.fifo` included).
+const MAX_QUEUE_NAME_LEN: usize = 80;
+/// The longest SNS topic name (`.fifo` included).
+const MAX_TOPIC_NAME_LEN: usize = 256;
 
-/// Whether `name` is a valid SQS queue or SNS topic name: 1–80 ASCII letters, digits, `-` and `_`,
-/// optionally followed by `.fifo` (counted in the 80).
-fn is_valid_name(name: &str) -> bool {
+/// Whether `name` is a valid SQS queue name (at most 80 bytes) or SNS topic name (at most 256): ASCII
+/// letters, digits, `-` and `_`, optionally followed by `.fifo` (counted in the length).
+fn is_valid_name(name: &str, max_len: usize) -> bool {
     let stem = name.strip_suffix(".fifo").unwrap_or(name);
     !stem.is_empty()
-        && name.len() <= MAX_NAME_LEN
+        && name.len() <= max_len
         && stem
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
@@ -69,7 +71,7 @@ pub(crate) fn parse_target(target: &str) -> Result<Target, String> {
                     && !region.is_empty()
                     && account.len() == 12
                     && account.chars().all(|c| c.is_ascii_digit())
-                    && is_valid_name(topic) =>
+                    && is_valid_name(topic, MAX_TOPIC_NAME_LEN) =>
             {
                 Ok(Target::Topic(target.to_owned()))
             }
@@ -83,7 +85,7 @@ pub(crate) fn parse_target(target: &str) -> Result<Target, String> {
             )),
         };
     }
-    if is_valid_name(target) {
+    if is_valid_name(target, MAX_QUEUE_NAME_LEN) {
         return Ok(Target::QueueName(target.to_owned()));
     }
     Err(format!(
@@ -158,5 +160,10 @@ mod tests {
         }
         assert!(parse_target(&"q".repeat(81)).is_err());
         assert!(parse_target(&"q".repeat(80)).is_ok());
+        // Topic names go to 256 (a 100-character topic was refused by the queues' 80).
+        let topic = |n: usize| format!("arn:aws:sns:eu-west-1:123456789012:{}", "t".repeat(n));
+        assert!(parse_target(&topic(100)).is_ok());
+        assert!(parse_target(&topic(256)).is_ok());
+        assert!(parse_target(&topic(257)).is_err());
     }
 }

@@ -91,8 +91,10 @@
 //! is deleted (`NotFound`), denied (`AuthorizationError`) or has its KMS key disabled (`KMS…`) is a
 //! broken destination with its own circuit breaker, like a broken queue (gauge
 //! `outbox_sns_topic_unavailable{topic}`). The start-up check calls `GetTopicAttributes` on every
-//! topic ([`ErrorKind::TopicNotFound`] when one is missing). SNS accepts at most 256 KiB per message
-//! ([`SNS_LIMITS`]): a publisher with a route to a topic states that limit to `emit`.
+//! topic ([`ErrorKind::TopicNotFound`] when one is missing) and reads its `MaximumMessageSize`. A
+//! topic accepts 256 KiB per message by default ([`SNS_LIMITS`]), or what its `MaximumMessageSize`
+//! says (1 KiB to 1 MiB): a publisher with a route to a topic states that limit to `emit` (the
+//! default before its check, the topic's own after).
 //!
 //! # S3 offload of large payloads
 //!
@@ -329,5 +331,5 @@ pub use offload::{
     PAYLOAD_POINTER_CLASS, offload_key, pointer_body,
 };
 pub use publisher::{SqsPublisher, SqsPublisherBuilder, UnavailableQueue};
-pub use sns::{SNS_LIMITS, SNS_MAX_BATCH_BYTES};
+pub use sns::{SNS_LIMITS, SNS_MAX_BATCH_BYTES, SNS_MAX_TOPIC_MESSAGE_BYTES};
 pub use transport::SqsTransport;

@@ -20,12 +20,11 @@ use outbox_core::message::message_size;
 use outbox_core::{ClaimedEvent, FailureKind, PublishFailure, PublishOutcome};
 
 use crate::config::SqsConfig;
-use crate::destination::DestinationKind;
 use crate::error::{Result, config_error};
 use crate::message::SQS_LIMITS;
 use crate::publisher::SqsPublisher;
 use crate::s3::Budget;
-use crate::sns::SNS_LIMITS;
+use crate::sns::SNS_MAX_TOPIC_MESSAGE_BYTES;
 
 /// The message attribute that marks an offloaded message and holds the payload's size in bytes
 /// (data type `Number`): the reserved name of the AWS Extended Client libraries.
@@ -50,9 +49,9 @@ pub const OFFLOAD_LIMITS: MessageLimits = MessageLimits::new(
     CharacterSet::Xml,
 );
 
-/// Checks the offload settings against the kinds of the configured destinations: a valid bucket
-/// name, a threshold only with a bucket, above zero and not above the smallest destination limit.
-pub(crate) fn validate_offload(config: &SqsConfig, kinds: &[DestinationKind]) -> Result<()> {
+/// Checks the offload settings: a valid bucket name, a threshold only with a bucket, above zero
+/// and not above the largest message a queue or topic can take.
+pub(crate) fn validate_offload(config: &SqsConfig) -> Result<()> {
     let Some(bucket) = &config.offload_bucket else {
         if config.offload_threshold.is_some() {
             return Err(config_error(
@@ -70,15 +69,15 @@ pub(crate) fn validate_offload(config: &SqsConfig, kinds: &[DestinationKind]) ->
     let Some(threshold) = config.offload_threshold else {
         return Ok(());
     };
-    let (broker, limit) = if kinds.contains(&DestinationKind::Topic) {
-        ("SNS", SNS_LIMITS.max_message_bytes())
-    } else {
-        ("SQS", SQS_LIMITS.max_message_bytes())
-    };
+    // The largest message any SQS queue or SNS topic can be set to take; a destination whose own
+    // limit is lower has its messages offloaded above that limit instead (`offload_large`).
+    let limit = SQS_LIMITS
+        .max_message_bytes()
+        .max(SNS_MAX_TOPIC_MESSAGE_BYTES);
     if threshold == 0 || threshold > limit {
         return Err(config_error(format!(
-            "offload threshold {threshold} must be within 1..={limit}: {broker} accepts at most \
-             {limit} bytes, so a larger message could neither be sent nor offloaded"
+            "offload threshold {threshold} must be within 1..={limit}: no queue or topic accepts \
+             more, so a larger message could neither be sent nor offloaded"
         )));
     }
     Ok(())
@@ -164,9 +163,12 @@ impl SqsPublisher {
         let large = order.iter().copied().filter(|&i| {
             let e = &events[i];
             self.inner.router.route(&e.event_type).is_some_and(|queue| {
-                let threshold = offload
-                    .threshold
-                    .unwrap_or(queue.limits().max_message_bytes());
+                // A threshold set above what the queue or topic takes (checked against the
+                // service's limit at build; the queue's own `MaximumMessageSize` is read later,
+                // by the start-up check) gives way to that limit: a message between the two is
+                // offloaded, not refused as too large.
+                let limit = queue.limits().max_message_bytes();
+                let threshold = offload.threshold.map_or(limit, |t| t.min(limit));
                 let trace = e.traceparent().filter(|t| !t.is_empty());
                 let size = message_size(
                     e.payload().len(),

@@ -25,7 +25,7 @@ use crate::metrics::SqsMetrics;
 use crate::offload::Offloader;
 use crate::routing::Router;
 use crate::settle::{Report, held_back, settle};
-use crate::sns::{SNS_LIMITS, SNS_MAX_BATCH_BYTES};
+use crate::sns::{SNS_LIMITS, SNS_MAX_TOPIC_MESSAGE_BYTES};
 
 /// Publishes outbox events to Amazon SQS queues with `SendMessageBatch` and to Amazon SNS topics
 /// with `PublishBatch`, optionally offloading large payloads to S3. See the [crate docs](crate) for
@@ -82,8 +82,9 @@ pub(crate) struct Queue {
     pub(crate) kind: DestinationKind,
     pub(crate) fifo: bool,
     pub(crate) breaker: Breaker,
-    /// The largest message it takes: the service's limit, or a queue's own smaller
-    /// `MaximumMessageSize` once the start-up check has read it.
+    /// The largest message it takes: the service's default limit until the start-up check has
+    /// read the destination's own `MaximumMessageSize` (a queue's may be lower than SQS's; a
+    /// topic's anywhere from 1 KiB to 1 MiB, 256 KiB by default).
     max_message_bytes: AtomicUsize,
 }
 
@@ -102,27 +103,37 @@ impl Queue {
         }
     }
 
-    /// Lowers the message size limit to a queue's own `MaximumMessageSize` (never above the
-    /// service's limit).
+    /// Takes the destination's own `MaximumMessageSize`: for a queue, never above SQS's limit;
+    /// for a topic, up to the 1 MiB SNS allows a topic to be raised to.
     pub(crate) fn set_max_message_bytes(&self, bytes: usize) {
-        self.max_message_bytes.fetch_min(bytes, Ordering::Relaxed);
+        match self.kind {
+            DestinationKind::Topic => self.max_message_bytes.store(
+                bytes.clamp(1024, SNS_MAX_TOPIC_MESSAGE_BYTES),
+                Ordering::Relaxed,
+            ),
+            _ => {
+                self.max_message_bytes.fetch_min(bytes, Ordering::Relaxed);
+            }
+        }
     }
 
     /// What the destination accepts in one message.
     pub(crate) fn limits(&self) -> MessageLimits {
         let bytes = self.max_message_bytes.load(Ordering::Relaxed);
         match self.kind {
-            DestinationKind::Topic => SNS_LIMITS,
+            DestinationKind::Topic => SNS_LIMITS.with_max_message_bytes(bytes),
             _ => SQS_LIMITS.with_max_message_bytes(bytes),
         }
     }
 
-    /// The most bytes of messages in one batch call (for a queue that takes less than the
-    /// service's limit per message, no more than that per call either).
+    /// The most bytes of messages in one batch call: for a queue, SQS's batch limit, and no more
+    /// than the queue's own message limit if it is lower; for a topic, its message limit
+    /// ([`SNS_MAX_BATCH_BYTES`](crate::SNS_MAX_BATCH_BYTES) by default).
     pub(crate) fn max_batch_bytes(&self) -> usize {
+        let bytes = self.max_message_bytes.load(Ordering::Relaxed);
         match self.kind {
-            DestinationKind::Topic => SNS_MAX_BATCH_BYTES,
-            _ => MAX_BATCH_BYTES.min(self.max_message_bytes.load(Ordering::Relaxed)),
+            DestinationKind::Topic => bytes,
+            _ => MAX_BATCH_BYTES.min(bytes),
         }
     }
 
@@ -453,9 +464,10 @@ impl Publisher for SqsPublisher {
     }
 
     /// Without offload: [`SQS_LIMITS`](crate::SQS_LIMITS), or [`SNS_LIMITS`] when a route goes
-    /// to a topic (the smaller limit of the configured destinations), lowered to the smallest
-    /// `MaximumMessageSize` of the queues once [`check`](Publisher::check) has read them: make
-    /// the [`Emitter`](outbox_core::Emitter) after the check. With offload: up to
+    /// to a topic (the smaller limit of the configured destinations); once
+    /// [`check`](Publisher::check) has read the destinations' own `MaximumMessageSize`, the
+    /// smallest of those (a topic's may be raised to 1 MiB): make the
+    /// [`Emitter`](outbox_core::Emitter) after the check. With offload: up to
     /// [`OFFLOAD_MAX_MESSAGE_BYTES`](crate::OFFLOAD_MAX_MESSAGE_BYTES).
     fn limits(&self) -> MessageLimits {
         let limits = self.inner.limits;
@@ -467,7 +479,8 @@ impl Publisher for SqsPublisher {
             .queues
             .iter()
             .map(|q| q.limits().max_message_bytes())
-            .fold(limits.max_message_bytes(), usize::min);
+            .min()
+            .unwrap_or(limits.max_message_bytes());
         limits.with_max_message_bytes(smallest)
     }
 

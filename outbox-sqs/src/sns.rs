@@ -6,14 +6,20 @@ use outbox_core::{FailureKind, PublishFailure};
 
 use crate::message::Parts;
 
-/// What SNS accepts in a message: 256 KiB (body and attributes, counted as
+/// What an SNS topic accepts in a message by default: 256 KiB (body and attributes, counted as
 /// [`message_size`](outbox_core::message::message_size) counts them) and the XML 1.0 characters.
 /// A publisher with a route to a topic states these as its
-/// [`Publisher::limits`](outbox_core::Publisher::limits) (unless it offloads large payloads).
+/// [`Publisher::limits`](outbox_core::Publisher::limits) (unless it offloads large payloads), and
+/// after its start-up check the topic's own `MaximumMessageSize` (1 KiB to
+/// [`SNS_MAX_TOPIC_MESSAGE_BYTES`]) instead of the 256 KiB.
 pub const SNS_LIMITS: MessageLimits = MessageLimits::new("SNS", 256 * 1024, CharacterSet::Xml);
 
-/// The most bytes (bodies and attributes of every entry) SNS accepts in one `PublishBatch` call:
-/// 256 KiB.
+/// The largest `MaximumMessageSize` SNS lets a topic be given: 1 MiB.
+pub const SNS_MAX_TOPIC_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// The most bytes (bodies and attributes of every entry) SNS accepts in one `PublishBatch` call
+/// to a topic of the default size: 256 KiB. A call to a topic with a different
+/// `MaximumMessageSize` carries at most that many bytes.
 pub const SNS_MAX_BATCH_BYTES: usize = 256 * 1024;
 
 fn attribute(data_type: &str, value: &str) -> Result<MessageAttributeValue, PublishFailure> {

@@ -325,7 +325,12 @@ async fn offload_settings_are_checked_at_build() {
             Some(SQS_LIMITS.max_message_bytes() + 1),
             "threshold",
         ),
-        (Some(topic), "outbox-bucket", Some(256 * 1024 + 1), "262144"),
+        (
+            Some(topic),
+            "outbox-bucket",
+            Some(1024 * 1024 + 1),
+            "1048576",
+        ),
         (None, "outbox-bucket", Some(0), "threshold"),
         (None, "Not_A_Bucket", None, "bucket"),
         (None, "", None, "bucket"),
@@ -358,7 +363,8 @@ async fn offload_settings_are_checked_at_build() {
 
 /// A queue created with a smaller `MaximumMessageSize` than SQS's limit: the start-up check reads
 /// it, so a message between the two is offloaded (it was sent inline, refused by the queue and
-/// dead-lettered), and without offload it is refused without a call, naming the queue's limit.
+/// dead-lettered), also under a configured threshold above the queue's limit, and without offload
+/// it is refused without a call, naming the queue's limit.
 #[tokio::test]
 async fn a_queue_that_takes_less_than_the_sqs_limit_gets_its_larger_events_offloaded() {
     let s3 = s3_client().await;
@@ -389,6 +395,34 @@ async fn a_queue_that_takes_less_than_the_sqs_limit_gets_its_larger_events_offlo
             .as_deref(),
         Some(big.payload().as_bytes()),
         "offloaded"
+    );
+
+    // A threshold above the queue's own limit (valid at build, against SQS's 1 MiB) gives way
+    // to it: the event was sent inline and refused as too large.
+    let high = SqsPublisher::builder()
+        .sdk_config(sdk_config().await)
+        .endpoint_url(endpoint())
+        .default_queue(&small)
+        .offload_bucket(&bucket)
+        .offload_threshold(512 * 1024)
+        .build()
+        .await
+        .unwrap();
+    high.check().await.unwrap();
+    let also_big = event(
+        "order.created",
+        "order",
+        "big-2",
+        1,
+        json!(payload(300_000)),
+    );
+    assert_all_published(&high.publish(std::slice::from_ref(&also_big)).await.unwrap());
+    assert_eq!(
+        get_object(&s3, &bucket, &offload_key(&also_big.id.to_string()))
+            .await
+            .as_deref(),
+        Some(also_big.payload().as_bytes()),
+        "offloaded under a threshold above the queue's limit"
     );
 
     let inline = SqsPublisher::builder()

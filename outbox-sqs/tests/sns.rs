@@ -263,6 +263,34 @@ async fn a_message_over_snss_limit_is_permanent_without_offload() {
     }
 }
 
+/// A topic's own `MaximumMessageSize` (1 KiB to 1 MiB, 256 KiB by default) is read by the start-up
+/// check and is what the publisher holds to and states to `emit`: before, every topic was taken
+/// to accept 256 KiB, so `emit` refused the larger events a topic raised to 1 MiB takes, and a
+/// topic lowered to 2 KiB was sent events it refuses (dead-lettered by its answer).
+#[tokio::test]
+async fn a_topics_own_maximum_message_size_is_read_by_the_check_and_held_to() {
+    let large = TestTopic::with_max_message_size(1024 * 1024).await;
+    let p = publisher(&[("*", &large.arn)]).await;
+    assert_eq!(p.limits(), SNS_LIMITS, "before the check, SNS's default");
+    p.check().await.unwrap();
+    // What `emit` is told (the emulator itself refuses anything over 256 KiB on a topic, so the
+    // larger send is not tried here).
+    assert_eq!(p.limits().max_message_bytes(), 1024 * 1024);
+
+    let small = TestTopic::with_max_message_size(2048).await;
+    let p = publisher(&[("*", &small.arn)]).await;
+    p.check().await.unwrap();
+    assert_eq!(p.limits().max_message_bytes(), 2048);
+    let e = event("order.created", "order", "o", 1, json!("x".repeat(3000)));
+    match &p.publish(&[e]).await.unwrap()[0] {
+        PublishOutcome::Permanent(f) => {
+            assert_eq!(f.kind(), FailureKind::TooLarge);
+            assert!(f.message().contains("SNS accepts at most 2048"), "{f}");
+        }
+        other => panic!("expected Permanent, got {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn route_targets_that_are_neither_queue_nor_topic_are_refused_at_build() {
     for bad in [

@@ -17,6 +17,10 @@ use crate::offload::{EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, PAYLOAD_POINTER_CLASS};
 /// The attribute older Extended Client libraries set instead of [`EXTENDED_PAYLOAD_SIZE_ATTRIBUTE`].
 const LEGACY_PAYLOAD_SIZE_ATTRIBUTE: &str = "SQSLargePayloadSize";
 
+/// The pointer class older Extended Client libraries write (the Java 1.x library, the Python one
+/// with its legacy attribute); today's readers accept it beside [`PAYLOAD_POINTER_CLASS`].
+const LEGACY_POINTER_CLASS: &str = "com.amazon.sqs.javamessaging.MessageS3Pointer";
+
 /// How much longer than the call time-out reading an offloaded object may take, per MiB it holds.
 const PER_MIB: Duration = Duration::from_secs(1);
 
@@ -58,7 +62,7 @@ fn pointer(body: &str) -> Result<Pointer, PayloadError> {
         || PayloadError::Malformed("marked offloaded, but the body is not an S3 pointer".into());
     let (class, pointer): (String, Pointer) =
         serde_json::from_str(body).map_err(|_| malformed())?;
-    if class != PAYLOAD_POINTER_CLASS {
+    if class != PAYLOAD_POINTER_CLASS && class != LEGACY_POINTER_CLASS {
         return Err(malformed());
     }
     Ok(pointer)
@@ -139,6 +143,13 @@ mod tests {
             .message_attributes(LEGACY_PAYLOAD_SIZE_ATTRIBUTE, number("10"))
             .build();
         assert_eq!(offloaded_size(&legacy), Some(10));
+        // The pointer class the older libraries write with that attribute (it was refused as
+        // malformed: bad input, deleted or dead-lettered).
+        let p = pointer(
+            r#"["com.amazon.sqs.javamessaging.MessageS3Pointer",{"s3BucketName":"b","s3Key":"k"}]"#,
+        )
+        .unwrap();
+        assert_eq!((p.bucket.as_str(), p.key.as_str()), ("b", "k"));
         assert_eq!(offloaded_size(&Message::builder().body("{}").build()), None);
         assert!(matches!(pointer("{}"), Err(PayloadError::Malformed(_))));
         assert!(matches!(

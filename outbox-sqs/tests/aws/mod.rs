@@ -48,21 +48,29 @@ pub struct TestTopic {
 impl TestTopic {
     /// A standard topic.
     pub async fn standard() -> TestTopic {
-        Self::create(false).await
+        Self::create(false, None).await
     }
 
     /// A FIFO topic (`….fifo`, no content-based deduplication).
     pub async fn fifo() -> TestTopic {
-        Self::create(true).await
+        Self::create(true, None).await
     }
 
-    async fn create(fifo: bool) -> TestTopic {
+    /// A standard topic with its `MaximumMessageSize` set to `bytes`.
+    pub async fn with_max_message_size(bytes: usize) -> TestTopic {
+        Self::create(false, Some(bytes)).await
+    }
+
+    async fn create(fifo: bool, max_message_size: Option<usize>) -> TestTopic {
         let client = sns_client().await;
         let mut name = format!("outbox-test-{}", uuid::Uuid::new_v4().simple());
         let mut request = client.create_topic();
         if fifo {
             name.push_str(".fifo");
             request = request.attributes("FifoTopic", "true");
+        }
+        if let Some(bytes) = max_message_size {
+            request = request.attributes("MaximumMessageSize", bytes.to_string());
         }
         match request.name(&name).send().await {
             Ok(out) => TestTopic {
