@@ -80,8 +80,10 @@ pub trait Publisher: Send + Sync + 'static {
     /// Publishes `events` and returns one outcome per event, in the same order.
     ///
     /// Return `Err` only when the call failed as a whole and nothing is known to have been accepted
-    /// (broker unreachable, every request failed): the relay then releases the events without
-    /// counting an attempt and backs off. A missing outcome is treated as
+    /// (broker unreachable, every request failed): the relay publishes the events again in two
+    /// halves, and when both fail too, releases them without counting an attempt and backs off.
+    /// (While one half goes through, the failing one is halved down to the event that fails the
+    /// call, which counts an attempt.) A missing outcome is treated as
     /// [`PublishOutcome::Retry`].
     fn publish(
         &self,

@@ -14,6 +14,9 @@ use outbox_tests::{TestDb, TestEvent};
 #[derive(Default)]
 struct FailsWholeOn {
     always: bool,
+    /// Answers the calls it does not fail with every event put back (`Unavailable`, sent nowhere),
+    /// as a publisher out of time or behind an open circuit breaker does.
+    sends_nothing: bool,
     calls: AtomicUsize,
     published: std::sync::Mutex<Vec<String>>,
 }
@@ -23,8 +26,17 @@ impl Publisher for FailsWholeOn {
 
     async fn publish(&self, events: &[ClaimedEvent]) -> Result<Vec<PublishOutcome>, Self::Error> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        if self.always || events.iter().any(|e| e.aggregate_id == "poison") {
+        if self.always || events.iter().any(|e| e.aggregate_id.starts_with("poison")) {
             return Err(std::io::Error::other("the broker refused the whole call"));
+        }
+        if self.sends_nothing {
+            return Ok(vec![
+                PublishOutcome::unavailable(
+                    outbox_core::FailureKind::NotSent,
+                    "not sent: out of time"
+                );
+                events.len()
+            ]);
         }
         let mut published = self.published.lock().unwrap();
         published.extend(events.iter().map(|e| e.aggregate_id.clone()));
@@ -46,7 +58,7 @@ async fn state(db: &TestDb, aggregate_id: &str) -> (i32, bool, bool, Option<Stri
     (row.get(0), row.get(1), row.get(2), row.get(3))
 }
 
-fn relay(db: &TestDb, publisher: Arc<FailsWholeOn>, ordered: bool) -> Relay<Arc<FailsWholeOn>> {
+fn relay_for(db: &TestDb, publisher: Arc<FailsWholeOn>, ordered: bool) -> Relay<Arc<FailsWholeOn>> {
     Relay::builder(db.pool().clone(), publisher)
         .per_aggregate_order(ordered)
         .max_attempts(2)
@@ -68,7 +80,7 @@ async fn an_event_the_publisher_always_fails_on_is_dead_lettered_and_the_rest_pu
         events.insert(4, TestEvent::new("poison", 0));
         emit_all(&client, &events).await.unwrap();
         let publisher = Arc::new(FailsWholeOn::default());
-        let relay = relay(&db, Arc::clone(&publisher), ordered);
+        let relay = relay_for(&db, Arc::clone(&publisher), ordered);
 
         let first = relay
             .run_once()
@@ -130,7 +142,7 @@ async fn a_publisher_failing_every_call_counts_no_attempt() {
         always: true,
         ..FailsWholeOn::default()
     });
-    let relay = relay(&db, Arc::clone(&publisher), true);
+    let relay = relay_for(&db, Arc::clone(&publisher), true);
     for _ in 0..3 {
         relay
             .run_once()
@@ -145,6 +157,50 @@ async fn a_publisher_failing_every_call_counts_no_attempt() {
         .unwrap()
         .get(0);
     assert_eq!(attempts, 0, "no attempt counted in an outage");
-    // The whole wave, then its two halves: three calls per batch.
-    assert_eq!(publisher.calls.load(Ordering::SeqCst), 3 * 3);
+    // The whole wave, its two halves, their four halves: seven calls per batch, then it is an
+    // outage.
+    assert_eq!(publisher.calls.load(Ordering::SeqCst), 3 * 7);
+
+    // Parts answered without anything published (the publisher out of time, a queue's breaker
+    // open) prove nothing about the broker: the event that failed as a whole counts nothing.
+    let db = TestDb::new().await;
+    let client = db.pool().get().await.unwrap();
+    emit_all(
+        &client,
+        &[TestEvent::new("poison", 0), TestEvent::new("a", 0)],
+    )
+    .await
+    .unwrap();
+    let idle = relay_for(
+        &db,
+        Arc::new(FailsWholeOn {
+            sends_nothing: true,
+            ..FailsWholeOn::default()
+        }),
+        true,
+    );
+    idle.run_once().await.expect_err("released as in an outage");
+    assert_eq!(state(&db, "poison").await.0, 0, "no attempt counted");
+}
+
+/// Two such events in different halves of the wave (both halves fail): found all the same, as
+/// long as some quarter of the wave goes through.
+#[tokio::test]
+async fn two_events_the_publisher_fails_on_in_both_halves_are_both_found() {
+    let db = TestDb::new().await;
+    let client = db.pool().get().await.unwrap();
+    let mut events: Vec<TestEvent> = (0..8)
+        .map(|i| TestEvent::new(format!("a-{i}"), i))
+        .collect();
+    events.insert(2, TestEvent::new("poison-1", 0));
+    events.insert(7, TestEvent::new("poison-2", 0));
+    emit_all(&client, &events).await.unwrap();
+    let publisher = Arc::new(FailsWholeOn::default());
+    let relay = relay_for(&db, Arc::clone(&publisher), true);
+    let report = relay.run_once().await.expect("published in parts");
+    assert_eq!((report.published, report.retried), (8, 2), "{report:?}");
+    for poison in ["poison-1", "poison-2"] {
+        let (attempts, processed, _, _) = state(&db, poison).await;
+        assert_eq!((attempts, processed), (1, false), "{poison}");
+    }
 }

@@ -63,17 +63,23 @@ pub(crate) async fn one_by_one<P: Publisher>(
     outcomes
 }
 
+/// How many rounds of halving run while nothing has been published yet, before the wave's failure
+/// is taken for an outage: two rounds (six calls) still find two events the publisher fails on
+/// that sit in different halves, and cost an outage at most six calls per failed wave.
+const BLIND_ROUNDS: usize = 2;
+
 /// After `Err` from the publisher for `wave` (which, by [`Publisher::publish`]'s contract, means
-/// the broker is down): publishes its halves, to tell an outage from an event the publisher fails
-/// on every time. While exactly one half fails as a whole and the other is answered, the failing
-/// half is halved again, down to one event: that event counts an attempt (so it ends in a visible
-/// dead letter instead of holding back its batch, and its aggregate, for ever), and the rest of
-/// the wave has its own outcomes. When both halves of the whole wave fail, it is an outage:
-/// `None`, and the caller releases the wave as before (no attempt counted). At most two calls per
-/// halving, within the batch's deadline.
+/// the broker is down): publishes its halves, to tell an outage from events the publisher fails on
+/// every time. Every part that fails as a whole is halved again, round after round, down to
+/// single events; once anything of the wave has been **published** (the broker proved reachable),
+/// each single event that still fails as a whole counts an attempt (so that it ends in a visible
+/// dead letter instead of holding back its batch and its aggregate for ever) and the rest of the
+/// wave has its own outcomes. When nothing has been published after [`BLIND_ROUNDS`] rounds, it is
+/// an outage: `None`, and the caller releases the wave as before (no attempt counted). Every call
+/// within the batch's deadline; parts not tried by then are put back without an attempt.
 ///
-/// The halves are sent one after the other; the caller does not use this for a wave holding
-/// several events of one aggregate in order (a publisher that keeps aggregate order).
+/// The parts are sent one after the other; the caller does not use this for a wave holding several
+/// events of one aggregate in order (a publisher that keeps aggregate order).
 pub(crate) async fn bisect<P: Publisher>(
     publisher: &P,
     wave: &[ClaimedEvent],
@@ -84,88 +90,75 @@ pub(crate) async fn bisect<P: Publisher>(
         return None;
     }
     let mut outcomes: Vec<Option<PublishOutcome>> = vec![None; wave.len()];
-    let mut failing: Range<usize> = 0..wave.len();
-    let mut error = String::new();
-    // Whether the publisher answered for some part of the wave: the broker is reachable.
-    let mut answered = false;
-    while failing.len() > 1 {
-        let mid = failing.start + failing.len() / 2;
-        let mut failed: Vec<(Range<usize>, String)> = Vec::new();
-        for half in [failing.start..mid, mid..failing.end] {
-            let events = &wave[half.clone()];
-            let outcome = if Instant::now() >= deadline {
-                Guarded::TimedOut
-            } else {
-                publish_guarded(publisher, events, deadline, overrun(publish_timeout)).await
-            };
-            match outcome {
-                Guarded::Done(Ok(o)) => {
-                    answered = true;
-                    let mut o = o.into_iter();
-                    for slot in &mut outcomes[half] {
-                        *slot = Some(o.next().unwrap_or_else(|| {
-                            PublishOutcome::retry(
-                                FailureKind::Other,
-                                "the publisher returned no outcome",
-                            )
-                        }));
-                    }
-                }
-                Guarded::Done(Err(e)) => failed.push((half, e.to_string())),
-                Guarded::TimedOut => fill(
-                    &mut outcomes[half],
-                    PublishOutcome::unavailable(
-                        FailureKind::Timeout,
-                        format!("publishing did not finish within {publish_timeout:?}"),
-                    ),
-                ),
-                Guarded::Panicked(m) => fill(
-                    &mut outcomes[half],
-                    PublishOutcome::unavailable(
-                        FailureKind::Panic,
-                        format!("the publisher panicked: {m}"),
-                    ),
-                ),
-            }
+    // Parts that failed as a whole, with the publisher's error.
+    let mut failing: Vec<(Range<usize>, String)> = vec![(0..wave.len(), String::new())];
+    // Single events that failed as a whole when published alone.
+    let mut alone: Vec<(usize, String)> = Vec::new();
+    // Whether the broker accepted anything of the wave: it is reachable.
+    let mut published = false;
+    let mut rounds = 0;
+    while !failing.is_empty() {
+        if !published && rounds == BLIND_ROUNDS {
+            return None;
         }
-        match failed.len() {
-            0 => {
-                failing = 0..0;
-            }
-            1 => {
-                let (half, e) = failed.remove(0);
-                failing = half;
-                error = e;
-            }
-            _ => {
-                if !answered {
-                    // Both halves of the whole wave failed: the broker is down.
-                    return None;
-                }
-                for (half, e) in failed {
-                    fill(
+        rounds += 1;
+        let mut next = Vec::new();
+        for (part, _) in failing {
+            let mid = part.start + part.len() / 2;
+            for half in [part.start..mid, mid..part.end] {
+                let events = &wave[half.clone()];
+                let outcome = if Instant::now() >= deadline {
+                    Guarded::TimedOut
+                } else {
+                    publish_guarded(publisher, events, deadline, overrun(publish_timeout)).await
+                };
+                match outcome {
+                    Guarded::Done(Ok(o)) => {
+                        published |= o.contains(&PublishOutcome::Published);
+                        let mut o = o.into_iter();
+                        for slot in &mut outcomes[half] {
+                            *slot = Some(o.next().unwrap_or_else(|| {
+                                PublishOutcome::retry(
+                                    FailureKind::Other,
+                                    "the publisher returned no outcome",
+                                )
+                            }));
+                        }
+                    }
+                    Guarded::Done(Err(e)) if half.len() == 1 => {
+                        alone.push((half.start, e.to_string()));
+                    }
+                    Guarded::Done(Err(e)) => next.push((half, e.to_string())),
+                    Guarded::TimedOut => fill(
                         &mut outcomes[half],
                         PublishOutcome::unavailable(
-                            FailureKind::Other,
-                            format!("the publisher failed: {e}"),
+                            FailureKind::Timeout,
+                            format!("publishing did not finish within {publish_timeout:?}"),
                         ),
-                    );
+                    ),
+                    Guarded::Panicked(m) => fill(
+                        &mut outcomes[half],
+                        PublishOutcome::unavailable(
+                            FailureKind::Panic,
+                            format!("the publisher panicked: {m}"),
+                        ),
+                    ),
                 }
-                failing = 0..0;
             }
         }
+        failing = next;
     }
-    if !answered {
-        // Nothing of the wave was answered (out of time on the way): no proof of a poisonous
-        // event; released as after an outage.
+    if !published {
+        // Nothing of the wave went through (out of time on the way, or nothing sent): no proof
+        // that the broker is up; released as after an outage.
         return None;
     }
-    if failing.len() == 1 {
-        outcomes[failing.start] = Some(PublishOutcome::retry(
+    for (i, error) in alone {
+        outcomes[i] = Some(PublishOutcome::retry(
             FailureKind::Other,
             format!(
-                "the publisher failed as a whole whenever this event was in the call, and \
-                 published the rest of its batch without it: {error}"
+                "the publisher failed as a whole whenever this event was in the call (alone too), \
+                 while it published other events of the batch: {error}"
             ),
         ));
     }
