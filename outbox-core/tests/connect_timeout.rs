@@ -34,3 +34,23 @@ async fn a_server_that_accepts_and_never_answers_fails_within_the_connect_timeou
     }
     silent.abort();
 }
+
+/// A relay's pool waits for a new connection as long as the connector gives one opening: each host
+/// of a multi-host URL its connect timeout. It cancelled every opening after a fixed 10 s, so with
+/// `connect_timeout=11` and a first host that never answers, the pool never reached the second host
+/// (the start-up check, with the full budget, did: "ready", then every claim failed).
+#[tokio::test]
+async fn the_relay_pool_gives_a_new_connection_every_hosts_connect_timeout() {
+    let connector = PgConnector::from_url(
+        "postgres://u@10.0.0.1,10.0.0.2/db?connect_timeout=11&target_session_attrs=read-write",
+    )
+    .unwrap();
+    let pool = connector.relay_pool(2, Duration::from_secs(30)).unwrap();
+    assert_eq!(pool.timeouts().create, Some(Duration::from_secs(22)));
+    let one = PgConnector::from_url("postgres://u@h/db").unwrap();
+    let pool = one.relay_pool(2, Duration::from_secs(30)).unwrap();
+    assert_eq!(
+        pool.timeouts().create,
+        Some(outbox_core::connect::POOL_CREATE_TIMEOUT)
+    );
+}

@@ -88,7 +88,16 @@ impl FromStr for ConnectConfig {
                  name or password as %40",
             ));
         }
+        // libpq ignores sslmode on a Unix-domain socket (the connection never leaves the
+        // machine); so does this, instead of asking for TLS on a socket, which the server refuses
+        // ("does not offer TLS"): one URL serves a local socket and a TCP host alike.
+        let only_sockets = !pg.get_hosts().is_empty()
+            && pg
+                .get_hosts()
+                .iter()
+                .all(|h| !matches!(h, tokio_postgres::config::Host::Tcp(_)));
         pg.ssl_mode(match tls.mode {
+            _ if only_sockets => tokio_postgres::config::SslMode::Disable,
             super::SslMode::Disable => tokio_postgres::config::SslMode::Disable,
             super::SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
             _ => tokio_postgres::config::SslMode::Require,
@@ -291,6 +300,22 @@ mod tests {
         assert_eq!(c.tls.root_certs, RootCerts::File("/a b.pem".into()));
         assert_eq!(c.pg.get_dbname(), Some("d"));
         assert_eq!(c.pg.get_password(), Some(&b"it's x"[..]));
+    }
+
+    /// sslmode on a Unix socket is ignored, as libpq ignores it (it asked the server for TLS on
+    /// the socket and failed with "the server does not offer TLS").
+    #[test]
+    fn sslmode_does_not_apply_to_unix_sockets() {
+        use tokio_postgres::config::SslMode as Pg;
+        for url in [
+            "postgres://u@%2Fvar%2Frun%2Fpostgresql/db?sslmode=require",
+            "host=/var/run/postgresql user=u dbname=db sslmode=verify-full",
+        ] {
+            let c: ConnectConfig = url.parse().unwrap();
+            assert_eq!(c.pg.get_ssl_mode(), Pg::Disable, "{url}");
+        }
+        let tcp: ConnectConfig = "postgres://u@h/db?sslmode=require".parse().unwrap();
+        assert_eq!(tcp.pg.get_ssl_mode(), Pg::Require);
     }
 
     #[test]

@@ -195,7 +195,9 @@ impl PgConnector {
 
     /// Like [`pool`](Self::pool), with the relay's pool time-outs
     /// ([`connect::pool_timeouts`](crate::connect::pool_timeouts)): waiting for a connection
-    /// at most `publish_timeout`, creating or recycling one within seconds.
+    /// at most `publish_timeout`, creating or recycling one within seconds. Creating one may take
+    /// as long as this connector gives one opening — every host of a multi-host URL its connect
+    /// timeout — so that the pool, too, reaches the next host when the first does not answer.
     pub fn relay_pool(
         &self,
         max_size: usize,
@@ -208,6 +210,9 @@ impl PgConnector {
             .max_size(max_size),
             publish_timeout,
         )
+        .create_timeout(Some(
+            self.open_timeout().max(crate::connect::POOL_CREATE_TIMEOUT),
+        ))
         .build()
         .map_err(|e| Error::config("cannot build the connection pool").with_source(e))
     }
