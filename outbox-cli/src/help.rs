@@ -156,8 +156,8 @@ ROUTING:
   and topics ending in .fifo get MessageGroupId = aggregate and MessageDeduplicationId = event id.
 
 LARGE PAYLOADS:
-  With --offload-bucket, a message over the threshold (default: 1 MiB for a queue, 256 KiB for a
-  topic) is written to S3 at outbox/<event_id> and sent as a pointer in the AWS Extended Client
+  With --offload-bucket, a message over the threshold (default: the queue's or topic's own limit,
+  1 MiB for a queue, 256 KiB for a topic) is written to S3 at outbox/<event_id> and sent as a pointer in the AWS Extended Client
   format (ExtendedPayloadSize attribute), which the Java/Python/.NET extended clients read
   unchanged. Nothing deletes these objects: expire the outbox/ prefix with an S3 lifecycle rule.
 
@@ -168,7 +168,8 @@ A BROKEN QUEUE OR TOPIC:
   A queue or topic that fails as a whole (deleted, access or KMS key denied, throttled) has its
   circuit breaker opened: its events are put back for 5s without counting an attempt and it is not
   called except for one probe every 5s, while the others keep flowing. Still broken after
-  --broken-queue-dead-letter-after, its events are dead-lettered with the SQS or SNS error.
+  --broken-queue-dead-letter-after, its events are dead-lettered with the SQS or SNS error
+  (never for throttling alone: those events wait until the load passes).
 
 START-UP CHECKS:
   Before it starts, the relay connects and checks the database: reachable, password accepted, TLS

@@ -607,9 +607,9 @@ async fn relay_routes_to_an_sns_topic_and_refuses_bad_targets_and_offload_settin
                 "--offload-bucket",
                 "b-ok",
                 "--offload-threshold",
-                "300000",
+                "1048577",
             ],
-            "offload threshold 300000 must be within 1..=262144",
+            "offload threshold 1048577 must be within 1..=1048576",
         ),
     ];
     for (args, says) in cases {

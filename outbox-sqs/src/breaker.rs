@@ -4,8 +4,11 @@
 //!
 //! States: *closed* (calls go through); *open* since the first whole-queue failure (calls are
 //! refused without touching the network, except one probe call per probe interval); a successful
-//! call closes it again. Once it has been open for the configured time, its events become
-//! `Permanent` (dead-lettered) instead of `Unavailable`.
+//! call closes it again. Once it has been broken for the configured time, its events become
+//! `Permanent` (dead-lettered) instead of `Unavailable`. Throttling opens the breaker too (the
+//! queue or its key is overloaded: calling less is the cure) but never starts that clock: a
+//! throttled queue's messages are fine and go through once the load passes, however long that
+//! takes.
 //!
 //! [`Class::Unavailable`]: crate::Class::Unavailable
 
@@ -29,6 +32,9 @@ pub(crate) struct Breaker {
 struct Open {
     /// The first failure of this open period.
     since: Instant,
+    /// The first failure of this open period that was not throttling: the dead-letter clock
+    /// (`None` while the queue has only been throttled).
+    broken_since: Option<Instant>,
     /// When the next call may go through as a probe.
     next_probe: Instant,
     /// The last SQS error seen for the queue.
@@ -96,20 +102,29 @@ impl Breaker {
             tracing::debug!(queue = %self.url, "probing an unavailable SQS queue");
             return Admit::Probe;
         }
-        let broken_for = now.saturating_duration_since(open.since);
+        let dead_letter = self.over_limit(open, now);
+        // Broken for: since the first failure that was not throttling, if any.
+        let broken_for = now.saturating_duration_since(open.broken_since.unwrap_or(open.since));
         Admit::Refuse {
-            reason: self.reason(broken_for, &open.last_error),
-            dead_letter: broken_for >= self.dead_letter_after,
+            reason: self.reason(broken_for, dead_letter, &open.last_error),
+            dead_letter,
         }
     }
 
-    /// Records a whole-queue failure; returns `true` when the queue has now been broken longer
-    /// than the dead-letter limit (its events are to be dead-lettered).
-    pub(crate) fn failed(&self, error: &str) -> bool {
-        self.failed_at(Instant::now(), error)
+    /// Whether `open` has been broken (not merely throttled) longer than the dead-letter limit.
+    fn over_limit(&self, open: &Open, now: Instant) -> bool {
+        open.broken_since
+            .is_some_and(|b| now.saturating_duration_since(b) >= self.dead_letter_after)
     }
 
-    pub(crate) fn failed_at(&self, now: Instant, error: &str) -> bool {
+    /// Records a whole-queue failure (`throttled`: the queue or its key throttled the call);
+    /// returns `true` when the queue has now been broken longer than the dead-letter limit (its
+    /// events are to be dead-lettered).
+    pub(crate) fn failed(&self, error: &str, throttled: bool) -> bool {
+        self.failed_at(Instant::now(), error, throttled)
+    }
+
+    pub(crate) fn failed_at(&self, now: Instant, error: &str, throttled: bool) -> bool {
         let mut state = self.lock();
         match state.as_mut() {
             None => {
@@ -121,17 +136,23 @@ impl Breaker {
                      counting an attempt and the queue is probed until it works again"
                 );
                 self.gauge.set(1);
-                *state = Some(Open {
+                let open = Open {
                     since: now,
+                    broken_since: (!throttled).then_some(now),
                     next_probe: now + self.probe_interval,
                     last_error: error.to_owned(),
-                });
-                self.dead_letter_after.is_zero()
+                };
+                let dead = self.over_limit(&open, now);
+                *state = Some(open);
+                dead
             }
             Some(open) => {
                 open.last_error = error.to_owned();
                 open.next_probe = open.next_probe.max(now + self.probe_interval);
-                now.saturating_duration_since(open.since) >= self.dead_letter_after
+                if !throttled {
+                    open.broken_since.get_or_insert(now);
+                }
+                self.over_limit(open, now)
             }
         }
     }
@@ -153,9 +174,15 @@ impl Breaker {
         }
     }
 
-    /// The reason given for an event refused or failed while the breaker is open.
-    pub(crate) fn reason(&self, broken_for: Duration, last_error: &str) -> String {
-        if broken_for >= self.dead_letter_after {
+    /// The reason given for an event refused or failed while the breaker has been open for
+    /// `broken_for` (`dead_letter`: broken past the limit).
+    pub(crate) fn reason(
+        &self,
+        broken_for: Duration,
+        dead_letter: bool,
+        last_error: &str,
+    ) -> String {
+        if dead_letter {
             format!(
                 "SQS queue `{}` unavailable for {} s, longer than the limit of {} s: {last_error}",
                 self.url,
@@ -195,7 +222,7 @@ mod tests {
         let b = breaker();
         let t0 = Instant::now();
         assert_eq!(b.admit_at(t0), Admit::Call);
-        assert!(!b.failed_at(t0, "QueueDoesNotExist"));
+        assert!(!b.failed_at(t0, "QueueDoesNotExist", false));
         assert!(b.is_open());
         assert_eq!(b.gauge.get(), 1, "the gauge shows it open");
         match b.admit_at(t0 + Duration::from_secs(1)) {
@@ -222,29 +249,29 @@ mod tests {
     fn a_success_closes_it() {
         let b = breaker();
         let t0 = Instant::now();
-        b.failed_at(t0, "AccessDenied");
+        b.failed_at(t0, "AccessDenied", false);
         assert_eq!(b.admit_at(t0 + PROBE), Admit::Probe);
         b.succeeded_at(t0 + PROBE);
         assert!(!b.is_open());
         assert_eq!(b.gauge.get(), 0);
         assert_eq!(b.admit_at(t0 + PROBE), Admit::Call);
         // A new failure starts a new open period (the dead-letter clock restarts).
-        assert!(!b.failed_at(t0 + LIMIT * 2, "AccessDenied"));
+        assert!(!b.failed_at(t0 + LIMIT * 2, "AccessDenied", false));
     }
 
     #[test]
     fn a_failed_probe_keeps_it_open_and_after_the_limit_events_are_dead_lettered() {
         let b = breaker();
         let t0 = Instant::now();
-        b.failed_at(t0, "QueueDoesNotExist");
+        b.failed_at(t0, "QueueDoesNotExist", false);
         assert_eq!(b.admit_at(t0 + PROBE), Admit::Probe);
-        assert!(!b.failed_at(t0 + PROBE, "KMS.DisabledException"));
+        assert!(!b.failed_at(t0 + PROBE, "KMS.DisabledException", false));
         match b.admit_at(t0 + PROBE + Duration::from_secs(1)) {
             Admit::Refuse { reason, .. } => assert!(reason.contains("KMS.DisabledException")),
             other => panic!("expected Refuse, got {other:?}"),
         }
         // Past the limit: a failed probe dead-letters, and so does a refusal.
-        assert!(b.failed_at(t0 + LIMIT, "QueueDoesNotExist"));
+        assert!(b.failed_at(t0 + LIMIT, "QueueDoesNotExist", false));
         match b.admit_at(t0 + LIMIT + Duration::from_secs(1)) {
             Admit::Refuse {
                 reason,
@@ -255,5 +282,24 @@ mod tests {
             }
             other => panic!("expected Refuse, got {other:?}"),
         }
+    }
+
+    /// Throttling opens the breaker but never dead-letters: an hour of a shared KMS quota used up
+    /// dead-lettered every event of the queue, though none was at fault. A failure of another
+    /// kind starts the clock from its own time.
+    #[test]
+    fn throttling_alone_never_dead_letters() {
+        let b = breaker();
+        let t0 = Instant::now();
+        assert!(!b.failed_at(t0, "KMS.ThrottlingException", true));
+        assert!(b.is_open());
+        assert!(!b.failed_at(t0 + LIMIT * 10, "ThrottlingException", true));
+        match b.admit_at(t0 + LIMIT * 10 + Duration::from_secs(1)) {
+            Admit::Refuse { dead_letter, .. } => assert!(!dead_letter),
+            other => panic!("expected Refuse, got {other:?}"),
+        }
+        assert!(!b.failed_at(t0 + LIMIT * 11, "AccessDenied", false));
+        assert!(!b.failed_at(t0 + LIMIT * 11 + PROBE, "ThrottlingException", true));
+        assert!(b.failed_at(t0 + LIMIT * 12, "AccessDenied", false));
     }
 }

@@ -154,8 +154,9 @@ impl SqsPublisherBuilder {
     /// Fails with [`ErrorKind::Config`] on an invalid setting (no queue at all, `max_in_flight`
     /// 0, a zero call timeout, `max_attempts` 0, an endpoint that is not an `http(s)://` URL, an
     /// invalid route pattern, a target that is neither a queue URL, a queue name nor an SNS topic
-    /// ARN, an invalid offload bucket name, an offload threshold of 0 or above a destination's
-    /// limit, a threshold without a bucket, no region), and with the error of `GetQueueUrl` when a
+    /// ARN, an invalid offload bucket name, an offload threshold of 0 or above 1 MiB (the most
+    /// any queue or topic takes; one above a destination's own limit gives way to it), a
+    /// threshold without a bucket, no region), and with the error of `GetQueueUrl` when a
     /// queue name cannot be resolved.
     pub async fn build(self) -> Result<SqsPublisher> {
         let config = self.config;

@@ -5,7 +5,7 @@ use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 
 use crate::answer::BatchAnswer;
 use crate::breaker::Admit;
-use crate::classify::{Class, classify_sdk_error, classify_status};
+use crate::classify::{Class, classify_sdk_error, classify_status, is_throttling};
 use crate::destination::DestinationKind;
 use crate::direct::DirectError;
 use crate::error::{Error, ErrorKind};
@@ -112,8 +112,13 @@ where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
     let class = classify_sdk_error(&e);
+    let throttled = match &e {
+        SdkError::ServiceError(ctx) => is_throttling(ctx.err().code().unwrap_or("")),
+        _ => false,
+    };
     let error = sdk_error(what, e);
-    let dead_letter = class == Class::Unavailable && queue.breaker.failed(&error.to_string());
+    let dead_letter =
+        class == Class::Unavailable && queue.breaker.failed(&error.to_string(), throttled);
     CallFailure {
         class,
         error,
@@ -126,6 +131,20 @@ where
 /// status and code, no answer or no credentials as [`Class::Retry`]), and counted by the
 /// destination's breaker when it says the destination is broken.
 fn direct_failed(queue: &Queue, what: &str, e: DirectError) -> CallFailure {
+    let throttled = matches!(&e, DirectError::Service { code, .. } if is_throttling(code));
+    let (class, error) = direct_error(what, e);
+    let dead_letter =
+        class == Class::Unavailable && queue.breaker.failed(&error.to_string(), throttled);
+    CallFailure {
+        class,
+        error,
+        dead_letter,
+        called: true,
+    }
+}
+
+/// A direct call of `what` that failed as a whole, as this crate's error, and its class.
+pub(crate) fn direct_error(what: &str, e: DirectError) -> (Class, Error) {
     let (class, kind, detail) = match &e {
         DirectError::Service {
             status,
@@ -142,12 +161,8 @@ fn direct_failed(queue: &Queue, what: &str, e: DirectError) -> CallFailure {
         }
         DirectError::Sign(_) => (Class::Retry, ErrorKind::Service, e.to_string()),
     };
-    let error = Error::new(kind, format!("{what}: {detail}")).with_source(e);
-    let dead_letter = class == Class::Unavailable && queue.breaker.failed(&error.to_string());
-    CallFailure {
+    (
         class,
-        error,
-        dead_letter,
-        called: true,
-    }
+        Error::new(kind, format!("{what}: {detail}")).with_source(e),
+    )
 }

@@ -3,6 +3,7 @@
 
 use aws_sdk_sqs::types::QueueAttributeName;
 
+use crate::call::direct_error;
 use crate::destination::DestinationKind;
 use crate::error::Result;
 use crate::publisher::{Queue, SqsPublisher};
@@ -51,6 +52,7 @@ impl SqsPublisher {
                     Err(_) => Err(timeout_error(&what, timeout)),
                 }
             }
+            _ if self.inner.direct.is_some() => self.check_queue_direct(queue).await,
             _ => {
                 let call = self
                     .inner
@@ -78,6 +80,32 @@ impl SqsPublisher {
                     Err(_) => Err(timeout_error(&what, timeout)),
                 }
             }
+        }
+    }
+
+    /// The queue's check through the direct transport, which publishing will use: its own HTTP
+    /// client, TLS roots and signing (not the SDK's), so that a network path only the SDK's
+    /// client has (a proxy, a private CA set on the `SdkConfig`) fails here, at start-up, instead
+    /// of every publish later.
+    async fn check_queue_direct(&self, queue: &Queue) -> Result<()> {
+        let Some(direct) = &self.inner.direct else {
+            return Ok(());
+        };
+        let timeout = self.inner.call_timeout;
+        let what = format!("GetQueueAttributes on queue `{}`", queue.url);
+        let call = direct.get_queue_attributes(&queue.url, &["QueueArn", "MaximumMessageSize"]);
+        match tokio::time::timeout(timeout, call).await {
+            Ok(Ok(attributes)) => {
+                let max = attributes
+                    .get("MaximumMessageSize")
+                    .and_then(|v| v.trim().parse::<usize>().ok());
+                if let Some(max) = max {
+                    queue.set_max_message_bytes(max);
+                }
+                Ok(())
+            }
+            Ok(Err(e)) => Err(direct_error(&what, e).1),
+            Err(_) => Err(timeout_error(&what, timeout)),
         }
     }
 }

@@ -50,6 +50,9 @@ const THROTTLING_CODES: &[&str] = &[
     "SlowDown",
     "KmsThrottled",
     "KMS.ThrottlingException",
+    // SNS's spelling of a throttled KMS key (`KMSThrottlingException` before).
+    "KMSThrottling",
+    "KMSThrottlingException",
     "Throttled",
 ];
 
@@ -104,11 +107,11 @@ const ACCOUNT_CODES: &[&str] = &[
     "RequestTimeTooSkewed",
     "InvalidSignatureException",
     "OptInRequired",
-    // The endpoint does not speak this API (a wrong `endpoint_url`, a proxy in the way): nothing
-    // the message did.
-    "InvalidAction",
-    "UnknownOperationException",
 ];
+
+/// Codes by which the endpoint says it does not speak this API (a wrong `endpoint_url`, a proxy in
+/// the way): nothing the message did, and nothing one queue did.
+const ENDPOINT_CODES: &[&str] = &["InvalidAction", "UnknownOperationException"];
 
 /// The code without the legacy `AWS.SimpleQueueService.` prefix of the query protocol.
 pub(crate) fn normalize(code: &str) -> &str {
@@ -124,6 +127,11 @@ pub(crate) fn is_queue_missing(code: &str) -> bool {
 /// Whether `code` (as SNS reports it) means the topic does not exist.
 pub(crate) fn is_topic_missing(code: &str) -> bool {
     matches!(code, "NotFound" | "NotFoundException")
+}
+
+/// Whether `code` says the queue, topic or key throttled the call.
+pub(crate) fn is_throttling(code: &str) -> bool {
+    THROTTLING_CODES.contains(&normalize(code))
 }
 
 /// Whether `code` is worth another attempt of the same call at once (what the AWS SDKs' standard
@@ -159,8 +167,7 @@ pub(crate) fn is_auth_failure(code: &str) -> bool {
 /// fetching them again. Not an access denied, which is one queue's policy or key more often than
 /// the credentials, nor a wrong endpoint.
 pub(crate) fn is_credentials_refused(code: &str) -> bool {
-    let code = normalize(code);
-    ACCOUNT_CODES.contains(&code) && !matches!(code, "InvalidAction" | "UnknownOperationException")
+    ACCOUNT_CODES.contains(&normalize(code))
 }
 
 /// Classifies an SQS error `code` — a failed entry of a `SendMessageBatch` response, or a failed
@@ -183,7 +190,10 @@ pub fn classify(code: &str, sender_fault: bool) -> Class {
     {
         return Class::Unavailable;
     }
-    if TRANSIENT_CODES.contains(&code) || ACCOUNT_CODES.contains(&code) {
+    if TRANSIENT_CODES.contains(&code)
+        || ACCOUNT_CODES.contains(&code)
+        || ENDPOINT_CODES.contains(&code)
+    {
         return Class::Retry;
     }
     if sender_fault {
@@ -209,6 +219,8 @@ pub fn failure_kind(code: &str) -> FailureKind {
         FailureKind::Credentials
     } else if TRANSIENT_CODES.contains(&code) {
         FailureKind::Broker
+    } else if ENDPOINT_CODES.contains(&code) {
+        FailureKind::Other
     } else if code.ends_with("TooLong") {
         FailureKind::TooLarge
     } else if code.starts_with("Invalid") || code == "MissingParameter" {
@@ -444,8 +456,15 @@ mod tests {
             assert_eq!(classify(code, true), Class::Retry, "{code}");
             assert_eq!(classify_status(400, code), Class::Retry, "{code}");
         }
-        // A KMS throttle is retried within the call (before, only the breaker saw it).
+        // A KMS throttle is retried within the call (before, only the breaker saw it), in SQS's
+        // and SNS's spellings.
         assert!(is_transient_code("KMS.ThrottlingException"));
+        assert!(is_throttling("KMSThrottling"));
+        assert_eq!(
+            failure_kind("InvalidAction"),
+            FailureKind::Other,
+            "not credentials"
+        );
         assert_eq!(
             classify("KMS.ThrottlingException", true),
             Class::Unavailable

@@ -94,7 +94,8 @@ pub struct SqsConfig {
     /// publisher. Default [`DEFAULT_MAX_IN_FLIGHT`] (8).
     pub max_in_flight: usize,
     /// The time limit of one call, retries included; a call that exceeds it counts as failed
-    /// and its events are retried. Default [`DEFAULT_CALL_TIMEOUT`] (10 s).
+    /// and its events are retried. An S3 upload of the offload gets a second more per MiB it
+    /// carries. Default [`DEFAULT_CALL_TIMEOUT`] (10 s).
     pub call_timeout: Duration,
     /// Overrides the SQS endpoint (otherwise `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`, or AWS's).
     pub endpoint_url: Option<String>,
@@ -107,7 +108,8 @@ pub struct SqsConfig {
     /// throttled ([`Class::Unavailable`](crate::Class::Unavailable)) without one successful call —
     /// before its events are dead-lettered with the SQS error. Until then they are put back
     /// without counting an attempt. Counted from the first failure seen by this publisher (a
-    /// restarted relay starts counting again). Default
+    /// restarted relay starts counting again) that is not throttling: a queue that is only
+    /// throttled is never dead-lettered. Default
     /// [`DEFAULT_BROKEN_QUEUE_DEAD_LETTER_AFTER`] (1 h); at most
     /// [`MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER`] (30 days).
     pub broken_queue_dead_letter_after: Duration,
@@ -120,8 +122,9 @@ pub struct SqsConfig {
     /// dead-lettered.
     pub offload_bucket: Option<String>,
     /// With an offload bucket: offload messages (payload and attributes) larger than this many
-    /// bytes. At most the smallest limit of the configured destinations (1 MiB for queues, 256 KiB
-    /// when a route goes to a topic). `None` (the default): each destination's own limit.
+    /// bytes, or than a destination's own limit where that is lower (1 MiB for queues, 256 KiB for
+    /// topics, or their `MaximumMessageSize`); at most 1 MiB. `None` (the default): each
+    /// destination's own limit.
     pub offload_threshold: Option<usize>,
     /// With per-aggregate order on and a single FIFO destination (queue or topic): send several
     /// events of one aggregate in one `SendMessageBatch` / `PublishBatch` call, in order (the

@@ -1,4 +1,5 @@
-//! The direct transport: `SendMessageBatch` over one pooled HTTP/1.1 client, the request body
+//! The direct transport: `SendMessageBatch` (and the start-up check's `GetQueueAttributes`) over
+//! one pooled HTTP/1.1 client, the request body
 //! written straight from the prepared entries' JSON, signed with SigV4 — the AWS SDK's request
 //! pipeline (its orchestrator, interceptors, request types and re-serialisation) left out of the
 //! relay's hot path. The SDK still provides the configuration: credentials, region, endpoint and
@@ -24,7 +25,7 @@ use crate::classify::{is_credentials_refused, is_transient_code, normalize};
 use crate::endpoint::sqs_endpoint;
 use crate::error::{Result, config_error};
 use crate::signer::{SignError, Signer};
-use crate::sqs_json::{self, SEND_MESSAGE_BATCH_TARGET};
+use crate::sqs_json::{self, GET_QUEUE_ATTRIBUTES_TARGET, SEND_MESSAGE_BATCH_TARGET};
 
 /// The operation's header of the AWS JSON 1.0 protocol.
 const X_AMZ_TARGET: HeaderName = HeaderName::from_static("x-amz-target");
@@ -54,7 +55,7 @@ pub(crate) enum DirectError {
         code: String,
         message: Option<String>,
     },
-    /// SQS answered 2xx with something that is not a `SendMessageBatch` answer.
+    /// SQS answered 2xx with something that is not the operation's answer.
     Unreadable { status: u16, detail: String },
     /// No answer: connection refused, reset, DNS, TLS, a body cut short.
     Transport(Box<dyn std::error::Error + Send + Sync>),
@@ -239,17 +240,44 @@ impl DirectSqs {
         entries: impl Iterator<Item = &'a str>,
     ) -> std::result::Result<BatchAnswer, DirectError> {
         let body = Bytes::from(sqs_json::request_body(queue_url, entries));
+        let (status, answer) = self.call(SEND_MESSAGE_BATCH_TARGET, body).await?;
+        sqs_json::parse_answer(&answer).map_err(|detail| DirectError::Unreadable { status, detail })
+    }
+
+    /// `GetQueueAttributes` of `names` on `queue_url` (the start-up check: it proves that this
+    /// transport's own HTTP client, TLS and signing reach the queue, as publishing will need),
+    /// retried like [`send_message_batch`](Self::send_message_batch).
+    pub(crate) async fn get_queue_attributes(
+        &self,
+        queue_url: &str,
+        names: &[&str],
+    ) -> std::result::Result<std::collections::HashMap<String, String>, DirectError> {
+        let body = serde_json::json!({ "QueueUrl": queue_url, "AttributeNames": names });
+        let (status, answer) = self
+            .call(GET_QUEUE_ATTRIBUTES_TARGET, Bytes::from(body.to_string()))
+            .await?;
+        sqs_json::parse_attributes(&answer)
+            .map_err(|detail| DirectError::Unreadable { status, detail })
+    }
+
+    /// One call of the operation `target` with `body`, retried as the SDK's standard mode
+    /// retries; the 2xx status and the answer's body.
+    async fn call(
+        &self,
+        target: &'static str,
+        body: Bytes,
+    ) -> std::result::Result<(u16, Bytes), DirectError> {
         let mut attempt = 1;
         loop {
             let attempt_result = match self.attempt_timeout {
-                Some(limit) => tokio::time::timeout(limit, self.attempt(body.clone()))
+                Some(limit) => tokio::time::timeout(limit, self.attempt(target, body.clone()))
                     .await
                     .unwrap_or_else(|_| {
                         Err(DirectError::Transport(
                             format!("no answer within the attempt timeout ({limit:?})").into(),
                         ))
                     }),
-                None => self.attempt(body.clone()).await,
+                None => self.attempt(target, body.clone()).await,
             };
             match attempt_result {
                 Err(e) if e.retryable() && attempt < self.max_attempts => {
@@ -265,17 +293,18 @@ impl DirectSqs {
         }
     }
 
-    async fn attempt(&self, body: Bytes) -> std::result::Result<BatchAnswer, DirectError> {
+    async fn attempt(
+        &self,
+        target: &'static str,
+        body: Bytes,
+    ) -> std::result::Result<(u16, Bytes), DirectError> {
         let mut request = http::Request::post(self.endpoint.clone())
             .header(HOST, self.host.clone())
             .header(
                 CONTENT_TYPE,
                 HeaderValue::from_static(sqs_json::CONTENT_TYPE),
             )
-            .header(
-                X_AMZ_TARGET,
-                HeaderValue::from_static(SEND_MESSAGE_BATCH_TARGET),
-            )
+            .header(X_AMZ_TARGET, HeaderValue::from_static(target))
             .header(X_AMZN_QUERY_MODE, HeaderValue::from_static("true"))
             .header(
                 USER_AGENT,
@@ -314,8 +343,7 @@ impl DirectSqs {
             .map_err(DirectError::Transport)?
             .to_bytes();
         if (200..300).contains(&status) {
-            return sqs_json::parse_answer(&bytes)
-                .map_err(|detail| DirectError::Unreadable { status, detail });
+            return Ok((status, bytes));
         }
         let (code, message) = sqs_json::parse_error(query_error.as_deref(), &bytes);
         if let Some(server_time) = server_time.filter(|_| is_clock_skew(&code)) {

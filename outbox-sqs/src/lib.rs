@@ -77,7 +77,8 @@
 //! A route's target (and the default) is a queue URL, a queue name, or an SNS topic ARN
 //! (`arn:aws:sns:REGION:ACCOUNT:TOPIC`); anything else is refused by
 //! [`build`](SqsPublisherBuilder::build) with [`ErrorKind::Config`] naming the route. Events for a
-//! topic go out with `PublishBatch` (at most 10 entries and [`SNS_MAX_BATCH_BYTES`], 256 KiB, per
+//! topic go out with `PublishBatch` (at most 10 entries and [`SNS_MAX_BATCH_BYTES`], 256 KiB, or the
+//! topic's own `MaximumMessageSize`, per
 //! call) with the same body and message attributes as on a queue; on a FIFO topic (ARN ending in
 //! `.fifo`) with the same `MessageGroupId` ([`message_group_id`]) and `MessageDeduplicationId`
 //! (the event id). Subscribers see:
@@ -101,9 +102,9 @@
 //! Opt-in with [`offload_bucket`](SqsPublisherBuilder::offload_bucket) (`OUTBOX_SQS_OFFLOAD_BUCKET`,
 //! `outbox relay --offload-bucket`). An event whose message (payload and attributes, counted as
 //! [`outbox_core::message::message_size`] counts them) is larger than the threshold — each
-//! destination's limit by default (1 MiB for a queue, 256 KiB for a topic), or
-//! [`offload_threshold`](SqsPublisherBuilder::offload_threshold), which may not exceed the smallest
-//! limit of the configured destinations — is written to S3 first, then sent as a pointer, in the
+//! destination's limit by default (1 MiB for a queue, 256 KiB for a topic, or its own
+//! `MaximumMessageSize`), or [`offload_threshold`](SqsPublisherBuilder::offload_threshold) where
+//! that is lower (at most 1 MiB) — is written to S3 first, then sent as a pointer, in the
 //! format of the AWS SQS/SNS Extended Client libraries (Java `amazon-sqs-java-extended-client-lib`
 //! 2.x, `amazon-sns-java-extended-client-lib` 2.x, Python `amazon-sqs-extended-client`), so their
 //! consumers read the payload unchanged:
@@ -239,7 +240,8 @@
 //!   [`broken_queue_dead_letter_after`](SqsPublisherBuilder::broken_queue_dead_letter_after)
 //!   (default 1 h, counted from the first failure this publisher saw) makes its events
 //!   `Permanent`: dead-lettered with the SQS error, visible to `outbox dead-letters`, retryable
-//!   once the queue is fixed.
+//!   once the queue is fixed. Throttling opens the breaker but never dead-letters: the clock
+//!   starts at the first failure that is not throttling.
 //!
 //! Connection failures, time-outs, 5xx and credential errors do not open a breaker: they hit every
 //! queue alike (one endpoint, one identity), and the relay treats them as an SQS outage — backing

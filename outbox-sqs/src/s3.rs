@@ -19,6 +19,10 @@ use crate::sdk_error::{sdk_error, timeout_error};
 /// and fit the request limits of S3-compatible servers).
 pub(crate) const MULTIPART_PART_BYTES: usize = 8 * 1024 * 1024;
 
+/// How much longer than the call time-out an upload may take, per MiB it carries: a part of
+/// 8 MiB gets 8 s more, so that a link of about 1 MiB/s is slow, not broken.
+const PER_MIB: Duration = Duration::from_secs(1);
+
 /// A failed S3 call: the failure kind for the event's outcome, and the error.
 type Failed = (FailureKind, Error);
 
@@ -34,9 +38,10 @@ fn kind_of<E>(e: &SdkError<E, HttpResponse>) -> FailureKind {
     }
 }
 
-/// How long an offload's S3 calls may take: each at most `call` (the call timeout), and all of
-/// them together no later than `until` (what the relay's publish deadline leaves after the offload,
-/// for the message's own call).
+/// How long an offload's S3 calls may take: each at most `call` (the call timeout) and a second
+/// more per MiB it uploads (as the consumer reads them back), and all of them together no later
+/// than `until` (what the relay's publish deadline leaves after the offload, for the message's own
+/// call).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Budget {
     pub(crate) call: Duration,
@@ -44,11 +49,12 @@ pub(crate) struct Budget {
 }
 
 impl Budget {
-    /// The time-out of the next call.
-    fn next(&self) -> Duration {
-        self.until.map_or(self.call, |until| {
-            self.call
-                .min(until.saturating_duration_since(tokio::time::Instant::now()))
+    /// The time-out of the next call, which uploads `bytes`.
+    fn next(&self, bytes: usize) -> Duration {
+        let mib = u32::try_from(bytes / (1024 * 1024)).unwrap_or(u32::MAX);
+        let call = self.call.saturating_add(PER_MIB.saturating_mul(mib));
+        self.until.map_or(call, |until| {
+            call.min(until.saturating_duration_since(tokio::time::Instant::now()))
         })
     }
 
@@ -117,7 +123,7 @@ impl Offloader {
                 "PutObject of an offloaded payload to bucket `{}`",
                 self.bucket
             );
-            within(&what, budget.next(), call).await?;
+            within(&what, budget.next(payload.len()), call).await?;
         }
         Ok(Offloaded {
             body: pointer_body(&self.bucket, &key),
@@ -144,7 +150,7 @@ impl Offloader {
             .key(key)
             .content_type("application/json")
             .send();
-        let created = within(&what, budget.next(), call).await?;
+        let created = within(&what, budget.next(0), call).await?;
         let Some(upload_id) = created.upload_id().map(str::to_owned) else {
             return Err((
                 FailureKind::Broker,
@@ -202,7 +208,7 @@ impl Offloader {
                 .part_number(number)
                 .body(ByteStream::from(chunk.to_vec()))
                 .send();
-            let part = within(what, budget.next(), call).await?;
+            let part = within(what, budget.next(chunk.len()), call).await?;
             let mut completed = CompletedPart::builder().part_number(number);
             if let Some(tag) = part.e_tag() {
                 completed = completed.e_tag(tag);
@@ -217,7 +223,7 @@ impl Offloader {
             .upload_id(upload_id)
             .multipart_upload(done.build())
             .send();
-        within(what, budget.next(), call).await.map(|_| ())
+        within(what, budget.next(0), call).await.map(|_| ())
     }
 
     /// `HeadBucket` on the offload bucket: it exists and the credentials reach it.
@@ -274,19 +280,21 @@ mod tests {
             call: Duration::from_secs(10),
             until: None,
         };
-        assert_eq!(free.next(), Duration::from_secs(10));
+        assert_eq!(free.next(0), Duration::from_secs(10));
+        // A second more per MiB uploaded: an 8 MiB part on a 1 MiB/s link is not a time-out.
+        assert_eq!(free.next(8 * 1024 * 1024), Duration::from_secs(18));
         assert!(!free.spent());
         let short = Budget {
             call: Duration::from_secs(10),
             until: Some(now + Duration::from_secs(2)),
         };
-        assert!(short.next() <= Duration::from_secs(2));
+        assert!(short.next(8 * 1024 * 1024) <= Duration::from_secs(2));
         assert!(!short.spent());
         let over = Budget {
             call: Duration::from_secs(10),
             until: Some(now),
         };
-        assert_eq!(over.next(), Duration::ZERO);
+        assert_eq!(over.next(0), Duration::ZERO);
         assert!(over.spent());
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use outbox_core::{FailureKind, PublishFailure, PublishOutcome};
 
 use crate::answer::BatchAnswer;
-use crate::classify::{Class, call_failure_kind, classify, failure_kind};
+use crate::classify::{Class, call_failure_kind, classify, failure_kind, is_throttling};
 use crate::error::Error;
 use crate::message::Prepared;
 use crate::publisher::Queue;
@@ -105,14 +105,17 @@ pub(crate) fn settle(
                 .iter()
                 .find(|f| classify(&f.code, f.sender_fault) == Class::Unavailable);
             let dead_letter = match queue_failure {
-                Some(f) => queue.breaker.failed(&format!(
-                    "{} to {} `{}`: {}: {}",
-                    queue.operation(),
-                    queue.kind,
-                    queue.url,
-                    f.code,
-                    f.message.as_deref().unwrap_or("")
-                )),
+                Some(f) => queue.breaker.failed(
+                    &format!(
+                        "{} to {} `{}`: {}: {}",
+                        queue.operation(),
+                        queue.kind,
+                        queue.url,
+                        f.code,
+                        f.message.as_deref().unwrap_or("")
+                    ),
+                    is_throttling(&f.code),
+                ),
                 None => {
                     queue.breaker.succeeded();
                     false

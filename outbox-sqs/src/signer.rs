@@ -55,6 +55,9 @@ impl std::error::Error for SignError {
 /// After a failed refresh, how long the credentials in hand are used before the provider is asked
 /// again (while they are still usable).
 const RETRY_REFRESH_AFTER: Duration = Duration::from_secs(10);
+/// After a fetch failed with no usable credentials in hand, the requests within this long fail with
+/// its error rather than each asking the provider again.
+const FAIL_FAST_WINDOW: Duration = Duration::from_secs(1);
 /// How long one call of the provider may take (the SDK's identity cache waits as long).
 const PROVIDER_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -64,6 +67,8 @@ pub(crate) struct Signer {
     region: String,
     service: &'static str,
     cached: Mutex<Option<Cached>>,
+    /// When fetching credentials last failed with none usable in hand, and why.
+    failed: Mutex<Option<(SystemTime, String)>>,
     /// Serialises refreshes: one provider call at a time, not one per batch.
     refreshing: tokio::sync::Mutex<()>,
 }
@@ -123,6 +128,7 @@ impl Signer {
             region,
             service,
             cached: Mutex::new(None),
+            failed: Mutex::new(None),
             refreshing: tokio::sync::Mutex::new(()),
         }
     }
@@ -158,6 +164,29 @@ impl Signer {
         if let Some(c) = cached.as_ref().filter(|c| c.fresh(now) && c.usable(now)) {
             return Ok(c.credentials.clone());
         }
+        match cached.as_ref().filter(|c| c.usable(now)) {
+            // The next refresh is put off before this one starts: if this request is dropped
+            // (its call timed out) while the provider is slow, the next one does not start
+            // another refresh at once.
+            Some(c) => self.store(Cached {
+                refresh_at: Some(now + RETRY_REFRESH_AFTER),
+                ..c.clone()
+            }),
+            // Nothing to sign with: the requests that queued behind a refresh that just failed
+            // fail with its error instead of each asking the provider again.
+            None => {
+                let failed = self
+                    .failed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                let recent = failed
+                    .filter(|(at, _)| now.duration_since(*at).is_ok_and(|d| d < FAIL_FAST_WINDOW));
+                if let Some((_, error)) = recent {
+                    return Err(SignError::Credentials(CredentialsError::not_loaded(error)));
+                }
+            }
+        }
         let Some(provider) = &self.provider else {
             return Err(SignError::Credentials(CredentialsError::not_loaded(
                 "no credentials provider in the AWS configuration",
@@ -174,17 +203,19 @@ impl Signer {
                 Ok(credentials)
             }
             Err(e) => match cached.filter(|c| c.usable(now)) {
-                Some(mut c) => {
+                Some(c) => {
                     tracing::warn!(
                         error = %outbox_core::error_chain(&e),
                         retry_in_s = RETRY_REFRESH_AFTER.as_secs(),
                         "cannot refresh the AWS credentials; signing with the ones in hand until they near expiry"
                     );
-                    c.refresh_at = Some(now + RETRY_REFRESH_AFTER);
-                    self.store(c.clone());
                     Ok(c.credentials)
                 }
-                None => Err(SignError::Credentials(e)),
+                None => {
+                    *self.failed.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some((now, outbox_core::error_chain(&e)));
+                    Err(SignError::Credentials(e))
+                }
             },
         }
     }
@@ -379,6 +410,19 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(err, SignError::Credentials(_)), "{err}");
+        // The requests right behind that failure fail with it, without asking the provider again.
+        let asked = calls.load(Ordering::SeqCst);
+        let err = short
+            .credentials(now + Duration::from_millis(52_500))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, SignError::Credentials(_)), "{err}");
+        assert_eq!(calls.load(Ordering::SeqCst), asked, "failed fast");
+        short
+            .credentials(now + Duration::from_secs(54))
+            .await
+            .unwrap_err();
+        assert_eq!(calls.load(Ordering::SeqCst), asked + 1, "asked again later");
     }
 
     /// A provider that never answers.
@@ -435,6 +479,15 @@ mod tests {
             .unwrap();
         assert_eq!(other.access_key_id(), "AKID");
         stuck.abort();
+        // The refresh was dropped half-way: the next one waits its period, the requests sign on.
+        let later = tokio::time::timeout(
+            Duration::from_secs(1),
+            signer.credentials(due + Duration::from_secs(1)),
+        )
+        .await
+        .expect("no new refresh right after a dropped one")
+        .unwrap();
+        assert_eq!(later.access_key_id(), "AKID");
     }
 
     #[tokio::test]

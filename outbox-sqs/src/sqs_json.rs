@@ -11,6 +11,9 @@ use crate::message::Parts;
 /// The `X-Amz-Target` of `SendMessageBatch`.
 pub(crate) const SEND_MESSAGE_BATCH_TARGET: &str = "AmazonSQS.SendMessageBatch";
 
+/// The `X-Amz-Target` of `GetQueueAttributes`.
+pub(crate) const GET_QUEUE_ATTRIBUTES_TARGET: &str = "AmazonSQS.GetQueueAttributes";
+
 /// The content type of the AWS JSON 1.0 protocol.
 pub(crate) const CONTENT_TYPE: &str = "application/x-amz-json-1.0";
 
@@ -156,6 +159,21 @@ pub(crate) fn parse_answer(body: &[u8]) -> Result<BatchAnswer, String> {
             })
             .collect(),
     })
+}
+
+/// The attributes of a `GetQueueAttributes` answer (`{"Attributes": {name: value}}`; none when the
+/// queue has none of those asked for).
+pub(crate) fn parse_attributes(
+    body: &[u8],
+) -> Result<std::collections::HashMap<String, String>, String> {
+    #[derive(Deserialize)]
+    struct Attributes {
+        #[serde(rename = "Attributes", default)]
+        attributes: std::collections::HashMap<String, String>,
+    }
+    serde_json::from_slice::<Attributes>(body)
+        .map(|a| a.attributes)
+        .map_err(|e| format!("unreadable GetQueueAttributes answer: {e}"))
 }
 
 #[derive(Deserialize)]

@@ -21,7 +21,8 @@ pub enum SqsTransport {
     ///
     /// It brings its own HTTP client (rustls with the system's root certificates): an HTTP client
     /// set on the [`SdkConfig`](aws_config::SdkConfig) — a proxy, a private CA — is not used by
-    /// it; choose [`Sdk`](SqsTransport::Sdk) for that.
+    /// it; choose [`Sdk`](SqsTransport::Sdk) for that. The start-up check reads each queue's
+    /// attributes through it, so such a set-up fails there, not at the first publish.
     #[default]
     Direct,
     /// `aws-sdk-sqs`'s client, with its interceptors, retry strategy and HTTP client. Used

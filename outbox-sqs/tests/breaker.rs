@@ -202,6 +202,33 @@ async fn a_throttled_queue_puts_its_events_back_and_backs_off() {
     );
 }
 
+/// Throttling past the dead-letter limit still only puts the events back: they are fine and go
+/// through once the load passes (they were dead-lettered after the limit, like a deleted queue's).
+#[tokio::test]
+async fn a_queue_throttled_past_the_limit_never_dead_letters() {
+    let fx = SqsFixture::start().await;
+    let healthy = fx.create_queue("healthy");
+    let publisher = publisher(&fx, &healthy, Duration::from_millis(200)).await;
+    fx.fail_calls_for(Duration::from_secs(3600), CallFault::Throttling);
+    for _ in 0..4 {
+        for o in &publisher
+            .publish(&events(3, "order.created"))
+            .await
+            .unwrap()
+        {
+            unavailable(o);
+        }
+        tokio::time::sleep(PROBE + Duration::from_millis(50)).await;
+    }
+    fx.clear_faults();
+    assert_all_published(
+        &publisher
+            .publish(&events(3, "order.created"))
+            .await
+            .unwrap(),
+    );
+}
+
 #[tokio::test]
 async fn an_entry_failed_for_its_queues_key_opens_the_breaker() {
     let fx = SqsFixture::start().await;

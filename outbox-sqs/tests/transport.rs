@@ -382,3 +382,33 @@ async fn a_refused_signature_never_shows_the_session_token() {
         assert!(text.contains("left out"), "{transport:?}: {text}");
     }
 }
+
+/// The start-up check reads each queue through the transport that will publish to it: with the
+/// direct transport, its own HTTP client, TLS and signing (the check used the SDK's client, so a
+/// network path only that client had — a proxy, a private CA — passed the check and then failed
+/// every publish).
+#[tokio::test]
+async fn the_start_up_check_goes_through_the_publishing_transport() {
+    let fx = SqsFixture::start().await;
+    fx.verify_signatures("test", "test");
+    let q = fx.create_queue("plain");
+    for (transport, agent) in [
+        (SqsTransport::Direct, "outbox-sqs/"),
+        (SqsTransport::Sdk, "aws-sdk-rust/"),
+    ] {
+        fx.reset_counters();
+        let p = publisher(&fx, &q, transport, 1).await;
+        p.check().await.unwrap();
+        assert_eq!(fx.calls_to("GetQueueAttributes"), 1, "{transport:?}");
+        let seen = fx.last_user_agent().unwrap_or_default();
+        assert!(seen.starts_with(agent), "{transport:?}: {seen}");
+    }
+    // A queue that does not exist is named as such through the direct transport too.
+    let missing = format!("{}/000000000000/missing", fx.endpoint_url());
+    let err = publisher(&fx, &missing, SqsTransport::Direct, 1)
+        .await
+        .check()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::QueueNotFound, "{err}");
+}
