@@ -12,11 +12,16 @@ use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres::{Client, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use super::attempts::{AttemptError, connect_each};
 use super::connect_config::ConnectConfig;
 use super::describe::describe;
 use super::password::{BoxError, DynPasswordProvider, PasswordProvider};
 use super::tls::Tls;
 use crate::error::{Error, ErrorKind};
+
+/// How long a password provider may take for one new connection (at least; a longer
+/// `connect_timeout` gives it that).
+const PASSWORD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The connection [`PgConnector::connect`] returns: drive it (await it, or poll its messages).
 pub type PgConnection =
@@ -155,7 +160,7 @@ impl PgConnector {
                 ErrorKind::Database,
                 format!(
                     "cannot connect to PostgreSQL at {} (sslmode={}): no answer within {limit:?} \
-                     (TCP connect, TLS handshake and login; connect_timeout per host)",
+                     (TCP connect, TLS handshake and login; connect_timeout per host and address)",
                     self.target(),
                     self.tls.mode
                 ),
@@ -195,9 +200,10 @@ impl PgConnector {
 
     /// Like [`pool`](Self::pool), with the relay's pool time-outs
     /// ([`connect::pool_timeouts`](crate::connect::pool_timeouts)): waiting for a connection
-    /// at most `publish_timeout`, creating or recycling one within seconds. Creating one may take
-    /// as long as this connector gives one opening — every host of a multi-host URL its connect
-    /// timeout — so that the pool, too, reaches the next host when the first does not answer.
+    /// at most `publish_timeout`, recycling one within seconds. Creating one is bounded by this
+    /// connector itself — `connect_timeout` for each host and address it tries — not by the pool,
+    /// so that the pool too reaches the next host of a multi-host URL when the first does not
+    /// answer.
     pub fn relay_pool(
         &self,
         max_size: usize,
@@ -210,9 +216,7 @@ impl PgConnector {
             .max_size(max_size),
             publish_timeout,
         )
-        .create_timeout(Some(
-            self.open_timeout().max(crate::connect::POOL_CREATE_TIMEOUT),
-        ))
+        .create_timeout(None)
         .build()
         .map_err(|e| Error::config("cannot build the connection pool").with_source(e))
     }
@@ -223,34 +227,36 @@ impl PgConnector {
         Manager::from_connect(self.pg.clone(), PoolConnect(self.clone()), config)
     }
 
-    /// How long opening one connection may take in all: the password, TCP connect, TLS handshake
-    /// and login. tokio-postgres' `connect_timeout` bounds only the TCP connect (per host), so a
-    /// server that accepts and then never answers would otherwise hang the caller for ever.
-    fn open_timeout(&self) -> std::time::Duration {
-        let per_host = self
-            .pg
+    /// How long one attempt of opening a connection may take: one address of one host, TCP
+    /// connect, TLS handshake, login and the `target_session_attrs` check (`connect_timeout`, as
+    /// libpq applies it to each host and address). tokio-postgres' own `connect_timeout` bounds
+    /// only the TCP connect, so a server that accepts and then never answers would otherwise hang
+    /// the caller for ever, or use up the time of the hosts after it.
+    fn attempt_timeout(&self) -> std::time::Duration {
+        self.pg
             .get_connect_timeout()
             .copied()
-            .unwrap_or(super::CONNECT_TIMEOUT);
-        let hosts = u32::try_from(self.pg.get_hosts().len().max(1)).unwrap_or(u32::MAX);
-        per_host.saturating_mul(hosts)
+            .unwrap_or(super::CONNECT_TIMEOUT)
     }
 
     async fn raw_connect(&self) -> Result<(Client, PgConnection), RawError> {
-        let limit = self.open_timeout();
-        let open = async {
-            let mut pg = self.pg.clone();
-            if let Some(provider) = &self.password {
-                let password = provider.password().await.map_err(RawError::Password)?;
-                pg.password(password.expose());
-            }
-            pg.connect(self.make_tls.clone())
+        let per_attempt = self.attempt_timeout();
+        let mut pg = self.pg.clone();
+        if let Some(provider) = &self.password {
+            // Its own time (a credential chain can be slower than one connect attempt).
+            let limit = per_attempt.max(PASSWORD_TIMEOUT);
+            let password = tokio::time::timeout(limit, provider.password())
                 .await
-                .map_err(RawError::Pg)
-        };
-        tokio::time::timeout(limit, open)
+                .map_err(|_| RawError::Password(format!("no password within {limit:?}").into()))?
+                .map_err(RawError::Password)?;
+            pg.password(password.expose());
+        }
+        connect_each(&pg, self.make_tls.clone(), per_attempt)
             .await
-            .unwrap_or(Err(RawError::Timeout(limit)))
+            .map_err(|e| match e {
+                AttemptError::Pg(e) => RawError::Pg(e),
+                AttemptError::Timeout(limit) => RawError::Timeout(limit),
+            })
     }
 
     /// The same connector with `application_name` set, unless the connection string sets one.

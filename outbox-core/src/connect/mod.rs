@@ -14,6 +14,7 @@
 //! `sslrootcert` is a PEM file (e.g. the RDS global bundle) or `system` (the OS trust store, which
 //! implies `verify-full`). Without it, `verify-ca` / `verify-full` read `~/.postgresql/root.crt`.
 
+mod attempts;
 mod connect_config;
 mod connector;
 mod describe;
