@@ -88,6 +88,20 @@ impl FromStr for ConnectConfig {
                  name or password as %40",
             ));
         }
+        // Addresses without host names (`hostaddr=` alone): libpq encrypts below verify-full
+        // without a name, tokio-postgres refuses TLS without one ("no hostname provided"): the
+        // address stands in as the name (only verify-full would check it, and it needs a name).
+        if pg.get_hosts().is_empty() && !pg.get_hostaddrs().is_empty() {
+            if tls.mode == super::SslMode::VerifyFull {
+                return Err(Error::config(
+                    "sslmode=verify-full needs a host name to check the certificate against: set \
+                     host= beside hostaddr=",
+                ));
+            }
+            for ip in pg.get_hostaddrs().to_vec() {
+                pg.host(ip.to_string());
+            }
+        }
         // libpq ignores sslmode on a Unix-domain socket (the connection never leaves the
         // machine); so does this, instead of asking for TLS on a socket, which the server refuses
         // ("does not offer TLS"): one URL serves a local socket and a TCP host alike.
@@ -316,6 +330,21 @@ mod tests {
         }
         let tcp: ConnectConfig = "postgres://u@h/db?sslmode=require".parse().unwrap();
         assert_eq!(tcp.pg.get_ssl_mode(), Pg::Require);
+    }
+
+    /// `hostaddr` without `host`: TLS below verify-full works (tokio-postgres refused TLS
+    /// without a host name, so with the default `prefer` every server offering TLS failed).
+    #[test]
+    fn an_address_without_a_host_name_can_use_tls_below_verify_full() {
+        let c: ConnectConfig = "hostaddr=10.1.2.3 user=u sslmode=require".parse().unwrap();
+        assert_eq!(
+            c.pg.get_hosts(),
+            &[tokio_postgres::config::Host::Tcp("10.1.2.3".into())]
+        );
+        let e = "hostaddr=10.1.2.3 user=u sslmode=verify-full"
+            .parse::<ConnectConfig>()
+            .unwrap_err();
+        assert!(e.to_string().contains("host name"), "{e}");
     }
 
     #[test]

@@ -142,6 +142,8 @@ pub struct RdsIamTokenProvider {
     /// default chain does not cache (the SDK clients do, in their identity cache), so with web
     /// identity, SSO or an assumed role each new connection would otherwise call STS.
     cached: Arc<Mutex<Option<Credentials>>>,
+    /// Held while the credentials are fetched.
+    fetching: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl fmt::Debug for RdsIamTokenProvider {
@@ -171,6 +173,7 @@ impl RdsIamTokenProvider {
             region: region.into(),
             credentials: SharedCredentialsProvider::new(credentials),
             cached: Arc::default(),
+            fetching: Arc::default(),
         }
     }
 
@@ -217,6 +220,7 @@ impl RdsIamTokenProvider {
             region,
             credentials,
             cached: Arc::default(),
+            fetching: Arc::default(),
         })
     }
 }
@@ -245,6 +249,18 @@ impl RdsIamTokenProvider {
                     .is_ok_and(|left| left > CREDENTIALS_REFRESH_MARGIN)
             })
         };
+        let cached = self
+            .cached
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .filter(|c| fresh_enough(c));
+        if let Some(c) = cached {
+            return Ok(c);
+        }
+        // One fetch at a time: a pool opening many connections at once (start-up, a failover)
+        // made as many calls to the credential chain (STS), which throttles them.
+        let _fetching = self.fetching.lock().await;
         let cached = self
             .cached
             .lock()
@@ -341,6 +357,55 @@ mod tests {
                 "credentials valid for {lifetime:?}"
             );
         }
+    }
+
+    /// Counts its calls and takes a while to answer, as STS does.
+    #[derive(Debug)]
+    struct Slow(Arc<std::sync::atomic::AtomicUsize>);
+
+    impl ProvideCredentials for Slow {
+        fn provide_credentials<'a>(
+            &'a self,
+        ) -> aws_credential_types::provider::future::ProvideCredentials<'a>
+        where
+            Self: 'a,
+        {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            aws_credential_types::provider::future::ProvideCredentials::new(async {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                Ok(Credentials::new(
+                    "AKIDEXAMPLE",
+                    "secret",
+                    None,
+                    Some(SystemTime::now() + Duration::from_secs(3600)),
+                    "test",
+                ))
+            })
+        }
+    }
+
+    /// A pool opening eight connections at once fetches the credentials once (it made eight calls
+    /// to the credential chain, which STS throttles).
+    #[tokio::test]
+    async fn connections_opened_at_once_fetch_the_credentials_once() {
+        let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let provider = RdsIamTokenProvider::new(
+            HOST,
+            5432,
+            "outbox_relay",
+            "eu-west-1",
+            SharedCredentialsProvider::new(Slow(Arc::clone(&count))),
+        );
+        let opening: Vec<_> = (0..8)
+            .map(|_| {
+                let p = provider.clone();
+                tokio::spawn(async move { p.password().await.map(|_| ()) })
+            })
+            .collect();
+        for o in opening {
+            o.await.unwrap().unwrap();
+        }
+        assert_eq!(count.load(std::sync::atomic::Ordering::Relaxed), 1);
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub struct BatchReport {
     pub retried: usize,
     /// Events dead-lettered (permanent failure or attempts used up).
     pub dead_lettered: usize,
-    /// Events whose destination was [unavailable](PublishOutcome::Unavailable): put back for a
+    /// Events whose destination was [unavailable](crate::PublishOutcome::Unavailable): put back for a
     /// short delay without an attempt counted.
     pub deferred: usize,
     /// Events released without an attempt counted: they followed a failed event of their aggregate,
