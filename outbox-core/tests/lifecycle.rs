@@ -84,6 +84,43 @@ async fn shutdown_finishes_the_batch_in_flight_within_the_grace_period() {
     );
 }
 
+/// At shutdown a batch starts no further wave: what it published is marked at once. Before, a hot
+/// aggregate's batch (one wave per event) went on publishing until the grace period ended, was
+/// dropped mid-wave and rolled back, and the events it had published were sent again by the next
+/// relay.
+#[tokio::test]
+async fn shutdown_starts_no_new_wave_and_marks_what_was_published() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(RecordingPublisher::with_delay(Duration::from_millis(300)));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .concurrency(1)
+        .batch_size(10)
+        .poll_interval(Duration::from_millis(50))
+        .shutdown_grace(Duration::from_millis(800))
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    // One aggregate: ten waves of one event in one batch.
+    let events: Vec<TestEvent> = (0..10).map(|n| TestEvent::new("hot", n)).collect();
+    emit_all(&client, &events).await.unwrap();
+    let running = RunningRelay::start(&relay);
+    assert!(eventually(Duration::from_secs(5), async || publisher.calls() == 1).await);
+    let stopping = Instant::now();
+    running.stop().await;
+    assert!(
+        stopping.elapsed() < Duration::from_millis(700),
+        "returned after the wave in flight, not at the end of the grace period: {:?}",
+        stopping.elapsed()
+    );
+    let published = publisher.ids().len();
+    assert!(published >= 1, "the wave in flight finished");
+    assert_eq!(
+        db.pending().await,
+        10 - published as i64,
+        "everything published was marked: nothing will be sent again"
+    );
+}
+
 #[tokio::test]
 async fn shutdown_past_the_grace_period_releases_the_batch_and_marks_nothing() {
     let db = TestDb::new().await;

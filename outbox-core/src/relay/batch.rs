@@ -1,6 +1,7 @@
 //! One batch: claim, publish, acknowledge — all inside one transaction.
 
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::Inner;
 use super::ack::record_and_commit;
@@ -41,9 +42,14 @@ pub struct BatchReport {
 /// nothing is marked), when the publisher failed as a whole (what was published before is still
 /// recorded and committed; the rest is released), or when the publisher panicked (recorded and
 /// committed as well; the error's kind is [`ErrorKind::Panic`] so the worker is restarted).
-pub(crate) async fn run_batch<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport, Error> {
+/// One batch. With `stop`, once it is cancelled no further wave is started: what was published
+/// is marked and committed at once, the rest released (no attempt counted).
+pub(crate) async fn run_batch<P: Publisher>(
+    inner: &Inner<P>,
+    stop: Option<&CancellationToken>,
+) -> Result<BatchReport, Error> {
     let started = Instant::now();
-    let result = claim_publish_ack(inner).await;
+    let result = claim_publish_ack(inner, stop).await;
     if let Some(m) = &inner.metrics {
         match &result {
             Ok(report) if report.claimed > 0 => m.batch(started.elapsed().as_secs_f64()),
@@ -66,7 +72,10 @@ fn session_limits(publish_timeout: std::time::Duration) -> String {
     )
 }
 
-async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport, Error> {
+async fn claim_publish_ack<P: Publisher>(
+    inner: &Inner<P>,
+    stop: Option<&CancellationToken>,
+) -> Result<BatchReport, Error> {
     // No wait on the database outlasts the point where PostgreSQL itself ends a silent claim
     // transaction (`idle_in_transaction_session_timeout`), whatever the pool's own settings.
     let bound = inner
@@ -74,7 +83,7 @@ async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport
         .publish_timeout
         .saturating_add(super::config::CLAIM_IDLE_MARGIN);
     let mut tx = ClaimTransaction::connect(&inner.pool, bound).await?;
-    let result = in_transaction(inner, &mut tx).await;
+    let result = in_transaction(inner, &mut tx, stop).await;
     if result.is_err() {
         // Still open when the claim or the acknowledgement failed: rolled back here, or (when that
         // fails too, or the connection stalled) the connection is closed as `tx` drops.
@@ -86,6 +95,7 @@ async fn claim_publish_ack<P: Publisher>(inner: &Inner<P>) -> Result<BatchReport
 async fn in_transaction<P: Publisher>(
     inner: &Inner<P>,
     tx: &mut ClaimTransaction,
+    stop: Option<&CancellationToken>,
 ) -> Result<BatchReport, Error> {
     let (batch_size, ordered) = (inner.config.batch_size, inner.config.per_aggregate_order);
     let publish_timeout = inner.config.publish_timeout;
@@ -140,6 +150,7 @@ async fn in_transaction<P: Publisher>(
     let mut whole_failure: Option<Error> = None;
     let mut panicked: Option<String> = None;
     let mut out_of_time = false;
+    let mut stopping = false;
 
     for mut wave in waves {
         if whole_failure.is_some() {
@@ -155,6 +166,18 @@ async fn in_transaction<P: Publisher>(
                     "the publish timeout passed mid-batch; releasing the events not yet published"
                 );
                 out_of_time = true;
+            }
+            report.released += wave.len();
+            continue;
+        }
+        if stop.is_some_and(CancellationToken::is_cancelled) {
+            // Shutting down: no new wave. What was published is marked now (not rolled back when
+            // the grace period ends, and sent again), the rest waits for the next relay.
+            if !stopping {
+                tracing::info!(
+                    "shutting down: releasing the waves of this batch not yet published"
+                );
+                stopping = true;
             }
             report.released += wave.len();
             continue;

@@ -261,11 +261,21 @@ impl<P: Publisher> Relay<P> {
     /// `Err` when the database failed (nothing recorded, claims released) or the publisher failed
     /// as a whole (what was published before is recorded; the rest released without an attempt).
     pub async fn run_once(&self) -> Result<BatchReport, Error> {
-        batch::run_batch(&self.inner).await
+        batch::run_batch(&self.inner, None).await
+    }
+
+    /// [`run_once`](Self::run_once), starting no further wave of the batch once `stop` is
+    /// cancelled (a worker's batch at shutdown).
+    pub(crate) async fn run_once_until(
+        &self,
+        stop: &CancellationToken,
+    ) -> Result<BatchReport, Error> {
+        batch::run_batch(&self.inner, Some(stop)).await
     }
 
     /// Runs the relay until `shutdown` is cancelled, then stops claiming, lets batches in flight
-    /// finish within the [grace period](RelayConfig::shutdown_grace) (after it, their claims are
+    /// finish the publish call they are in (no further wave starts; what was published is marked)
+    /// within the [grace period](RelayConfig::shutdown_grace) (after it, their claims are
     /// released by rolling back) and returns.
     ///
     /// Fails at once if the publisher's start-up [check](Publisher::check) fails. After that,

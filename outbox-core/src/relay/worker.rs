@@ -172,7 +172,7 @@ impl<P: Publisher> Relay<P> {
     async fn worker(self, mut idle: IdleFlag, shutdown: CancellationToken) -> Result<(), Error> {
         let mut infra = InfraBackoff::new(INFRA_BACKOFF_BASE, INFRA_BACKOFF_CAP);
         while !shutdown.is_cancelled() {
-            let delay = match self.run_once().await {
+            let delay = match self.run_once_until(&shutdown).await {
                 Ok(report) => {
                     infra.succeeded();
                     // All workers idle: the relay advertises waiting (writers notify); busy for a
