@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use outbox_core::connect::PgConnector;
 
-#[tokio::test]
-async fn a_server_that_accepts_and_never_answers_fails_within_the_connect_timeout() {
+/// A server that accepts connections and never answers: its address, and the task holding them.
+async fn silent_server() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let silent = tokio::spawn(async move {
@@ -16,6 +16,12 @@ async fn a_server_that_accepts_and_never_answers_fails_within_the_connect_timeou
             held.push(socket);
         }
     });
+    (addr, silent)
+}
+
+#[tokio::test]
+async fn a_server_that_accepts_and_never_answers_fails_within_the_connect_timeout() {
+    let (addr, silent) = silent_server().await;
     for mode in ["require", "disable"] {
         let url = format!("postgres://u@{addr}/db?sslmode={mode}&connect_timeout=1");
         let connector = PgConnector::from_url(&url).unwrap();
@@ -40,14 +46,7 @@ async fn a_server_that_accepts_and_never_answers_fails_within_the_connect_timeou
 /// opening), so the healthy second host was never tried.
 #[tokio::test]
 async fn a_stalled_first_host_leaves_the_second_its_own_time() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let silent = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-        }
-    });
+    let (addr, silent) = silent_server().await;
     let db = outbox_tests::TestDb::new().await;
     let real = db.server_addr();
     let url = format!(

@@ -116,7 +116,12 @@ where
         SdkError::ServiceError(ctx) => is_throttling(ctx.err().code().unwrap_or("")),
         _ => false,
     };
-    let error = sdk_error(what, e);
+    whole_failure(queue, class, sdk_error(what, e), throttled)
+}
+
+/// A call that failed as a whole with `error` of `class`: counted by the destination's breaker
+/// when the class says the destination is broken (`throttled`: by throttling).
+fn whole_failure(queue: &Queue, class: Class, error: Error, throttled: bool) -> CallFailure {
     let dead_letter =
         class == Class::Unavailable && queue.breaker.failed(&error.to_string(), throttled);
     CallFailure {
@@ -133,14 +138,7 @@ where
 fn direct_failed(queue: &Queue, what: &str, e: DirectError) -> CallFailure {
     let throttled = matches!(&e, DirectError::Service { code, .. } if is_throttling(code));
     let (class, error) = direct_error(what, e);
-    let dead_letter =
-        class == Class::Unavailable && queue.breaker.failed(&error.to_string(), throttled);
-    CallFailure {
-        class,
-        error,
-        dead_letter,
-        called: true,
-    }
+    whole_failure(queue, class, error, throttled)
 }
 
 /// A direct call of `what` that failed as a whole, as this crate's error, and its class.

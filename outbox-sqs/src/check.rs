@@ -39,13 +39,11 @@ impl SqsPublisher {
                     Ok(Ok(out)) => {
                         // A topic's own limit: anywhere from 1 KiB to 1 MiB (256 KiB when the
                         // attribute is absent, as on topics made before SNS had it).
-                        let max = out
-                            .attributes()
-                            .and_then(|a| a.get("MaximumMessageSize"))
-                            .and_then(|v| v.trim().parse::<usize>().ok());
-                        if let Some(max) = max {
-                            queue.set_max_message_bytes(max);
-                        }
+                        queue.take_max_message_size(
+                            out.attributes()
+                                .and_then(|a| a.get("MaximumMessageSize"))
+                                .map(String::as_str),
+                        );
                         Ok(())
                     }
                     Ok(Err(e)) => Err(sdk_error(&what, e)),
@@ -67,13 +65,11 @@ impl SqsPublisher {
                     Ok(Ok(out)) => {
                         // A queue may take less than SQS's limit: larger messages are then
                         // offloaded, or refused without a call, instead of failing at SQS.
-                        let max = out
-                            .attributes()
-                            .and_then(|a| a.get(&QueueAttributeName::MaximumMessageSize))
-                            .and_then(|v| v.parse::<usize>().ok());
-                        if let Some(max) = max {
-                            queue.set_max_message_bytes(max);
-                        }
+                        queue.take_max_message_size(
+                            out.attributes()
+                                .and_then(|a| a.get(&QueueAttributeName::MaximumMessageSize))
+                                .map(String::as_str),
+                        );
                         Ok(())
                     }
                     Ok(Err(e)) => Err(sdk_error(&what, e)),
@@ -96,12 +92,9 @@ impl SqsPublisher {
         let call = direct.get_queue_attributes(&queue.url, &["QueueArn", "MaximumMessageSize"]);
         match tokio::time::timeout(timeout, call).await {
             Ok(Ok(attributes)) => {
-                let max = attributes
-                    .get("MaximumMessageSize")
-                    .and_then(|v| v.trim().parse::<usize>().ok());
-                if let Some(max) = max {
-                    queue.set_max_message_bytes(max);
-                }
+                queue.take_max_message_size(
+                    attributes.get("MaximumMessageSize").map(String::as_str),
+                );
                 Ok(())
             }
             Ok(Err(e)) => Err(direct_error(&what, e).1),

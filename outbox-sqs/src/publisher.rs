@@ -105,7 +105,7 @@ impl Queue {
 
     /// Takes the destination's own `MaximumMessageSize`: for a queue, never above SQS's limit;
     /// for a topic, up to the 1 MiB SNS allows a topic to be raised to.
-    pub(crate) fn set_max_message_bytes(&self, bytes: usize) {
+    fn set_max_message_bytes(&self, bytes: usize) {
         match self.kind {
             DestinationKind::Topic => self.max_message_bytes.store(
                 bytes.clamp(1024, SNS_MAX_TOPIC_MESSAGE_BYTES),
@@ -114,6 +114,14 @@ impl Queue {
             _ => {
                 self.max_message_bytes.fetch_min(bytes, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// Takes a `MaximumMessageSize` attribute as the destination answered it (ignored when absent
+    /// or not a number).
+    pub(crate) fn take_max_message_size(&self, attribute: Option<&str>) {
+        if let Some(max) = attribute.and_then(|v| v.trim().parse::<usize>().ok()) {
+            self.set_max_message_bytes(max);
         }
     }
 

@@ -239,35 +239,31 @@ fn region_of_host(host: &str) -> Option<&str> {
 }
 
 impl RdsIamTokenProvider {
-    /// The cached credentials while they have [`CREDENTIALS_REFRESH_MARGIN`] left (or never
-    /// expire), else fresh ones from the chain.
-    async fn credentials(&self) -> Result<Credentials, RdsIamError> {
-        let fresh_enough = |c: &Credentials| {
-            c.expiry().is_none_or(|expiry| {
-                expiry
-                    .duration_since(SystemTime::now())
-                    .is_ok_and(|left| left > CREDENTIALS_REFRESH_MARGIN)
-            })
-        };
-        let cached = self
-            .cached
+    /// The cached credentials, if they have [`CREDENTIALS_REFRESH_MARGIN`] left (or never expire).
+    fn cached_fresh(&self) -> Option<Credentials> {
+        self.cached
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-            .filter(|c| fresh_enough(c));
-        if let Some(c) = cached {
+            .filter(|c| {
+                c.expiry().is_none_or(|expiry| {
+                    expiry
+                        .duration_since(SystemTime::now())
+                        .is_ok_and(|left| left > CREDENTIALS_REFRESH_MARGIN)
+                })
+            })
+    }
+
+    /// The cached credentials while they have [`CREDENTIALS_REFRESH_MARGIN`] left (or never
+    /// expire), else fresh ones from the chain.
+    async fn credentials(&self) -> Result<Credentials, RdsIamError> {
+        if let Some(c) = self.cached_fresh() {
             return Ok(c);
         }
         // One fetch at a time: a pool opening many connections at once (start-up, a failover)
         // made as many calls to the credential chain (STS), which throttles them.
         let _fetching = self.fetching.lock().await;
-        let cached = self
-            .cached
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .filter(|c| fresh_enough(c));
-        if let Some(c) = cached {
+        if let Some(c) = self.cached_fresh() {
             return Ok(c);
         }
         let credentials = self.credentials.provide_credentials().await.map_err(|e| {
