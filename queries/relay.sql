@@ -284,3 +284,10 @@ DELETE FROM outbox_events
    AND created_at <= :newest::timestamptz + interval '0 s'
    AND processed_at IS NULL
 RETURNING id;
+
+-- Whether the database can store any text the relay writes: its encoding holds every Unicode
+-- character (UTF8), or it takes bytes as they come (SQL_ASCII). Elsewhere (LATIN1, WIN1252, …) the
+-- relay writes its error texts in ASCII: one character the encoding lacks would fail the failure
+-- statement and roll the whole batch back, for ever.
+--! server_takes_any_text
+SELECT current_setting('server_encoding') IN ('UTF8', 'SQL_ASCII') AS any_text;

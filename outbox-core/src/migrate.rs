@@ -58,24 +58,57 @@ pub async fn migrate(client: &mut tokio_postgres::Client) -> Result<MigrationRep
 }
 
 /// Runs `work` holding the schema's advisory lock ([`SCHEMA_LOCK_KEY`], session level), which
-/// serialises every migration. The lock is released whether `work` succeeds or fails; `work`'s
-/// error wins over the unlock's.
+/// serialises every migration, and with the client encoding the schema's SQL needs
+/// ([`bytes_as_they_come`]). The lock is released and the encoding reset whether `work` succeeds
+/// or fails; `work`'s error wins over the clean-up's.
 async fn with_schema_lock<T>(
     client: &mut tokio_postgres::Client,
     work: impl AsyncFnOnce(&mut tokio_postgres::Client) -> Result<T, Error>,
 ) -> Result<T, Error> {
+    let bytes = bytes_as_they_come(client).await?;
     migrate::lock_schema()
         .bind(client, &SCHEMA_LOCK_KEY)
         .one()
         .await?;
+    if bytes {
+        migrate::set_client_encoding_bytes().bind(client).await?;
+    }
     let result = work(client).await;
+    let reset = match bytes {
+        true => migrate::reset_client_encoding()
+            .bind(client)
+            .await
+            .map(|_| ()),
+        false => Ok(()),
+    };
     let unlocked = migrate::unlock_schema()
         .bind(client, &SCHEMA_LOCK_KEY)
         .one()
         .await;
     let done = result?;
+    reset?;
     unlocked?;
     Ok(done)
+}
+
+/// Whether the schema's SQL must be sent with the client encoding at `SQL_ASCII`: the migrations
+/// hold characters beyond ASCII (in comments), which a database in a one-byte encoding other than
+/// UTF8 (LATIN1, WIN1252, …) refuses to convert from UTF8 ("has no equivalent in encoding"), and
+/// takes as they come under `SQL_ASCII`. A multi-byte encoding other than UTF8 (EUC_JP, …) takes
+/// neither: refused, naming it.
+async fn bytes_as_they_come(client: &tokio_postgres::Client) -> Result<bool, Error> {
+    let found = migrate::server_encoding().bind(client).one().await?;
+    match found.encoding.as_str() {
+        "UTF8" | "SQL_ASCII" => Ok(false),
+        _ if found.single_byte => Ok(true),
+        other => Err(Error::new(
+            ErrorKind::Migration,
+            format!(
+                "the outbox schema needs a database in UTF8 or a one-byte encoding; this one is \
+                 in {other}"
+            ),
+        )),
+    }
 }
 
 /// Applies the outbox schema ([`migrate()`]) and converts `outbox_events` to the

@@ -339,3 +339,52 @@ async fn without_ordering_a_dead_event_blocks_nothing() {
     assert_eq!((report.published, report.dead_lettered), (1, 1));
     assert_eq!(publisher.published()[0].id, ids[1]);
 }
+
+/// A database in an encoding that lacks characters of a failure's text (LATIN1): the failure is
+/// recorded in ASCII instead of failing the statement — which rolled the batch back, counted no
+/// attempt and repeated for ever, and took the events published with it in the same batch along.
+#[tokio::test]
+async fn failures_are_recorded_in_a_database_whose_encoding_lacks_their_characters() {
+    let db = TestDb::with_encoding("LATIN1").await;
+    let long = format!("{} – {}", "x".repeat(3_000), "失敗");
+    let publisher = Arc::new(FlakyPublisher::new(move |e| {
+        match outbox_tests::note(e).as_deref() {
+            Some("unicode") => Some(PublishOutcome::retry(FailureKind::Other, "échec … 失敗")),
+            Some("long") => Some(PublishOutcome::permanent(FailureKind::Other, long.clone())),
+            _ => None,
+        }
+    }));
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .backoff(Duration::from_secs(60), Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    let ids = emit_all(
+        &client,
+        &[
+            TestEvent::new("ok", 1),
+            TestEvent::new("unicode", 1).note("unicode"),
+            TestEvent::new("long", 1).note("long"),
+        ],
+    )
+    .await
+    .unwrap();
+    let report = relay.run_once().await.expect("the batch is recorded");
+    assert_eq!(
+        (report.published, report.retried, report.dead_lettered),
+        (1, 1, 1)
+    );
+    assert!(db.event(ids[0]).await.processed_at.is_some());
+    let unicode = db.event(ids[1]).await;
+    assert_eq!(unicode.attempts, 1);
+    assert_eq!(
+        unicode.last_error.as_deref(),
+        Some("\\u{e9}chec \\u{2026} \\u{5931}\\u{6557}"),
+        "every character beyond ASCII is written as an escape"
+    );
+    let long = db.event(ids[2]).await;
+    assert!(long.dead_lettered_at.is_some());
+    let error = long.last_error.unwrap_or_default();
+    assert_eq!(error.chars().count(), outbox_core::MAX_LAST_ERROR_CHARS);
+    assert!(error.ends_with("..."), "cut with an ASCII marker");
+}

@@ -50,6 +50,33 @@ async fn migrations_apply_to_an_empty_database_and_a_second_run_changes_nothing(
     );
 }
 
+/// The migrations hold a few characters beyond ASCII (in comments): a LATIN1 database refused them
+/// ("has no equivalent in encoding LATIN1") and `outbox migrate` failed on V4. They apply now, and
+/// the caller's connection gets its client encoding back.
+#[tokio::test]
+async fn migrations_apply_to_a_latin1_database_and_a_multi_byte_one_is_refused_by_name() {
+    let db = TestDb::empty_in("LATIN1").await;
+    let mut client = db.connect().await;
+    let first = outbox_core::migrate(&mut client).await.unwrap();
+    assert_eq!(first.applied, migration_names());
+    let encoding: String = client
+        .query_one("SHOW client_encoding", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(encoding, "UTF8", "reset after the migrations");
+    let id = emit(&client, &TestEvent::new("caf\u{e9}", 1))
+        .await
+        .unwrap();
+    assert_eq!(db.event(id).await.aggregate_id, "caf\u{e9}");
+
+    let db = TestDb::empty_in("EUC_JP").await;
+    let mut client = db.connect().await;
+    let refused = outbox_core::migrate(&mut client).await.unwrap_err();
+    assert_eq!(refused.kind(), outbox_core::ErrorKind::Migration);
+    assert!(refused.to_string().contains("EUC_JP"), "{refused}");
+}
+
 #[tokio::test]
 async fn concurrent_migrations_are_serialised() {
     let db = TestDb::empty().await;

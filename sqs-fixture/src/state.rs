@@ -115,6 +115,17 @@ impl State {
         format!("00000000-0000-4000-8000-{n:012x}")
     }
 
+    /// Whether accepted messages are needed as [`SentMessage`]s: to record them, or for a rule
+    /// that fails entries by their content.
+    pub(crate) fn keeps_messages(&self) -> bool {
+        self.recording.load(Ordering::Relaxed) || !lock(&self.faults).entries.is_empty()
+    }
+
+    /// Counts `n` messages accepted that were not built (see [`keeps_messages`](Self::keeps_messages)).
+    pub(crate) fn count_accepted(&self, n: u64) {
+        self.accepted.fetch_add(n, Ordering::Relaxed);
+    }
+
     pub(crate) fn record(&self, messages: Vec<SentMessage>) {
         self.accepted
             .fetch_add(messages.len() as u64, Ordering::Relaxed);

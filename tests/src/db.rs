@@ -102,15 +102,53 @@ impl TestDb {
         db
     }
 
+    /// Creates the database in `encoding` (`LATIN1`, …: with the `C` locale, from `template0`) and
+    /// applies the outbox migrations in the layout [`LAYOUT_ENV`] names.
+    pub async fn with_encoding(encoding: &str) -> TestDb {
+        assert!(
+            encoding
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+            "an encoding name: {encoding}"
+        );
+        let db = TestDb::create(&format!(
+            "ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+        ))
+        .await;
+        let mut client = connect(&db.config).await;
+        migrate_in_env_layout(&mut client).await;
+        db
+    }
+
+    /// Creates the database in `encoding` (with the `C` locale, from `template0`) without applying
+    /// any migration.
+    pub async fn empty_in(encoding: &str) -> TestDb {
+        assert!(
+            encoding
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+            "an encoding name: {encoding}"
+        );
+        TestDb::create(&format!(
+            "ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+        ))
+        .await
+    }
+
     /// Creates the database without applying any migration.
     pub async fn empty() -> TestDb {
+        TestDb::create("").await
+    }
+
+    /// Creates the database with `options` after `CREATE DATABASE <name>`.
+    async fn create(options: &str) -> TestDb {
         let admin_config = tokio_postgres::Config::from_str(&database_url())
             .expect("DATABASE_URL is a valid connection string");
         let admin = connect(&admin_config).await;
         let name = format!("outbox_test_{}", uuid::Uuid::new_v4().simple());
         // DDL cannot take bind parameters; the name is generated above, never user input.
         admin
-            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .batch_execute(&format!("CREATE DATABASE {name} {options}"))
             .await
             .unwrap_or_else(|e| panic!("cannot create a test database ({e}): {START_HINT}"));
         let mut config = admin_config.clone();

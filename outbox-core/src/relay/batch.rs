@@ -9,10 +9,11 @@ use super::claim::{claim, waves};
 use super::guard::{Guarded, overrun, publish_guarded};
 use super::held::heads;
 use super::isolate::{bisect, one_by_one};
-use super::outcome::Recorder;
+use super::outcome::{Failure, Recorder, ascii_error};
 use super::transaction::ClaimTransaction;
 use crate::error::{Error, ErrorKind};
 use crate::publisher::{Publisher, UNAVAILABLE_RETRY_DELAY};
+use outbox_queries::queries::relay as sql;
 
 /// What one batch did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -241,7 +242,8 @@ async fn in_transaction<P: Publisher>(
         }
     }
 
-    let (published, failures, tallies) = rec.finish();
+    let (published, mut failures, tallies) = rec.finish();
+    storable(inner, tx, &mut failures).await?;
     record_and_commit(tx, &published, &failures, inner.config.deletes_on_ack()).await?;
     tallies.count(inner.metrics.as_ref());
     report.published = published.len();
@@ -263,6 +265,43 @@ async fn in_transaction<P: Publisher>(
         Some(e) => Err(e),
         None => Ok(report),
     }
+}
+
+/// Writes the failures' error texts in ASCII when the database's encoding lacks characters they
+/// hold (LATIN1, …): one such character would fail the statement that records them, roll the batch
+/// back, and the same failure would repeat for ever. The encoding is read once per relay, with the
+/// first failure to record.
+async fn storable<P: Publisher>(
+    inner: &Inner<P>,
+    tx: &mut ClaimTransaction,
+    failures: &mut [Failure],
+) -> Result<(), Error> {
+    if failures.iter().all(|f| f.error.is_ascii()) {
+        return Ok(());
+    }
+    let any_text = match inner.any_text.get() {
+        Some(&any) => any,
+        None => {
+            let any = tx
+                .run(async |client| {
+                    Ok(sql::server_takes_any_text()
+                        .prepare(client)
+                        .await?
+                        .bind(client)
+                        .one()
+                        .await?)
+                })
+                .await?;
+            let _ = inner.any_text.set(any);
+            any
+        }
+    };
+    if !any_text {
+        for f in failures {
+            f.error = ascii_error(&f.error);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

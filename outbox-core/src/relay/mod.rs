@@ -70,6 +70,9 @@ pub(crate) struct Inner<P> {
     /// Wakes one idle worker to claim (the worker loop in `worker.rs` says when): a notification,
     /// the claim after the waiting barrier, a full claim that leaves more behind.
     wake: Arc<tokio::sync::Notify>,
+    /// Whether the database's encoding stores any text (UTF8, SQL_ASCII); read with the first
+    /// failure to record (see [`batch`]'s `storable`).
+    any_text: tokio::sync::OnceCell<bool>,
 }
 
 /// Builds a [`Relay`]: takes and returns `self`, validates in [`build`](RelayBuilder::build).
@@ -228,6 +231,7 @@ impl<P: Publisher> RelayBuilder<P> {
                 metrics: self.metrics,
                 claims: claim::ClaimState::default(),
                 wake: Arc::new(tokio::sync::Notify::new()),
+                any_text: tokio::sync::OnceCell::new(),
             }),
         })
     }

@@ -90,23 +90,37 @@ pub(crate) struct Recorder<'a> {
 /// `error` as it can be stored in `last_error`: NUL removed (PostgreSQL text cannot hold it, and
 /// one such error would fail the whole batch's statement) and cut to [`MAX_LAST_ERROR_CHARS`].
 pub(crate) fn clean_error(error: &str) -> String {
-    let mut out: String = error
-        .chars()
-        .filter(|&c| c != '\0')
-        .take(MAX_LAST_ERROR_CHARS)
-        .collect();
-    if error
-        .chars()
-        .filter(|&c| c != '\0')
-        .nth(MAX_LAST_ERROR_CHARS)
-        .is_some()
-    {
-        // Mark the cut, staying within the limit.
-        let keep = MAX_LAST_ERROR_CHARS.saturating_sub(1);
+    cut(error.chars().filter(|&c| c != '\0'), "…")
+}
+
+/// `error` (already [cleaned](clean_error)) in ASCII, for a database whose encoding lacks some
+/// Unicode characters (LATIN1, …): each other character written `\u{…}`, cut again to
+/// [`MAX_LAST_ERROR_CHARS`].
+pub(crate) fn ascii_error(error: &str) -> String {
+    if error.is_ascii() {
+        return error.to_owned();
+    }
+    let mut out = String::with_capacity(error.len() * 2);
+    for c in error.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            out.extend(c.escape_unicode());
+        }
+    }
+    cut(out.chars(), "...")
+}
+
+/// The first [`MAX_LAST_ERROR_CHARS`] characters of `chars`; when there are more, the last ones
+/// kept are `marker` (the cut stays within the limit).
+fn cut(chars: impl Iterator<Item = char> + Clone, marker: &str) -> String {
+    let mut out: String = chars.clone().take(MAX_LAST_ERROR_CHARS).collect();
+    if chars.clone().nth(MAX_LAST_ERROR_CHARS).is_some() {
+        let keep = MAX_LAST_ERROR_CHARS.saturating_sub(marker.chars().count());
         if let Some((at, _)) = out.char_indices().nth(keep) {
             out.truncate(at);
         }
-        out.push('…');
+        out.push_str(marker);
     }
     out
 }
@@ -283,5 +297,19 @@ mod tests {
         assert_eq!(clean_error(&exact), exact);
         let with_nul = format!("{}\0", "x".repeat(MAX_LAST_ERROR_CHARS));
         assert_eq!(clean_error(&with_nul), "x".repeat(MAX_LAST_ERROR_CHARS));
+    }
+
+    #[test]
+    fn ascii_errors_escape_every_other_character_and_stay_within_the_limit() {
+        assert_eq!(ascii_error("plain"), "plain");
+        assert_eq!(
+            ascii_error("échec … 失敗"),
+            "\\u{e9}chec \\u{2026} \\u{5931}\\u{6557}"
+        );
+        let long = clean_error(&"é".repeat(MAX_LAST_ERROR_CHARS + 10));
+        let ascii = ascii_error(&long);
+        assert!(ascii.is_ascii());
+        assert_eq!(ascii.chars().count(), MAX_LAST_ERROR_CHARS);
+        assert!(ascii.ends_with("..."), "{}", &ascii[ascii.len() - 20..]);
     }
 }

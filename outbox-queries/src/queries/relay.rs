@@ -973,3 +973,32 @@ impl<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>
         self.bind(client, &params.ids, &params.oldest, &params.newest)
     }
 }
+pub struct ServerTakesAnyTextStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn server_takes_any_text() -> ServerTakesAnyTextStmt {
+    ServerTakesAnyTextStmt(
+        "SELECT current_setting('server_encoding') IN ('UTF8', 'SQL_ASCII') AS any_text",
+        None,
+    )
+}
+impl ServerTakesAnyTextStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+    ) -> BoolQuery<'c, 'a, 's, C, bool, 0> {
+        BoolQuery {
+            client,
+            params: [],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
