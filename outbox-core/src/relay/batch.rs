@@ -40,9 +40,10 @@ pub struct BatchReport {
 /// Claims a batch, publishes it and records the outcome in the claiming transaction.
 ///
 /// Returns `Err` when the database failed (the transaction rolls back: every claim is released and
-/// nothing is marked), when the publisher failed as a whole (what was published before is still
-/// recorded and committed; the rest is released), or when the publisher panicked (recorded and
-/// committed as well; the error's kind is [`ErrorKind::Panic`] so the worker is restarted).
+/// nothing is marked), or when the publisher failed as a whole (what was published before is still
+/// recorded and committed; the rest is released). A publisher that panicked is not an error of the
+/// batch: the wave is published again one event at a time, the events it panics on are charged an
+/// attempt like any failure (reason `panic`), and the batch is committed.
 /// One batch. With `stop`, once it is cancelled no further wave is started: what was published
 /// is marked and committed at once, the rest released (no attempt counted).
 pub(crate) async fn run_batch<P: Publisher>(
@@ -149,7 +150,6 @@ async fn in_transaction<P: Publisher>(
 
     let mut rec = Recorder::new(inner, ordered);
     let mut whole_failure: Option<Error> = None;
-    let mut panicked: Option<String> = None;
     let mut out_of_time = false;
     let mut stopping = false;
 
@@ -237,7 +237,6 @@ async fn in_transaction<P: Publisher>(
                 let outcomes =
                     one_by_one(&inner.publisher, &wave, ordered, deadline, publish_timeout).await;
                 rec.record_all(&wave, outcomes, &mut report);
-                panicked = Some(message);
             }
         }
     }
@@ -254,12 +253,6 @@ async fn in_transaction<P: Publisher>(
             retry_in_ms = UNAVAILABLE_RETRY_DELAY.as_millis() as u64,
             "events put back without counting an attempt: their destination is unavailable"
         );
-    }
-    if let Some(message) = panicked {
-        return Err(Error::new(
-            ErrorKind::Panic,
-            format!("the publisher panicked: {message}"),
-        ));
     }
     match whole_failure {
         Some(e) => Err(e),

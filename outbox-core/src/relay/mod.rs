@@ -283,9 +283,10 @@ impl<P: Publisher> Relay<P> {
     /// released by rolling back) and returns.
     ///
     /// Fails at once if the publisher's start-up [check](Publisher::check) fails. After that,
-    /// database and broker failures are logged and retried with a delay doubling up to 30 s; a
-    /// worker that panics or fails is logged, counted (`outbox_relay_worker_restarts_total`) and
-    /// restarted with a backoff. `run` returns an error (kind [`ErrorKind::Panic`]) when workers
+    /// database and broker failures are logged and retried with a delay doubling up to 30 s. A
+    /// publisher that panics is caught: the events it panics on fail like any other failure
+    /// (reason `panic`) and the worker goes on. A worker that dies of anything else is logged,
+    /// counted (`outbox_relay_worker_restarts_total`) and restarted with a backoff. `run` returns an error (kind [`ErrorKind::Panic`]) when workers
     /// died more than [`MAX_WORKER_RESTARTS`] times within [`WORKER_RESTART_WINDOW`]: the relay
     /// cannot keep them alive, and a supervisor (systemd, Kubernetes) should see it exit.
     pub async fn run(&self, shutdown: CancellationToken) -> Result<(), Error> {
