@@ -10,28 +10,32 @@ use crate::partition::{self, MaintainOptions};
 use crate::retention;
 
 /// How often the relay runs housekeeping.
-const INTERVAL: Duration = Duration::from_secs(60);
+pub(crate) const INTERVAL: Duration = Duration::from_secs(60);
 
 /// What the next round does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
-    /// Not known yet: look at the layout.
-    Unknown,
+    /// Look at the layout first: not known yet, or plain last time (the table may have been
+    /// converted to the partitioned layout since, under running relays).
+    Look,
     /// Partitioned: maintain (create ahead; retire with a retention).
     Maintain,
-    /// Plain (or partitioned but this role may not maintain it): delete rows with a retention.
+    /// Partitioned, but this role may not maintain it: delete rows with a retention.
     Rows,
 }
 
-/// Runs housekeeping now and then every minute until `shutdown`. Returns at once on the plain
-/// layout without a retention. Failures are logged and tried again next round; nothing here can
-/// stop the relay.
+/// Runs housekeeping now and then every `interval` until `shutdown`. Failures are logged and tried
+/// again next round; nothing here can stop the relay. On the plain layout each round looks at the
+/// layout again: relays started before `outbox migrate --partitioned` maintain the partitions
+/// after it (they stopped for good before, and with nobody creating partitions ahead, every row
+/// went to the tail partition within days).
 pub(crate) async fn run(
     pool: deadpool_postgres::Pool,
     retention: Option<Duration>,
+    interval: Duration,
     shutdown: CancellationToken,
 ) {
-    let mut mode = Mode::Unknown;
+    let mut mode = Mode::Look;
     loop {
         // A round can take a while (a retention delete, the wait for old transactions, a
         // concurrent detach): shutdown does not wait for it. Dropping it closes its connection,
@@ -40,12 +44,9 @@ pub(crate) async fn run(
             _ = shutdown.cancelled() => return,
             next = round(&pool, retention, mode) => next,
         };
-        if mode == Mode::Rows && retention.is_none() {
-            return;
-        }
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(INTERVAL) => {}
+            _ = tokio::time::sleep(interval) => {}
         }
     }
 }
@@ -61,23 +62,23 @@ async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode
             return mode;
         }
     };
-    let mode = match mode {
-        Mode::Unknown => match partition::layout(&*client).await {
-            Ok(Some(_)) => Mode::Maintain,
-            Ok(None) => Mode::Rows,
+    let (mode, plain) = match mode {
+        Mode::Look => match partition::layout(&*client).await {
+            Ok(Some(_)) => (Mode::Maintain, false),
+            Ok(None) => (Mode::Rows, true),
             Err(e) if is_denied(&e) => {
                 tracing::info!(
                     "this role cannot read outbox_partitioning: no partition maintenance here \
                      (on the partitioned layout run `outbox partitions maintain` as the owner)"
                 );
-                Mode::Rows
+                (Mode::Rows, false)
             }
             Err(e) => {
                 tracing::warn!(error = %e, "housekeeping could not read the layout");
-                return Mode::Unknown;
+                return Mode::Look;
             }
         },
-        known => known,
+        known => (known, false),
     };
     match mode {
         Mode::Maintain => {
@@ -107,9 +108,9 @@ async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode
                 }
             }
         }
-        Mode::Unknown => {}
+        Mode::Look => {}
     }
-    mode
+    if plain { Mode::Look } else { mode }
 }
 
 /// Whether the database refused for lack of privilege (SQLSTATE 42501: not granted, not owner).

@@ -73,6 +73,7 @@ pub(crate) struct Inner<P> {
     /// Whether the database's encoding stores any text (UTF8, SQL_ASCII); read with the first
     /// failure to record (see [`batch`]'s `storable`).
     any_text: tokio::sync::OnceCell<bool>,
+    housekeeping_interval: Duration,
 }
 
 /// Builds a [`Relay`]: takes and returns `self`, validates in [`build`](RelayBuilder::build).
@@ -82,9 +83,17 @@ pub struct RelayBuilder<P> {
     config: RelayConfig,
     listen: Option<ListenTarget>,
     metrics: Option<RelayMetrics>,
+    housekeeping_interval: Duration,
 }
 
 impl<P: Publisher> RelayBuilder<P> {
+    /// How often housekeeping runs (default every minute). For tests; not public API.
+    #[doc(hidden)]
+    pub fn housekeeping_interval(mut self, every: Duration) -> Self {
+        self.housekeeping_interval = every;
+        self
+    }
+
     /// Replaces every setting at once (e.g. with [`RelayConfig::from_env`]).
     pub fn config(mut self, config: RelayConfig) -> Self {
         self.config = config;
@@ -232,6 +241,7 @@ impl<P: Publisher> RelayBuilder<P> {
                 claims: claim::ClaimState::default(),
                 wake: Arc::new(tokio::sync::Notify::new()),
                 any_text: tokio::sync::OnceCell::new(),
+                housekeeping_interval: self.housekeeping_interval,
             }),
         })
     }
@@ -247,6 +257,7 @@ impl<P: Publisher> Relay<P> {
             config: RelayConfig::default(),
             listen: None,
             metrics: None,
+            housekeeping_interval: housekeeping::INTERVAL,
         }
     }
 
@@ -317,10 +328,11 @@ impl<P: Publisher> Relay<P> {
             tasks.spawn(self.clone().refresh_gauges(metrics.clone(), stop.clone()));
         }
         // Retention (rows on the plain layout, partitions on the partitioned one) and partitions
-        // created ahead; returns at once on the plain layout without a retention.
+        // created ahead.
         tasks.spawn(housekeeping::run(
             self.inner.pool.clone(),
             self.inner.config.retention,
+            self.inner.housekeeping_interval,
             stop.clone(),
         ));
         tracing::info!(
