@@ -18,7 +18,7 @@ use tokio::sync::Semaphore;
 /// Connections served at once; more wait in the listen backlog until one finishes.
 pub const MAX_CONNECTIONS: usize = 32;
 /// The time a client has to send its whole request head.
-pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
 /// The time a client has to take the answer.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest request head read; the rest is ignored.
@@ -120,10 +120,16 @@ async fn answer(mut stream: TcpStream, metrics: Encode, limits: Limits) {
     let mut request = Vec::with_capacity(1024);
     let read_head = async {
         let mut buf = [0u8; 1024];
-        while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < MAX_HEAD_BYTES {
+        while request.len() < MAX_HEAD_BYTES {
+            // Only what arrived since the last look (and the 3 bytes before it) is searched: a
+            // client sending one byte at a time must not cost a scan of the whole head each time.
+            let from = request.len().saturating_sub(3);
             match stream.read(&mut buf).await {
                 Ok(0) | Err(_) => return false,
                 Ok(n) => request.extend_from_slice(&buf[..n]),
+            }
+            if request[from..].windows(4).any(|w| w == b"\r\n\r\n") {
+                return true;
             }
         }
         true

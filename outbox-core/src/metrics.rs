@@ -39,6 +39,7 @@ struct FailureLabel {
 /// | `outbox_dead_letter_events` | gauge | dead letters |
 /// | `outbox_oldest_pending_age_seconds` | gauge | age of the oldest pending event (0 when none) |
 /// | `outbox_blocked_aggregates` | gauge | aggregates held back by a dead letter |
+/// | `outbox_gauges_refreshed_timestamp_seconds` | gauge | Unix time of the gauges' last refresh: the four gauges above keep their last values while the database does not answer, so alert when this stops moving |
 /// | `outbox_batch_duration_seconds` | histogram | claim → publish → commit of one batch |
 /// | `outbox_commit_to_publish_seconds` | histogram | event written → accepted by the broker |
 ///
@@ -55,6 +56,7 @@ pub struct RelayMetrics {
     dead_letters: Gauge,
     oldest_pending_age: Gauge<f64, AtomicU64>,
     blocked_aggregates: Gauge,
+    gauges_refreshed: Gauge<f64, AtomicU64>,
     batch_duration: Histogram,
     commit_to_publish: Histogram,
 }
@@ -84,6 +86,7 @@ impl RelayMetrics {
         let dead_letters = Gauge::default();
         let oldest_pending_age = Gauge::<f64, AtomicU64>::default();
         let blocked_aggregates = Gauge::default();
+        let gauges_refreshed = Gauge::<f64, AtomicU64>::default();
         // 1 ms … ~33 s.
         let batch_duration = Histogram::new(exponential_buckets(0.001, 2.0, 16));
         let commit_to_publish = Histogram::new(exponential_buckets(0.001, 2.0, 16));
@@ -133,6 +136,11 @@ impl RelayMetrics {
             blocked_aggregates.clone(),
         );
         registry.register(
+            "outbox_gauges_refreshed_timestamp_seconds",
+            "Unix time of the last refresh of the pending, dead-letter, age and blocked gauges",
+            gauges_refreshed.clone(),
+        );
+        registry.register(
             "outbox_batch_duration_seconds",
             "Duration of one batch: claim, publish, commit",
             batch_duration.clone(),
@@ -153,6 +161,7 @@ impl RelayMetrics {
             dead_letters,
             oldest_pending_age,
             blocked_aggregates,
+            gauges_refreshed,
             batch_duration,
             commit_to_publish,
         }
@@ -212,5 +221,9 @@ impl RelayMetrics {
         self.oldest_pending_age
             .set(s.oldest_pending_age_secs.unwrap_or(0.0));
         self.blocked_aggregates.set(s.blocked_aggregates);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        self.gauges_refreshed.set(now.as_secs_f64());
     }
 }

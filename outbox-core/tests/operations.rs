@@ -113,6 +113,19 @@ async fn metrics_report_a_known_run() {
         "{text}"
     );
     assert!(text.contains("outbox_relay_errors_total 0"), "{text}");
+    let refreshed: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("outbox_gauges_refreshed_timestamp_seconds "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("the refresh time is exported: {text}"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!(
+        (now - 60.0..=now).contains(&refreshed),
+        "{refreshed} vs {now}"
+    );
 }
 
 #[tokio::test]

@@ -76,6 +76,9 @@ pub(crate) struct Inner<P> {
     housekeeping_interval: Duration,
 }
 
+/// How long one refresh of the metrics' gauges may take.
+const GAUGE_REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Builds a [`Relay`]: takes and returns `self`, validates in [`build`](RelayBuilder::build).
 pub struct RelayBuilder<P> {
     pool: deadpool_postgres::Pool,
@@ -362,15 +365,21 @@ impl<P: Publisher> Relay<P> {
     /// for a refresh in progress (a pool at its limit, a slow database).
     async fn refresh_gauges(self, metrics: RelayMetrics, shutdown: CancellationToken) {
         loop {
-            let refresh = async {
+            // Bounded: a refresh stuck behind a lock must not hold a connection (and freeze the
+            // gauges) for ever; `outbox_gauges_refreshed_timestamp_seconds` shows the gap.
+            let refresh = tokio::time::timeout(GAUGE_REFRESH_TIMEOUT, async {
                 let client = self.inner.pool.get().await?;
                 stats::stats(&**client).await
-            };
+            });
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 r = refresh => match r {
-                    Ok(s) => metrics.refresh(&s),
-                    Err(e) => tracing::warn!(error = %e, "could not refresh the outbox gauges"),
+                    Ok(Ok(s)) => metrics.refresh(&s),
+                    Ok(Err(e)) => tracing::warn!(error = %e, "could not refresh the outbox gauges"),
+                    Err(_) => tracing::warn!(
+                        timeout_ms = GAUGE_REFRESH_TIMEOUT.as_millis() as u64,
+                        "could not refresh the outbox gauges in time"
+                    ),
                 },
             }
             tokio::select! {
