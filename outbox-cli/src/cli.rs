@@ -38,7 +38,8 @@ ENVIRONMENT:
   OUTBOX_*          relay and SQS settings; see `outbox relay --help`
 
 EXIT STATUS:
-  0 on success, 1 on an error (printed to stderr), 2 on a usage error.")]
+  0 on success, 1 on an error (printed to stderr), 2 on a usage error; `outbox relay` exits 130
+  when a second signal cuts its shutdown short.")]
 pub struct Cli {
     /// PostgreSQL connection string of the database holding the outbox.
     #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
@@ -147,7 +148,8 @@ pub struct MigrateArgs {
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "daily",
           value_name = "GRANULARITY")]
     pub partitioned: Option<GranularityArg>,
-    /// With --partitioned: partitions kept ready beyond the current one (default 3 days, 12 hours).
+    /// With --partitioned: partitions kept ready beyond the current one (default 3 days, 12 hours;
+    /// at least 2).
     #[arg(long, requires = "partitioned", value_name = "N")]
     pub ahead: Option<u32>,
 }
@@ -278,7 +280,8 @@ pub struct RelayArgs {
     #[arg(long, env = ENV_METRICS_ADDR)]
     pub metrics_addr: Option<SocketAddr>,
     /// Route an event type or prefix to an SQS queue URL or an SNS topic ARN:
-    /// `order.*=https://sqs...`, `audit.*=arn:aws:sns:...` (repeatable).
+    /// `order.*=https://sqs...`, `audit.*=arn:aws:sns:...` (repeatable; replaces
+    /// OUTBOX_SQS_ROUTES).
     #[arg(long = "route", value_name = "PATTERN=TARGET", value_parser = route)]
     pub routes: Vec<Route>,
     /// Queue URL (or topic ARN) for event types without a route.
@@ -288,9 +291,9 @@ pub struct RelayArgs {
     /// AWS SQS/SNS Extended Client libraries.
     #[arg(long, value_name = "BUCKET")]
     pub offload_bucket: Option<String>,
-    /// With --offload-bucket: offload messages larger than this many bytes (default: the queue's
-    /// or topic's limit, 1 MiB or 256 KiB).
-    #[arg(long, value_name = "BYTES", requires = "offload_bucket")]
+    /// With --offload-bucket (or OUTBOX_SQS_OFFLOAD_BUCKET): offload messages larger than this many
+    /// bytes (default: the queue's or topic's limit, 1 MiB or 256 KiB).
+    #[arg(long, value_name = "BYTES")]
     pub offload_threshold: Option<usize>,
     /// With one FIFO queue or topic and per-aggregate order: send several events of one
     /// aggregate in one call (faster for hot aggregates; see the README).

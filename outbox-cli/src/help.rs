@@ -173,11 +173,14 @@ A BROKEN QUEUE OR TOPIC:
 
 START-UP CHECKS:
   Before it starts, the relay connects and checks the database: reachable, password accepted, TLS
-  as sslmode demands, the outbox schema present and at the version this binary needs, and the
-  role's grants. Any failure is one line on stderr and exit status 1.
+  as sslmode demands, the outbox schema present and at least at the version this binary needs,
+  and the role's grants. Any failure is one line on stderr and exit status 1.
 
 AWS:
-  Credentials and region come from the default AWS chain (environment, profile, instance role).
-  The relay needs sqs:SendMessage and sqs:GetQueueAttributes on its queues, sns:Publish and
+  Credentials and region come from the default AWS chain (environment, profile, web identity,
+  instance role; not SSO or credential_process profiles: export the session first).
+  The relay needs sqs:SendMessage and sqs:GetQueueAttributes on its queues (and sqs:GetQueueUrl
+  when a target is a queue name), kms:GenerateDataKey and kms:Decrypt on the key of an encrypted
+  queue or topic, sns:Publish and
   sns:GetTopicAttributes on its topics, and with offload s3:PutObject on BUCKET/outbox/* and
   s3:ListBucket on BUCKET.";

@@ -37,7 +37,11 @@ fn relay_config(args: &RelayArgs) -> Result<RelayConfig, Failure> {
 /// The publisher's settings: environment, then flags.
 fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
     let mut c = SqsConfig::from_env()?;
-    c.routes.extend(args.routes.iter().cloned());
+    // Flags replace the environment, routes as a whole (merged, a pattern in both was refused as
+    // "given twice").
+    if !args.routes.is_empty() {
+        c.routes = args.routes.clone();
+    }
     if let Some(q) = &args.default_queue {
         c.default_queue = Some(q.clone());
     }

@@ -622,6 +622,39 @@ async fn relay_routes_to_an_sns_topic_and_refuses_bad_targets_and_offload_settin
         assert!(!out.status.success(), "{args:?} started");
         assert!(err.contains(says), "{args:?}: {err}");
     }
+
+    // Flags replace the environment's settings: `--route` the routes of OUTBOX_SQS_ROUTES (here
+    // the flag's own mistake is what is reported, not the environment's, nor "given twice"), and
+    // `--offload-threshold` goes with a bucket from OUTBOX_SQS_OFFLOAD_BUCKET (it was a usage
+    // error, exit 2, that demanded --offload-bucket).
+    let cases: Vec<(Vec<&str>, (&str, &str), &str)> = vec![
+        (
+            vec!["--route", "order.*=arn:aws:sqs:us-east-1:000000000000:q"],
+            ("OUTBOX_SQS_ROUTES", "order.*=orders queue"),
+            "is an ARN but not of an SNS topic",
+        ),
+        (
+            vec!["--route", &route, "--offload-threshold", "1048577"],
+            ("OUTBOX_SQS_OFFLOAD_BUCKET", "b-ok"),
+            "offload threshold 1048577 must be within 1..=1048576",
+        ),
+        (
+            vec!["--route", &route, "--offload-threshold", "1000"],
+            ("OUTBOX_SQS_ROUTES", ""),
+            "an offload threshold is set but no offload bucket",
+        ),
+    ];
+    for (args, (var, value), says) in cases {
+        let out = local_aws(&mut outbox(&db))
+            .env(var, value)
+            .arg("relay")
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?} with {var}: {err}");
+    }
 }
 
 #[tokio::test]

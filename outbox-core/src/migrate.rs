@@ -117,7 +117,9 @@ async fn bytes_as_they_come(client: &tokio_postgres::Client) -> Result<bool, Err
 /// other migrations by the same advisory lock. The report's last entry says what the conversion did.
 ///
 /// The conversion runs in one transaction holding `ACCESS EXCLUSIVE` on the plain table: writers
-/// and relays wait while its unpublished rows (pending events and dead letters) are moved. Its
+/// and relays wait while its unpublished rows (pending events and dead letters) are moved. It waits
+/// at most 5 s for that lock (writers queue behind it meanwhile): a transaction holding the table
+/// longer makes it fail with nothing changed ([`ErrorKind::Migration`]), to be run again. Its
 /// published rows are not copied: they stay in `outbox_events_legacy`, which
 /// [`maintain`](crate::partition::maintain) drops once they are all older than the retention. A
 /// table already partitioned with another granularity is an error ([`ErrorKind::Migration`]).
@@ -129,8 +131,8 @@ pub async fn migrate_partitioned(
     let ahead = ahead.unwrap_or_else(|| granularity.default_ahead());
     let ahead = i32::try_from(ahead)
         .ok()
-        .filter(|a| (1..=1000).contains(a))
-        .ok_or_else(|| Error::config(format!("ahead must be within 1..=1000, got {ahead}")))?;
+        .filter(|a| (2..=1000).contains(a))
+        .ok_or_else(|| Error::config(format!("ahead must be within 2..=1000, got {ahead}")))?;
     with_schema_lock(client, async |client| {
         let mut report = run_migrations(client).await?;
         let tx = client.transaction().await?;
@@ -139,7 +141,15 @@ pub async fn migrate_partitioned(
             .one()
             .await
             .map_err(|e| {
-                Error::new(ErrorKind::Migration, "could not partition outbox_events").with_source(e)
+                let message = match e.code() {
+                    Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {
+                        "could not partition outbox_events: another transaction held the table for \
+                         5 s (a long-running transaction or a session idle in one: see \
+                         pg_stat_activity); nothing was changed, run it again"
+                    }
+                    _ => "could not partition outbox_events",
+                };
+                Error::new(ErrorKind::Migration, message).with_source(e)
             })?;
         partition_sql::ensure_checks().bind(&tx).one().await?;
         tx.commit().await?;

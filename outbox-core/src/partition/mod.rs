@@ -28,7 +28,8 @@
 //!
 //! Design (the README's "Partitioned outbox" section has the whole story): the primary key is
 //! `(id, created_at)`, because a partitioned table's unique keys must include the partition key,
-//! so the id's uniqueness across partitions rests on `gen_random_uuid()`; there is no DEFAULT
+//! so the id's uniqueness across partitions rests on the ids being random UUIDs (version 7, made by
+//! `emit`, or the column's default `outbox_uuidv7()`); there is no DEFAULT
 //! partition (PostgreSQL refuses `DETACH … CONCURRENTLY` while one exists) but a `MAXVALUE` tail
 //! partition as the safety net, empty as long as maintenance runs and drained back when it is not.
 

@@ -1,0 +1,175 @@
+-- Partition functions that do not depend on the session's settings, and a conversion that cannot
+-- queue every writer behind a long transaction. Replacing functions takes no lock on outbox_events:
+-- no downtime.
+--
+-- 1. Every outbox_partition* function runs with TimeZone UTC and DateStyle ISO. They turn bounds
+--    into text and back (the catalog's partition bounds, `%L` in DDL, partition names): under a
+--    session's own settings (DateStyle Postgres prints zone abbreviations such as IST, which parse
+--    back as another zone; a DST gap moves a name's hour) bounds could come out shifted.
+-- 2. The conversion to the partitioned layout waits at most 5 s for its exclusive lock (then it
+--    fails with nothing changed, to be run again), and gives a grant to PUBLIC back as such (it
+--    failed: role "PUBLIC" does not exist).
+-- 3. At least 2 partitions ahead: with 1, the next period's partition could only be carved out of
+--    the tail concurrently at the very start of a period, so every period took the blocking path.
+
+SET LOCAL lock_timeout = '5s';
+
+UPDATE outbox_partitioning SET ahead = 2 WHERE ahead < 2;
+ALTER TABLE outbox_partitioning DROP CONSTRAINT IF EXISTS outbox_partitioning_ahead_check;
+ALTER TABLE outbox_partitioning ADD CONSTRAINT outbox_partitioning_ahead_check CHECK (ahead BETWEEN 2 AND 1000);
+
+-- The grantee as a GRANT takes it: PUBLIC as the key word, any role name quoted.
+CREATE FUNCTION outbox_grantee(grantee text) RETURNS text
+    LANGUAGE sql IMMUTABLE AS
+$$ SELECT CASE WHEN grantee = 'PUBLIC' THEN 'PUBLIC' ELSE quote_ident(grantee) END $$;
+
+-- The conversion (V5), with the lock bounded and PUBLIC kept.
+CREATE OR REPLACE FUNCTION outbox_partitions_convert(granularity text, ahead int) RETURNS text
+    LANGUAGE plpgsql AS
+$$
+DECLARE
+    current_granularity text;
+    step interval := outbox_partition_step(granularity);
+    first_lo timestamptz := outbox_partition_floor(now(), granularity);
+    lo timestamptz;
+    next_seq bigint;
+    moved bigint;
+    g record;
+BEGIN
+    IF granularity NOT IN ('daily', 'hourly') THEN
+        RAISE EXCEPTION 'granularity must be daily or hourly, not %', granularity;
+    END IF;
+    SELECT p.granularity INTO current_granularity FROM outbox_partitioning p;
+    IF current_granularity IS NOT NULL THEN
+        IF current_granularity <> granularity THEN
+            RAISE EXCEPTION 'outbox_events is already partitioned %; changing to % is not supported',
+                current_granularity, granularity;
+        END IF;
+        RETURN 'already partitioned ' || granularity;
+    END IF;
+    IF to_regclass('outbox_events_legacy') IS NOT NULL THEN
+        RAISE EXCEPTION 'outbox_events_legacy exists: drop or rename it before converting';
+    END IF;
+
+    -- Bounded: behind a long transaction on the table, every writer and relay would queue behind
+    -- this lock for as long as that transaction lasts. Failing, it changes nothing
+    -- (outbox_core's migrate_partitioned names the cause: run it again).
+    PERFORM set_config('lock_timeout', '5s', true);
+    LOCK TABLE outbox_events IN ACCESS EXCLUSIVE MODE;
+    -- The grants of the table (table and column level) and of the view, for the relay's and the
+    -- operators' roles: given again to the new table and view below.
+    CREATE TEMPORARY TABLE outbox_grants ON COMMIT DROP AS
+        SELECT DISTINCT table_name::text AS relation, grantee::text AS grantee, privilege_type::text AS privilege,
+               NULL::text AS column_name
+          FROM information_schema.role_table_grants
+         WHERE table_schema = current_schema() AND table_name IN ('outbox_events', 'outbox_dead_letters')
+           AND grantee <> current_user
+        UNION
+        SELECT DISTINCT 'outbox_events', c.grantee, c.privilege_type, c.column_name
+          FROM information_schema.column_privileges c
+         WHERE c.table_schema = current_schema() AND c.table_name = 'outbox_events' AND c.grantee <> current_user
+           AND NOT EXISTS (SELECT 1 FROM information_schema.role_table_grants t
+                            WHERE t.table_schema = c.table_schema AND t.table_name = c.table_name
+                              AND t.grantee = c.grantee AND t.privilege_type = c.privilege_type);
+    DROP VIEW outbox_dead_letters;
+    DROP TRIGGER outbox_events_notify ON outbox_events;
+    ALTER TABLE outbox_events RENAME TO outbox_events_legacy;
+    ALTER TABLE outbox_events_legacy RENAME CONSTRAINT outbox_events_pkey TO outbox_events_legacy_pkey;
+    IF EXISTS (SELECT 1 FROM pg_constraint
+                WHERE conname = 'outbox_events_seq_key' AND conrelid = 'outbox_events_legacy'::regclass) THEN
+        ALTER TABLE outbox_events_legacy RENAME CONSTRAINT outbox_events_seq_key TO outbox_events_legacy_seq_key;
+    END IF;
+    ALTER TABLE outbox_events_legacy RENAME CONSTRAINT outbox_events_aggregate_id_not_empty TO outbox_events_legacy_aggregate_id_not_empty;
+    ALTER TABLE outbox_events_legacy RENAME CONSTRAINT outbox_events_attempts_non_negative TO outbox_events_legacy_attempts_non_negative;
+    ALTER INDEX outbox_events_pending_idx RENAME TO outbox_events_legacy_pending_idx;
+    ALTER INDEX outbox_events_aggregate_unpublished_idx RENAME TO outbox_events_legacy_aggregate_unpublished_idx;
+    ALTER INDEX outbox_events_aggregate_blocking_idx RENAME TO outbox_events_legacy_aggregate_blocking_idx;
+    ALTER INDEX outbox_events_processed_at_idx RENAME TO outbox_events_legacy_processed_at_idx;
+    ALTER SEQUENCE outbox_events_seq_seq RENAME TO outbox_events_legacy_seq_seq;
+
+    CREATE TABLE outbox_events (
+        id               uuid        NOT NULL DEFAULT outbox_uuidv7(),
+        seq              bigint      GENERATED ALWAYS AS IDENTITY,
+        aggregate_type   text        NOT NULL,
+        aggregate_id     text        NOT NULL,
+        event_type       text        NOT NULL,
+        payload          jsonb       NOT NULL,
+        metadata         jsonb       NOT NULL DEFAULT '{}',
+        attempts         int         NOT NULL DEFAULT 0,
+        retry_after      timestamptz,
+        last_error       text,
+        created_at       timestamptz NOT NULL DEFAULT now(),
+        processed_at     timestamptz,
+        dead_lettered_at timestamptz,
+        CONSTRAINT outbox_events_pkey PRIMARY KEY (id, created_at),
+        CONSTRAINT outbox_events_aggregate_id_not_empty CHECK (aggregate_id <> ''),
+        CONSTRAINT outbox_events_attempts_non_negative CHECK (attempts >= 0)
+    ) PARTITION BY RANGE (created_at);
+    CREATE INDEX outbox_events_pending_idx ON outbox_events (seq)
+        WHERE processed_at IS NULL AND dead_lettered_at IS NULL;
+    CREATE INDEX outbox_events_aggregate_unpublished_idx ON outbox_events (aggregate_type, aggregate_id, seq)
+        WHERE processed_at IS NULL;
+    CREATE INDEX outbox_events_aggregate_blocking_idx ON outbox_events (aggregate_type, aggregate_id, seq)
+        WHERE processed_at IS NULL AND (dead_lettered_at IS NOT NULL OR retry_after IS NOT NULL);
+    CREATE INDEX outbox_events_processed_at_idx ON outbox_events (processed_at)
+        WHERE processed_at IS NOT NULL;
+
+    SELECT coalesce(max(seq), 0) + 1 INTO next_seq FROM outbox_events_legacy;
+    EXECUTE format('ALTER TABLE outbox_events ALTER COLUMN seq RESTART WITH %s', next_seq);
+
+    -- Partitions: the head (anything older), one per period up to `ahead` periods on, the tail.
+    EXECUTE format('CREATE TABLE outbox_events_p_head PARTITION OF outbox_events FOR VALUES FROM (MINVALUE) TO (%L) WITH (fillfactor = 60)', first_lo);
+    lo := first_lo;
+    FOR i IN 0..ahead LOOP
+        EXECUTE format('CREATE TABLE %I PARTITION OF outbox_events FOR VALUES FROM (%L) TO (%L) WITH (fillfactor = 60)',
+                       outbox_partition_name(lo, granularity), lo, lo + step);
+        lo := lo + step;
+    END LOOP;
+    EXECUTE format('CREATE TABLE outbox_events_p_tail PARTITION OF outbox_events FOR VALUES FROM (%L) TO (MAXVALUE) WITH (fillfactor = 60)', lo);
+
+    CREATE VIEW outbox_dead_letters AS
+        SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, last_error,
+               created_at, dead_lettered_at
+          FROM outbox_events
+         WHERE dead_lettered_at IS NOT NULL AND processed_at IS NULL;
+    CREATE TRIGGER outbox_events_notify
+        AFTER INSERT ON outbox_events
+        FOR EACH STATEMENT
+        EXECUTE FUNCTION outbox_events_notify();
+
+    FOR g IN SELECT * FROM outbox_grants LOOP
+        -- PUBLIC is a key word, not a role: quoted ("PUBLIC") it names a role that does not exist.
+        IF g.column_name IS NULL THEN
+            EXECUTE format('GRANT %s ON %I TO %s', g.privilege, g.relation, outbox_grantee(g.grantee));
+        ELSE
+            EXECUTE format('GRANT %s (%I) ON %I TO %s', g.privilege, g.column_name, g.relation,
+                           outbox_grantee(g.grantee));
+        END IF;
+    END LOOP;
+
+    -- Unpublished rows move over (their ids and seq kept); published ones stay for retention.
+    WITH gone AS (DELETE FROM outbox_events_legacy WHERE processed_at IS NULL RETURNING *)
+    INSERT INTO outbox_events OVERRIDING SYSTEM VALUE SELECT * FROM gone;
+    GET DIAGNOSTICS moved = ROW_COUNT;
+    IF NOT EXISTS (SELECT 1 FROM outbox_events_legacy) THEN
+        DROP TABLE outbox_events_legacy;
+    END IF;
+
+    INSERT INTO outbox_partitioning (granularity, ahead) VALUES (granularity, ahead);
+    RETURN format('partitioned %s (%s partitions ahead); moved %s unpublished events', granularity, ahead, moved);
+END;
+$$;
+
+DO $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure
+               FROM pg_proc p
+              WHERE p.proname LIKE 'outbox\_partition%'
+                AND p.pronamespace = (SELECT c.relnamespace FROM pg_class c WHERE c.oid = 'outbox_events'::regclass)
+    LOOP
+        EXECUTE format('ALTER FUNCTION %s SET timezone TO %L SET datestyle TO %L', f, 'UTC', 'ISO, YMD');
+    END LOOP;
+END;
+$$;

@@ -1,0 +1,122 @@
+//! The conversion to the partitioned layout and maintenance under settings of the caller's own:
+//! grants to PUBLIC, a session's time zone and date style, a long transaction on the table.
+
+use std::time::{Duration, Instant};
+
+use outbox_core::ErrorKind;
+use outbox_core::partition::{self, Granularity, MaintainOptions};
+use outbox_tests::TestDb;
+use outbox_tests::db::connect;
+
+/// Every bounded partition's name (its start, UTC) against its lower bound, read in a session set
+/// to UTC and ISO: the names of those that disagree.
+async fn misnamed(db: &TestDb) -> Vec<String> {
+    let client = db.connect().await;
+    client
+        .batch_execute("SET timezone = 'UTC'; SET datestyle = 'ISO, YMD'")
+        .await
+        .unwrap();
+    let rows = client
+        .query(
+            "SELECT name, outbox_partition_name(lo, (SELECT granularity FROM outbox_partitioning))
+               FROM outbox_partition_list()
+              WHERE lo IS NOT NULL AND name NOT IN ('outbox_events_p_head', 'outbox_events_p_tail')",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(rows.len() > 10, "the partitions ahead are there");
+    rows.iter()
+        .filter(|r| r.get::<_, String>(0) != r.get::<_, String>(1))
+        .map(|r| {
+            format!(
+                "{} starts at {}",
+                r.get::<_, String>(0),
+                r.get::<_, String>(1)
+            )
+        })
+        .collect()
+}
+
+/// A session whose time zone prints as an abbreviation that parses back as another zone (IST:
+/// India's +05:30 printed, Israel's +02 read) converts and maintains with the right bounds. The
+/// partition functions turned bounds into text and back in the session's settings: shifted by
+/// 3.5 hours, every partition's range disagreed with its name.
+#[tokio::test]
+async fn a_session_time_zone_and_date_style_do_not_shift_partition_bounds() {
+    let db = TestDb::plain().await;
+    let mut config = db.config().clone();
+    config.options("-c TimeZone=Asia/Kolkata -c DateStyle=Postgres");
+    let mut client = connect(&config).await;
+    partition::migrate_partitioned(&mut client, Granularity::Hourly, None)
+        .await
+        .expect("the conversion applies");
+    client
+        .batch_execute("UPDATE outbox_partitioning SET ahead = 16")
+        .await
+        .unwrap();
+    let report = partition::maintain(&client, &MaintainOptions::new())
+        .await
+        .expect("maintenance runs");
+    assert!(!report.skipped);
+    assert_eq!(misnamed(&db).await, Vec::<String>::new());
+}
+
+/// A grant to PUBLIC (on the dead-letter view, say) is carried over by the conversion. It made
+/// the conversion fail: `role "PUBLIC" does not exist`.
+#[tokio::test]
+async fn a_grant_to_public_survives_the_conversion() {
+    let db = TestDb::plain().await;
+    let mut client = db.connect().await;
+    client
+        .batch_execute("GRANT SELECT ON outbox_dead_letters TO PUBLIC")
+        .await
+        .unwrap();
+    partition::migrate_partitioned(&mut client, Granularity::Daily, None)
+        .await
+        .expect("the conversion applies");
+    let public: bool = client
+        .query_one(
+            "SELECT has_table_privilege('public', 'outbox_dead_letters', 'SELECT')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(public);
+}
+
+/// A transaction that holds the table (here one idle in a transaction that read it) makes the
+/// conversion give up after 5 s with nothing changed, instead of queueing every writer behind its
+/// exclusive lock for as long as that transaction lasts; it applies once the table is free.
+#[tokio::test]
+async fn the_conversion_waits_at_most_5_s_for_its_lock() {
+    let db = TestDb::plain().await;
+    let holder = db.connect().await;
+    holder
+        .batch_execute("BEGIN; SELECT count(*) FROM outbox_events;")
+        .await
+        .unwrap();
+    let mut client = db.connect().await;
+    let started = Instant::now();
+    let refused = tokio::time::timeout(
+        Duration::from_secs(30),
+        partition::migrate_partitioned(&mut client, Granularity::Daily, None),
+    )
+    .await
+    .expect("the conversion does not wait for the transaction to end")
+    .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert_eq!(refused.kind(), ErrorKind::Migration);
+    assert!(refused.to_string().contains("run it again"), "{refused}");
+    assert_eq!(
+        partition::layout(&client).await.unwrap(),
+        None,
+        "still plain"
+    );
+
+    holder.batch_execute("COMMIT").await.unwrap();
+    partition::migrate_partitioned(&mut client, Granularity::Daily, None)
+        .await
+        .expect("the conversion applies once the table is free");
+}
