@@ -285,3 +285,60 @@ async fn a_relay_stops_without_waiting_for_its_housekeeping_round() {
     assert!(took < Duration::from_millis(1000), "stopped in {took:?}");
     tx.rollback().await.unwrap();
 }
+
+/// A retirement interrupted in the middle of `DETACH … CONCURRENTLY` leaves its partition "detach
+/// pending", and while one is, PostgreSQL refuses to detach the tail concurrently ("already
+/// pending detach"). Maintenance made its partitions ahead first and failed there on every run,
+/// never reaching the retirement that would finish the pending detach. It retires first now.
+#[tokio::test]
+async fn an_interrupted_retirement_does_not_stop_partitions_being_made_ahead() {
+    let db = partitioned_db().await;
+    db.add_old_hours(2..=2, 10).await;
+    let old = db.partition_names().await[0].clone();
+    // The detach's second phase waits for a transaction that holds the table; cut short there.
+    let holder = db.connect().await;
+    holder
+        .batch_execute("BEGIN; SELECT count(*) FROM outbox_events;")
+        .await
+        .unwrap();
+    let detacher = db.connect().await;
+    detacher
+        .batch_execute("SET statement_timeout = '300ms'")
+        .await
+        .unwrap();
+    let interrupted = detacher
+        .batch_execute(&format!(
+            "ALTER TABLE outbox_events DETACH PARTITION {old} CONCURRENTLY"
+        ))
+        .await;
+    assert!(
+        interrupted
+            .as_ref()
+            .is_err_and(|e| e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED)),
+        "the detach is cut short: {interrupted:?}"
+    );
+    holder.batch_execute("COMMIT").await.unwrap();
+    let pending: bool = db
+        .connect()
+        .await
+        .query_one(
+            "SELECT i.inhdetachpending FROM pg_inherits i
+               WHERE i.inhrelid = to_regclass($1)",
+            &[&old],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(pending, "{old} is left detach pending");
+    let before = db.partition_names().await.len();
+    db.execute(&format!(
+        "UPDATE outbox_partitioning SET ahead = {}",
+        Granularity::Hourly.default_ahead() + 2
+    ))
+    .await;
+
+    let r = maintain(&db, Duration::from_secs(5)).await;
+    assert_eq!(r.dropped, vec![old], "{r:?}");
+    assert_eq!(r.created, 2, "{r:?}");
+    assert_eq!(db.partition_names().await.len(), before - 1 + 2);
+}

@@ -139,6 +139,9 @@ pub struct MaintenanceReport {
 ///    partition for a later run ([`waiting`](MaintenanceReport::waiting)).
 ///    The conversion's `outbox_events_legacy` is dropped under the same rule.
 ///
+/// Retention runs before the other two steps: it finishes a retirement that was interrupted
+/// mid-detach, which would otherwise keep the tail from being detached.
+///
 /// Only one maintainer works at a time (advisory lock [`MAINTENANCE_LOCK_KEY`]); the others
 /// return at once with [`skipped`](MaintenanceReport::skipped). On the plain layout, and with a
 /// `drain_lock_timeout` under 1 ms, this is an [`ErrorKind::Config`] error. DDL needs the table's
@@ -173,10 +176,13 @@ async fn run(
     options: &MaintainOptions,
 ) -> Result<MaintenanceReport, Error> {
     let mut report = MaintenanceReport::default();
-    ahead(client, options, &mut report).await?;
+    // Retirement first: it finishes an interrupted retirement's `DETACH … CONCURRENTLY`, and while
+    // one is pending PostgreSQL refuses to detach the tail concurrently — `ahead` failed on it,
+    // every run, and never got to the retirement that would have finished it.
     if let Some(retention) = options.retention {
         retire::retire(client, retention, options.settle_timeout, &mut report).await?;
     }
+    ahead(client, options, &mut report).await?;
     Ok(report)
 }
 
