@@ -212,7 +212,13 @@ async fn v6_upgrades_a_partitioned_database_in_place() {
         .unwrap();
     let id = emit(&client, &TestEvent::new("o-1", 1)).await.unwrap();
     let report = outbox_core::migrate(&mut client).await.unwrap();
-    assert_eq!(report.applied, ["V6__partition_retirement_waits"]);
+    assert_eq!(
+        report.applied,
+        [
+            "V6__partition_retirement_waits",
+            "V7__partition_functions_settings"
+        ]
+    );
     let r = maintain(&db, Duration::from_secs(5)).await;
     assert_eq!(r.dropped, ["outbox_events_p_head"], "{r:?}");
     let kept: i64 = client
