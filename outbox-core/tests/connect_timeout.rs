@@ -1,6 +1,7 @@
 //! Opening a connection is bounded as a whole. tokio-postgres' `connect_timeout` covers only the
 //! TCP connect: a server (or a middlebox) that accepts and then never answers hung every command,
-//! the relay's start-up check and its LISTEN connection for ever.
+//! the relay's start-up check and its LISTEN connection for ever. And a password provider that
+//! panics fails the attempt, not the task opening it.
 
 use std::time::{Duration, Instant};
 
@@ -71,4 +72,29 @@ async fn a_stalled_first_host_leaves_the_second_its_own_time() {
         .await
         .expect("a pooled connection through the second host");
     silent.abort();
+}
+
+/// A password provider is the caller's code: one that panics fails the connection attempt with
+/// an error that says so. The panic unwound through the task opening the connection — the relay's
+/// LISTEN task died without a word, and the relay went on polling only.
+#[tokio::test]
+async fn a_password_provider_that_panics_fails_the_attempt_instead_of_the_task() {
+    struct Panics;
+    impl outbox_core::connect::PasswordProvider for Panics {
+        type Error = std::io::Error;
+        async fn password(&self) -> Result<outbox_core::connect::Password, Self::Error> {
+            panic!("injected provider panic")
+        }
+    }
+    let connector = PgConnector::from_url("postgres://u@127.0.0.1:5432/postgres")
+        .unwrap()
+        .password_provider(Panics);
+    let opened = tokio::spawn(async move { connector.connect().await.map(|_| ()) })
+        .await
+        .expect("the task opening the connection does not panic");
+    let text = outbox_core::error_chain(&opened.unwrap_err());
+    assert!(
+        text.contains("password provider panicked") && text.contains("injected provider panic"),
+        "{text}"
+    );
 }

@@ -121,6 +121,65 @@ async fn shutdown_starts_no_new_wave_and_marks_what_was_published() {
     );
 }
 
+/// Publishes its first call at once and takes 10 s over every later one.
+#[derive(Default)]
+struct SlowAfterFirst {
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl outbox_core::Publisher for SlowAfterFirst {
+    type Error = std::io::Error;
+
+    async fn publish(
+        &self,
+        events: &[outbox_core::ClaimedEvent],
+    ) -> Result<Vec<outbox_core::PublishOutcome>, Self::Error> {
+        if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+        }
+        Ok(vec![outbox_core::PublishOutcome::Published; events.len()])
+    }
+}
+
+/// At shutdown, a publish call that would outlast the grace period is cut short at three quarters
+/// of it, so that what the batch's earlier waves published is marked in time. Before, the call
+/// ran on until the grace period ended and the whole batch was rolled back: the first event,
+/// published, was left pending and sent again by the next relay.
+#[tokio::test]
+async fn shutdown_cuts_a_slow_publish_short_and_marks_the_earlier_waves() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(SlowAfterFirst::default());
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .concurrency(1)
+        .poll_interval(Duration::from_millis(50))
+        .shutdown_grace(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    // One aggregate: two waves of one event in one batch.
+    let ids = emit_all(
+        &client,
+        &[TestEvent::new("hot", 1), TestEvent::new("hot", 2)],
+    )
+    .await
+    .unwrap();
+    let running = RunningRelay::start(&relay);
+    assert!(
+        eventually(Duration::from_secs(5), async || {
+            publisher.calls.load(std::sync::atomic::Ordering::SeqCst) == 2
+        })
+        .await
+    );
+    running.stop().await;
+    assert!(
+        db.event(ids[0]).await.processed_at.is_some(),
+        "the first wave's event is marked"
+    );
+    let second = db.event(ids[1]).await;
+    assert!(second.processed_at.is_none());
+    assert_eq!(second.attempts, 0, "released without an attempt");
+}
+
 #[tokio::test]
 async fn shutdown_past_the_grace_period_releases_the_batch_and_marks_nothing() {
     let db = TestDb::new().await;

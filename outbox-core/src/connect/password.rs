@@ -3,7 +3,10 @@
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+
+use futures::FutureExt;
 
 /// A password (or an auth token). `Debug` and `Display` never show it.
 #[derive(Clone)]
@@ -50,9 +53,18 @@ pub(crate) trait DynPasswordProvider: Send + Sync {
 impl<P: PasswordProvider> DynPasswordProvider for P {
     fn password(&self) -> BoxFuture<'_, Result<Password, BoxError>> {
         Box::pin(async move {
-            PasswordProvider::password(self)
-                .await
-                .map_err(|e| Box::new(e) as BoxError)
+            // The provider is the caller's code: one that panics fails this connection attempt
+            // (retried like any other failure) instead of the task opening it — the relay's
+            // LISTEN task died silently, a worker took down its batch.
+            let asked = AssertUnwindSafe(async { PasswordProvider::password(self).await });
+            match asked.catch_unwind().await {
+                Ok(answer) => answer.map_err(|e| Box::new(e) as BoxError),
+                Err(payload) => Err(format!(
+                    "the password provider panicked: {}",
+                    crate::relay::panic_message(payload.as_ref())
+                )
+                .into()),
+            }
         })
     }
 }

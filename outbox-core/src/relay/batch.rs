@@ -190,7 +190,22 @@ async fn in_transaction<P: Publisher>(
         if wave.is_empty() {
             continue;
         }
-        match publish_guarded(&inner.publisher, &wave, deadline, overrun(publish_timeout)).await {
+        let publish = publish_guarded(&inner.publisher, &wave, deadline, overrun(publish_timeout));
+        let Some(guarded) = cut_at_shutdown(publish, stop, inner.config.shutdown_grace).await
+        else {
+            // Shutting down, and this call would have outlasted the grace period: it is dropped
+            // (its events are released and may be sent again) so that what the earlier waves
+            // published is still marked before the grace period ends, not rolled back with it.
+            tracing::warn!(
+                events = wave.len(),
+                "shutting down: the publish call in flight was cut short to commit the batch \
+                 within the grace period; its events are released"
+            );
+            stopping = true;
+            report.released += wave.len();
+            continue;
+        };
+        match guarded {
             Guarded::Done(Ok(outcomes)) => rec.record_all(&wave, outcomes, &mut report),
             Guarded::Done(Err(e)) => {
                 // An outage, or an event the publisher fails on every time: halves tell them
@@ -257,6 +272,26 @@ async fn in_transaction<P: Publisher>(
     match whole_failure {
         Some(e) => Err(e),
         None => Ok(report),
+    }
+}
+
+/// `publish`, unless `stop` is cancelled while it runs and three quarters of `grace` pass after
+/// that: then `None`, leaving the rest of the grace period to commit what was published before.
+async fn cut_at_shutdown<T>(
+    publish: impl std::future::Future<Output = T>,
+    stop: Option<&CancellationToken>,
+    grace: std::time::Duration,
+) -> Option<T> {
+    let Some(stop) = stop else {
+        return Some(publish.await);
+    };
+    tokio::select! {
+        biased;
+        done = publish => Some(done),
+        () = async {
+            stop.cancelled().await;
+            tokio::time::sleep(grace.mul_f64(0.75)).await;
+        } => None,
     }
 }
 

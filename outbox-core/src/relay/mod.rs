@@ -6,6 +6,7 @@ mod claim;
 mod config;
 mod guard;
 mod held;
+mod helpers;
 mod housekeeping;
 mod isolate;
 mod listener;
@@ -17,7 +18,7 @@ mod worker;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::JoinSet;
+use helpers::HelperTasks;
 use tokio_util::sync::CancellationToken;
 
 pub use batch::BatchReport;
@@ -25,6 +26,7 @@ pub use config::{
     CLAIM_IDLE_MARGIN, MAX_BACKOFF, MAX_BATCH_MAX_BYTES, MAX_BATCH_SIZE, MAX_RETENTION,
     MAX_TIMEOUT, MIN_INTERVAL, RelayConfig,
 };
+pub(crate) use guard::panic_message;
 pub use listener::LISTENER_APPLICATION_NAME;
 use listener::ListenTarget;
 pub use outcome::MAX_LAST_ERROR_CHARS;
@@ -300,9 +302,11 @@ impl<P: Publisher> Relay<P> {
     /// database and broker failures are logged and retried with a delay doubling up to 30 s. A
     /// publisher that panics is caught: the events it panics on fail like any other failure
     /// (reason `panic`) and the worker goes on. A worker that dies of anything else is logged,
-    /// counted (`outbox_relay_worker_restarts_total`) and restarted with a backoff. `run` returns an error (kind [`ErrorKind::Panic`]) when workers
-    /// died more than [`MAX_WORKER_RESTARTS`] times within [`WORKER_RESTART_WINDOW`]: the relay
-    /// cannot keep them alive, and a supervisor (systemd, Kubernetes) should see it exit.
+    /// counted (`outbox_relay_worker_restarts_total`) and restarted with a backoff. `run` returns
+    /// an error (kind [`ErrorKind::Panic`]) when workers died more than [`MAX_WORKER_RESTARTS`]
+    /// times within [`WORKER_RESTART_WINDOW`], or when one of its helper tasks (LISTEN, the
+    /// waiting lock, the gauges, housekeeping) dies: the relay cannot keep them alive, and a
+    /// supervisor (systemd, Kubernetes) should see it exit.
     pub async fn run(&self, shutdown: CancellationToken) -> Result<(), Error> {
         self.inner.publisher.check().await.map_err(|e| {
             Error::new(ErrorKind::Publish, "the publisher's start-up check failed").with_source(e)
@@ -310,34 +314,42 @@ impl<P: Publisher> Relay<P> {
         let idle = waiting::IdleWorkers::new();
         // The helper tasks stop with the workers, whether on shutdown or when the relay gives up.
         let stop = shutdown.child_token();
-        let mut tasks = JoinSet::new();
+        let mut tasks = HelperTasks::default();
         if let Some(connector) = &self.inner.listen {
-            tasks.spawn(listener::run(
-                connector.clone(),
-                self.inner.wake.clone(),
-                stop.clone(),
-            ));
+            tasks.spawn(
+                "LISTEN",
+                listener::run(connector.clone(), self.inner.wake.clone(), stop.clone()),
+            );
         }
         if let Some(connector) = &self.inner.waiting {
-            tasks.spawn(waiting::run(
-                connector.clone(),
-                idle.clone(),
-                self.inner.config.concurrency,
-                self.inner.wake.clone(),
-                stop.clone(),
-            ));
+            tasks.spawn(
+                "waiting",
+                waiting::run(
+                    connector.clone(),
+                    idle.clone(),
+                    self.inner.config.concurrency,
+                    self.inner.wake.clone(),
+                    stop.clone(),
+                ),
+            );
         }
         if let Some(metrics) = &self.inner.metrics {
-            tasks.spawn(self.clone().refresh_gauges(metrics.clone(), stop.clone()));
+            tasks.spawn(
+                "metrics",
+                self.clone().refresh_gauges(metrics.clone(), stop.clone()),
+            );
         }
         // Retention (rows on the plain layout, partitions on the partitioned one) and partitions
         // created ahead.
-        tasks.spawn(housekeeping::run(
-            self.inner.pool.clone(),
-            self.inner.config.retention,
-            self.inner.housekeeping_interval,
-            stop.clone(),
-        ));
+        tasks.spawn(
+            "housekeeping",
+            housekeeping::run(
+                self.inner.pool.clone(),
+                self.inner.config.retention,
+                self.inner.housekeeping_interval,
+                stop.clone(),
+            ),
+        );
         tracing::info!(
             concurrency = self.inner.config.concurrency,
             batch_size = self.inner.config.batch_size,
@@ -345,15 +357,22 @@ impl<P: Publisher> Relay<P> {
             listen = self.inner.listen.is_some(),
             "relay started"
         );
-        let result = self.supervise_workers(&idle, &stop).await;
+        let workers = self.supervise_workers(&idle, &stop);
+        tokio::pin!(workers);
+        // A helper that dies is not restarted: the relay stops (its workers first, within the
+        // grace period) and says which, for a supervisor to start it again — it would otherwise
+        // run on without wake-ups, housekeeping (partitions made ahead) or fresh gauges.
+        let result = tokio::select! {
+            result = &mut workers => result,
+            died = tasks.first_death() => {
+                tracing::error!(error = %died, "a relay task died; stopping the relay");
+                stop.cancel();
+                let _ = workers.await;
+                Err(died)
+            }
+        };
         stop.cancel();
-        let grace = self.inner.config.shutdown_grace;
-        let drained =
-            tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
-        if drained.is_err() {
-            tasks.abort_all();
-            while tasks.join_next().await.is_some() {}
-        }
+        tasks.finish(self.inner.config.shutdown_grace).await;
         match &result {
             Ok(()) => tracing::info!("relay stopped"),
             Err(e) => tracing::error!(error = %e, "relay stopped"),
