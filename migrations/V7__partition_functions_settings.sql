@@ -11,6 +11,8 @@
 --    failed: role "PUBLIC" does not exist).
 -- 3. At least 2 partitions ahead: with 1, the next period's partition could only be carved out of
 --    the tail concurrently at the very start of a period, so every period took the blocking path.
+-- 4. A row dated far ahead (past the partitions made ahead) stays in the tail: the drain made one
+--    partition per period up to it, and counted it as rows to drain on every run.
 
 SET LOCAL lock_timeout = '5s';
 
@@ -160,6 +162,67 @@ BEGIN
 END;
 $$;
 
+-- The tail's state (V4), counting as rows to drain only those a partition made ahead would hold.
+CREATE OR REPLACE FUNCTION outbox_partitions_tail(OUT granularity text, OUT wanted timestamptz, OUT tail_lo timestamptz,
+                                       OUT tail_rows bool, OUT tail_detach_pending bool, OUT carve_safe bool)
+    LANGUAGE plpgsql AS
+$$
+DECLARE
+    ahead int;
+BEGIN
+    SELECT p.granularity, p.ahead INTO granularity, ahead FROM outbox_partitioning p;
+    IF granularity IS NULL THEN
+        RETURN;
+    END IF;
+    wanted := outbox_partition_floor(now(), granularity) + (ahead + 1) * outbox_partition_step(granularity);
+    SELECT l.lo, l.detach_pending INTO tail_lo, tail_detach_pending
+      FROM outbox_partition_list() l WHERE l.name = 'outbox_events_p_tail';
+    tail_detach_pending := coalesce(tail_detach_pending, false);
+    IF tail_detach_pending THEN
+        tail_lo := NULL;
+    END IF;
+    -- Only rows a drain would move into a partition of their own: a row dated past `wanted` (written
+    -- by hand, a clock far ahead) stays in the tail, and must not make every run drain it again.
+    tail_rows := tail_lo IS NOT NULL
+                 AND EXISTS (SELECT 1 FROM outbox_events WHERE created_at >= tail_lo AND created_at < wanted);
+    -- Detaching the tail concurrently leaves a moment with no partition from tail_lo on: safe only while
+    -- no row can have a created_at that late (a full period of margin).
+    carve_safe := tail_lo IS NOT NULL AND NOT tail_rows AND tail_lo >= now() + outbox_partition_step(granularity);
+END;
+$$;
+
+-- The drain (V4), making partitions up to `wanted` only.
+CREATE OR REPLACE FUNCTION outbox_partitions_drain_tail(wanted timestamptz, lock_timeout_ms int) RETURNS bigint
+    LANGUAGE plpgsql AS
+$$
+DECLARE
+    g text := (SELECT granularity FROM outbox_partitioning);
+    lo timestamptz := (SELECT max(hi) FROM outbox_partition_list() WHERE name <> 'outbox_events_p_tail');
+    last timestamptz;
+    moved bigint;
+BEGIN
+    PERFORM set_config('lock_timeout', lock_timeout_ms || 'ms', true);
+    IF EXISTS (SELECT 1 FROM outbox_partition_list() WHERE name = 'outbox_events_p_tail') THEN
+        ALTER TABLE outbox_events DETACH PARTITION outbox_events_p_tail;
+    END IF;
+    ALTER TABLE outbox_events_p_tail RENAME TO outbox_events_p_drained;
+    -- Partitions up to `wanted` only, never up to the latest row: one row dated a year ahead made
+    -- one partition per period up to it (thousands, under the exclusive lock, until the lock table
+    -- ran out); such rows go back into the fresh tail.
+    last := wanted;
+    WHILE lo < last LOOP
+        PERFORM outbox_partition_add(outbox_partition_name(lo, g), lo, lo + outbox_partition_step(g));
+        lo := lo + outbox_partition_step(g);
+    END LOOP;
+    PERFORM outbox_partition_add('outbox_events_p_tail', lo, NULL);
+    INSERT INTO outbox_events OVERRIDING SYSTEM VALUE SELECT * FROM outbox_events_p_drained;
+    GET DIAGNOSTICS moved = ROW_COUNT;
+    DROP TABLE outbox_events_p_drained;
+    RETURN moved;
+END;
+$$;
+
+-- Every outbox_partition* function, those above included, with the settings they assume.
 DO $$
 DECLARE
     f regprocedure;

@@ -120,3 +120,34 @@ async fn the_conversion_waits_at_most_5_s_for_its_lock() {
         .await
         .expect("the conversion applies once the table is free");
 }
+
+/// A row dated far past the partitions made ahead (written by hand, or by a clock far ahead)
+/// stays in the tail. The drain made one partition per period up to it — 720 hourly partitions
+/// for a month ahead, under the exclusive lock, until the lock table ran out — and counted it as
+/// rows to drain on every later run.
+#[tokio::test]
+async fn a_row_dated_far_ahead_stays_in_the_tail_without_a_partition_per_period() {
+    let db = TestDb::partitioned(Granularity::Hourly).await;
+    db.execute(
+        "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, created_at)
+         VALUES ('order', 'o-1', 'order.test', '{}', now() + interval '30 days')",
+    )
+    .await;
+    let before = db.partition_names().await.len();
+    let first = db.maintain(&MaintainOptions::new()).await;
+    let second = db.maintain(&MaintainOptions::new()).await;
+    let after = db.partition_names().await.len();
+    assert!(
+        after <= before + 2,
+        "{before} partitions, then {after}: {first:?}"
+    );
+    assert_eq!(second.drained, 0, "not drained again: {second:?}");
+    let kept: i64 = db
+        .connect()
+        .await
+        .query_one("SELECT count(*) FROM outbox_events", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 1, "the row is kept");
+}
