@@ -159,8 +159,9 @@ impl<P: Publisher> Relay<P> {
     }
 
     /// One worker: claim batches back to back while there is work; when idle, sleep until woken
-    /// or the poll tick. Returns `Ok` on shutdown, `Err` when a batch hit a panic in the publisher
-    /// (after recording it), so the supervisor restarts the worker.
+    /// or the poll tick. Returns `Ok` on shutdown, `Err` when a batch returns an error of kind
+    /// [`ErrorKind::Panic`], so the supervisor restarts the worker. (A publisher's panic is not
+    /// one: the batch records it as the events' failure and goes on.)
     ///
     /// Wake-ups go to one idle worker at a time (`Inner::wake`): a notification, the claim after
     /// the waiting barrier, or a claim that came back full (more is waiting: one more worker joins
