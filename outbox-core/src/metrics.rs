@@ -1,8 +1,9 @@
 //! Prometheus metrics of the relay. The names are a public contract (see the README's "Operating"
 //! section); they do not change without a major version.
 
-use std::sync::Arc;
+use std::collections::HashSet;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, RwLock};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -12,6 +13,15 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::stats::OutboxStats;
+
+/// The most distinct event types the relay's metrics give a label value of their own; events of
+/// further types count under [`OTHER_EVENT_TYPES`]. Event types come from the rows: a writer that
+/// makes them up per tenant or per entity would otherwise grow every scrape, and the relay's
+/// memory, without bound.
+pub const MAX_EVENT_TYPE_LABELS: usize = 1000;
+
+/// The `event_type` label value of events past [`MAX_EVENT_TYPE_LABELS`].
+pub const OTHER_EVENT_TYPES: &str = "_other";
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EventTypeLabel {
@@ -43,10 +53,14 @@ struct FailureLabel {
 /// | `outbox_batch_duration_seconds` | histogram | claim → publish → commit of one batch |
 /// | `outbox_commit_to_publish_seconds` | histogram | event written → accepted by the broker |
 ///
-/// Gauges are refreshed from one cheap query on an interval, not per event.
+/// Gauges are refreshed from one cheap query on an interval, not per event. The `event_type`
+/// label takes at most [`MAX_EVENT_TYPE_LABELS`] values; further types count under
+/// [`OTHER_EVENT_TYPES`].
 #[derive(Clone)]
 pub struct RelayMetrics {
     registry: Arc<Registry>,
+    /// The event types with a label value of their own (at most [`MAX_EVENT_TYPE_LABELS`]).
+    event_types: Arc<RwLock<HashSet<String>>>,
     published: Family<EventTypeLabel, Counter>,
     failed: Family<FailureLabel, Counter>,
     dead_lettered: Family<EventTypeLabel, Counter>,
@@ -152,6 +166,7 @@ impl RelayMetrics {
         );
         RelayMetrics {
             registry: Arc::new(registry),
+            event_types: Arc::default(),
             published,
             failed,
             dead_lettered,
@@ -175,7 +190,25 @@ impl RelayMetrics {
         out
     }
 
+    /// `event_type`, or [`OTHER_EVENT_TYPES`] once [`MAX_EVENT_TYPE_LABELS`] others have a label.
+    fn label(&self, event_type: String) -> String {
+        let known = |seen: &HashSet<String>| seen.contains(&event_type);
+        if known(&self.event_types.read().unwrap_or_else(|e| e.into_inner())) {
+            return event_type;
+        }
+        let mut seen = self.event_types.write().unwrap_or_else(|e| e.into_inner());
+        if known(&seen) {
+            return event_type;
+        }
+        if seen.len() >= MAX_EVENT_TYPE_LABELS {
+            return OTHER_EVENT_TYPES.to_owned();
+        }
+        seen.insert(event_type.clone());
+        event_type
+    }
+
     pub(crate) fn published(&self, event_type: String, commit_to_publish_secs: f64) {
+        let event_type = self.label(event_type);
         self.published
             .get_or_create(&EventTypeLabel { event_type })
             .inc();
@@ -185,7 +218,7 @@ impl RelayMetrics {
 
     pub(crate) fn failed(&self, event_type: String, reason: crate::FailureKind, dead: bool) {
         let label = FailureLabel {
-            event_type,
+            event_type: self.label(event_type),
             reason: reason.as_str(),
         };
         self.failed.get_or_create(&label).inc();
@@ -225,5 +258,41 @@ impl RelayMetrics {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
         self.gauges_refreshed.set(now.as_secs_f64());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_types_past_the_limit_count_under_one_label() {
+        let m = RelayMetrics::new();
+        for i in 0..MAX_EVENT_TYPE_LABELS + 5 {
+            m.published(format!("tenant-{i}.created"), 0.01);
+        }
+        m.published("tenant-0.created".to_owned(), 0.01);
+        m.failed(
+            "tenant-9999.created".to_owned(),
+            crate::FailureKind::Throttled,
+            true,
+        );
+        let text = m.encode();
+        assert!(
+            text.contains(r#"outbox_events_published_total{event_type="tenant-0.created"} 2"#),
+            "a known type keeps its label"
+        );
+        assert!(text.contains(r#"outbox_events_published_total{event_type="_other"} 5"#));
+        assert!(
+            text.contains(
+                r#"outbox_events_failed_total{event_type="_other",reason="throttled"} 1"#
+            )
+        );
+        assert!(text.contains(r#"outbox_events_dead_lettered_total{event_type="_other"} 1"#));
+        let labels = text
+            .lines()
+            .filter(|l| l.starts_with("outbox_events_published_total{"))
+            .count();
+        assert_eq!(labels, MAX_EVENT_TYPE_LABELS + 1);
     }
 }
