@@ -12,7 +12,8 @@
 -- 3. At least 2 partitions ahead: with 1, the next period's partition could only be carved out of
 --    the tail concurrently at the very start of a period, so every period took the blocking path.
 -- 4. A row dated far ahead (past the partitions made ahead) stays in the tail: the drain made one
---    partition per period up to it, and counted it as rows to drain on every run.
+--    partition per period up to it, and counted it as rows to drain on every run; the carve of each
+--    new period keeps it in the tail instead of draining it under the exclusive lock.
 
 SET LOCAL lock_timeout = '5s';
 
@@ -21,7 +22,7 @@ ALTER TABLE outbox_partitioning DROP CONSTRAINT IF EXISTS outbox_partitioning_ah
 ALTER TABLE outbox_partitioning ADD CONSTRAINT outbox_partitioning_ahead_check CHECK (ahead BETWEEN 2 AND 1000);
 
 -- The grantee as a GRANT takes it: PUBLIC as the key word, any role name quoted.
-CREATE FUNCTION outbox_grantee(grantee text) RETURNS text
+CREATE OR REPLACE FUNCTION outbox_grantee(grantee text) RETURNS text
     LANGUAGE sql IMMUTABLE AS
 $$ SELECT CASE WHEN grantee = 'PUBLIC' THEN 'PUBLIC' ELSE quote_ident(grantee) END $$;
 
@@ -188,6 +189,47 @@ BEGIN
     -- Detaching the tail concurrently leaves a moment with no partition from tail_lo on: safe only while
     -- no row can have a created_at that late (a full period of margin).
     carve_safe := tail_lo IS NOT NULL AND NOT tail_rows AND tail_lo >= now() + outbox_partition_step(granularity);
+END;
+$$;
+
+-- The carve (V4): a detached tail holding only rows dated past the new partitions is attached
+-- again as the new tail.
+CREATE OR REPLACE FUNCTION outbox_partitions_carve(wanted timestamptz) RETURNS int
+    LANGUAGE plpgsql AS
+$$
+DECLARE
+    g text := (SELECT granularity FROM outbox_partitioning);
+    lo timestamptz := (SELECT max(hi) FROM outbox_partition_list() WHERE name <> 'outbox_events_p_tail');
+    created int := 0;
+    keep_tail bool := false;
+BEGIN
+    IF EXISTS (SELECT 1 FROM outbox_partition_list() WHERE name = 'outbox_events_p_tail') THEN
+        RAISE EXCEPTION 'outbox_events_p_tail is still attached';
+    END IF;
+    IF to_regclass('outbox_events_p_tail') IS NOT NULL THEN
+        -- Rows the new partitions would hold: attach it back, for the drain.
+        IF EXISTS (SELECT 1 FROM outbox_events_p_tail WHERE created_at < greatest(lo, wanted)) THEN
+            PERFORM outbox_partition_attach('outbox_events_p_tail', lo, NULL);
+            RETURN -1;
+        END IF;
+        -- Only rows dated past them (written by hand, a clock far ahead): the same table becomes
+        -- the new tail below, its rows kept, instead of a blocking drain every period.
+        keep_tail := EXISTS (SELECT 1 FROM outbox_events_p_tail);
+        IF NOT keep_tail THEN
+            DROP TABLE outbox_events_p_tail;
+        END IF;
+    END IF;
+    WHILE lo < wanted LOOP
+        PERFORM outbox_partition_add(outbox_partition_name(lo, g), lo, lo + outbox_partition_step(g));
+        lo := lo + outbox_partition_step(g);
+        created := created + 1;
+    END LOOP;
+    IF keep_tail THEN
+        PERFORM outbox_partition_attach('outbox_events_p_tail', lo, NULL);
+    ELSE
+        PERFORM outbox_partition_add('outbox_events_p_tail', lo, NULL);
+    END IF;
+    RETURN created;
 END;
 $$;
 

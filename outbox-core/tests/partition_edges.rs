@@ -142,6 +142,16 @@ async fn a_row_dated_far_ahead_stays_in_the_tail_without_a_partition_per_period(
         "{before} partitions, then {after}: {first:?}"
     );
     assert_eq!(second.drained, 0, "not drained again: {second:?}");
+    // The next period (one more partition ahead stands in for it): carved concurrently, the row
+    // kept in the tail, not drained under the exclusive lock.
+    db.execute(&format!(
+        "UPDATE outbox_partitioning SET ahead = {}",
+        Granularity::Hourly.default_ahead() + 1
+    ))
+    .await;
+    let next = db.maintain(&MaintainOptions::new()).await;
+    assert_eq!((next.created, next.drained), (1, 0), "{next:?}");
+    let after = db.partition_names().await.len();
     let kept: i64 = db
         .connect()
         .await
@@ -150,4 +160,45 @@ async fn a_row_dated_far_ahead_stays_in_the_tail_without_a_partition_per_period(
         .unwrap()
         .get(0);
     assert_eq!(kept, 1, "the row is kept");
+    assert_eq!(after, db.partition_names().await.len());
+}
+
+/// Retirement that fails on every run (here a view of the operator's on the table the conversion
+/// left behind keeps its drop from succeeding) does not stop partitions being made ahead: writers
+/// need them, retirement can wait. The error is still returned.
+#[tokio::test]
+async fn a_failing_retirement_does_not_stop_partitions_being_made_ahead() {
+    let db = TestDb::plain().await;
+    db.execute(
+        "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, processed_at)
+         VALUES ('order', 'o-1', 'order.test', '{}', now() - interval '1 hour');
+         CREATE VIEW report_published AS SELECT id FROM outbox_events WHERE processed_at IS NOT NULL;",
+    )
+    .await;
+    let mut client = db.connect().await;
+    partition::migrate_partitioned(&mut client, Granularity::Hourly, None)
+        .await
+        .expect("the conversion applies");
+    db.execute(&format!(
+        "UPDATE outbox_partitioning SET ahead = {}",
+        Granularity::Hourly.default_ahead() + 1
+    ))
+    .await;
+    let periods = async || {
+        let names = db.partition_names().await;
+        names.iter().filter(|n| !n.ends_with("_head")).count()
+    };
+    let before = periods().await;
+    let options = MaintainOptions::new().retention(Some(Duration::ZERO));
+    let failed = partition::maintain(&client, &options).await;
+    let failed = failed.expect_err("the legacy table's drop fails");
+    assert!(
+        outbox_core::error_chain(&failed).contains("outbox_events_legacy"),
+        "{failed}"
+    );
+    assert_eq!(
+        periods().await,
+        before + 1,
+        "the partition ahead is made all the same"
+    );
 }

@@ -178,11 +178,17 @@ async fn run(
     let mut report = MaintenanceReport::default();
     // Retirement first: it finishes an interrupted retirement's `DETACH … CONCURRENTLY`, and while
     // one is pending PostgreSQL refuses to detach the tail concurrently — `ahead` failed on it,
-    // every run, and never got to the retirement that would have finished it.
-    if let Some(retention) = options.retention {
-        retire::retire(client, retention, options.settle_timeout, &mut report).await?;
-    }
+    // every run, and never got to the retirement that would have finished it. Partitions are made
+    // ahead whether retirement succeeded or not (a view on the legacy table can make its drop fail
+    // on every run): writers need them; retirement can wait.
+    let retired = match options.retention {
+        Some(retention) => {
+            retire::retire(client, retention, options.settle_timeout, &mut report).await
+        }
+        None => Ok(()),
+    };
     ahead(client, options, &mut report).await?;
+    retired?;
     Ok(report)
 }
 
