@@ -102,3 +102,8 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
        retry_after IS NOT NULL AND retry_after > now() AS waiting_for_retry
   FROM outbox_events
  WHERE id = :id;
+
+-- Bounds the statements of the current transaction (the relay's gauge refresh): the server cancels
+-- one that runs longer, and the connection goes back to the pool free.
+--! limit_transaction_statements
+SELECT set_config('statement_timeout', :millis::text, true) AS applied;

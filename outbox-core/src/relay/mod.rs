@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use helpers::HelperTasks;
+use outbox_queries::queries::admin as admin_sql;
 use tokio_util::sync::CancellationToken;
 
 pub use batch::BatchReport;
@@ -384,11 +385,22 @@ impl<P: Publisher> Relay<P> {
     /// for a refresh in progress (a pool at its limit, a slow database).
     async fn refresh_gauges(self, metrics: RelayMetrics, shutdown: CancellationToken) {
         loop {
-            // Bounded: a refresh stuck behind a lock must not hold a connection (and freeze the
-            // gauges) for ever; `outbox_gauges_refreshed_timestamp_seconds` shows the gap.
-            let refresh = tokio::time::timeout(GAUGE_REFRESH_TIMEOUT, async {
-                let client = self.inner.pool.get().await?;
-                stats::stats(&**client).await
+            // Bounded: a refresh stuck behind a lock or on a huge backlog must not hold a
+            // connection (and freeze the gauges) for ever; `outbox_gauges_refreshed_timestamp_
+            // seconds` shows the gap. The server cancels the query (a timeout here alone would
+            // put the connection back in the pool with the query still running on it); the
+            // timeout here covers the network on top.
+            let refresh = tokio::time::timeout(GAUGE_REFRESH_TIMEOUT * 2, async {
+                let mut client = self.inner.pool.get().await?;
+                let tx = client.transaction().await?;
+                let millis = GAUGE_REFRESH_TIMEOUT.as_millis().to_string();
+                admin_sql::limit_transaction_statements()
+                    .bind(&tx, &millis)
+                    .one()
+                    .await?;
+                let s = stats::stats(&tx).await?;
+                tx.commit().await?;
+                Ok::<_, Error>(s)
             });
             tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -396,7 +408,7 @@ impl<P: Publisher> Relay<P> {
                     Ok(Ok(s)) => metrics.refresh(&s),
                     Ok(Err(e)) => tracing::warn!(error = %e, "could not refresh the outbox gauges"),
                     Err(_) => tracing::warn!(
-                        timeout_ms = GAUGE_REFRESH_TIMEOUT.as_millis() as u64,
+                        timeout_ms = (GAUGE_REFRESH_TIMEOUT * 2).as_millis() as u64,
                         "could not refresh the outbox gauges in time"
                     ),
                 },
