@@ -180,6 +180,76 @@ async fn shutdown_cuts_a_slow_publish_short_and_marks_the_earlier_waves() {
     assert_eq!(second.attempts, 0, "released without an attempt");
 }
 
+/// Publishes its first call, fails the second as a whole, and takes 10 s over every later one.
+#[derive(Default)]
+struct FailsThenSlow {
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl outbox_core::Publisher for FailsThenSlow {
+    type Error = std::io::Error;
+
+    async fn publish(
+        &self,
+        events: &[outbox_core::ClaimedEvent],
+    ) -> Result<Vec<outbox_core::PublishOutcome>, Self::Error> {
+        match self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => {}
+            1 => return Err(std::io::Error::other("injected whole failure")),
+            _ => tokio::time::sleep(Duration::from_secs(10)).await,
+        }
+        Ok(vec![outbox_core::PublishOutcome::Published; events.len()])
+    }
+}
+
+/// The same when the slow calls are the halves a whole failure is published again in: they are
+/// cut short too. They ran on until the grace period ended and the batch, first wave included,
+/// was rolled back.
+#[tokio::test]
+async fn shutdown_cuts_the_halving_of_a_failed_wave_short_too() {
+    let db = TestDb::new().await;
+    let publisher = Arc::new(FailsThenSlow::default());
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .concurrency(1)
+        .poll_interval(Duration::from_millis(50))
+        .shutdown_grace(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let client = db.pool().get().await.unwrap();
+    // Two aggregates of two events: two waves of two events in one batch.
+    let ids = emit_all(
+        &client,
+        &[
+            TestEvent::new("a", 1),
+            TestEvent::new("b", 1),
+            TestEvent::new("a", 2),
+            TestEvent::new("b", 2),
+        ],
+    )
+    .await
+    .unwrap();
+    let running = RunningRelay::start(&relay);
+    assert!(
+        eventually(Duration::from_secs(5), async || {
+            publisher.calls.load(std::sync::atomic::Ordering::SeqCst) == 3
+        })
+        .await,
+        "the halving of the failed second wave began"
+    );
+    running.stop().await;
+    for id in &ids[..2] {
+        assert!(
+            db.event(*id).await.processed_at.is_some(),
+            "the first wave's events are marked"
+        );
+    }
+    for id in &ids[2..] {
+        let e = db.event(*id).await;
+        assert!(e.processed_at.is_none());
+        assert_eq!(e.attempts, 0, "released without an attempt");
+    }
+}
+
 #[tokio::test]
 async fn shutdown_past_the_grace_period_releases_the_batch_and_marks_nothing() {
     let db = TestDb::new().await;

@@ -148,6 +148,7 @@ async fn in_transaction<P: Publisher>(
         vec![events]
     };
 
+    let grace = inner.config.shutdown_grace;
     let mut rec = Recorder::new(inner, ordered);
     let mut whole_failure: Option<Error> = None;
     let mut out_of_time = false;
@@ -191,8 +192,7 @@ async fn in_transaction<P: Publisher>(
             continue;
         }
         let publish = publish_guarded(&inner.publisher, &wave, deadline, overrun(publish_timeout));
-        let Some(guarded) = cut_at_shutdown(publish, stop, inner.config.shutdown_grace).await
-        else {
+        let Some(guarded) = cut_at_shutdown(publish, stop, grace).await else {
             // Shutting down, and this call would have outlasted the grace period: it is dropped
             // (its events are released and may be sent again) so that what the earlier waves
             // published is still marked before the grace period ends, not rolled back with it.
@@ -210,12 +210,16 @@ async fn in_transaction<P: Publisher>(
             Guarded::Done(Err(e)) => {
                 // An outage, or an event the publisher fails on every time: halves tell them
                 // apart (not for a wave holding an aggregate's events in order).
-                let isolated =
-                    if wave.len() > 1 && !(ordered && inner.publisher.keeps_aggregate_order()) {
-                        bisect(&inner.publisher, &wave, deadline, publish_timeout).await
-                    } else {
-                        None
-                    };
+                // Not at shutdown: the parts would be more calls (each cut short like the first).
+                let isolated = if wave.len() > 1
+                    && !(ordered && inner.publisher.keeps_aggregate_order())
+                    && !stop.is_some_and(CancellationToken::is_cancelled)
+                {
+                    let parts = bisect(&inner.publisher, &wave, deadline, publish_timeout);
+                    cut_at_shutdown(parts, stop, grace).await.flatten()
+                } else {
+                    None
+                };
                 match isolated {
                     Some(outcomes) => {
                         tracing::warn!(
@@ -249,9 +253,20 @@ async fn in_transaction<P: Publisher>(
                     events = wave.len(), panic = %message,
                     "the publisher panicked; publishing this wave one event at a time"
                 );
-                let outcomes =
-                    one_by_one(&inner.publisher, &wave, ordered, deadline, publish_timeout).await;
-                rec.record_all(&wave, outcomes, &mut report);
+                let singles =
+                    one_by_one(&inner.publisher, &wave, ordered, deadline, publish_timeout);
+                let singles = match stop.is_some_and(CancellationToken::is_cancelled) {
+                    // At shutdown: not one call per event; the wave waits for the next relay.
+                    true => None,
+                    false => cut_at_shutdown(singles, stop, grace).await,
+                };
+                match singles {
+                    Some(outcomes) => rec.record_all(&wave, outcomes, &mut report),
+                    None => {
+                        stopping = true;
+                        report.released += wave.len();
+                    }
+                }
             }
         }
     }
