@@ -41,7 +41,10 @@ pub struct MigrationReport {
 /// NOTIFY trigger and the consumer inbox table) to the database `client` is connected to.
 ///
 /// Idempotent: versions already applied (recorded in [`SCHEMA_HISTORY_TABLE`]) are skipped, so a
-/// second call changes nothing. Each migration runs in its own transaction.
+/// second call changes nothing. Each migration runs in its own transaction. The session holds an
+/// advisory lock meanwhile (and, on a database in a one-byte encoding other than UTF8, the client
+/// encoding `SQL_ASCII`), released when it returns: a call cut short (its future dropped) leaves
+/// them on the connection, so close it rather than give it back to a pool.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -70,10 +73,13 @@ async fn with_schema_lock<T>(
         .bind(client, &SCHEMA_LOCK_KEY)
         .one()
         .await?;
-    if bytes {
-        migrate::set_client_encoding_bytes().bind(client).await?;
+    let result = async {
+        if bytes {
+            migrate::set_client_encoding_bytes().bind(client).await?;
+        }
+        work(client).await
     }
-    let result = work(client).await;
+    .await;
     let reset = match bytes {
         true => migrate::reset_client_encoding()
             .bind(client)
