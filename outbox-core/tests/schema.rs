@@ -390,3 +390,27 @@ async fn a_created_at_the_relay_cannot_read_is_refused_on_both_layouts() {
         assert_eq!(claim_all(&db).await.len(), 1);
     }
 }
+
+/// Migrations from V7 on are ASCII: a database in a one-byte encoding takes the schema's SQL with
+/// the client encoding at SQL_ASCII, which stores bytes unchecked — a character beyond ASCII in a
+/// function's body would be stored as whatever those bytes mean in that encoding.
+#[test]
+fn migrations_from_v7_on_are_ascii() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let version: u32 = name
+            .strip_prefix('V')
+            .and_then(|n| n.split("__").next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("a migration's name: {name}"));
+        if version >= 7 {
+            let sql = std::fs::read_to_string(&path).unwrap();
+            assert!(sql.is_ascii(), "{name} holds characters beyond ASCII");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 1);
+}
