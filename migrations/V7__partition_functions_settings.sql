@@ -14,6 +14,8 @@
 -- 4. A row dated far ahead (past the partitions made ahead) stays in the tail: the drain made one
 --    partition per period up to it, and counted it as rows to drain on every run; the carve of each
 --    new period keeps it in the tail instead of draining it under the exclusive lock.
+-- 5. The tail is detached concurrently only once the transactions holding the table have ended
+--    (outbox_events_lockers): meanwhile it is "detach pending" and takes no row.
 
 SET LOCAL lock_timeout = '5s';
 
@@ -262,6 +264,23 @@ BEGIN
     DROP TABLE outbox_events_p_drained;
     RETURN moved;
 END;
+$$;
+
+-- The transactions (virtual ids; prepared ones too) holding a lock on outbox_events or one of its
+-- partitions, this session's excluded. `DETACH ... CONCURRENTLY` of the tail waits for every one of
+-- them with the tail "detach pending" meanwhile, when no row dated at or after its start can be
+-- written: maintenance carves the tail only once those it saw have ended (a pg_dump holding the
+-- table for hours made writers fail once time reached the tail).
+CREATE OR REPLACE FUNCTION outbox_events_lockers() RETURNS text[]
+    LANGUAGE sql VOLATILE AS
+$$
+SELECT coalesce(array_agg(DISTINCT l.virtualtransaction), '{}')
+  FROM pg_locks l
+ WHERE l.locktype = 'relation' AND l.granted
+   AND l.pid IS DISTINCT FROM pg_backend_pid()
+   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+   AND (l.relation = 'outbox_events'::regclass
+        OR l.relation IN (SELECT i.inhrelid FROM pg_inherits i WHERE i.inhparent = 'outbox_events'::regclass))
 $$;
 
 -- Every outbox_partition* function, those above included, with the settings they assume.

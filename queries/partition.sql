@@ -82,3 +82,8 @@ SELECT p.granularity,
        p.kept_partitions, p.kept_events, p.maintained_at,
        to_regclass('outbox_events_legacy') IS NOT NULL AS legacy_table
   FROM outbox_partitioning p;
+
+-- The transactions holding outbox_events or a partition (V7): the tail is detached concurrently
+-- only once those seen have ended.
+--! table_lockers
+SELECT outbox_events_lockers() AS lockers;

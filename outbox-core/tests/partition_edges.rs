@@ -202,3 +202,45 @@ async fn a_failing_retirement_does_not_stop_partitions_being_made_ahead() {
         "the partition ahead is made all the same"
     );
 }
+
+/// A transaction that holds the table (a long report, pg_dump) no longer makes maintenance detach
+/// the tail concurrently: the detach waited for it, with the tail "detach pending" all along —
+/// taking no row dated at or after its start — and the run stuck. Maintenance now leaves the tail
+/// for a later run, and carves it once the transaction has ended.
+#[tokio::test]
+async fn a_long_transaction_on_the_table_leaves_the_tail_attached() {
+    let db = TestDb::partitioned(Granularity::Hourly).await;
+    let holder = db.connect().await;
+    holder
+        .batch_execute("BEGIN; SELECT count(*) FROM outbox_events;")
+        .await
+        .unwrap();
+    db.execute(&format!(
+        "UPDATE outbox_partitioning SET ahead = {}",
+        Granularity::Hourly.default_ahead() + 1
+    ))
+    .await;
+    let client = db.connect().await;
+    let options = MaintainOptions::new().settle_timeout(Duration::from_millis(300));
+    let left = tokio::time::timeout(
+        Duration::from_secs(10),
+        partition::maintain(&client, &options),
+    )
+    .await
+    .expect("maintenance does not wait for the transaction")
+    .expect("maintenance runs");
+    assert_eq!(left.created, 0, "{left:?}");
+    let pending: i64 = client
+        .query_one(
+            "SELECT count(*) FROM outbox_partition_list() WHERE detach_pending",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(pending, 0, "no partition is left detach pending");
+
+    holder.batch_execute("COMMIT").await.unwrap();
+    let carved = partition::maintain(&client, &options).await.unwrap();
+    assert_eq!(carved.created, 1, "{carved:?}");
+}

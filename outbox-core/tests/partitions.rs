@@ -167,6 +167,16 @@ async fn maintenance_creates_partitions_ahead_and_drains_the_tail() {
     assert_eq!(table, "outbox_events_p_tail");
     let stats = partition::partition_stats(&client).await.unwrap().unwrap();
     assert_eq!(stats.tail_events, 1);
+    // A row dated past the partitions maintenance wants stays in the tail (V7: no partition per
+    // period up to a row far ahead)...
+    assert_eq!(maintain(&db, None).await.drained, 0);
+    // ...and is drained once they reach it: the time of a maintenance outage, here stood in for by
+    // more partitions ahead.
+    db.execute(&format!(
+        "UPDATE outbox_partitioning SET ahead = {}",
+        5 * 24 + 2
+    ))
+    .await;
     let r = maintain(&db, None).await;
     assert_eq!(r.drained, 1, "{r:?}");
     assert!(r.created >= 5 * 24 - (AHEAD + 4), "{r:?}");

@@ -33,6 +33,8 @@ pub struct MaintainOptions {
     /// How long retirement waits for the transactions that began before an expired partition's
     /// end (they may still write into it) to finish; partitions still waiting then are left for
     /// the next run and listed in [`MaintenanceReport::waiting`]. Nothing is locked meanwhile.
+    /// Also how long making partitions ahead waits for the transactions holding the table to end
+    /// before it detaches the tail (otherwise it leaves that for the next run).
     pub settle_timeout: Duration,
 }
 
@@ -217,6 +219,15 @@ async fn ahead(
         Some(_) if tail.tail_rows == Some(true) => drain(client, wanted, options, report).await,
         Some(lo) if lo >= wanted => Ok(()),
         Some(_) if tail.carve_safe == Some(true) => {
+            if !lockers_end(client, options.settle_timeout).await? {
+                // Rows keep going into the attached tail; the next run tries again (and should
+                // maintenance not get through for `ahead` periods, the drain moves them).
+                tracing::info!(
+                    "partition maintenance left the tail for the next run: a transaction has held \
+                     outbox_events longer than the settle timeout (a long report, pg_dump)"
+                );
+                return Ok(());
+            }
             ddl::detach_concurrently(client, TAIL).await?;
             carve(client, wanted, options, report).await
         }
@@ -266,6 +277,31 @@ async fn drain(
     );
     Ok(())
 }
+
+/// Whether every transaction now holding `outbox_events` (or a partition) ends within `wait`.
+/// `DETACH … CONCURRENTLY` of the tail waits for all of them, and the tail takes no row while it
+/// waits: a transaction that holds the table for hours (pg_dump) would have made every writer of
+/// a row at or after the tail's start fail, once time got there.
+pub(super) async fn lockers_end(
+    client: &tokio_postgres::Client,
+    wait: Duration,
+) -> Result<bool, Error> {
+    let seen = sql::table_lockers().bind(client).one().await?;
+    let deadline = tokio::time::Instant::now().checked_add(wait);
+    loop {
+        let now = sql::table_lockers().bind(client).one().await?;
+        if !seen.iter().any(|t| now.contains(t)) {
+            return Ok(true);
+        }
+        if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+            return Ok(false);
+        }
+        tokio::time::sleep(LOCKERS_POLL).await;
+    }
+}
+
+/// How often [`lockers_end`] looks again.
+const LOCKERS_POLL: Duration = Duration::from_millis(25);
 
 async fn partition_count(client: &tokio_postgres::Client) -> Result<usize, Error> {
     Ok(sql::partition_list().bind(client).all().await?.len())

@@ -37,6 +37,10 @@ pub(super) async fn retire(
             });
         } else if p.settling {
             report.waiting.push(p.name);
+        } else if !super::maintain::lockers_end(client, settle_timeout).await? {
+            // A transaction holds the table (pg_dump, a long report): the detach would wait for
+            // it, holding this run (and the maintenance lock) that long.
+            report.waiting.push(p.name);
         } else {
             ddl::detach_concurrently(client, &p.name).await?;
             drop_detached(client, &p, retention_secs, report).await?;
