@@ -301,7 +301,7 @@ pub(super) async fn lockers_end(
 }
 
 /// How often [`lockers_end`] looks again.
-const LOCKERS_POLL: Duration = Duration::from_millis(25);
+const LOCKERS_POLL: Duration = Duration::from_millis(5);
 
 async fn partition_count(client: &tokio_postgres::Client) -> Result<usize, Error> {
     Ok(sql::partition_list().bind(client).all().await?.len())
