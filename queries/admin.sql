@@ -18,7 +18,8 @@ SELECT
       WHERE processed_at IS NULL AND dead_lettered_at IS NULL AND retry_after > now()) AS waiting_retry,
     (SELECT count(*) FROM outbox_events
       WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) AS dead_letters,
-    (SELECT extract(epoch FROM now() - created_at)::float8 FROM outbox_events
+    -- Never negative: a row dated ahead (written by hand, a clock ahead) is not "-86400 s old".
+    (SELECT greatest(extract(epoch FROM now() - created_at), 0)::float8 FROM outbox_events
       WHERE processed_at IS NULL AND dead_lettered_at IS NULL
       ORDER BY seq LIMIT 1) AS oldest_pending_age_secs,
     (SELECT count(*) FROM (SELECT DISTINCT aggregate_type, aggregate_id FROM outbox_events

@@ -1,5 +1,6 @@
 //! `outbox cleanup`.
 
+use crate::output::out;
 use std::time::Duration;
 
 use crate::{Failure, db};
@@ -17,14 +18,14 @@ pub async fn run(
     let client = db::connect(url).await?;
     if let Some(older_than) = older_than {
         let deleted = outbox_core::cleanup(&client, older_than).await?;
-        println!(
+        out!(
             "deleted {deleted} processed events older than {}",
             crate::duration::display(older_than)
         );
     }
     if let Some(older_than) = inbox_older_than {
         let deleted = outbox_core::cleanup_inbox(&client, older_than).await?;
-        println!(
+        out!(
             "deleted {deleted} inbox records (processed_events) older than {}",
             crate::duration::display(older_than)
         );

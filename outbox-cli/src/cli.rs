@@ -261,8 +261,15 @@ pub struct FilterArgs {
     pub aggregate_id: Option<String>,
 }
 
-/// Which dead letters a retry or purge applies to.
+/// Which dead letters a retry or purge applies to: at least one of ids, a filter or `--all` (a
+/// usage error otherwise, exit 2).
 #[derive(Debug, Clone, Args)]
+#[command(group(
+    clap::ArgGroup::new("which")
+        .required(true)
+        .multiple(true)
+        .args(["ids", "event_type", "aggregate_type", "aggregate_id", "all"])
+))]
 pub struct SelectArgs {
     /// Event ids.
     pub ids: Vec<Uuid>,

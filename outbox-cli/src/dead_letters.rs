@@ -1,5 +1,6 @@
 //! `outbox dead-letters list | retry | purge`.
 
+use crate::output::out;
 use std::io::{BufRead, IsTerminal, Write};
 
 use outbox_core::DeadLetterFilter;
@@ -41,16 +42,20 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             let client = db::connect(url).await?;
             let rows = outbox_core::list_dead_letters(&client, &filter(&args), limit).await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                out!("{}", serde_json::to_string_pretty(&rows)?);
                 return Ok(());
             }
             if rows.is_empty() {
-                println!("no dead letters");
+                out!("no dead letters");
                 return Ok(());
             }
-            println!(
+            out!(
                 "{:<36}  {:<24}  {:<28}  {:>8}  {:<20}  last error",
-                "event id", "event type", "aggregate", "attempts", "dead since"
+                "event id",
+                "event type",
+                "aggregate",
+                "attempts",
+                "dead since"
             );
             for r in rows {
                 let aggregate = printable(&format!("{}/{}", r.aggregate_type, r.aggregate_id));
@@ -61,7 +66,7 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
                         .take(80)
                         .collect::<String>(),
                 );
-                println!(
+                out!(
                     "{:<36}  {:<24}  {:<28}  {:>8}  {:<20}  {error}",
                     r.id,
                     printable(&r.event_type),
@@ -76,9 +81,9 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             let f = selection(&args)?;
             let client = db::connect(url).await?;
             let ids = outbox_core::retry_dead_letters(&client, &f).await?;
-            println!("retried {} dead letters", ids.len());
+            out!("retried {} dead letters", ids.len());
             for id in &ids {
-                println!("{id}");
+                out!("{id}");
             }
             unmatched(&args.ids, &ids)
         }
@@ -89,7 +94,7 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             // filter by the time the operator answers.
             let ids = outbox_core::dead_letter_ids(&client, &f).await?;
             if ids.is_empty() {
-                println!("no dead letters match; nothing deleted");
+                out!("no dead letters match; nothing deleted");
                 return unmatched(&select.ids, &ids);
             }
             // Named ids that are not dead letters fail the command before anything is deleted.
@@ -101,21 +106,21 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
                     "delete these {} dead letters for good?",
                     ids.len()
                 ))? {
-                    println!("nothing deleted");
+                    out!("nothing deleted");
                     return Ok(());
                 }
             }
             let purged = outbox_core::purge_dead_letter_ids(&client, &ids).await?;
-            println!("purged {} dead letters", purged.len());
+            out!("purged {} dead letters", purged.len());
             if purged.len() < ids.len() {
-                println!(
+                out!(
                     "{} of those shown were no longer dead letters (retried or removed meanwhile) \
                      and were kept",
                     ids.len() - purged.len()
                 );
             }
             for id in purged {
-                println!("{id}");
+                out!("{id}");
             }
             Ok(())
         }
@@ -181,7 +186,7 @@ async fn show_purge<C: outbox_core::GenericClient>(
                 .take(60)
                 .collect::<String>(),
         );
-        println!(
+        out!(
             "{}  {}  {}  {error}",
             r.id,
             printable(&r.event_type),
@@ -189,7 +194,7 @@ async fn show_purge<C: outbox_core::GenericClient>(
         );
     }
     if ids.len() > PURGE_SHOWN {
-        println!("… and {} more", ids.len() - PURGE_SHOWN);
+        out!("… and {} more", ids.len() - PURGE_SHOWN);
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ mod help;
 mod logging;
 mod metrics_server;
 mod migrate;
+mod output;
 mod partitions;
 mod relay;
 mod stats;

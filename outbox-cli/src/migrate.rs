@@ -1,6 +1,7 @@
 //! `outbox migrate`.
 
 use crate::cli::MigrateArgs;
+use crate::output::out;
 use crate::{Failure, db};
 
 /// Applies the schema (and with `--partitioned` the partitioned layout) and says what it did.
@@ -13,10 +14,10 @@ pub async fn run(url: Option<&str>, args: MigrateArgs) -> Result<(), Failure> {
         }
     };
     if report.applied.is_empty() {
-        println!("schema is up to date");
+        out!("schema is up to date");
     } else {
         for m in &report.applied {
-            println!("applied {m}");
+            out!("applied {m}");
         }
     }
     Ok(())

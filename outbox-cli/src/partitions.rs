@@ -1,5 +1,6 @@
 //! `outbox partitions maintain | list`.
 
+use crate::output::out;
 use outbox_core::partition::{self, MaintainOptions};
 
 use crate::cli::PartitionsCommand;
@@ -21,30 +22,31 @@ pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failur
                 .settle_timeout(settle_timeout);
             let r = partition::maintain(&client, &options).await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
+                out!("{}", serde_json::to_string_pretty(&r)?);
             } else if r.skipped {
-                println!("another maintainer is at work; nothing done");
+                out!("another maintainer is at work; nothing done");
             } else {
-                println!("created {} partitions ahead", r.created);
+                out!("created {} partitions ahead", r.created);
                 if r.drained > 0 {
-                    println!("moved {} events out of the tail partition", r.drained);
+                    out!("moved {} events out of the tail partition", r.drained);
                 }
                 for name in &r.dropped {
-                    println!("dropped {name}");
+                    out!("dropped {name}");
                 }
                 for k in &r.kept {
-                    println!(
+                    out!(
                         "kept {} past the retention: {} pending events or dead letters",
-                        k.name, k.leftovers
+                        k.name,
+                        k.leftovers
                     );
                 }
                 for name in &r.waiting {
-                    println!(
+                    out!(
                         "left {name} for the next run: a transaction that began before its end is still open"
                     );
                 }
                 if r.legacy_dropped {
-                    println!("dropped outbox_events_legacy");
+                    out!("dropped outbox_events_legacy");
                 }
             }
         }
@@ -56,7 +58,7 @@ pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failur
             }
             let list = partition::list_partitions(&client).await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&list)?);
+                out!("{}", serde_json::to_string_pretty(&list)?);
                 return Ok(());
             }
             let bound = |b: Option<chrono::DateTime<chrono::Utc>>, open: &str| {
@@ -65,9 +67,12 @@ pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failur
                     |t| t.format("%Y-%m-%d %H:%M").to_string(),
                 )
             };
-            println!(
+            out!(
                 "{:<28} {:<17} {:<17} {:>12}",
-                "partition", "from", "to", "rows (est.)"
+                "partition",
+                "from",
+                "to",
+                "rows (est.)"
             );
             for p in &list {
                 let pending = if p.detach_pending {
@@ -75,7 +80,7 @@ pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failur
                 } else {
                     ""
                 };
-                println!(
+                out!(
                     "{:<28} {:<17} {:<17} {:>12}{pending}",
                     p.name,
                     bound(p.lo, "MINVALUE"),

@@ -1,5 +1,6 @@
 //! `outbox stats`.
 
+use crate::output::out;
 use crate::{Failure, db};
 
 /// Prints the outbox's state as a table or JSON.
@@ -12,34 +13,33 @@ pub async fn run(url: Option<&str>, json: bool) -> Result<(), Failure> {
         if let (Some(p), Some(object)) = (&partitions, value.as_object_mut()) {
             object.insert("partitions".into(), serde_json::to_value(p)?);
         }
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        out!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
     let age = s
         .oldest_pending_age_secs
         .map_or_else(|| "-".to_string(), |a| format!("{a:.1}s"));
-    println!("pending                  {:>10}", s.pending);
-    println!("  due now                {:>10}", s.due_now);
-    println!("  waiting for retry      {:>10}", s.waiting_retry);
-    println!("dead letters             {:>10}", s.dead_letters);
-    println!("oldest pending age       {age:>10}");
-    println!("blocked aggregates       {:>10}", s.blocked_aggregates);
-    println!("published (last hour)    {:>10}", s.published_last_hour);
+    out!("pending                  {:>10}", s.pending);
+    out!("  due now                {:>10}", s.due_now);
+    out!("  waiting for retry      {:>10}", s.waiting_retry);
+    out!("dead letters             {:>10}", s.dead_letters);
+    out!("oldest pending age       {age:>10}");
+    out!("blocked aggregates       {:>10}", s.blocked_aggregates);
+    out!("published (last hour)    {:>10}", s.published_last_hour);
     if let Some(p) = partitions {
-        println!(
-            "partitions ({:<6})      {:>10}",
-            p.granularity, p.partitions
-        );
-        println!(
+        let label = format!("partitions ({})", p.granularity);
+        out!("{label:<25}{:>10}", p.partitions);
+        out!(
             "  kept past retention    {:>10}  ({} pending events or dead letters hold them)",
-            p.kept_partitions, p.kept_events
+            p.kept_partitions,
+            p.kept_events
         );
-        println!(
+        out!(
             "  events in the tail     {:>10}  (written past the partitions made ahead)",
             p.tail_events
         );
         if p.legacy_table {
-            println!(
+            out!(
                 "  outbox_events_legacy   {:>10}  (dropped once past the retention)",
                 "present"
             );

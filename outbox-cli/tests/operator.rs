@@ -124,6 +124,37 @@ async fn purge_with_yes_deletes_what_matched_in_batches() {
     assert!(!exists(&db, ids[0]).await && !exists(&db, ids[2_499]).await);
 }
 
+/// A listing read by `head` (stdout closed after a line) and a purge whose output is cut off
+/// finish their work and exit 0. `println!` panicked (exit 101, and a backtrace with
+/// `RUST_BACKTRACE` set).
+#[tokio::test]
+async fn output_into_a_closed_pipe_ends_quietly_and_the_work_is_done() {
+    let db = TestDb::new().await;
+    let aggregates: Vec<String> = (0..3_000).map(|i| format!("agg-{i}")).collect();
+    let refs: Vec<&str> = aggregates.iter().map(String::as_str).collect();
+    let ids = dead_letters(&db, &refs).await;
+    for args in [
+        &["dead-letters", "list", "--limit", "3000"][..],
+        &["dead-letters", "purge", "--all", "--yes"][..],
+    ] {
+        let mut child = outbox(&db)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let mut first = [0u8; 16];
+        stdout.read_exact(&mut first).unwrap();
+        drop(stdout); // as `head -c 16` does
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    assert!(!exists(&db, ids[0]).await && !exists(&db, ids[2_999]).await);
+}
+
 /// An event id given to `retry` or `purge` that is not a dead letter (mistyped, or published) fails
 /// the command, naming it; `purge` then deletes nothing, `retry` still retries the others.
 #[tokio::test]
@@ -263,6 +294,22 @@ async fn a_duration_that_overflows_is_a_usage_error() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{bad}: {stderr}");
         assert!(stderr.contains("too large"), "{bad}: {stderr}");
+    }
+}
+
+/// `retry` or `purge` without ids, a filter or `--all` is a usage error (exit 2, as `--help` says
+/// of usage errors), not a failure (it exited 1).
+#[tokio::test]
+async fn retry_or_purge_without_a_selection_is_a_usage_error() {
+    let db = TestDb::new().await;
+    for command in ["retry", "purge"] {
+        let out = outbox(&db)
+            .args(["dead-letters", command])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert!(stderr.contains("--all"), "{command}: {stderr}");
     }
 }
 

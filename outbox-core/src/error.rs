@@ -198,9 +198,13 @@ impl<K: Kind> StdError for Error<K> {
 
 impl From<tokio_postgres::Error> for Error {
     fn from(e: tokio_postgres::Error) -> Self {
-        let message = match e.code() {
-            Some(code) => format!("SQLSTATE {}", code.code()),
-            None => "connection or protocol failure".to_string(),
+        // The server's own words (tokio-postgres' `Display` says only "db error"): what a log line
+        // needs to tell "permission denied" from "out of shared memory". Not its detail, which can
+        // quote a row's values.
+        let message = match (e.code(), e.as_db_error()) {
+            (Some(code), Some(db)) => format!("SQLSTATE {}: {}", code.code(), db.message()),
+            (Some(code), None) => format!("SQLSTATE {}", code.code()),
+            (None, _) => "connection or protocol failure".to_string(),
         };
         Error::new(ErrorKind::Database, message).with_source(e)
     }

@@ -113,7 +113,11 @@ pub async fn check_relay_database(
         )
         .await?
     {
-        return Err(grant("DELETE ON outbox_events (needed by --retention)"));
+        // The reason outside the statement: it must paste into psql as it is.
+        return Err(config(format!(
+            "role {user} lacks DELETE ON outbox_events, needed by the retention (--retention): run \
+             `GRANT DELETE ON outbox_events TO {user};` (see the README, Least privilege)"
+        )));
     }
     Ok(DatabaseReport {
         user,

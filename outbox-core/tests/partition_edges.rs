@@ -160,6 +160,12 @@ async fn a_row_dated_far_ahead_stays_in_the_tail_without_a_partition_per_period(
         .unwrap()
         .get(0);
     assert_eq!(kept, 1, "the row is kept");
+    let stats = outbox_core::stats(&db.connect().await).await.unwrap();
+    assert_eq!(
+        stats.oldest_pending_age_secs,
+        Some(0.0),
+        "a row dated ahead is not of a negative age"
+    );
     assert_eq!(after, db.partition_names().await.len());
 }
 

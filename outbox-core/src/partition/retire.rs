@@ -48,7 +48,12 @@ pub(super) async fn retire(
     }
     orphans(client, retention_secs, report).await?;
     if !report.kept.is_empty() {
-        tracing::warn!(kept = ?report.kept,
+        let kept: Vec<String> = report
+            .kept
+            .iter()
+            .map(|k| format!("{} ({} leftovers)", k.name, k.leftovers))
+            .collect();
+        tracing::warn!(kept = %kept.join(", "),
             "partition maintenance kept expired partitions that still hold pending events or dead letters");
     }
     if !report.waiting.is_empty() {
