@@ -16,10 +16,27 @@
 --    new period keeps it in the tail instead of draining it under the exclusive lock.
 -- 5. The tail is detached concurrently only once the transactions holding the table have ended
 --    (outbox_events_lockers): meanwhile it is "detach pending" and takes no row.
+-- 6. Rows written before V6 with a created_at the relay cannot read ('infinity', a year past 9999):
+--    as the oldest pending row, one failed every claim. Each is dead-lettered (unless published),
+--    its time kept in last_error, and dated at the edge of the readable range; V6's check is then
+--    validated (one scan, which blocks no writer).
 
 SET LOCAL lock_timeout = '5s';
 
 UPDATE outbox_partitioning SET ahead = 2 WHERE ahead < 2;
+
+UPDATE outbox_events
+   SET last_error = CASE WHEN processed_at IS NULL
+                         THEN 'created_at ' || created_at::text
+                              || ' cannot be read (years 1 to 9999): dead-lettered by migration V7'
+                         ELSE last_error END,
+       dead_lettered_at = CASE WHEN processed_at IS NULL THEN coalesce(dead_lettered_at, now())
+                               ELSE dead_lettered_at END,
+       created_at = CASE WHEN created_at < '0001-01-01 00:00:00+00'
+                         THEN '0001-01-01 00:00:00+00'::timestamptz
+                         ELSE '9999-12-31 00:00:00+00'::timestamptz END
+ WHERE NOT (created_at >= '0001-01-01 00:00:00+00' AND created_at < '10000-01-01 00:00:00+00');
+ALTER TABLE outbox_events VALIDATE CONSTRAINT outbox_events_created_at_in_range;
 ALTER TABLE outbox_partitioning DROP CONSTRAINT IF EXISTS outbox_partitioning_ahead_check;
 ALTER TABLE outbox_partitioning ADD CONSTRAINT outbox_partitioning_ahead_check CHECK (ahead BETWEEN 2 AND 1000);
 

@@ -250,3 +250,57 @@ async fn a_long_transaction_on_the_table_leaves_the_tail_attached() {
     let carved = partition::maintain(&client, &options).await.unwrap();
     assert_eq!(carved.created, 1, "{carved:?}");
 }
+
+/// A row written before V6 with a created_at the relay cannot read (`'infinity'`, here on both
+/// layouts) failed every claim as the oldest pending row: the relay published nothing. V7
+/// dead-letters it with the reason, dates it within the readable range and validates V6's check.
+#[tokio::test]
+async fn an_unreadable_created_at_from_before_v6_is_dead_lettered_and_the_relay_runs() {
+    for partitioned in [false, true] {
+        let db = TestDb::empty().await;
+        let mut client = db.connect().await;
+        outbox_core::migrate_up_to(&mut client, 5).await.unwrap();
+        if partitioned {
+            client
+                .batch_execute("SELECT outbox_partitions_convert('hourly', 12)")
+                .await
+                .unwrap();
+        }
+        client
+            .batch_execute(
+                "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, created_at)
+                 VALUES ('order', 'o-1', 'order.test', '{}', 'infinity'),
+                        ('order', 'o-2', 'order.test', '{}', now())",
+            )
+            .await
+            .unwrap();
+        outbox_core::migrate(&mut client).await.unwrap();
+        let publisher = std::sync::Arc::new(outbox_tests::RecordingPublisher::new());
+        let relay = outbox_core::Relay::builder(db.pool().clone(), publisher.clone())
+            .build()
+            .unwrap();
+        let report = relay.run_once().await.expect("the claim reads every row");
+        assert_eq!(report.published, 1, "partitioned: {partitioned}");
+        let row = client
+            .query_one(
+                "SELECT last_error, dead_lettered_at IS NOT NULL FROM outbox_events
+                  WHERE aggregate_id = 'o-1'",
+                &[],
+            )
+            .await
+            .unwrap();
+        let (error, dead): (String, bool) = (row.get(0), row.get(1));
+        assert!(dead, "partitioned: {partitioned}");
+        assert!(error.contains("created_at infinity"), "{error}");
+        let validated: bool = client
+            .query_one(
+                "SELECT bool_and(convalidated) FROM pg_constraint
+                  WHERE conname = 'outbox_events_created_at_in_range'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(validated, "partitioned: {partitioned}");
+    }
+}
