@@ -23,7 +23,7 @@ pub fn line(line: std::fmt::Arguments<'_>) {
     }
 }
 
-/// `println!` through [`line`].
+/// `println!` through [`line()`].
 macro_rules! out {
     () => {
         $crate::output::line(format_args!(""))

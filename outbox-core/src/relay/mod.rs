@@ -74,7 +74,7 @@ pub(crate) struct Inner<P> {
     /// the claim after the waiting barrier, a full claim that leaves more behind.
     wake: Arc<tokio::sync::Notify>,
     /// Whether the database's encoding stores any text (UTF8, SQL_ASCII); read with the first
-    /// failure to record (see [`batch`]'s `storable`).
+    /// failure to record (`batch.rs`, `storable`).
     any_text: tokio::sync::OnceCell<bool>,
     housekeeping_interval: Duration,
 }
