@@ -285,24 +285,27 @@ async fn relay_delivers_serves_metrics_logs_safely_and_stops_on_sigterm() {
     let want: std::collections::HashSet<String> = ids.iter().map(|i| i.to_string()).collect();
     assert_eq!(got, want, "every event delivered");
 
-    // Metrics after a known run: 40 published, nothing pending.
-    let mut metrics = String::new();
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(5) {
-        metrics = http_get(&addr, "/metrics");
-        if metrics.contains("outbox_pending_events 0\n") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(metrics.starts_with("HTTP/1.1 200 OK"), "{metrics}");
-    for line in [
+    // Metrics after a known run: 40 published, nothing pending. SQS has the messages before the
+    // batch commits and counts them, and the gauges start at 0 before their first refresh: wait
+    // for the counters, then for a refresh after them.
+    let expected = [
         r#"outbox_events_published_total{event_type="order.test"} 40"#,
         "outbox_pending_events 0",
         "outbox_dead_letter_events 0",
         "outbox_blocked_aggregates 0",
         "outbox_commit_to_publish_seconds_count 40",
-    ] {
+    ];
+    let mut metrics = String::new();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(15) {
+        metrics = http_get(&addr, "/metrics");
+        if expected.iter().all(|e| metrics.lines().any(|l| l == *e)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(metrics.starts_with("HTTP/1.1 200 OK"), "{metrics}");
+    for line in expected {
         assert!(
             metrics.lines().any(|l| l == line),
             "missing `{line}` in\n{metrics}"
