@@ -310,6 +310,7 @@ mod routing;
 mod s3;
 mod sdk_error;
 mod settle;
+mod sigv4;
 mod signer;
 mod sns;
 mod sqs_json;

@@ -11,6 +11,8 @@ use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvid
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
 
+use crate::sigv4::{SigningKeys, fast_sign};
+
 /// Credentials are fetched again this long before they expire (or, for credentials that live
 /// shorter, after half of what was left of their life when fetched)...
 const REFRESH_BEFORE_EXPIRY: Duration = Duration::from_secs(300);
@@ -71,6 +73,8 @@ pub(crate) struct Signer {
     failed: Mutex<Option<(SystemTime, String)>>,
     /// Serialises refreshes: one provider call at a time, not one per batch.
     refreshing: tokio::sync::Mutex<()>,
+    /// The signing key of the day, for [`fast_sign`].
+    keys: SigningKeys,
 }
 
 impl fmt::Debug for Signer {
@@ -128,6 +132,7 @@ impl Signer {
             region,
             service,
             cached: Mutex::new(None),
+            keys: SigningKeys::default(),
             failed: Mutex::new(None),
             refreshing: tokio::sync::Mutex::new(()),
         }
@@ -247,37 +252,54 @@ impl Signer {
         time: SystemTime,
     ) -> Result<(), SignError> {
         let credentials = self.credentials(SystemTime::now()).await?;
-        let identity = credentials.into();
-        let params = v4::SigningParams::builder()
-            .identity(&identity)
-            .region(&self.region)
-            .name(self.service)
-            .time(time)
-            .settings(SigningSettings::default())
-            .build()
-            .map_err(|e| SignError::Signing(e.to_string()))?
-            .into();
-        let mut headers = Vec::with_capacity(request.headers().len());
-        for (name, value) in request.headers() {
-            let value = value
-                .to_str()
-                .map_err(|e| SignError::Signing(format!("header `{name}`: {e}")))?;
-            headers.push((name.as_str(), value));
+        let region = self.region.as_str();
+        if fast_sign(request, body, time, &credentials, region, self.service, &self.keys).is_some()
+        {
+            return Ok(());
         }
-        let uri = request.uri().to_string();
-        let signable = SignableRequest::new(
-            request.method().as_str(),
-            &uri,
-            headers.into_iter(),
-            SignableBody::Bytes(body),
-        )
-        .map_err(|e| SignError::Signing(e.to_string()))?;
-        let (instructions, _) = sign(signable, &params)
-            .map_err(|e| SignError::Signing(e.to_string()))?
-            .into_parts();
-        instructions.apply_to_request_http1x(request);
-        Ok(())
+        general_sign(request, body, time, credentials, region, self.service)
     }
+}
+
+/// Signs `request` with `aws-sigv4` (any request; [`fast_sign`] handles the transport's usual one).
+pub(crate) fn general_sign(
+    request: &mut http::Request<()>,
+    body: &[u8],
+    time: SystemTime,
+    credentials: Credentials,
+    region: &str,
+    service: &str,
+) -> Result<(), SignError> {
+    let identity = credentials.into();
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region(region)
+        .name(service)
+        .time(time)
+        .settings(SigningSettings::default())
+        .build()
+        .map_err(|e| SignError::Signing(e.to_string()))?
+        .into();
+    let mut headers = Vec::with_capacity(request.headers().len());
+    for (name, value) in request.headers() {
+        let value = value
+            .to_str()
+            .map_err(|e| SignError::Signing(format!("header `{name}`: {e}")))?;
+        headers.push((name.as_str(), value));
+    }
+    let uri = request.uri().to_string();
+    let signable = SignableRequest::new(
+        request.method().as_str(),
+        &uri,
+        headers.into_iter(),
+        SignableBody::Bytes(body),
+    )
+    .map_err(|e| SignError::Signing(e.to_string()))?;
+    let (instructions, _) = sign(signable, &params)
+        .map_err(|e| SignError::Signing(e.to_string()))?
+        .into_parts();
+    instructions.apply_to_request_http1x(request);
+    Ok(())
 }
 
 #[cfg(test)]
