@@ -18,6 +18,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::capture_connection;
 use hyper_util::rt::TokioExecutor;
 
 use crate::answer::BatchAnswer;
@@ -321,12 +322,21 @@ impl DirectSqs {
             .await
             .map_err(DirectError::Sign)?;
         let (parts, ()) = request.into_parts();
+        let mut request = http::Request::from_parts(parts, Full::new(body));
+        let connection = capture_connection(&mut request);
         let response = self
             .client
-            .request(http::Request::from_parts(parts, Full::new(body)))
+            .request(request)
             .await
             .map_err(|e| DirectError::Transport(Box::new(e)))?;
         let status = response.status().as_u16();
+        if status >= 500 {
+            // A front end that answers with a server error may be the unhealthy one: the next
+            // call goes out on a new connection, which may reach another (as the AWS SDK does).
+            if let Some(connected) = connection.connection_metadata().as_ref() {
+                connected.poison();
+            }
+        }
         let query_error = response
             .headers()
             .get("x-amzn-query-error")

@@ -253,7 +253,16 @@ impl Signer {
     ) -> Result<(), SignError> {
         let credentials = self.credentials(SystemTime::now()).await?;
         let region = self.region.as_str();
-        if fast_sign(request, body, time, &credentials, region, self.service, &self.keys).is_some()
+        if fast_sign(
+            request,
+            body,
+            time,
+            &credentials,
+            region,
+            self.service,
+            &self.keys,
+        )
+        .is_some()
         {
             return Ok(());
         }

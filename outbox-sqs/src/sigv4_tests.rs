@@ -36,7 +36,11 @@ fn agrees(req: &http::Request<()>, body: &[u8], time: SystemTime, creds: &Creden
     let keys = SigningKeys::default();
     let mut fast = req.clone();
     if fast_sign(&mut fast, body, time, creds, "eu-west-1", "sqs", &keys).is_none() {
-        assert_eq!(fast.headers(), req.headers(), "a declined request is untouched");
+        assert_eq!(
+            fast.headers(),
+            req.headers(),
+            "a declined request is untouched"
+        );
         return false;
     }
     let mut general = req.clone();
@@ -54,7 +58,12 @@ fn agrees(req: &http::Request<()>, body: &[u8], time: SystemTime, creds: &Creden
 
 #[test]
 fn signs_as_aws_sigv4_does() {
-    let bodies: [&[u8]; 4] = [b"", b"{}", &[b'x'; 200_000], "{\"é\":\"\\u0000\"}".as_bytes()];
+    let bodies: [&[u8]; 4] = [
+        b"",
+        b"{}",
+        &[b'x'; 200_000],
+        "{\"é\":\"\\u0000\"}".as_bytes(),
+    ];
     let times = [
         UNIX_EPOCH,
         UNIX_EPOCH + Duration::from_secs(951_782_399), // 2000-02-28 23:59:59
@@ -64,7 +73,10 @@ fn signs_as_aws_sigv4_does() {
         SystemTime::now(),
     ];
     let hosts = [
-        ("https://sqs.eu-west-1.amazonaws.com/", "sqs.eu-west-1.amazonaws.com"),
+        (
+            "https://sqs.eu-west-1.amazonaws.com/",
+            "sqs.eu-west-1.amazonaws.com",
+        ),
         ("http://127.0.0.1:4566/", "127.0.0.1:4566"),
         ("http://[::1]:9324/", "[::1]:9324"),
     ];
@@ -96,10 +108,26 @@ fn other_shapes_are_left_to_aws_sigv4() {
     for req in [
         request("https://sqs.eu-west-1.amazonaws.com/prefix", host, &[]),
         request("https://sqs.eu-west-1.amazonaws.com/?a=b", host, &[]),
-        request("https://sqs.eu-west-1.amazonaws.com/", host, &[("x-a", "two  spaces")]),
-        request("https://sqs.eu-west-1.amazonaws.com/", host, &[("x-a", " padded")]),
-        request("https://sqs.eu-west-1.amazonaws.com/", host, &[("x-a", "1"), ("x-a", "2")]),
-        request("https://sqs.eu-west-1.amazonaws.com/", host, &[("x-amz-date", "x")]),
+        request(
+            "https://sqs.eu-west-1.amazonaws.com/",
+            host,
+            &[("x-a", "two  spaces")],
+        ),
+        request(
+            "https://sqs.eu-west-1.amazonaws.com/",
+            host,
+            &[("x-a", " padded")],
+        ),
+        request(
+            "https://sqs.eu-west-1.amazonaws.com/",
+            host,
+            &[("x-a", "1"), ("x-a", "2")],
+        ),
+        request(
+            "https://sqs.eu-west-1.amazonaws.com/",
+            host,
+            &[("x-amz-date", "x")],
+        ),
     ] {
         assert!(!agrees(&req, b"{}", now, &creds), "{req:?}");
     }

@@ -431,3 +431,40 @@ async fn throughput_100k_events_through_the_fixture() {
         fx.calls_to("SendMessageBatch")
     );
 }
+
+#[tokio::test]
+async fn a_server_error_closes_its_connection_and_the_next_call_opens_another() {
+    // A front end that answers 5xx (an unhealthy host behind SQS's endpoint) is left: the next
+    // call may reach a healthy one (as the AWS SDK does). Success keeps the connection.
+    for fault in [CallFault::InternalError, CallFault::ServiceUnavailable] {
+        let fx = SqsFixture::start().await;
+        let q = fx.create_queue("events");
+        let publisher = builder(&fx)
+            .await
+            .default_queue(q.as_str())
+            .max_in_flight(1)
+            .build()
+            .await
+            .unwrap();
+        let publish = async || publisher.publish(&events(10, "order.created")).await;
+        assert_all_published(&publish().await.unwrap());
+        let opened = fx.connections();
+        assert_all_published(&publish().await.unwrap());
+        assert_eq!(
+            fx.connections(),
+            opened,
+            "a successful call keeps its connection"
+        );
+
+        fx.fail_next_calls(1, fault.clone());
+        let calls = fx.calls();
+        let _ = publish().await;
+        assert_eq!(fx.calls(), calls + 1, "{fault:?} answered one call");
+        assert_all_published(&publish().await.unwrap());
+        assert_eq!(
+            fx.connections(),
+            opened + 1,
+            "{fault:?}: the call after a server error is sent on a new connection"
+        );
+    }
+}

@@ -194,6 +194,7 @@ impl SqsFixture {
         let state = Arc::new(State {
             endpoint: format!("http://{addr}"),
             calls: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
             calls_by_action: Mutex::new(BTreeMap::new()),
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
@@ -353,6 +354,11 @@ impl SqsFixture {
     /// How many calls (HTTP requests) arrived so far, failed ones included.
     pub fn calls(&self) -> u64 {
         self.state.calls.load(Ordering::Relaxed)
+    }
+
+    /// How many TCP connections were accepted so far (clients reuse a connection for many calls).
+    pub fn connections(&self) -> u64 {
+        self.state.connections.load(Ordering::Relaxed)
     }
 
     /// How many calls of `action` (e.g. `"SendMessageBatch"`) arrived so far.

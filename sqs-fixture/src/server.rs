@@ -35,6 +35,7 @@ pub(crate) async fn run(
             Some(l) => tokio::select! {
                 accepted = l.accept() => {
                     if let Ok((stream, _)) = accepted {
+                        state.connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         serve_connection(stream, state.clone(), epoch.subscribe());
                     }
                     continue;

@@ -16,6 +16,8 @@ pub(crate) struct Queue {
 pub(crate) struct State {
     pub(crate) endpoint: String,
     pub(crate) calls: AtomicU64,
+    /// TCP connections accepted so far.
+    pub(crate) connections: AtomicU64,
     pub(crate) calls_by_action: Mutex<BTreeMap<String, u64>>,
     pub(crate) in_flight: AtomicUsize,
     pub(crate) max_in_flight: AtomicUsize,
