@@ -345,3 +345,42 @@ async fn a_listener_refused_a_certificate_listens_again_once_it_is_fixed() {
     );
     running.stop().await;
 }
+
+/// libpq reads `sslrootcert` for each connection: a CA bundle replaced on disk (a rotated private
+/// CA, a mounted secret) is trusted by the next connection of a long-running connector, and a file
+/// caught half-written keeps the certificates read before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_root_file_is_trusted_by_the_next_connection() {
+    let _serial = SERIAL.lock().await;
+    let pg = TlsCluster::start();
+    let root = pg.cluster.dir.join("rotating.crt");
+    let replace = |from: &std::path::Path| {
+        let tmp = pg.cluster.dir.join("rotating.tmp");
+        std::fs::copy(from, &tmp).unwrap();
+        std::fs::rename(&tmp, &root).unwrap();
+    };
+    replace(&pg.wrong_ca);
+    let connector = PgConnector::from_url(&pg.url(
+        "postgres",
+        "postgres",
+        &format!("sslmode=verify-full&sslrootcert={}", root.display()),
+    ))
+    .unwrap();
+    let e = connector.connect_spawned().await.unwrap_err();
+    assert!(e.to_string().contains("not signed by a trusted CA"), "{e}");
+
+    replace(&pg.ca);
+    let client = connector
+        .connect_spawned()
+        .await
+        .unwrap_or_else(|e| panic!("the replaced root file is read again: {e}"));
+    client.simple_query("SELECT 1").await.unwrap();
+
+    let half = pg.cluster.dir.join("half.crt");
+    std::fs::write(&half, "-----BEGIN CERTIFICATE-----\nMIIB").unwrap();
+    replace(&half);
+    connector
+        .connect_spawned()
+        .await
+        .unwrap_or_else(|e| panic!("an unusable root file keeps the roots in hand: {e}"));
+}

@@ -17,6 +17,7 @@ use super::connect_config::ConnectConfig;
 use super::describe::describe;
 use super::password::{BoxError, DynPasswordProvider, PasswordProvider};
 use super::tls::Tls;
+use super::tls_source::TlsSource;
 use crate::error::{Error, ErrorKind};
 
 /// How long a password provider may take for one new connection (at least; a longer
@@ -44,7 +45,7 @@ pub type PgConnection =
 pub struct PgConnector {
     pg: tokio_postgres::Config,
     tls: Tls,
-    make_tls: MakeRustlsConnect,
+    make_tls: Arc<TlsSource>,
     password: Option<Arc<dyn DynPasswordProvider>>,
 }
 
@@ -62,7 +63,7 @@ impl PgConnector {
     /// A connector for `config`; fails when the TLS settings cannot be met (e.g. an unreadable
     /// `sslrootcert`).
     pub fn new(config: ConnectConfig) -> Result<PgConnector, Error> {
-        let make_tls = MakeRustlsConnect::new(config.tls.client_config()?);
+        let make_tls = Arc::new(TlsSource::new(config.tls.clone())?);
         Ok(PgConnector {
             pg: config.pg,
             tls: config.tls,
@@ -113,9 +114,10 @@ impl PgConnector {
         &self.tls
     }
 
-    /// The rustls `MakeTlsConnect` these settings give, for code that connects by itself.
+    /// The rustls `MakeTlsConnect` these settings give, for code that connects by itself (with the
+    /// `sslrootcert` file as it is now: it is read again when it changed).
     pub fn make_tls_connect(&self) -> MakeRustlsConnect {
-        self.make_tls.clone()
+        self.make_tls.connector()
     }
 
     /// `host:port` (or the list of them), for messages.
@@ -251,7 +253,7 @@ impl PgConnector {
                 .map_err(RawError::Password)?;
             pg.password(password.expose());
         }
-        connect_each(&pg, self.make_tls.clone(), per_attempt)
+        connect_each(&pg, self.make_tls.connector(), per_attempt)
             .await
             .map_err(|e| match e {
                 AttemptError::Pg(e) => RawError::Pg(e),

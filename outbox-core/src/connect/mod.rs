@@ -13,6 +13,7 @@
 //!
 //! `sslrootcert` is a PEM file (e.g. the RDS global bundle) or `system` (the OS trust store, which
 //! implies `verify-full`). Without it, `verify-ca` / `verify-full` read `~/.postgresql/root.crt`.
+//! The file is read again for a new connection when it changed (a rotated CA needs no restart).
 
 mod attempts;
 mod connect_config;
@@ -23,6 +24,7 @@ mod password;
 #[cfg(feature = "rds-iam")]
 mod rds_iam;
 mod tls;
+mod tls_source;
 mod verifier;
 
 pub use connect_config::ConnectConfig;

@@ -183,6 +183,20 @@ impl Tls {
         Ok(config)
     }
 
+    /// The PEM file the certificate check reads its roots from: `sslrootcert`, or
+    /// `~/.postgresql/root.crt` when none is set; `None` when nothing is checked or the system
+    /// store is.
+    pub(crate) fn root_file(&self) -> Option<PathBuf> {
+        if !self.mode.verifies() {
+            return None;
+        }
+        match &self.root_certs {
+            RootCerts::File(path) => Some(path.clone()),
+            RootCerts::Unset => default_root_cert(),
+            RootCerts::System => None,
+        }
+    }
+
     fn root_store(&self) -> Result<RootCertStore, Error> {
         let mut roots = RootCertStore::empty();
         match &self.root_certs {
