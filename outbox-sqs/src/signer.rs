@@ -86,7 +86,12 @@ impl fmt::Debug for Signer {
     }
 }
 
-/// Credentials in hand, and when to fetch them again (never, for credentials without expiry).
+/// Credentials without an expiry time are fetched again after this long, as the AWS SDK's
+/// identity cache does: a rotated profile file or environment is picked up without a restart, and
+/// the keys in hand stay in use if fetching fails.
+const REFRESH_WITHOUT_EXPIRY: Duration = Duration::from_secs(15 * 60);
+
+/// Credentials in hand, and when to fetch them again.
 #[derive(Clone)]
 struct Cached {
     credentials: Credentials,
@@ -95,12 +100,16 @@ struct Cached {
 
 impl Cached {
     fn new(credentials: Credentials, now: SystemTime) -> Self {
-        let refresh_at = credentials.expiry().map(|expiry| {
-            let half_left = expiry.duration_since(now).unwrap_or_default() / 2;
-            let early = expiry
-                .checked_sub(REFRESH_BEFORE_EXPIRY)
-                .unwrap_or(SystemTime::UNIX_EPOCH);
-            early.max(now + half_left)
+        let refresh_at = Some(match credentials.expiry() {
+            Some(expiry) => {
+                let half_left = expiry.duration_since(now).unwrap_or_default() / 2;
+                let early = expiry
+                    .checked_sub(REFRESH_BEFORE_EXPIRY)
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                early.max(now + half_left)
+            }
+            // Keys without expiry (a profile file, say) may still be rotated where they come from.
+            None => now + REFRESH_WITHOUT_EXPIRY,
         });
         Cached {
             credentials,
@@ -346,6 +355,39 @@ mod tests {
                 "test",
             )))
         }
+    }
+
+    #[tokio::test]
+    async fn credentials_without_expiry_are_fetched_again_after_15_minutes() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let signer = Signer::new(
+            Some(SharedCredentialsProvider::new(Counting {
+                calls: calls.clone(),
+                expires_in: None,
+                fails_after: 2,
+            })),
+            "eu-west-1".into(),
+            "sqs",
+        );
+        let t0 = SystemTime::now();
+        signer.credentials(t0).await.unwrap();
+        signer
+            .credentials(t0 + Duration::from_secs(14 * 60))
+            .await
+            .unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        signer
+            .credentials(t0 + Duration::from_secs(16 * 60))
+            .await
+            .unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        // A failed refresh keeps the keys in hand: they do not expire.
+        let later = t0 + Duration::from_secs(32 * 60);
+        assert_eq!(
+            signer.credentials(later).await.unwrap().access_key_id(),
+            "AKID"
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
     }
 
     fn request() -> http::Request<()> {

@@ -25,6 +25,10 @@ const SIGNING_NAME: &str = "rds-db";
 /// valid while the connection starts).
 const CREDENTIALS_REFRESH_MARGIN: Duration = Duration::from_secs(5 * 60);
 
+/// Credentials without an expiry time are fetched again after this long, as the AWS SDK's
+/// identity cache does (a rotated profile file is picked up without a restart).
+const REFRESH_WITHOUT_EXPIRY: Duration = Duration::from_secs(15 * 60);
+
 /// Why no auth token could be made. Never contains a token or a secret key.
 #[derive(Debug)]
 pub struct RdsIamError {
@@ -141,7 +145,9 @@ pub struct RdsIamTokenProvider {
     /// The last credentials, reused until [`CREDENTIALS_REFRESH_MARGIN`] before they expire: the
     /// default chain does not cache (the SDK clients do, in their identity cache), so with web
     /// identity, SSO or an assumed role each new connection would otherwise call STS.
-    cached: Arc<Mutex<Option<Credentials>>>,
+    /// With when they were fetched: keys without expiry are fetched again after
+    /// [`REFRESH_WITHOUT_EXPIRY`].
+    cached: Arc<Mutex<Option<(Credentials, SystemTime)>>>,
     /// Held while the credentials are fetched.
     fetching: Arc<tokio::sync::Mutex<()>>,
 }
@@ -239,37 +245,60 @@ fn region_of_host(host: &str) -> Option<&str> {
 }
 
 impl RdsIamTokenProvider {
-    /// The cached credentials, if they have [`CREDENTIALS_REFRESH_MARGIN`] left (or never expire).
-    fn cached_fresh(&self) -> Option<Credentials> {
+    /// The cached credentials at `now`, if they have [`CREDENTIALS_REFRESH_MARGIN`] left (or, for
+    /// keys without expiry, were fetched less than [`REFRESH_WITHOUT_EXPIRY`] ago).
+    fn cached_fresh(&self, now: SystemTime) -> Option<Credentials> {
         self.cached
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-            .filter(|c| {
-                c.expiry().is_none_or(|expiry| {
-                    expiry
-                        .duration_since(SystemTime::now())
-                        .is_ok_and(|left| left > CREDENTIALS_REFRESH_MARGIN)
-                })
+            .filter(|(c, fetched)| match c.expiry() {
+                Some(expiry) => expiry
+                    .duration_since(now)
+                    .is_ok_and(|left| left > CREDENTIALS_REFRESH_MARGIN),
+                None => now
+                    .duration_since(*fetched)
+                    .is_ok_and(|age| age < REFRESH_WITHOUT_EXPIRY),
             })
+            .map(|(c, _)| c)
     }
 
     /// The cached credentials while they have [`CREDENTIALS_REFRESH_MARGIN`] left (or never
     /// expire), else fresh ones from the chain.
-    async fn credentials(&self) -> Result<Credentials, RdsIamError> {
-        if let Some(c) = self.cached_fresh() {
+    async fn credentials(&self, now: SystemTime) -> Result<Credentials, RdsIamError> {
+        if let Some(c) = self.cached_fresh(now) {
             return Ok(c);
         }
         // One fetch at a time: a pool opening many connections at once (start-up, a failover)
         // made as many calls to the credential chain (STS), which throttles them.
         let _fetching = self.fetching.lock().await;
-        if let Some(c) = self.cached_fresh() {
+        if let Some(c) = self.cached_fresh(now) {
             return Ok(c);
         }
-        let credentials = self.credentials.provide_credentials().await.map_err(|e| {
-            RdsIamError::new("cannot load AWS credentials for the RDS auth token").with_source(e)
-        })?;
-        *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = Some(credentials.clone());
+        let credentials = match self.credentials.provide_credentials().await {
+            Ok(credentials) => credentials,
+            Err(e) => {
+                let e = RdsIamError::new("cannot load AWS credentials for the RDS auth token")
+                    .with_source(e);
+                // Keys that do not expire stay good when fetching them again fails.
+                let lasting = self
+                    .cached
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone()
+                    .map(|(c, _)| c)
+                    .filter(|c| c.expiry().is_none());
+                return match lasting {
+                    Some(c) => {
+                        tracing::warn!(error = %crate::error_chain(&e),
+                            "cannot refresh the AWS credentials; signing with the ones in hand");
+                        Ok(c)
+                    }
+                    None => Err(e),
+                };
+            }
+        };
+        *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = Some((credentials.clone(), now));
         Ok(credentials)
     }
 }
@@ -278,7 +307,7 @@ impl PasswordProvider for RdsIamTokenProvider {
     type Error = RdsIamError;
 
     async fn password(&self) -> Result<Password, RdsIamError> {
-        let credentials = self.credentials().await?;
+        let credentials = self.credentials(SystemTime::now()).await?;
         let token = rds_auth_token(
             &self.host,
             self.port,
@@ -302,11 +331,13 @@ mod tests {
     const BOTOCORE: &str = "mydb.abc123.eu-west-1.rds.amazonaws.com:5432/?Action=connect&DBUser=outbox_relay&X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDEXAMPLE%2F20240115%2Feu-west-1%2Frds-db%2Faws4_request&X-Amz-Date=20240115T083000Z&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Signature=47879b4a23bcc23701213db46f85161ad04a0b0063bc4dbdc3aa5942b9f1a005";
     const BOTOCORE_SESSION: &str = "mydb.abc123.eu-west-1.rds.amazonaws.com:5432/?Action=connect&DBUser=outbox_relay&X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDEXAMPLE%2F20240115%2Feu-west-1%2Frds-db%2Faws4_request&X-Amz-Date=20240115T083000Z&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Security-Token=SESSIONTOKEN%2Fwith%2Bchars%3D&X-Amz-Signature=4a42ffef6c5b8920ef2da7332e81e7475b87961113bac08b31abde2c34ea5b68";
 
-    /// Counts its calls; its credentials expire after `lifetime`.
+    /// Counts its calls; its credentials expire after `lifetime` (never with `None`). Calls after
+    /// `fails_after` fail.
     #[derive(Debug)]
     struct Counting {
         calls: Arc<std::sync::atomic::AtomicUsize>,
-        lifetime: Duration,
+        lifetime: Option<Duration>,
+        fails_after: usize,
     }
 
     impl ProvideCredentials for Counting {
@@ -316,13 +347,21 @@ mod tests {
         where
             Self: 'a,
         {
-            self.calls
+            let n = self
+                .calls
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if n >= self.fails_after {
+                return aws_credential_types::provider::future::ProvideCredentials::ready(Err(
+                    aws_credential_types::provider::error::CredentialsError::provider_timed_out(
+                        Duration::from_secs(1),
+                    ),
+                ));
+            }
             aws_credential_types::provider::future::ProvideCredentials::ready(Ok(Credentials::new(
                 "AKIDEXAMPLE",
                 "secret",
                 None,
-                Some(SystemTime::now() + self.lifetime),
+                self.lifetime.map(|l| SystemTime::now() + l),
                 "test",
             )))
         }
@@ -334,7 +373,8 @@ mod tests {
             let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
             let counting = Counting {
                 calls: Arc::clone(&count),
-                lifetime,
+                lifetime: Some(lifetime),
+                fails_after: usize::MAX,
             };
             let provider = RdsIamTokenProvider::new(
                 HOST,
@@ -353,6 +393,41 @@ mod tests {
                 "credentials valid for {lifetime:?}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn credentials_without_expiry_are_fetched_again_after_15_minutes() {
+        let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let provider = RdsIamTokenProvider::new(
+            HOST,
+            5432,
+            "outbox_relay",
+            "eu-west-1",
+            SharedCredentialsProvider::new(Counting {
+                calls: Arc::clone(&count),
+                lifetime: None,
+                fails_after: 2,
+            }),
+        );
+        let calls = || count.load(std::sync::atomic::Ordering::Relaxed);
+        let t0 = SystemTime::now();
+        provider.credentials(t0).await.unwrap();
+        provider
+            .credentials(t0 + Duration::from_secs(14 * 60))
+            .await
+            .unwrap();
+        assert_eq!(calls(), 1);
+        provider
+            .credentials(t0 + Duration::from_secs(16 * 60))
+            .await
+            .unwrap();
+        assert_eq!(calls(), 2);
+        // Fetching fails: the keys in hand do not expire and still sign.
+        provider
+            .credentials(t0 + Duration::from_secs(32 * 60))
+            .await
+            .unwrap();
+        assert_eq!(calls(), 3);
     }
 
     /// Counts its calls and takes a while to answer, as STS does.
