@@ -108,3 +108,7 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
 -- one that runs longer, and the connection goes back to the pool free.
 --! limit_transaction_statements
 SELECT set_config('statement_timeout', :millis::text, true) AS applied;
+
+-- The database's clock at this moment (the relay's gauge refresh compares it with its own).
+--! database_clock
+SELECT clock_timestamp() AS now;

@@ -51,7 +51,8 @@ struct FailureLabel {
 /// | `outbox_blocked_aggregates` | gauge | aggregates held back by a dead letter |
 /// | `outbox_gauges_refreshed_timestamp_seconds` | gauge | Unix time of the gauges' last refresh: the four gauges above keep their last values while the database does not answer, so alert when this stops moving |
 /// | `outbox_batch_duration_seconds` | histogram | claim → publish → commit of one batch |
-/// | `outbox_commit_to_publish_seconds` | histogram | event written → accepted by the broker |
+/// | `outbox_commit_to_publish_seconds` | histogram | event written → accepted by the broker (by the database's clock) |
+/// | `outbox_database_clock_ahead_seconds` | gauge | how far the database's clock is ahead of the relay's (negative: behind), measured at each gauge refresh |
 ///
 /// Gauges are refreshed from one cheap query on an interval, not per event. The `event_type`
 /// label takes at most [`MAX_EVENT_TYPE_LABELS`] values; further types count under
@@ -71,6 +72,7 @@ pub struct RelayMetrics {
     oldest_pending_age: Gauge<f64, AtomicU64>,
     blocked_aggregates: Gauge,
     gauges_refreshed: Gauge<f64, AtomicU64>,
+    database_clock_ahead: Gauge<f64, AtomicU64>,
     batch_duration: Histogram,
     commit_to_publish: Histogram,
 }
@@ -101,6 +103,7 @@ impl RelayMetrics {
         let oldest_pending_age = Gauge::<f64, AtomicU64>::default();
         let blocked_aggregates = Gauge::default();
         let gauges_refreshed = Gauge::<f64, AtomicU64>::default();
+        let database_clock_ahead = Gauge::<f64, AtomicU64>::default();
         // 1 ms … ~33 s.
         let batch_duration = Histogram::new(exponential_buckets(0.001, 2.0, 16));
         let commit_to_publish = Histogram::new(exponential_buckets(0.001, 2.0, 16));
@@ -155,6 +158,11 @@ impl RelayMetrics {
             gauges_refreshed.clone(),
         );
         registry.register(
+            "outbox_database_clock_ahead_seconds",
+            "How far the database's clock is ahead of the relay's (negative: behind)",
+            database_clock_ahead.clone(),
+        );
+        registry.register(
             "outbox_batch_duration_seconds",
             "Duration of one batch: claim, publish, commit",
             batch_duration.clone(),
@@ -177,6 +185,7 @@ impl RelayMetrics {
             oldest_pending_age,
             blocked_aggregates,
             gauges_refreshed,
+            database_clock_ahead,
             batch_duration,
             commit_to_publish,
         }
@@ -207,13 +216,21 @@ impl RelayMetrics {
         event_type
     }
 
-    pub(crate) fn published(&self, event_type: String, commit_to_publish_secs: f64) {
+    /// Counts a published event; `age_secs` is its age by the relay's clock (now less its
+    /// `created_at`, which the database's clock wrote), corrected here by the last measured offset
+    /// between the two clocks.
+    pub(crate) fn published(&self, event_type: String, age_secs: f64) {
         let event_type = self.label(event_type);
         self.published
             .get_or_create(&EventTypeLabel { event_type })
             .inc();
         self.commit_to_publish
-            .observe(commit_to_publish_secs.max(0.0));
+            .observe((age_secs + self.database_clock_ahead.get()).max(0.0));
+    }
+
+    /// Records how far the database's clock is ahead of the relay's.
+    pub(crate) fn database_clock(&self, ahead_secs: f64) {
+        self.database_clock_ahead.set(ahead_secs);
     }
 
     pub(crate) fn failed(&self, event_type: String, reason: crate::FailureKind, dead: bool) {
@@ -294,5 +311,25 @@ mod tests {
             .filter(|l| l.starts_with("outbox_events_published_total{"))
             .count();
         assert_eq!(labels, MAX_EVENT_TYPE_LABELS + 1);
+    }
+
+    #[test]
+    fn event_ages_are_read_on_the_databases_clock() {
+        // The relay's clock is 10 s behind the database's: an event written 1 s ago by the
+        // database's clock looks 9 s in the future to the relay (it counted as 0 s).
+        let m = RelayMetrics::new();
+        m.database_clock(10.0);
+        m.published("order.placed".to_owned(), -9.0);
+        let text = m.encode();
+        let sum: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("outbox_commit_to_publish_seconds_sum "))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no histogram sum in {text}"));
+        assert!((sum - 1.0).abs() < 1e-9, "{sum}");
+        assert!(
+            text.contains("outbox_database_clock_ahead_seconds 10.0"),
+            "{text}"
+        );
     }
 }

@@ -108,6 +108,13 @@ async fn metrics_report_a_known_run() {
     has("outbox_blocked_aggregates 1");
     has("outbox_batch_duration_seconds_count 1");
     has("outbox_commit_to_publish_seconds_count 3");
+    // Same machine: the two clocks agree within the round trip.
+    let ahead: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("outbox_database_clock_ahead_seconds "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no clock offset in {text}"));
+    assert!(ahead.abs() < 0.5, "{ahead}");
     assert!(
         text.contains("outbox_oldest_pending_age_seconds "),
         "{text}"

@@ -399,13 +399,25 @@ impl<P: Publisher> Relay<P> {
                     .one()
                     .await?;
                 let s = stats::stats(&tx).await?;
+                // The database's clock against this host's, at the middle of the round trip: a
+                // short one only (a slow answer says little about the offset).
+                let before = chrono::Utc::now();
+                let db_now = admin_sql::database_clock().bind(&tx).one().await?;
+                let after = chrono::Utc::now();
+                let ahead = (after - before < chrono::TimeDelta::seconds(1))
+                    .then(|| (db_now - (before + (after - before) / 2)).as_seconds_f64());
                 tx.commit().await?;
-                Ok::<_, Error>(s)
+                Ok::<_, Error>((s, ahead))
             });
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 r = refresh => match r {
-                    Ok(Ok(s)) => metrics.refresh(&s),
+                    Ok(Ok((s, ahead))) => {
+                        metrics.refresh(&s);
+                        if let Some(ahead) = ahead {
+                            metrics.database_clock(ahead);
+                        }
+                    }
                     Ok(Err(e)) => tracing::warn!(error = %e, "could not refresh the outbox gauges"),
                     Err(_) => tracing::warn!(
                         timeout_ms = (GAUGE_REFRESH_TIMEOUT * 2).as_millis() as u64,

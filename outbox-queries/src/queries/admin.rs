@@ -576,6 +576,74 @@ where
         Ok(mapped)
     }
 }
+pub struct ChronoDateTimechronoUtcQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
+    client: &'c C,
+    params: [&'a (dyn postgres_types::ToSql + Sync); N],
+    query: &'static str,
+    cached: Option<&'s tokio_postgres::Statement>,
+    extractor:
+        fn(&tokio_postgres::Row) -> Result<chrono::DateTime<chrono::Utc>, tokio_postgres::Error>,
+    mapper: fn(chrono::DateTime<chrono::Utc>) -> T,
+}
+impl<'c, 'a, 's, C, T: 'c, const N: usize> ChronoDateTimechronoUtcQuery<'c, 'a, 's, C, T, N>
+where
+    C: GenericClient,
+{
+    pub fn map<R>(
+        self,
+        mapper: fn(chrono::DateTime<chrono::Utc>) -> R,
+    ) -> ChronoDateTimechronoUtcQuery<'c, 'a, 's, C, R, N> {
+        ChronoDateTimechronoUtcQuery {
+            client: self.client,
+            params: self.params,
+            query: self.query,
+            cached: self.cached,
+            extractor: self.extractor,
+            mapper,
+        }
+    }
+    pub async fn one(self) -> Result<T, tokio_postgres::Error> {
+        let row =
+            crate::client::async_::one(self.client, self.query, &self.params, self.cached).await?;
+        Ok((self.mapper)((self.extractor)(&row)?))
+    }
+    pub async fn all(self) -> Result<Vec<T>, tokio_postgres::Error> {
+        self.iter().await?.try_collect().await
+    }
+    pub async fn opt(self) -> Result<Option<T>, tokio_postgres::Error> {
+        let opt_row =
+            crate::client::async_::opt(self.client, self.query, &self.params, self.cached).await?;
+        Ok(opt_row
+            .map(|row| {
+                let extracted = (self.extractor)(&row)?;
+                Ok((self.mapper)(extracted))
+            })
+            .transpose()?)
+    }
+    pub async fn iter(
+        self,
+    ) -> Result<
+        impl futures::Stream<Item = Result<T, tokio_postgres::Error>> + 'c,
+        tokio_postgres::Error,
+    > {
+        let stream = crate::client::async_::raw(
+            self.client,
+            self.query,
+            crate::slice_iter(&self.params),
+            self.cached,
+        )
+        .await?;
+        let mapped = stream
+            .map(move |res| {
+                res.and_then(|row| {
+                    let extracted = (self.extractor)(&row)?;
+                    Ok((self.mapper)(extracted))
+                })
+            })
+            .into_stream();
+        Ok(mapped)
+    }
+}
 pub struct OutboxPendingCountStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn outbox_pending_count() -> OutboxPendingCountStmt {
     OutboxPendingCountStmt(
@@ -1115,6 +1183,32 @@ impl LimitTransactionStatementsStmt {
             cached: self.1.as_ref(),
             extractor: |row| Ok(row.try_get(0)?),
             mapper: |it| it.into(),
+        }
+    }
+}
+pub struct DatabaseClockStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn database_clock() -> DatabaseClockStmt {
+    DatabaseClockStmt("SELECT clock_timestamp() AS now", None)
+}
+impl DatabaseClockStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+    ) -> ChronoDateTimechronoUtcQuery<'c, 'a, 's, C, chrono::DateTime<chrono::Utc>, 0> {
+        ChronoDateTimechronoUtcQuery {
+            client,
+            params: [],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
         }
     }
 }
