@@ -1,5 +1,7 @@
 //! Log lines to stderr, filtered by `RUST_LOG` (default `info`). Text lines are coloured only when
-//! stderr is a terminal (and `NO_COLOR` is unset): a file or a pipe gets no ANSI escapes.
+//! stderr is a terminal (and `NO_COLOR` is unset): a file or a pipe gets no ANSI escapes. A text
+//! line's control characters are escaped ([`crate::log_writer`]): a value from a row cannot forge a
+//! line of its own; JSON lines escape them as JSON does.
 
 use std::io::IsTerminal;
 
@@ -8,6 +10,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::cli::LogFormat;
+use crate::log_writer::EscapingStderr;
 
 /// Installs the global subscriber.
 pub fn init(format: LogFormat) {
@@ -22,7 +25,7 @@ pub fn init(format: LogFormat) {
             .with(
                 tracing_subscriber::fmt::layer()
                     .with_ansi(colour)
-                    .with_writer(std::io::stderr),
+                    .with_writer(EscapingStderr { colour }),
             )
             .try_init(),
         LogFormat::Json => registry

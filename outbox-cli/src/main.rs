@@ -6,6 +6,7 @@ mod db;
 mod dead_letters;
 mod duration;
 mod help;
+mod log_writer;
 mod logging;
 mod metrics_server;
 mod migrate;

@@ -735,3 +735,78 @@ fn relay_help_names_every_setting_variable_the_code_reads() {
         );
     }
 }
+
+/// Field values come from the rows: in text logs, a newline in an aggregate id wrote a forged log
+/// line of its own, and an escape sequence reached the operator's terminal (found by a black-box
+/// run). They are escaped, as `dead-letters list` escapes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_logs_escape_control_characters_from_the_rows() {
+    let db = TestDb::new().await;
+    let queue = TestQueue::standard().await;
+    let client = db.pool().get().await.unwrap();
+    client
+        .execute(
+            "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+             VALUES ('order', $1, $2, '{}')",
+            &[
+                &"inj\n2026-12-04T00:00:00.000000Z ERROR forged: line \u{1b}[31mred",
+                &"nor\noute",
+            ],
+        )
+        .await
+        .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_outbox"))
+        .args(["relay", "--route", &format!("order.*={}", queue.url())])
+        .args(["--poll-interval", "100ms", "--shutdown-grace", "2s"])
+        .env("DATABASE_URL", db.url())
+        .env_remove("RUST_LOG")
+        .env("AWS_ENDPOINT_URL_SQS", outbox_tests::sqs::endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let logs = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        stderr.read_to_end(&mut bytes).unwrap();
+        bytes
+    });
+    let start = Instant::now();
+    loop {
+        let dead: i64 = client
+            .query_one(
+                "SELECT count(*) FROM outbox_events WHERE dead_lettered_at IS NOT NULL",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if dead == 1 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "not dead-lettered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    sigterm(&child);
+    assert!(wait_with_timeout(&mut child, Duration::from_secs(10)).success());
+    let logs = logs.join().unwrap();
+    assert!(!logs.contains(&0x1b), "a raw escape reached the log");
+    let logs = String::from_utf8(logs).unwrap();
+    assert!(
+        !logs
+            .lines()
+            .any(|l| l.starts_with("2026-12-04T00:00:00.000000Z")),
+        "a forged line:\n{logs}"
+    );
+    assert!(logs.contains(r"nor\noute"), "{logs}");
+    assert!(
+        logs.contains(r"inj\n2026-12-04T00:00:00.000000Z ERROR forged: line \u{1b}[31mred"),
+        "{logs}"
+    );
+}

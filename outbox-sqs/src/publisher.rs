@@ -299,6 +299,7 @@ impl SqsPublisher {
         )
         .await;
         let mut total = Report::default();
+        total.outcomes.reserve(events.len());
         for report in reports {
             total.merge(report);
         }
