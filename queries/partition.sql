@@ -39,8 +39,9 @@ SELECT settled_before, needed FROM outbox_partitions_settle(:retention_secs::flo
 SELECT name, lo, hi, droppable, leftovers, detach_pending, settling
   FROM outbox_partitions_expired(:retention_secs::float8);
 
--- Tables of expired periods left detached by a maintenance that stopped before dropping them (V6).
---! partitions_orphaned
+-- Tables of expired periods left detached by a maintenance that stopped before dropping them (V6),
+-- and the head left so whatever its age (V8; `lo` is NULL: it starts at MINVALUE).
+--! partitions_orphaned : (lo?)
 SELECT name, lo, hi FROM outbox_partitions_orphaned(:retention_secs::float8);
 
 -- Drops a detached partition, or attaches it back when it holds something to keep.

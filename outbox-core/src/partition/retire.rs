@@ -112,7 +112,7 @@ async fn orphans(
     for o in orphaned {
         let p = sql::PartitionsExpired {
             name: o.name,
-            lo: Some(o.lo),
+            lo: o.lo,
             hi: o.hi,
             droppable: false,
             leftovers: 0,

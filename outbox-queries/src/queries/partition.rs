@@ -143,12 +143,12 @@ impl<'a> From<PartitionsExpiredBorrowed<'a>> for PartitionsExpired {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PartitionsOrphaned {
     pub name: String,
-    pub lo: chrono::DateTime<chrono::Utc>,
+    pub lo: Option<chrono::DateTime<chrono::Utc>>,
     pub hi: chrono::DateTime<chrono::Utc>,
 }
 pub struct PartitionsOrphanedBorrowed<'a> {
     pub name: &'a str,
-    pub lo: chrono::DateTime<chrono::Utc>,
+    pub lo: Option<chrono::DateTime<chrono::Utc>>,
     pub hi: chrono::DateTime<chrono::Utc>,
 }
 impl<'a> From<PartitionsOrphanedBorrowed<'a>> for PartitionsOrphaned {
