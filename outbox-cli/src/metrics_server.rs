@@ -142,22 +142,36 @@ async fn answer(mut stream: TcpStream, metrics: Encode, limits: Limits) {
         return; // closed, failed, or too slow: drop the connection
     }
     let line = request.split(|&b| b == b'\r').next().unwrap_or_default();
-    let (status, content_type, body) = if line.starts_with(b"GET /metrics ") {
-        (
+    let mut parts = line.split(|&b| b == b' ');
+    let (method, target) = (
+        parts.next().unwrap_or_default(),
+        parts.next().unwrap_or_default(),
+    );
+    // The path without its query (Prometheus' `params:` adds one).
+    let path = target.split(|&b| b == b'?').next().unwrap_or_default();
+    let (status, content_type, body) = match (method, path) {
+        (b"GET" | b"HEAD", b"/metrics") => (
             "200 OK",
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
             metrics(),
-        )
-    } else {
-        ("404 Not Found", "text/plain", "try /metrics\n".to_string())
+        ),
+        (_, b"/metrics") => (
+            "405 Method Not Allowed\r\nallow: GET, HEAD",
+            "text/plain",
+            "GET /metrics\n".to_string(),
+        ),
+        _ => ("404 Not Found", "text/plain", "try /metrics\n".to_string()),
     };
     let head = format!(
         "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
         body.len()
     );
+    let head_only = method == b"HEAD";
     let write = async {
         stream.write_all(head.as_bytes()).await?;
-        stream.write_all(body.as_bytes()).await?;
+        if !head_only {
+            stream.write_all(body.as_bytes()).await?;
+        }
         stream.shutdown().await
     };
     let _ = tokio::time::timeout(limits.write_timeout, write).await;
@@ -189,8 +203,12 @@ mod tests {
     }
 
     async fn get(addr: SocketAddr, path: &str) -> String {
+        request(addr, "GET", path).await
+    }
+
+    async fn request(addr: SocketAddr, method: &str, path: &str) -> String {
         let mut s = TcpStream::connect(addr).await.unwrap();
-        s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+        s.write_all(format!("{method} {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
             .await
             .unwrap();
         let mut text = String::new();
@@ -220,6 +238,25 @@ mod tests {
         assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok}");
         assert!(ok.contains("outbox_relay_errors_total"), "{ok}");
         assert!(get(addr, "/").await.starts_with("HTTP/1.1 404"));
+        assert!(get(addr, "/metricsx").await.starts_with("HTTP/1.1 404"));
+        shutdown.cancel();
+    }
+
+    /// Prometheus' `params:` adds a query string; a `HEAD` probe gets the head only; other methods
+    /// are told which are allowed (all were 404s; found by a black-box run).
+    #[tokio::test]
+    async fn a_query_string_and_head_are_served_other_methods_refused() {
+        let (addr, shutdown) = start(SHORT).await;
+        let ok = get(addr, "/metrics?module=outbox&x=1").await;
+        assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok}");
+        assert!(ok.contains("outbox_relay_errors_total"), "{ok}");
+        let head = request(addr, "HEAD", "/metrics").await;
+        assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+        assert!(head.ends_with("\r\n\r\n"), "no body: {head}");
+        assert!(head.contains("content-length: "), "{head}");
+        let post = request(addr, "POST", "/metrics").await;
+        assert!(post.starts_with("HTTP/1.1 405"), "{post}");
+        assert!(post.contains("allow: GET, HEAD"), "{post}");
         shutdown.cancel();
     }
 
