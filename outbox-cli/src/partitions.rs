@@ -35,7 +35,7 @@ pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failur
                 }
                 for k in &r.kept {
                     out!(
-                        "kept {} past the retention: {} pending events or dead letters",
+                        "kept {} past the retention: {} rows to keep (pending, dead-lettered, or published within the retention)",
                         k.name,
                         k.leftovers
                     );

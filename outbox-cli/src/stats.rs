@@ -30,7 +30,7 @@ pub async fn run(url: Option<&str>, json: bool) -> Result<(), Failure> {
         let label = format!("partitions ({})", p.granularity);
         out!("{label:<25}{:>10}", p.partitions);
         out!(
-            "  kept past retention    {:>10}  ({} pending events or dead letters hold them)",
+            "  kept past retention    {:>10}  ({} rows hold them: pending, dead-lettered, or published within the retention)",
             p.kept_partitions,
             p.kept_events
         );

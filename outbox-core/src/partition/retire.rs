@@ -54,7 +54,7 @@ pub(super) async fn retire(
             .map(|k| format!("{} ({} leftovers)", k.name, k.leftovers))
             .collect();
         tracing::warn!(kept = %kept.join(", "),
-            "partition maintenance kept expired partitions that still hold pending events or dead letters");
+            "partition maintenance kept expired partitions that still hold rows to keep: pending, dead-lettered, or published within the retention");
     }
     if !report.waiting.is_empty() {
         tracing::info!(waiting = ?report.waiting,
