@@ -196,23 +196,35 @@ impl<K: Kind> StdError for Error<K> {
     }
 }
 
+/// What a tokio-postgres error says: the server's own words (its `Display` says only "db
+/// error"), what a log line needs to tell "permission denied" from "out of shared memory" — not
+/// their detail, which can quote a row's values.
+fn pg_message(e: &tokio_postgres::Error) -> String {
+    match (e.code(), e.as_db_error()) {
+        (Some(code), Some(db)) => format!("SQLSTATE {}: {}", code.code(), db.message()),
+        (Some(code), None) => format!("SQLSTATE {}", code.code()),
+        (None, _) => "connection or protocol failure".to_string(),
+    }
+}
+
 impl From<tokio_postgres::Error> for Error {
     fn from(e: tokio_postgres::Error) -> Self {
-        // The server's own words (tokio-postgres' `Display` says only "db error"): what a log line
-        // needs to tell "permission denied" from "out of shared memory". Not its detail, which can
-        // quote a row's values.
-        let message = match (e.code(), e.as_db_error()) {
-            (Some(code), Some(db)) => format!("SQLSTATE {}: {}", code.code(), db.message()),
-            (Some(code), None) => format!("SQLSTATE {}", code.code()),
-            (None, _) => "connection or protocol failure".to_string(),
-        };
-        Error::new(ErrorKind::Database, message).with_source(e)
+        Error::new(ErrorKind::Database, pg_message(&e)).with_source(e)
     }
 }
 
 impl From<deadpool_postgres::PoolError> for Error {
     fn from(e: deadpool_postgres::PoolError) -> Self {
-        Error::new(ErrorKind::Pool, "could not get a connection from the pool").with_source(e)
+        // A new connection the server refused says why ("too many connections for role"): the
+        // pool's own words stopped at "db error".
+        let message = match &e {
+            deadpool_postgres::PoolError::Backend(pg) if pg.as_db_error().is_some() => format!(
+                "could not get a connection from the pool: opening one failed: {}",
+                pg_message(pg)
+            ),
+            _ => "could not get a connection from the pool".to_string(),
+        };
+        Error::new(ErrorKind::Pool, message).with_source(e)
     }
 }
 

@@ -98,3 +98,21 @@ async fn a_password_provider_that_panics_fails_the_attempt_instead_of_the_task()
         "{text}"
     );
 }
+
+/// A pool that cannot open a connection says the server's reason: it said "Error occurred while
+/// creating a new object: db error" (found by a black-box run).
+#[tokio::test]
+async fn a_pool_refused_a_connection_says_the_servers_reason() {
+    let db = outbox_tests::TestDb::new().await;
+    let role = format!("limited_{}", db.name());
+    db.execute(&format!(
+        "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN CONNECTION LIMIT 0"
+    ))
+    .await;
+    let url = db.url().replacen("postgres@", &format!("{role}@"), 1);
+    let pool = PgConnector::from_url(&url).unwrap().pool(1).unwrap();
+    let e = outbox_core::Error::from(pool.get().await.err().expect("the role may not connect"));
+    let text = e.to_string();
+    db.execute(&format!("DROP ROLE {role}")).await;
+    assert!(text.contains("too many connections for role"), "{text}");
+}
