@@ -266,7 +266,21 @@ async fn drain(
     let moved = sql::partitions_drain_tail()
         .bind(client, &wanted, &lock_timeout_ms)
         .one()
-        .await?;
+        .await
+        .map_err(|e| {
+            let timed_out = e.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE);
+            let e = Error::from(e);
+            if timed_out {
+                e.context(format!(
+                    "draining the tail partition waited {:?} (the drain lock timeout) for its \
+                     lock behind another transaction (pg_dump, a long report); nothing was \
+                     moved, the next run tries again",
+                    options.drain_lock_timeout
+                ))
+            } else {
+                e
+            }
+        })?;
     let after = partition_count(client).await?;
     report.drained += moved;
     report.created += u32::try_from(after.saturating_sub(before)).unwrap_or(u32::MAX);
