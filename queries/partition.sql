@@ -88,3 +88,12 @@ SELECT p.granularity,
 -- only once those seen have ended.
 --! table_lockers
 SELECT outbox_events_lockers() AS lockers;
+
+-- What a claim on the partitioned table locks (every attached partition and each of its indexes:
+-- the claims are not pruned by `created_at`) against the server's shared lock table.
+--! partition_lock_budget
+SELECT (SELECT count(*) FROM pg_inherits i WHERE i.inhparent = 'outbox_events'::regclass) AS partitions,
+       (SELECT count(*) FROM pg_index x WHERE x.indrelid = 'outbox_events'::regclass) AS indexes,
+       current_setting('max_locks_per_transaction')::int8
+           * (current_setting('max_connections')::int8
+              + current_setting('max_prepared_transactions')::int8) AS lock_slots;

@@ -547,3 +547,19 @@ async fn a_tail_drain_timed_out_on_its_lock_says_so_and_moves_nothing() {
         "the next run drains it"
     );
 }
+
+/// Claims lock every partition and its indexes: with a thousand partitions ahead (accepted), a
+/// few relay workers filled the server's lock table and their claims failed with "out of shared
+/// memory" (found by a black-box run). Maintenance says so while the count is too high.
+#[tokio::test]
+async fn too_many_partitions_for_the_lock_table_are_warned_about() {
+    let db = TestDb::partitioned(Granularity::Hourly).await;
+    let r = maintain(&db, None).await;
+    assert_eq!(r.lock_warning, None, "the default fits: {r:?}");
+    db.execute("UPDATE outbox_partitioning SET ahead = 200")
+        .await;
+    let r = maintain(&db, None).await;
+    let warning = r.lock_warning.expect("200 hourly partitions ahead");
+    assert!(warning.contains("max_locks_per_transaction"), "{warning}");
+    assert!(warning.contains("out of shared memory"), "{warning}");
+}

@@ -115,6 +115,9 @@ pub struct MaintenanceReport {
     pub waiting: Vec<String>,
     /// Whether `outbox_events_legacy` (left by a conversion) was dropped.
     pub legacy_dropped: bool,
+    /// Set when the partitions are too many for the server's lock table (also logged as a
+    /// warning): see [`CONCURRENT_CLAIMS`](super::CONCURRENT_CLAIMS).
+    pub lock_warning: Option<String>,
 }
 
 /// Maintains the partitioned layout on `client` (a connection of its own: the election lock is a
@@ -191,6 +194,10 @@ async fn run(
     };
     ahead(client, options, &mut report).await?;
     retired?;
+    report.lock_warning = super::lock_budget::check(client).await?;
+    if let Some(warning) = &report.lock_warning {
+        tracing::warn!("partition maintenance: {warning}");
+    }
     Ok(report)
 }
 

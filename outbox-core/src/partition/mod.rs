@@ -35,11 +35,13 @@
 
 mod ddl;
 mod granularity;
+mod lock_budget;
 mod maintain;
 mod retire;
 mod stats;
 
 pub use granularity::Granularity;
+pub use lock_budget::CONCURRENT_CLAIMS;
 pub use maintain::{
     DEFAULT_DRAIN_LOCK_TIMEOUT, DEFAULT_SETTLE_TIMEOUT, KeptPartition, MAINTENANCE_LOCK_KEY,
     MaintainOptions, MaintenanceReport, maintain,

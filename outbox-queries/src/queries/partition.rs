@@ -236,6 +236,12 @@ impl<'a> From<PartitionStatsBorrowed<'a>> for PartitionStats {
         }
     }
 }
+#[derive(Debug, Clone, PartialEq, Copy, serde::Serialize)]
+pub struct PartitionLockBudget {
+    pub partitions: i64,
+    pub indexes: i64,
+    pub lock_slots: i64,
+}
 use crate::client::async_::GenericClient;
 use futures::{self, StreamExt, TryStreamExt};
 pub struct StringQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
@@ -1033,6 +1039,73 @@ where
         Ok(mapped)
     }
 }
+pub struct PartitionLockBudgetQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
+    client: &'c C,
+    params: [&'a (dyn postgres_types::ToSql + Sync); N],
+    query: &'static str,
+    cached: Option<&'s tokio_postgres::Statement>,
+    extractor: fn(&tokio_postgres::Row) -> Result<PartitionLockBudget, tokio_postgres::Error>,
+    mapper: fn(PartitionLockBudget) -> T,
+}
+impl<'c, 'a, 's, C, T: 'c, const N: usize> PartitionLockBudgetQuery<'c, 'a, 's, C, T, N>
+where
+    C: GenericClient,
+{
+    pub fn map<R>(
+        self,
+        mapper: fn(PartitionLockBudget) -> R,
+    ) -> PartitionLockBudgetQuery<'c, 'a, 's, C, R, N> {
+        PartitionLockBudgetQuery {
+            client: self.client,
+            params: self.params,
+            query: self.query,
+            cached: self.cached,
+            extractor: self.extractor,
+            mapper,
+        }
+    }
+    pub async fn one(self) -> Result<T, tokio_postgres::Error> {
+        let row =
+            crate::client::async_::one(self.client, self.query, &self.params, self.cached).await?;
+        Ok((self.mapper)((self.extractor)(&row)?))
+    }
+    pub async fn all(self) -> Result<Vec<T>, tokio_postgres::Error> {
+        self.iter().await?.try_collect().await
+    }
+    pub async fn opt(self) -> Result<Option<T>, tokio_postgres::Error> {
+        let opt_row =
+            crate::client::async_::opt(self.client, self.query, &self.params, self.cached).await?;
+        Ok(opt_row
+            .map(|row| {
+                let extracted = (self.extractor)(&row)?;
+                Ok((self.mapper)(extracted))
+            })
+            .transpose()?)
+    }
+    pub async fn iter(
+        self,
+    ) -> Result<
+        impl futures::Stream<Item = Result<T, tokio_postgres::Error>> + 'c,
+        tokio_postgres::Error,
+    > {
+        let stream = crate::client::async_::raw(
+            self.client,
+            self.query,
+            crate::slice_iter(&self.params),
+            self.cached,
+        )
+        .await?;
+        let mapped = stream
+            .map(move |res| {
+                res.and_then(|row| {
+                    let extracted = (self.extractor)(&row)?;
+                    Ok((self.mapper)(extracted))
+                })
+            })
+            .into_stream();
+        Ok(mapped)
+    }
+}
 pub struct PartitionsConvertStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn partitions_convert() -> PartitionsConvertStmt {
     PartitionsConvertStmt(
@@ -1652,6 +1725,42 @@ impl TableLockersStmt {
             cached: self.1.as_ref(),
             extractor: |row| Ok(row.try_get(0)?),
             mapper: |it| it.map(|v| v.into()).collect(),
+        }
+    }
+}
+pub struct PartitionLockBudgetStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn partition_lock_budget() -> PartitionLockBudgetStmt {
+    PartitionLockBudgetStmt(
+        "SELECT (SELECT count(*) FROM pg_inherits i WHERE i.inhparent = 'outbox_events'::regclass) AS partitions, (SELECT count(*) FROM pg_index x WHERE x.indrelid = 'outbox_events'::regclass) AS indexes, current_setting('max_locks_per_transaction')::int8 * (current_setting('max_connections')::int8 + current_setting('max_prepared_transactions')::int8) AS lock_slots",
+        None,
+    )
+}
+impl PartitionLockBudgetStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+    ) -> PartitionLockBudgetQuery<'c, 'a, 's, C, PartitionLockBudget, 0> {
+        PartitionLockBudgetQuery {
+            client,
+            params: [],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor:
+                |row: &tokio_postgres::Row| -> Result<PartitionLockBudget, tokio_postgres::Error> {
+                    Ok(PartitionLockBudget {
+                        partitions: row.try_get(0)?,
+                        indexes: row.try_get(1)?,
+                        lock_slots: row.try_get(2)?,
+                    })
+                },
+            mapper: |it| PartitionLockBudget::from(it),
         }
     }
 }
