@@ -15,7 +15,8 @@ const SECRET_NAMES: &[&str] = &["x-amz-security-token", "authorization"];
 
 /// The messages of `error` and of its [sources](StdError::source), joined by `": "`, on one line.
 /// A message already contained in the text so far is skipped (many errors repeat their source's
-/// message in their own), so each cause shows once.
+/// message in their own), so each cause shows once. A PostgreSQL error shows its message and hint,
+/// never its detail, which can quote a row's values (an event's payload among them).
 ///
 /// ```
 /// let io = std::io::Error::other("connection reset");
@@ -26,8 +27,28 @@ pub fn error_chain(error: &(dyn StdError + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
+        let cause_text = match cause.downcast_ref::<tokio_postgres::error::DbError>() {
+            // The server's message and hint, never its detail: that can quote a row's values
+            // ("Failing row contains (…)", a key's value), payloads included.
+            Some(db) => match db.hint() {
+                Some(hint) => format!("{}: {} (hint: {hint})", db.severity(), db.message()),
+                None => format!("{}: {}", db.severity(), db.message()),
+            },
+            // tokio-postgres' own words for a server error ("db error") say nothing its source
+            // does not.
+            None if cause
+                .downcast_ref::<tokio_postgres::Error>()
+                .is_some_and(|e| e.as_db_error().is_some()) =>
+            {
+                String::new()
+            }
+            None => cause.to_string(),
+        };
+        let already = text.contains(&cause_text)
+            || cause
+                .downcast_ref::<tokio_postgres::error::DbError>()
+                .is_some_and(|db| text.contains(db.message()));
+        if !cause_text.is_empty() && !already {
             text.push_str(": ");
             text.push_str(&cause_text);
         }

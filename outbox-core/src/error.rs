@@ -179,8 +179,12 @@ impl<K: Kind> fmt::Display for Error<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.kind, self.message)?;
         if let Some(source) = &self.source {
+            // tokio-postgres says "db error" for a server error whose words the message carries.
+            let server_error = source
+                .downcast_ref::<tokio_postgres::Error>()
+                .is_some_and(|e| e.as_db_error().is_some());
             let source = source.to_string();
-            if !self.message.contains(&source) {
+            if !server_error && !self.message.contains(&source) {
                 write!(f, ": {source}")?;
             }
         }

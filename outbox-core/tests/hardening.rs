@@ -399,3 +399,28 @@ async fn a_publisher_that_panics_before_its_future_is_caught() {
         "the attempt is charged with the panic's message"
     );
 }
+
+/// A server error's detail can quote the row ("Failing row contains (…)": an event's payload):
+/// the printed chain gives the server's message once, without its detail (it gave the detail, and
+/// the message twice).
+#[tokio::test]
+async fn printed_database_errors_carry_no_row_values() {
+    let db = outbox_tests::TestDb::new().await;
+    let client = db.connect().await;
+    let e = client
+        .batch_execute(
+            "CREATE TEMP TABLE t (body text CHECK (length(body) < 5));
+             INSERT INTO t VALUES ('SECRET-PAYLOAD-BODY')",
+        )
+        .await
+        .expect_err("the check refuses it");
+    let text = outbox_core::error_chain(&outbox_core::Error::from(e));
+    assert!(text.contains("violates check constraint"), "{text}");
+    assert!(!text.contains("SECRET-PAYLOAD-BODY"), "{text}");
+    assert_eq!(
+        text.matches("violates check constraint").count(),
+        1,
+        "{text}"
+    );
+    assert!(!text.contains("db error"), "{text}");
+}
