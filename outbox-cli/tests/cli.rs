@@ -209,6 +209,16 @@ fn wait_with_timeout(child: &mut Child, timeout: Duration) -> std::process::Exit
     }
 }
 
+/// Reads `child`'s piped stderr to its end on a thread of its own.
+fn capture_stderr(child: &mut Child) -> std::thread::JoinHandle<String> {
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        stderr.read_to_string(&mut text).unwrap();
+        text
+    })
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -270,12 +280,7 @@ async fn relay_delivers_serves_metrics_logs_safely_and_stops_on_sigterm() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let logs = std::thread::spawn(move || {
-        let mut text = String::new();
-        stderr.read_to_string(&mut text).unwrap();
-        text
-    });
+    let logs = capture_stderr(&mut child);
 
     let received = queue.receive_all(40, Duration::from_secs(20)).await;
     let got: std::collections::HashSet<String> = received
@@ -755,25 +760,16 @@ async fn text_logs_escape_control_characters_from_the_rows() {
         )
         .await
         .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_outbox"))
-        .args(["relay", "--route", &format!("order.*={}", queue.url())])
-        .args(["--poll-interval", "100ms", "--shutdown-grace", "2s"])
-        .env("DATABASE_URL", db.url())
-        .env_remove("RUST_LOG")
-        .env("AWS_ENDPOINT_URL_SQS", outbox_tests::sqs::endpoint())
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let logs = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        stderr.read_to_end(&mut bytes).unwrap();
-        bytes
-    });
+    let mut child = local_aws(
+        outbox(&db)
+            .args(["relay", "--route", &format!("order.*={}", queue.url())])
+            .args(["--poll-interval", "100ms", "--shutdown-grace", "2s"]),
+    )
+    .stderr(Stdio::piped())
+    .stdout(Stdio::null())
+    .spawn()
+    .unwrap();
+    let logs = capture_stderr(&mut child);
     let start = Instant::now();
     loop {
         let dead: i64 = client
@@ -796,8 +792,7 @@ async fn text_logs_escape_control_characters_from_the_rows() {
     sigterm(&child);
     assert!(wait_with_timeout(&mut child, Duration::from_secs(10)).success());
     let logs = logs.join().unwrap();
-    assert!(!logs.contains(&0x1b), "a raw escape reached the log");
-    let logs = String::from_utf8(logs).unwrap();
+    assert!(!logs.contains('\u{1b}'), "a raw escape reached the log");
     assert!(
         !logs
             .lines()

@@ -10,6 +10,17 @@ use outbox_sqs::ErrorKind;
 use outbox_sqs_fixture::{CallFault, EntryFault, SqsFixture};
 use serde_json::json;
 
+/// A publisher to `queue` that makes one call at a time.
+async fn one_call_at_a_time(fx: &SqsFixture, queue: &str) -> outbox_sqs::SqsPublisher {
+    builder(fx)
+        .await
+        .default_queue(queue)
+        .max_in_flight(1)
+        .build()
+        .await
+        .unwrap()
+}
+
 fn permanent(o: &PublishOutcome) -> &str {
     match o {
         PublishOutcome::Permanent(r) => r.message(),
@@ -133,13 +144,7 @@ async fn a_failed_call_among_successful_ones_makes_its_entries_retry() {
         let fx = SqsFixture::start().await;
         let q = fx.create_queue("events");
         // One call at a time: the first batch (events 0–9) gets the fault.
-        let publisher = builder(&fx)
-            .await
-            .default_queue(q.as_str())
-            .max_in_flight(1)
-            .build()
-            .await
-            .unwrap();
+        let publisher = one_call_at_a_time(&fx, &q).await;
         fx.fail_next_calls(1, fault.clone());
         let outcomes = publisher
             .publish(&events(25, "order.created"))
@@ -439,13 +444,7 @@ async fn a_server_error_closes_its_connection_and_the_next_call_opens_another() 
     for fault in [CallFault::InternalError, CallFault::ServiceUnavailable] {
         let fx = SqsFixture::start().await;
         let q = fx.create_queue("events");
-        let publisher = builder(&fx)
-            .await
-            .default_queue(q.as_str())
-            .max_in_flight(1)
-            .build()
-            .await
-            .unwrap();
+        let publisher = one_call_at_a_time(&fx, &q).await;
         let publish = async || publisher.publish(&events(10, "order.created")).await;
         assert_all_published(&publish().await.unwrap());
         let opened = fx.connections();

@@ -367,6 +367,17 @@ mod tests {
         }
     }
 
+    /// A provider of tokens for the test host, with `credentials`.
+    fn provider_with(credentials: impl ProvideCredentials + 'static) -> RdsIamTokenProvider {
+        RdsIamTokenProvider::new(
+            HOST,
+            5432,
+            "outbox_relay",
+            "eu-west-1",
+            SharedCredentialsProvider::new(credentials),
+        )
+    }
+
     #[tokio::test]
     async fn credentials_are_reused_until_shortly_before_they_expire() {
         for (lifetime, calls) in [(Duration::from_secs(3600), 1), (Duration::from_secs(60), 3)] {
@@ -376,13 +387,7 @@ mod tests {
                 lifetime: Some(lifetime),
                 fails_after: usize::MAX,
             };
-            let provider = RdsIamTokenProvider::new(
-                HOST,
-                5432,
-                "outbox_relay",
-                "eu-west-1",
-                SharedCredentialsProvider::new(counting),
-            );
+            let provider = provider_with(counting);
             let again = provider.clone();
             for p in [&provider, &again, &provider] {
                 p.password().await.unwrap();
@@ -398,17 +403,11 @@ mod tests {
     #[tokio::test]
     async fn credentials_without_expiry_are_fetched_again_after_15_minutes() {
         let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let provider = RdsIamTokenProvider::new(
-            HOST,
-            5432,
-            "outbox_relay",
-            "eu-west-1",
-            SharedCredentialsProvider::new(Counting {
-                calls: Arc::clone(&count),
-                lifetime: None,
-                fails_after: 2,
-            }),
-        );
+        let provider = provider_with(Counting {
+            calls: Arc::clone(&count),
+            lifetime: None,
+            fails_after: 2,
+        });
         let calls = || count.load(std::sync::atomic::Ordering::Relaxed);
         let t0 = SystemTime::now();
         provider.credentials(t0).await.unwrap();
@@ -460,13 +459,7 @@ mod tests {
     #[tokio::test]
     async fn connections_opened_at_once_fetch_the_credentials_once() {
         let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let provider = RdsIamTokenProvider::new(
-            HOST,
-            5432,
-            "outbox_relay",
-            "eu-west-1",
-            SharedCredentialsProvider::new(Slow(Arc::clone(&count))),
-        );
+        let provider = provider_with(Slow(Arc::clone(&count)));
         let opening: Vec<_> = (0..8)
             .map(|_| {
                 let p = provider.clone();
