@@ -27,7 +27,8 @@ pub fn error_chain(error: &(dyn StdError + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
-        let cause_text = match cause.downcast_ref::<tokio_postgres::error::DbError>() {
+        let db = cause.downcast_ref::<tokio_postgres::error::DbError>();
+        let cause_text = match db {
             // The server's message and hint, never its detail: that can quote a row's values
             // ("Failing row contains (…)", a key's value), payloads included.
             Some(db) => match db.hint() {
@@ -44,10 +45,8 @@ pub fn error_chain(error: &(dyn StdError + 'static)) -> String {
             }
             None => cause.to_string(),
         };
-        let already = text.contains(&cause_text)
-            || cause
-                .downcast_ref::<tokio_postgres::error::DbError>()
-                .is_some_and(|db| text.contains(db.message()));
+        let already =
+            text.contains(&cause_text) || db.is_some_and(|db| text.contains(db.message()));
         if !cause_text.is_empty() && !already {
             text.push_str(": ");
             text.push_str(&cause_text);

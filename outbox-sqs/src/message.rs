@@ -52,15 +52,20 @@ pub fn message_group_id(aggregate_type: &str, aggregate_id: &str) -> String {
     let digest = Sha256::digest(natural.as_bytes());
     let mut id = String::with_capacity(HASHED_GROUP_ID_PREFIX.len() + 64);
     id.push_str(HASHED_GROUP_ID_PREFIX);
-    for b in digest.iter() {
-        id.push(char::from(HEX[usize::from(b >> 4)]));
-        id.push(char::from(HEX[usize::from(b & 0xf)]));
-    }
+    push_hex(&mut id, &digest);
     id
 }
 
 /// Lower-case hexadecimal digits.
 pub(crate) const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Appends `bytes` in lower-case hexadecimal.
+pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
+    for b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+}
 
 /// A batch entry's `Id`: the event's position in its `publish` call, in decimal, kept inline (no
 /// allocation per event).

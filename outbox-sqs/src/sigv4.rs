@@ -16,7 +16,7 @@ use http::HeaderValue;
 use http::header::AUTHORIZATION;
 use sha2::{Digest, Sha256};
 
-use crate::message::HEX;
+use crate::message::push_hex;
 
 /// Headers never signed (`aws-sigv4`'s defaults): changed by proxies, or computed by signing.
 const UNSIGNED: [&str; 4] = [
@@ -83,14 +83,6 @@ fn hmac(key: &[u8], data: &[u8]) -> [u8; 32] {
     outer.update(block.map(|b| b ^ 0x5c));
     outer.update(inner.finalize());
     outer.finalize().into()
-}
-
-/// Appends `bytes` in lower-case hexadecimal.
-fn push_hex(out: &mut String, bytes: &[u8]) {
-    for b in bytes {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0xf)]));
-    }
 }
 
 /// `time` as SigV4's `YYYYMMDDTHHMMSSZ` (UTC); `None` before 1970 or after 9999.
