@@ -3,7 +3,7 @@
 use crate::output::out;
 use std::time::Duration;
 
-use crate::{Failure, db};
+use crate::{Failure, db, usage};
 
 /// Deletes old processed rows and/or old inbox records, in bounded batches.
 pub async fn run(
@@ -13,7 +13,7 @@ pub async fn run(
 ) -> Result<(), Failure> {
     // Refused before anything is deleted.
     if let Some(inbox) = inbox_older_than {
-        outbox_core::check_inbox_retention(inbox)?;
+        outbox_core::check_inbox_retention(inbox).map_err(usage)?;
     }
     let client = db::connect(url).await?;
     if let Some(older_than) = older_than {

@@ -38,8 +38,11 @@ ENVIRONMENT:
   OUTBOX_*          relay and SQS settings; see `outbox relay --help`
 
 EXIT STATUS:
-  0 on success, 1 on an error (printed to stderr), 2 on a usage error; `outbox relay` exits 130
-  when a second signal cuts its shutdown short.")]
+  0 on success; 2 on a usage error: an argument or setting (flag or variable) that is missing,
+  malformed, out of range or in conflict with another, found before anything is contacted; 1 on
+  any other error, found by trying (connecting, reading a file, the database's state, credentials,
+  the queues). The error is printed to stderr: one line, or one JSON object with
+  --log-format json. `outbox relay` exits 130 when a second signal cuts its shutdown short.")]
 pub struct Cli {
     /// PostgreSQL connection string of the database holding the outbox.
     #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
@@ -57,6 +60,10 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+
+    /// The subcommand's words, e.g. `partitions maintain` (for "try `outbox … --help`").
+    #[arg(skip)]
+    pub command_path: String,
 }
 
 impl Cli {
@@ -65,7 +72,15 @@ impl Cli {
     pub fn parse_args() -> Cli {
         let command = Cli::command().mut_subcommand("relay", |c| c.long_about(help::relay()));
         let matches = command.get_matches();
-        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+        let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        let mut words = Vec::new();
+        let mut level = &matches;
+        while let Some((name, sub)) = level.subcommand() {
+            words.push(name);
+            level = sub;
+        }
+        cli.command_path = words.join(" ");
+        cli
     }
 }
 
@@ -149,8 +164,8 @@ pub struct MigrateArgs {
           value_name = "GRANULARITY")]
     pub partitioned: Option<GranularityArg>,
     /// With --partitioned: partitions kept ready beyond the current one (default 3 days, 12 hours;
-    /// at least 2).
-    #[arg(long, requires = "partitioned", value_name = "N")]
+    /// 2 to 1000).
+    #[arg(long, requires = "partitioned", value_name = "N", value_parser = ahead)]
     pub ahead: Option<u32>,
 }
 
@@ -194,8 +209,8 @@ advisory lock), the others report that it was busy.")]
         /// Drop partitions older than this whose rows were all published longer ago, e.g. 7d.
         #[arg(long, value_parser = duration::parse)]
         retention: Option<Duration>,
-        /// How long the tail's drain may wait for its table lock, e.g. 2s.
-        #[arg(long, value_parser = duration::parse, default_value = "2s")]
+        /// How long the tail's drain may wait for its table lock, e.g. 2s (at least 1ms).
+        #[arg(long, value_parser = duration::parse_positive, default_value = "2s")]
         drain_lock_timeout: Duration,
         /// How long retirement waits for transactions that began before an expired partition's
         /// end, e.g. 2s.
@@ -349,6 +364,19 @@ pub struct RelayArgs {
     /// transaction mode: a direct connection to the database (same sslmode rules).
     #[arg(long, env = ENV_LISTEN_URL, hide_env_values = true)]
     pub listen_url: Option<String>,
+}
+
+/// `--ahead N`: within [`outbox_core::partition::AHEAD`] (a usage error otherwise, exit 2).
+fn ahead(text: &str) -> Result<u32, String> {
+    let range = outbox_core::partition::AHEAD;
+    text.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| range.contains(n))
+        .ok_or_else(|| {
+            let (min, max) = range.into_inner();
+            format!("`{text}`: a number of partitions from {min} to {max}")
+        })
 }
 
 /// `--route PATTERN=TARGET`, split at its first `=`; a missing side is a usage error (exit 2), like

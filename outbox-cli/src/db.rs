@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use outbox_core::{ConnectConfig, PgConnector};
 
-use crate::Failure;
+use crate::{Failure, usage};
 
 /// How long one connection attempt may take when the URL sets no `connect_timeout`: start-up fails
 /// within seconds on an unreachable host instead of hanging.
@@ -29,7 +29,8 @@ pub fn init(options: DbOptions) {
 
 /// The connector for the main database's `url`.
 pub async fn connector(url: Option<&str>) -> Result<PgConnector, Failure> {
-    let url = url.ok_or("no database given: set DATABASE_URL or pass --database-url")?;
+    let url =
+        url.ok_or_else(|| usage("no database given: set DATABASE_URL or pass --database-url"))?;
     connector_named(url, Some("DATABASE_URL")).await
 }
 
@@ -38,7 +39,7 @@ pub async fn connector(url: Option<&str>) -> Result<PgConnector, Failure> {
 pub async fn connector_named(url: &str, name: Option<&str>) -> Result<PgConnector, Failure> {
     let mut config: ConnectConfig = url.parse().map_err(|e| {
         let e = outbox_core::error_chain(&e);
-        name.map_or_else(|| e.clone(), |name| format!("{name}: {e}"))
+        usage(name.map_or_else(|| e.clone(), |name| format!("{name}: {e}")))
     })?;
     if config.pg.get_connect_timeout().is_none() {
         config.pg.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
@@ -47,10 +48,13 @@ pub async fn connector_named(url: &str, name: Option<&str>) -> Result<PgConnecto
     if !OPTIONS.get().copied().unwrap_or_default().rds_iam {
         return Ok(connector);
     }
-    Ok(connector
-        .with_rds_iam()
-        .await
-        .map_err(|e| format!("--rds-iam: {}", outbox_core::error_chain(&e)))?)
+    // IAM over a connection that could be plaintext is refused before any token is made: a
+    // conflict of settings (a usage error); a failure to get credentials is not.
+    let conflict = connector.tls().mode < outbox_core::SslMode::Require;
+    connector.with_rds_iam().await.map_err(|e| {
+        let e = format!("--rds-iam: {}", outbox_core::error_chain(&e));
+        if conflict { usage(e) } else { e.into() }
+    })
 }
 
 /// One connection, driven on a task.

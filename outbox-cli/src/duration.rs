@@ -78,9 +78,25 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     Ok(total)
 }
 
+/// [`parse`], refusing zero: for time limits where 0 would mean "no limit" or "never".
+pub fn parse_positive(text: &str) -> Result<Duration, String> {
+    let d = parse(text)?;
+    if d.is_zero() {
+        return Err(format!("`{}`: must be more than 0, e.g. 1ms", text.trim()));
+    }
+    Ok(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positive_refuses_only_zero() {
+        assert!(parse_positive("0s").is_err());
+        assert!(parse_positive("0ms").is_err());
+        assert_eq!(parse_positive("1ms").unwrap(), Duration::from_millis(1));
+    }
 
     #[test]
     fn parses_units_and_sums() {

@@ -14,17 +14,21 @@ mod output;
 mod partitions;
 mod relay;
 mod stats;
+mod usage;
 
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
+use crate::usage::usage;
 
-/// An error to print and exit 1 with.
+/// An error to print and exit with: 1, or 2 for a [`usage::Usage`] error.
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 fn main() -> ExitCode {
     let cli = Cli::parse_args();
     logging::init(cli.log_format);
+    let format = cli.log_format;
+    let command = cli.command_path.clone();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -37,13 +41,7 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", outbox_core::error_chain(&*e));
-            if let Some(hint) = hint(&*e) {
-                eprintln!("hint: {hint}");
-            }
-            ExitCode::FAILURE
-        }
+        Err(e) => usage::report(&*e, hint(&*e), format, &command),
     }
 }
 

@@ -4,6 +4,7 @@ use outbox_core::{CancellationToken, PgConnector, Relay, RelayConfig, RelayMetri
 use outbox_sqs::{SqsConfig, SqsPublisher};
 
 use crate::cli::RelayArgs;
+use crate::usage::{self, usage};
 use crate::{Failure, db, metrics_server};
 
 /// The relay's settings: environment, then flags.
@@ -71,15 +72,24 @@ fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
 pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     // Every setting, the publisher's own checks included (route patterns, targets, offload), is
     // checked before the database is touched (`--migrate` included).
-    let config = relay_config(&args)?;
-    let sqs = sqs_config(&args)?;
-    sqs.validate()?;
+    // Settings invalid in themselves are usage errors (exit 2).
+    let config = relay_config(&args).map_err(usage)?;
+    let sqs = sqs_config(&args).map_err(usage)?;
+    sqs.validate().map_err(usage)?;
     if let Some(inbox) = args.inbox_retention {
-        outbox_core::check_inbox_retention(inbox)?;
+        outbox_core::check_inbox_retention(inbox).map_err(usage)?;
     }
     // Keepalives and a TCP user timeout on every relay connection, pool time-outs on its pool.
     let connector = db::connector(url).await?.hardened(config.publish_timeout);
-    let listen = check_database(&connector, &args, config.retention.is_some())
+    let listen_url = match (&args.listen_url, args.no_listen) {
+        (Some(u), false) => Some(
+            db::connector_named(u, None)
+                .await
+                .map_err(|e| usage::context("--listen-url", e))?,
+        ),
+        _ => None,
+    };
+    let listen = check_database(&connector, listen_url, &args, config.retention.is_some())
         .await?
         .map(|l| l.hardened(config.publish_timeout));
     let publisher = SqsPublisher::builder().config(sqs).build().await?;
@@ -121,9 +131,10 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
 
 /// The start-up checks: connect (failing within the connect timeout), migrate when asked, check the
 /// schema version and the grants, and open the LISTEN connection once. Returns the LISTEN connector
-/// (`None` with `--no-listen`).
+/// (`None` with `--no-listen`); `listen_url` is `--listen-url`'s.
 async fn check_database(
     connector: &PgConnector,
+    listen_url: Option<PgConnector>,
     args: &RelayArgs,
     retention: bool,
 ) -> Result<Option<PgConnector>, Failure> {
@@ -135,12 +146,9 @@ async fn check_database(
     if args.inbox_retention.is_some() {
         outbox_core::check_inbox_retention_database(&client).await?;
     }
-    let listen = match (&args.listen_url, args.no_listen) {
+    let listen = match (listen_url, args.no_listen) {
         (_, true) => None,
-        (Some(u), false) => {
-            let listen = db::connector_named(u, None)
-                .await
-                .map_err(|e| format!("--listen-url: {}", outbox_core::error_chain(&*e)))?;
+        (Some(listen), false) => {
             // Fail now on a wrong LISTEN URL (unreachable, or another database: NOTIFY is per
             // database) rather than fall back to polling in silence.
             outbox_core::check_listen_connection(&client, &listen)

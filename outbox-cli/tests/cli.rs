@@ -474,7 +474,7 @@ async fn relay_settings_are_checked_before_the_database_is_touched() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(2), "a usage error too: {err}");
     assert!(err.contains("not a url"), "{err}");
     let tables: i64 = db
         .connect()
@@ -590,14 +590,17 @@ async fn relay_routes_to_an_sns_topic_and_refuses_bad_targets_and_offload_settin
 
     // Each mistake is one clear line at start-up, and nothing is relayed.
     let missing_bucket = format!("outbox-cli-missing-{}", Uuid::new_v4().simple());
-    let cases: Vec<(Vec<&str>, &str)> = vec![
+    // Exit 2 for a setting invalid in itself, 1 for what only trying finds (a missing bucket).
+    let cases: Vec<(Vec<&str>, &str, i32)> = vec![
         (
             vec!["--route", "order.*=arn:aws:sqs:us-east-1:000000000000:q"],
             "is an ARN but not of an SNS topic",
+            2,
         ),
         (
             vec!["--route", "order.*=orders queue"],
             "is neither an SQS queue URL",
+            2,
         ),
         (
             vec![
@@ -607,6 +610,7 @@ async fn relay_routes_to_an_sns_topic_and_refuses_bad_targets_and_offload_settin
                 &missing_bucket,
             ],
             "S3 offload bucket not found",
+            1,
         ),
         (
             vec![
@@ -618,16 +622,17 @@ async fn relay_routes_to_an_sns_topic_and_refuses_bad_targets_and_offload_settin
                 "1048577",
             ],
             "offload threshold 1048577 must be within 1..=1048576",
+            2,
         ),
     ];
-    for (args, says) in cases {
+    for (args, says, status) in cases {
         let out = local_aws(&mut outbox(&db))
             .arg("relay")
             .args(&args)
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?} started");
+        assert_eq!(out.status.code(), Some(status), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
 
@@ -660,7 +665,7 @@ async fn relay_routes_to_an_sns_topic_and_refuses_bad_targets_and_offload_settin
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?} with {var}: {err}");
     }
 }

@@ -379,7 +379,7 @@ async fn cleanup_deletes_old_inbox_records_only() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(2), "a usage error: {err}");
     assert!(err.contains("too short: at least 1 h"), "{err}");
     assert_eq!(inbox_ids(&db).await, vec![ids[2]]);
     let refused = outbox_core::cleanup_inbox(&client, Duration::ZERO).await;

@@ -10,8 +10,10 @@ use std::time::Duration;
 
 use outbox_core::{Password, PasswordProvider, PgConnector};
 use outbox_tests::sqs::TestQueue;
+use std::process::Command;
 use support::SERIAL;
-use support::commands::{fails_fast, outbox, relay_cmd, succeeds};
+
+use support::commands::{fails_fast, fails_usage, outbox, relay_cmd, succeeds};
 use support::tls_cluster::TlsCluster;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -287,4 +289,153 @@ async fn password_provider_gives_each_new_connection_the_current_password() {
     assert!(chain(&e).contains("the vault is sealed"), "{}", chain(&e));
     let e = failing.connect_spawned().await.expect_err("no password");
     assert!(chain(&e).contains("the vault is sealed"), "{}", chain(&e));
+}
+
+/// A command line or setting that is invalid in itself is a usage error, exit 2, as `--help` says
+/// and as clap's own are — found before anything is contacted (the database here does not exist).
+/// They exited 1, like a failure to connect (found by a black-box run). What can only be found by
+/// trying (a refused connection, a missing bucket) stays exit 1.
+#[test]
+fn invalid_settings_are_usage_errors_and_failures_are_not() {
+    // Nothing listens on port 9: a command that got as far as connecting would fail with 1.
+    let nowhere = "postgres://postgres@127.0.0.1:9/app?connect_timeout=1";
+    let cases: Vec<(Command, &str)> = vec![
+        (
+            {
+                let mut c = outbox(nowhere);
+                c.env_remove("DATABASE_URL").arg("stats");
+                c
+            },
+            "no database given",
+        ),
+        (
+            {
+                let mut c = outbox("postgres://u@h:notaport/db");
+                c.arg("stats");
+                c
+            },
+            "DATABASE_URL",
+        ),
+        (
+            {
+                let mut c = relay_cmd(nowhere);
+                c.env(outbox_core::env::BATCH_SIZE, "lots");
+                c
+            },
+            outbox_core::env::BATCH_SIZE,
+        ),
+        (
+            {
+                let mut c = relay_cmd(nowhere);
+                c.args(["--batch-size", "0"]);
+                c
+            },
+            "batch_size",
+        ),
+        (
+            {
+                let mut c = outbox(nowhere);
+                c.arg("relay");
+                c
+            },
+            "no queue or topic configured",
+        ),
+        (
+            {
+                let mut c = relay_cmd(nowhere);
+                c.args(["--route", "order.*=not a url"]);
+                c
+            },
+            "not a url",
+        ),
+        (
+            {
+                let mut c = relay_cmd(nowhere);
+                c.args(["--inbox-retention", "30m"]);
+                c
+            },
+            "too short: at least 1 h",
+        ),
+        (
+            {
+                let mut c = relay_cmd(nowhere);
+                c.args(["--listen-url", "postgres://u@h:notaport/db"]);
+                c
+            },
+            "--listen-url",
+        ),
+        (
+            {
+                let mut c = outbox(nowhere);
+                c.args(["migrate", "--partitioned", "--ahead", "1"]);
+                c
+            },
+            "from 2 to 1000",
+        ),
+        (
+            {
+                let mut c = outbox(nowhere);
+                c.args(["partitions", "maintain", "--drain-lock-timeout", "0s"]);
+                c
+            },
+            "must be more than 0",
+        ),
+        (
+            {
+                let mut c = outbox(nowhere);
+                c.args(["cleanup", "--inbox-older-than", "30m"]);
+                c
+            },
+            "too short: at least 1 h",
+        ),
+        (
+            {
+                let mut c = outbox(&format!("{nowhere}&sslmode=prefer"));
+                c.args(["--rds-iam", "migrate"]);
+                c
+            },
+            "RDS IAM auth needs TLS",
+        ),
+    ];
+    for (mut cmd, expect) in cases {
+        fails_usage(&mut cmd, expect);
+    }
+    // The help pointer names the subcommand (found after parsing; clap's own say '--help').
+    let err = fails_usage(relay_cmd(nowhere).args(["--batch-size", "0"]), "0");
+    assert!(err.contains("'outbox relay --help'"), "{err}");
+    // Trying and failing is exit 1, one line.
+    fails_fast(outbox(nowhere).arg("stats"), &["127.0.0.1:9"]);
+}
+
+/// Under `--log-format json` the final error is a JSON object like the log lines (it was plain
+/// text, which a log pipeline parsing JSON dropped or mangled), with the exit status and the hint.
+#[test]
+fn the_final_error_is_json_under_the_json_log_format() {
+    let nowhere = "postgres://postgres@127.0.0.1:9/app?connect_timeout=1";
+    for (args, status, says) in [
+        (&["--log-format", "json", "stats"][..], 1, "127.0.0.1:9"),
+        (
+            &["--log-format", "json", "relay", "--batch-size", "0"],
+            2,
+            "batch_size",
+        ),
+    ] {
+        let out = outbox(nowhere)
+            .env("OUTBOX_SQS_DEFAULT_QUEUE_URL", "http://127.0.0.1:9/0/q")
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "{args:?}: {err}");
+        let last = err.lines().last().unwrap_or_default();
+        let line: serde_json::Value = serde_json::from_str(last)
+            .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {err}"));
+        assert_eq!(line["level"], "ERROR", "{line}");
+        assert_eq!(line["exit_status"], status, "{line}");
+        assert!(
+            line["message"].as_str().is_some_and(|m| m.contains(says)),
+            "{line}"
+        );
+        assert!(line["timestamp"].is_string(), "{line}");
+    }
 }

@@ -137,8 +137,11 @@ pub async fn migrate_partitioned(
     let ahead = ahead.unwrap_or_else(|| granularity.default_ahead());
     let ahead = i32::try_from(ahead)
         .ok()
-        .filter(|a| (2..=1000).contains(a))
-        .ok_or_else(|| Error::config(format!("ahead must be within 2..=1000, got {ahead}")))?;
+        .filter(|_| crate::partition::AHEAD.contains(&ahead))
+        .ok_or_else(|| {
+            let (min, max) = crate::partition::AHEAD.into_inner();
+            Error::config(format!("ahead must be within {min}..={max}, got {ahead}"))
+        })?;
     with_schema_lock(client, async |client| {
         let mut report = run_migrations(client).await?;
         let tx = client.transaction().await?;

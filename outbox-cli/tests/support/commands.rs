@@ -57,3 +57,24 @@ pub fn relay_cmd(url: &str) -> Command {
     .env("AWS_SECRET_ACCESS_KEY", "test");
     cmd
 }
+
+/// Runs `cmd`, which must be refused as a usage error: exit 2 within 5 s, before anything is
+/// contacted, with `error: …` containing `expect` and clap's pointer to the subcommand's help.
+pub fn fails_usage(cmd: &mut Command, expect: &str) -> String {
+    let started = Instant::now();
+    let out = cmd.output().expect("outbox runs");
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
+    assert!(
+        took < Duration::from_secs(5),
+        "{cmd:?} took {took:?}: {err}"
+    );
+    assert!(err.starts_with("error: "), "{cmd:?}: {err}");
+    assert!(err.contains(expect), "{cmd:?}: `{expect}` not in: {err}");
+    assert!(
+        err.contains("For more information, try '"),
+        "{cmd:?}: {err}"
+    );
+    err
+}

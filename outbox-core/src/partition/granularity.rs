@@ -37,6 +37,10 @@ impl Granularity {
     }
 }
 
+/// The numbers of partitions ahead that [`migrate_partitioned`](super::migrate_partitioned)
+/// accepts.
+pub const AHEAD: std::ops::RangeInclusive<u32> = 2..=1000;
+
 impl fmt::Display for Granularity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

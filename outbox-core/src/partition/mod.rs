@@ -40,7 +40,7 @@ mod maintain;
 mod retire;
 mod stats;
 
-pub use granularity::Granularity;
+pub use granularity::{AHEAD, Granularity};
 pub use lock_budget::CONCURRENT_CLAIMS;
 pub use maintain::{
     DEFAULT_DRAIN_LOCK_TIMEOUT, DEFAULT_SETTLE_TIMEOUT, KeptPartition, MAINTENANCE_LOCK_KEY,
