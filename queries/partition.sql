@@ -97,3 +97,11 @@ SELECT (SELECT count(*) FROM pg_inherits i WHERE i.inhparent = 'outbox_events'::
        current_setting('max_locks_per_transaction')::int8
            * (current_setting('max_connections')::int8
               + current_setting('max_prepared_transactions')::int8) AS lock_slots;
+
+-- Whether the current role may maintain the partitions: their DDL needs the owner of
+-- outbox_events (or a member of the owning role; superusers are members of every role).
+--! maintainer_role
+SELECT current_user::text AS role, pg_get_userbyid(c.relowner)::text AS owner,
+       pg_has_role(current_user, c.relowner, 'USAGE') AS may
+  FROM pg_class c
+ WHERE c.oid = 'outbox_events'::regclass;

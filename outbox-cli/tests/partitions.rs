@@ -113,3 +113,42 @@ async fn partition_commands_refuse_what_they_cannot_do() {
         "no partition figures on the plain layout: {stats}"
     );
 }
+
+/// `partitions maintain` run by a role that does not own the table is refused, even when there is
+/// nothing to create yet (it reported success, so a cron job under the wrong role looked healthy
+/// until the day it had to create a partition; found by a black-box run). A member of the owning
+/// role may.
+#[tokio::test]
+async fn maintain_by_a_role_that_cannot_do_the_ddl_is_refused_even_with_nothing_to_do() {
+    let db = TestDb::partitioned(outbox_core::partition::Granularity::Daily).await;
+    succeeds(outbox(&db.url()).args(["partitions", "maintain"]));
+    let role = support::RelayRole::create(&db).await;
+    db.execute(&format!(
+        "GRANT SELECT ON outbox_partitioning TO {}",
+        role.name()
+    ))
+    .await;
+    let out = fails(outbox(&role.url(&db)).args(["partitions", "maintain"]));
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "role {} may not maintain partitions: their DDL needs the owner of outbox_events, postgres",
+            role.name()
+        )),
+        "{err}"
+    );
+    let owners = format!("{}_owners", role.name());
+    db.execute(&format!(
+        "CREATE ROLE {owners}; ALTER TABLE outbox_events OWNER TO {owners}; \
+         GRANT {owners} TO {}",
+        role.name()
+    ))
+    .await;
+    let out = succeeds(outbox(&role.url(&db)).args(["partitions", "maintain"]));
+    assert!(out.contains("created 0 partitions ahead"), "{out}");
+    db.execute(&format!(
+        "ALTER TABLE outbox_events OWNER TO postgres; DROP ROLE {owners}"
+    ))
+    .await;
+}

@@ -150,12 +150,18 @@ pub struct MaintenanceReport {
 /// Only one maintainer works at a time (advisory lock [`MAINTENANCE_LOCK_KEY`]); the others
 /// return at once with [`skipped`](MaintenanceReport::skipped). On the plain layout, and with a
 /// `drain_lock_timeout` under 1 ms, this is an [`ErrorKind::Config`] error. DDL needs the table's
-/// owner: run it as the role that migrated.
+/// owner: run it as the role that migrated (or a member of it). Any other role gets an
+/// [`ErrorKind::Config`] error saying so, even on a run that would have had nothing to do — a
+/// scheduled run under the wrong role must not look healthy until the day it has to create a
+/// partition.
 pub async fn maintain(
     client: &tokio_postgres::Client,
     options: &MaintainOptions,
 ) -> Result<MaintenanceReport, Error> {
     options.validate()?;
+    if let Some(refusal) = refusal(client).await? {
+        return Err(Error::config(refusal));
+    }
     let locked = sql::try_maintenance_lock()
         .bind(client, &MAINTENANCE_LOCK_KEY)
         .one()
@@ -174,6 +180,19 @@ pub async fn maintain(
     let report = result?;
     unlocked?;
     Ok(report)
+}
+
+/// Why the current role may not maintain the partitions (it neither owns `outbox_events` nor is a
+/// member of its owner), or `None` when it may.
+pub(crate) async fn refusal(client: &tokio_postgres::Client) -> Result<Option<String>, Error> {
+    let r = sql::maintainer_role().bind(client).one().await?;
+    Ok((!r.may).then(|| {
+        format!(
+            "role {} may not maintain partitions: their DDL needs the owner of outbox_events, {}; \
+             run it as {} (or a member of it)",
+            r.role, r.owner, r.owner
+        )
+    }))
 }
 
 async fn run(

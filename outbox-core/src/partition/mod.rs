@@ -42,6 +42,7 @@ mod stats;
 
 pub use granularity::{AHEAD, Granularity};
 pub use lock_budget::CONCURRENT_CLAIMS;
+pub(crate) use maintain::refusal as maintenance_refusal;
 pub use maintain::{
     DEFAULT_DRAIN_LOCK_TIMEOUT, DEFAULT_SETTLE_TIMEOUT, KeptPartition, MAINTENANCE_LOCK_KEY,
     MaintainOptions, MaintenanceReport, maintain,

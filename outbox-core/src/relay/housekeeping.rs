@@ -64,7 +64,20 @@ async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode
     };
     let (mode, plain) = match mode {
         Mode::Look => match partition::layout(&*client).await {
-            Ok(Some(_)) => (Mode::Maintain, false),
+            Ok(Some(_)) => match partition::maintenance_refusal(&client).await {
+                Ok(None) => (Mode::Maintain, false),
+                Ok(Some(refusal)) => {
+                    tracing::info!(
+                        "{refusal}: no partition maintenance here (run `outbox partitions \
+                         maintain` as the owner from cron); retention deletes rows instead"
+                    );
+                    (Mode::Rows, false)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "housekeeping could not read the table's owner");
+                    return Mode::Look;
+                }
+            },
             Ok(None) => (Mode::Rows, true),
             Err(e) if is_denied(&e) => {
                 tracing::info!(

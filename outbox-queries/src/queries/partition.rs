@@ -242,6 +242,26 @@ pub struct PartitionLockBudget {
     pub indexes: i64,
     pub lock_slots: i64,
 }
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct MaintainerRole {
+    pub role: String,
+    pub owner: String,
+    pub may: bool,
+}
+pub struct MaintainerRoleBorrowed<'a> {
+    pub role: &'a str,
+    pub owner: &'a str,
+    pub may: bool,
+}
+impl<'a> From<MaintainerRoleBorrowed<'a>> for MaintainerRole {
+    fn from(MaintainerRoleBorrowed { role, owner, may }: MaintainerRoleBorrowed<'a>) -> Self {
+        Self {
+            role: role.into(),
+            owner: owner.into(),
+            may,
+        }
+    }
+}
 use crate::client::async_::GenericClient;
 use futures::{self, StreamExt, TryStreamExt};
 pub struct StringQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
@@ -1106,6 +1126,73 @@ where
         Ok(mapped)
     }
 }
+pub struct MaintainerRoleQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
+    client: &'c C,
+    params: [&'a (dyn postgres_types::ToSql + Sync); N],
+    query: &'static str,
+    cached: Option<&'s tokio_postgres::Statement>,
+    extractor: fn(&tokio_postgres::Row) -> Result<MaintainerRoleBorrowed, tokio_postgres::Error>,
+    mapper: fn(MaintainerRoleBorrowed) -> T,
+}
+impl<'c, 'a, 's, C, T: 'c, const N: usize> MaintainerRoleQuery<'c, 'a, 's, C, T, N>
+where
+    C: GenericClient,
+{
+    pub fn map<R>(
+        self,
+        mapper: fn(MaintainerRoleBorrowed) -> R,
+    ) -> MaintainerRoleQuery<'c, 'a, 's, C, R, N> {
+        MaintainerRoleQuery {
+            client: self.client,
+            params: self.params,
+            query: self.query,
+            cached: self.cached,
+            extractor: self.extractor,
+            mapper,
+        }
+    }
+    pub async fn one(self) -> Result<T, tokio_postgres::Error> {
+        let row =
+            crate::client::async_::one(self.client, self.query, &self.params, self.cached).await?;
+        Ok((self.mapper)((self.extractor)(&row)?))
+    }
+    pub async fn all(self) -> Result<Vec<T>, tokio_postgres::Error> {
+        self.iter().await?.try_collect().await
+    }
+    pub async fn opt(self) -> Result<Option<T>, tokio_postgres::Error> {
+        let opt_row =
+            crate::client::async_::opt(self.client, self.query, &self.params, self.cached).await?;
+        Ok(opt_row
+            .map(|row| {
+                let extracted = (self.extractor)(&row)?;
+                Ok((self.mapper)(extracted))
+            })
+            .transpose()?)
+    }
+    pub async fn iter(
+        self,
+    ) -> Result<
+        impl futures::Stream<Item = Result<T, tokio_postgres::Error>> + 'c,
+        tokio_postgres::Error,
+    > {
+        let stream = crate::client::async_::raw(
+            self.client,
+            self.query,
+            crate::slice_iter(&self.params),
+            self.cached,
+        )
+        .await?;
+        let mapped = stream
+            .map(move |res| {
+                res.and_then(|row| {
+                    let extracted = (self.extractor)(&row)?;
+                    Ok((self.mapper)(extracted))
+                })
+            })
+            .into_stream();
+        Ok(mapped)
+    }
+}
 pub struct PartitionsConvertStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn partitions_convert() -> PartitionsConvertStmt {
     PartitionsConvertStmt(
@@ -1761,6 +1848,43 @@ impl PartitionLockBudgetStmt {
                     })
                 },
             mapper: |it| PartitionLockBudget::from(it),
+        }
+    }
+}
+pub struct MaintainerRoleStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn maintainer_role() -> MaintainerRoleStmt {
+    MaintainerRoleStmt(
+        "SELECT current_user::text AS role, pg_get_userbyid(c.relowner)::text AS owner, pg_has_role(current_user, c.relowner, 'USAGE') AS may FROM pg_class c WHERE c.oid = 'outbox_events'::regclass",
+        None,
+    )
+}
+impl MaintainerRoleStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+    ) -> MaintainerRoleQuery<'c, 'a, 's, C, MaintainerRole, 0> {
+        MaintainerRoleQuery {
+            client,
+            params: [],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |
+                row: &tokio_postgres::Row,
+            | -> Result<MaintainerRoleBorrowed, tokio_postgres::Error> {
+                Ok(MaintainerRoleBorrowed {
+                    role: row.try_get(0)?,
+                    owner: row.try_get(1)?,
+                    may: row.try_get(2)?,
+                })
+            },
+            mapper: |it| MaintainerRole::from(it),
         }
     }
 }
