@@ -7,18 +7,26 @@ use crate::{Failure, db};
 /// Applies the schema (and with `--partitioned` the partitioned layout) and says what it did.
 pub async fn run(url: Option<&str>, args: MigrateArgs) -> Result<(), Failure> {
     let mut client = db::connect(url).await?;
-    let report = match args.partitioned {
-        None => outbox_core::migrate(&mut client).await?,
+    let (mut applied, conversion) = match args.partitioned {
+        None => (outbox_core::migrate(&mut client).await?.applied, None),
         Some(g) => {
-            outbox_core::partition::migrate_partitioned(&mut client, g.into(), args.ahead).await?
+            let mut report =
+                outbox_core::partition::migrate_partitioned(&mut client, g.into(), args.ahead)
+                    .await?;
+            // Its last line says what the conversion did ("already partitioned daily"): not a
+            // migration applied.
+            let conversion = report.applied.pop();
+            (report.applied, conversion)
         }
     };
-    if report.applied.is_empty() {
+    if applied.is_empty() {
         out!("schema is up to date");
-    } else {
-        for m in &report.applied {
-            out!("applied {m}");
-        }
+    }
+    for m in applied.drain(..) {
+        out!("applied {m}");
+    }
+    if let Some(conversion) = conversion {
+        out!("outbox_events: {conversion}");
     }
     Ok(())
 }

@@ -74,7 +74,13 @@ pub(crate) fn validate_offload(config: &SqsConfig) -> Result<()> {
     let limit = SQS_LIMITS
         .max_message_bytes()
         .max(SNS_MAX_TOPIC_MESSAGE_BYTES);
-    if threshold == 0 || threshold > limit {
+    if threshold == 0 {
+        return Err(config_error(format!(
+            "offload threshold 0 must be within 1..={limit}: a message is offloaded when it is \
+             larger than the threshold, so 1 offloads every message"
+        )));
+    }
+    if threshold > limit {
         return Err(config_error(format!(
             "offload threshold {threshold} must be within 1..={limit}: no queue or topic accepts \
              more, so a larger message could neither be sent nor offloaded"
