@@ -172,9 +172,10 @@ A BROKEN QUEUE OR TOPIC:
   (never for throttling alone: those events wait until the load passes).
 
 START-UP CHECKS:
-  Before it starts, the relay connects and checks the database: reachable, password accepted, TLS
-  as sslmode demands, the outbox schema present and at least at the version this binary needs,
-  and the role's grants. Any failure is one line on stderr and exit status 1.
+  Every setting is checked first: one that is invalid in itself is a usage error (exit status 2),
+  before anything is contacted. Then the relay connects and checks the database: reachable,
+  password accepted, TLS as sslmode demands, the outbox schema present and at least at the version
+  this binary needs, and the role's grants. Any failure is one line on stderr and exit status 1.
 
 AWS:
   Credentials and region come from the default AWS chain (environment, profile, web identity,
