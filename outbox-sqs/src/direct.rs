@@ -25,6 +25,7 @@ use crate::answer::BatchAnswer;
 use crate::classify::{is_credentials_refused, is_transient_code, normalize};
 use crate::endpoint::sqs_endpoint;
 use crate::error::{Result, config_error};
+use crate::retry_quota::RetryQuota;
 use crate::signer::{SignError, Signer};
 use crate::sqs_json::{self, GET_QUEUE_ATTRIBUTES_TARGET, SEND_MESSAGE_BATCH_TARGET};
 
@@ -141,6 +142,8 @@ pub(crate) struct DirectSqs {
     max_backoff: Duration,
     /// The longest one attempt may take (the AWS configuration's `operation_attempt_timeout`).
     attempt_timeout: Option<Duration>,
+    /// Retries draw from it: none once SQS failed too many calls of late.
+    retry_quota: RetryQuota,
     /// How far SQS's clock is ahead of this machine's, in milliseconds, as learnt from the `Date`
     /// of an answer refusing a request for its time (as the SDK corrects clock skew).
     clock_offset_ms: AtomicI64,
@@ -228,6 +231,7 @@ impl DirectSqs {
             initial_backoff: retry.map_or(Duration::from_secs(1), |r| r.initial_backoff()),
             max_backoff: retry.map_or(Duration::from_secs(20), |r| r.max_backoff()),
             attempt_timeout: timeouts.and_then(|t| t.operation_attempt_timeout()),
+            retry_quota: RetryQuota::new(),
             clock_offset_ms: AtomicI64::new(0),
         })
     }
@@ -262,13 +266,15 @@ impl DirectSqs {
     }
 
     /// One call of the operation `target` with `body`, retried as the SDK's standard mode
-    /// retries; the 2xx status and the answer's body.
+    /// retries (within its retry quota); the 2xx status and the answer's body.
     async fn call(
         &self,
         target: &'static str,
         body: Bytes,
     ) -> std::result::Result<(u16, Bytes), DirectError> {
         let mut attempt = 1;
+        // The retry tokens this call has taken.
+        let mut taken = 0;
         loop {
             let attempt_result = match self.attempt_timeout {
                 Some(limit) => tokio::time::timeout(limit, self.attempt(target, body.clone()))
@@ -282,6 +288,15 @@ impl DirectSqs {
             };
             match attempt_result {
                 Err(e) if e.retryable() && attempt < self.max_attempts => {
+                    // No tokens left: SQS is failing most calls; this one is not retried.
+                    let Some(cost) = self
+                        .retry_quota
+                        .take_retry(matches!(e, DirectError::Transport(_)))
+                    else {
+                        tracing::debug!(error = %e, "retry quota spent: not retrying this SQS call");
+                        return Err(e);
+                    };
+                    taken += cost;
                     let cap = self
                         .initial_backoff
                         .saturating_mul(1 << (attempt - 1).min(16))
@@ -289,7 +304,11 @@ impl DirectSqs {
                     tokio::time::sleep(cap.mul_f64(rand::random::<f64>())).await;
                     attempt += 1;
                 }
-                result => return result,
+                Ok(answer) => {
+                    self.retry_quota.succeeded(taken);
+                    return Ok(answer);
+                }
+                Err(e) => return Err(e),
             }
         }
     }

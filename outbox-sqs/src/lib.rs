@@ -306,6 +306,7 @@ mod message;
 mod metrics;
 mod offload;
 mod publisher;
+mod retry_quota;
 mod routing;
 mod s3;
 mod sdk_error;

@@ -15,8 +15,9 @@ use std::str::FromStr;
 pub enum SqsTransport {
     /// The default: the request's JSON written straight from the claimed events, signed with
     /// SigV4 (`aws-sigv4`), sent over one pooled HTTP/1.1 client; the SDK's standard retry mode
-    /// (attempts, exponential backoff with jitter) for server errors, throttling and lost
-    /// connections; the configuration's connect timeout (3.1 s by default, as the SDK's) and
+    /// (attempts, exponential backoff with jitter, and its retry quota: when most calls fail,
+    /// they are no longer retried) for server errors, throttling and lost connections; the
+    /// configuration's connect timeout (3.1 s by default, as the SDK's) and
     /// attempt timeout. About 0.4× the SDK's CPU per event (see `BENCHMARKS.md`).
     ///
     /// It brings its own HTTP client (rustls with the system's root certificates): an HTTP client

@@ -467,3 +467,58 @@ async fn a_server_error_closes_its_connection_and_the_next_call_opens_another() 
         );
     }
 }
+
+#[tokio::test]
+async fn retries_stop_when_most_calls_fail_and_resume_after_successes() {
+    // The standard retry mode's quota (500 tokens, 5 per retry after an error answer): when SQS
+    // fails every call, the first 50 calls are tried 3 times and the rest once — the client does
+    // not triple the load on a failing service. Each call was tried 3 times for ever before.
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("events");
+    let retry = aws_config::retry::RetryConfig::standard()
+        .with_max_attempts(3)
+        .with_initial_backoff(Duration::from_millis(1))
+        .with_max_backoff(Duration::from_millis(2));
+    let sdk = outbox_tests::sqs::sdk_config_for(&fx.endpoint_url())
+        .await
+        .into_builder()
+        .retry_config(retry)
+        .build();
+    let publisher = outbox_sqs::SqsPublisher::builder()
+        .sdk_config(sdk)
+        .default_queue(&q)
+        .max_in_flight(1)
+        .build()
+        .await
+        .unwrap();
+    fx.fail_next_calls(1_000, CallFault::InternalError);
+    for _ in 0..60 {
+        assert!(
+            publisher
+                .publish(&events(10, "order.created"))
+                .await
+                .is_err()
+        );
+    }
+    assert_eq!(fx.calls_to("SendMessageBatch"), 50 * 3 + 10);
+
+    // Five successes at the first attempt pay for one retry again.
+    fx.clear_faults();
+    for _ in 0..5 {
+        assert_all_published(
+            &publisher
+                .publish(&events(10, "order.created"))
+                .await
+                .unwrap(),
+        );
+    }
+    let before = fx.calls_to("SendMessageBatch");
+    fx.fail_next_calls(1_000, CallFault::InternalError);
+    assert!(
+        publisher
+            .publish(&events(10, "order.created"))
+            .await
+            .is_err()
+    );
+    assert_eq!(fx.calls_to("SendMessageBatch"), before + 2);
+}
