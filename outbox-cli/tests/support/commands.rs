@@ -24,17 +24,23 @@ pub fn succeeds(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Runs `cmd`, which must exit 1 within 5 s with exactly one line on stderr containing `expect`.
-pub fn fails_fast(cmd: &mut Command, expect: &[&str]) -> String {
+/// Runs `cmd`, which must exit with `status` within 5 s; its stderr.
+fn fails_within_5s(cmd: &mut Command, status: i32) -> String {
     let started = Instant::now();
     let out = cmd.output().expect("outbox runs");
     let took = started.elapsed();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "{cmd:?}: {err}");
+    assert_eq!(out.status.code(), Some(status), "{cmd:?}: {err}");
     assert!(
         took < Duration::from_secs(5),
         "{cmd:?} took {took:?}: {err}"
     );
+    err
+}
+
+/// Runs `cmd`, which must exit 1 within 5 s with exactly one line on stderr containing `expect`.
+pub fn fails_fast(cmd: &mut Command, expect: &[&str]) -> String {
+    let err = fails_within_5s(cmd, 1);
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 1, "{cmd:?}: one line expected, got:\n{err}");
     assert!(lines[0].starts_with("error: "), "{err}");
@@ -61,15 +67,7 @@ pub fn relay_cmd(url: &str) -> Command {
 /// Runs `cmd`, which must be refused as a usage error: exit 2 within 5 s, before anything is
 /// contacted, with `error: …` containing `expect` and clap's pointer to the subcommand's help.
 pub fn fails_usage(cmd: &mut Command, expect: &str) -> String {
-    let started = Instant::now();
-    let out = cmd.output().expect("outbox runs");
-    let took = started.elapsed();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
-    assert!(
-        took < Duration::from_secs(5),
-        "{cmd:?} took {took:?}: {err}"
-    );
+    let err = fails_within_5s(cmd, 2);
     assert!(err.starts_with("error: "), "{cmd:?}: {err}");
     assert!(err.contains(expect), "{cmd:?}: `{expect}` not in: {err}");
     assert!(
