@@ -22,7 +22,7 @@ use hyper_util::client::legacy::connect::capture_connection;
 use hyper_util::rt::TokioExecutor;
 
 use crate::answer::BatchAnswer;
-use crate::classify::{is_credentials_refused, is_transient_code, normalize};
+use crate::classify::{is_credentials_refused, is_throttling, is_transient_code, normalize};
 use crate::endpoint::sqs_endpoint;
 use crate::error::{Result, config_error};
 use crate::retry_quota::RetryQuota;
@@ -109,6 +109,24 @@ impl DirectError {
             DirectError::Transport(_) => true,
             DirectError::Service { status, code, .. } => {
                 *status >= 500 || is_transient_code(code) || is_clock_skew(code)
+            }
+            DirectError::Unreadable { .. } | DirectError::Sign(_) => false,
+        }
+    }
+
+    /// A transient failure, whose retry costs the retry quota more, as the SDK classifies it: no
+    /// answer at all, a request timeout code, or HTTP 500, 502, 503 or 504 without a throttling
+    /// code (throttling and every other code cost less).
+    fn transient(&self) -> bool {
+        match self {
+            DirectError::Transport(_) => true,
+            DirectError::Service { status, code, .. } => {
+                !is_throttling(code)
+                    && (matches!(status, 500 | 502 | 503 | 504)
+                        || matches!(
+                            normalize(code),
+                            "RequestTimeout" | "RequestTimeoutException"
+                        ))
             }
             DirectError::Unreadable { .. } | DirectError::Sign(_) => false,
         }
@@ -273,8 +291,8 @@ impl DirectSqs {
         body: Bytes,
     ) -> std::result::Result<(u16, Bytes), DirectError> {
         let mut attempt = 1;
-        // The retry tokens this call has taken.
-        let mut taken = 0;
+        // The retry tokens this call's last retry took (the earlier retries' stay spent).
+        let mut last_retry = 0;
         loop {
             let attempt_result = match self.attempt_timeout {
                 Some(limit) => tokio::time::timeout(limit, self.attempt(target, body.clone()))
@@ -289,14 +307,11 @@ impl DirectSqs {
             match attempt_result {
                 Err(e) if e.retryable() && attempt < self.max_attempts => {
                     // No tokens left: SQS is failing most calls; this one is not retried.
-                    let Some(cost) = self
-                        .retry_quota
-                        .take_retry(matches!(e, DirectError::Transport(_)))
-                    else {
+                    let Some(cost) = self.retry_quota.take_retry(e.transient()) else {
                         tracing::debug!(error = %e, "retry quota spent: not retrying this SQS call");
                         return Err(e);
                     };
-                    taken += cost;
+                    last_retry = cost;
                     let cap = self
                         .initial_backoff
                         .saturating_mul(1 << (attempt - 1).min(16))
@@ -305,7 +320,7 @@ impl DirectSqs {
                     attempt += 1;
                 }
                 Ok(answer) => {
-                    self.retry_quota.succeeded(taken);
+                    self.retry_quota.succeeded(last_retry);
                     return Ok(answer);
                 }
                 Err(e) => return Err(e),

@@ -4,9 +4,15 @@
 //! the client does not multiply the load on a service that is already failing. The circuit
 //! breaker stops calls to one broken queue; this stops retry storms across all of them.
 //!
-//! The figures are the SDKs' own: 500 tokens; a retry costs 5, or 10 after no answer at all
-//! (a timeout or a lost connection); a call that succeeds gives back what its retries took, and
-//! one that succeeds at its first attempt adds 1 token, up to the 500.
+//! The figures and the accounting are the Rust SDK's standard mode (`aws-smithy-runtime`'s
+//! `TokenBucket`, which the `sdk` transport uses): 500 tokens; a retry costs 5, or 10 after a
+//! transient failure (no answer at all — a timeout, a lost connection — or HTTP 500, 502, 503 or
+//! 504). Each retry's tokens replace the previous retry's, which are spent for good; a call that
+//! succeeds gives back only its last retry's tokens, and one that succeeds at its first attempt
+//! adds 1 token, up to the 500. So a call that needs two retries to succeed still costs tokens:
+//! when SQS fails two attempts in three, the quota drains as it does under the SDK.
+//! One difference: the SDK shares one bucket among every client of the process for a service
+//! and region (its retry partition); this one belongs to one publisher's transport.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -14,8 +20,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 const CAPACITY: u32 = 500;
 /// What a retry after an error answer costs.
 const RETRY_COST: u32 = 5;
-/// What a retry after no answer costs.
-const NO_ANSWER_RETRY_COST: u32 = 10;
+/// What a retry after a transient failure (no answer, or HTTP 500, 502, 503, 504) costs.
+const TRANSIENT_RETRY_COST: u32 = 10;
 /// What a call that succeeded at its first attempt adds.
 const NO_RETRY_INCREMENT: u32 = 1;
 
@@ -33,11 +39,11 @@ impl RetryQuota {
         }
     }
 
-    /// Takes the cost of one retry (after no answer at all when `no_answer`): the tokens taken,
-    /// or `None` when too few are left — the call is not retried.
-    pub(crate) fn take_retry(&self, no_answer: bool) -> Option<u32> {
-        let cost = if no_answer {
-            NO_ANSWER_RETRY_COST
+    /// Takes the cost of one retry (after a transient failure when `transient`): the tokens
+    /// taken, or `None` when too few are left — the call is not retried.
+    pub(crate) fn take_retry(&self, transient: bool) -> Option<u32> {
+        let cost = if transient {
+            TRANSIENT_RETRY_COST
         } else {
             RETRY_COST
         };
@@ -47,13 +53,14 @@ impl RetryQuota {
             .map(|_| cost)
     }
 
-    /// A call succeeded after its retries took `taken` tokens: they are given back, or, when it
-    /// needed no retry, one token is added.
-    pub(crate) fn succeeded(&self, taken: u32) {
-        let add = if taken == 0 {
+    /// A call succeeded; its last retry took `last_retry` tokens (0: it needed none). Those are
+    /// given back — the tokens of its earlier retries stay spent — or, when it needed no retry,
+    /// one token is added.
+    pub(crate) fn succeeded(&self, last_retry: u32) {
+        let add = if last_retry == 0 {
             NO_RETRY_INCREMENT
         } else {
-            taken
+            last_retry
         };
         let _ = self
             .tokens
@@ -89,9 +96,10 @@ mod tests {
         assert_eq!(q.take_retry(true), None);
         assert_eq!(q.take_retry(false), Some(RETRY_COST));
         assert_eq!(q.tokens(), 0);
-        // A call that succeeds after retries gives their tokens back; never above the capacity.
-        q.succeeded(NO_ANSWER_RETRY_COST);
-        assert_eq!(q.tokens(), NO_ANSWER_RETRY_COST);
+        // A call that succeeds after retries gives its last retry's tokens back; never above the
+        // capacity.
+        q.succeeded(TRANSIENT_RETRY_COST);
+        assert_eq!(q.tokens(), TRANSIENT_RETRY_COST);
         for _ in 0..(2 * CAPACITY) {
             q.succeeded(0);
         }
