@@ -105,3 +105,8 @@ SELECT current_user::text AS role, pg_get_userbyid(c.relowner)::text AS owner,
        pg_has_role(current_user, c.relowner, 'USAGE') AS may
   FROM pg_class c
  WHERE c.oid = 'outbox_events'::regclass;
+
+-- Gives every partition of another owner to the owner of outbox_events where the current role
+-- may; the rest, as "name (owned by role)".
+--! reown_partitions
+SELECT outbox_partitions_reown() AS left_over;

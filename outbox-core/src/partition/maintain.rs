@@ -162,6 +162,13 @@ pub async fn maintain(
     if let Some(refusal) = refusal(client).await? {
         return Err(Error::config(refusal));
     }
+    // Partitions of another owner (made before migration V9 by another maintainer): this role
+    // could not detach, drain or drop them — a tail it cannot read stayed detached. Given to the
+    // table's owner where this role may; refused before anything changes otherwise.
+    let foreign = sql::reown_partitions().bind(client).one().await?;
+    if !foreign.is_empty() {
+        return Err(Error::config(foreign_refusal(&foreign)));
+    }
     let locked = sql::try_maintenance_lock()
         .bind(client, &MAINTENANCE_LOCK_KEY)
         .one()
@@ -189,10 +196,20 @@ pub(crate) async fn refusal(client: &tokio_postgres::Client) -> Result<Option<St
     Ok((!r.may).then(|| {
         format!(
             "role {} may not maintain partitions: their DDL needs the owner of outbox_events, {}; \
-             run it as {} (or a member of it)",
+             run it as {} (or a member of it that inherits its privileges)",
             r.role, r.owner, r.owner
         )
     }))
+}
+
+/// Why maintenance does not start while partitions belong to roles this one cannot act for.
+fn foreign_refusal(foreign: &[String]) -> String {
+    format!(
+        "partitions of outbox_events belong to another role than the table's owner, and this role \
+         may not give them to it: {}; run `outbox partitions maintain` once as a superuser (or as \
+         a member of both roles), which gives them to the owner",
+        foreign.join(", ")
+    )
 }
 
 async fn run(

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::partition::{self, MaintainOptions};
 use crate::retention;
 
@@ -101,29 +101,36 @@ async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode
                     tracing::debug!("partition maintenance: another maintainer is at work")
                 }
                 Ok(r) => tracing::debug!(report = ?r, "partition maintenance done"),
-                Err(e) if is_denied(&e) => {
+                // Refused (the table changed owner, partitions of a role this one cannot act
+                // for, a privilege revoked): rows are deleted instead this round, and the next
+                // looks again — whoever fixes the ownership gets maintenance back.
+                Err(e) if is_denied(&e) || e.kind() == ErrorKind::Config => {
                     tracing::warn!(error = %e,
-                        "this role may not maintain partitions (it needs to own outbox_events): \
-                         run `outbox partitions maintain` as the owner from cron; deleting rows instead");
-                    return Mode::Rows;
+                        "partition maintenance refused: run `outbox partitions maintain` as the \
+                         owner of outbox_events; deleting rows instead");
+                    delete_rows(&client, retention).await;
+                    return Mode::Look;
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "partition maintenance failed; trying again next round")
                 }
             }
         }
-        Mode::Rows => {
-            if let Some(older_than) = retention {
-                match retention::cleanup(&*client, older_than).await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(deleted = n, "retention deleted processed events"),
-                    Err(e) => tracing::warn!(error = %e, "retention failed"),
-                }
-            }
-        }
+        Mode::Rows => delete_rows(&client, retention).await,
         Mode::Look => {}
     }
     if plain { Mode::Look } else { mode }
+}
+
+/// Row retention: deletes events published longer than `retention` ago (none without one).
+async fn delete_rows(client: &tokio_postgres::Client, retention: Option<Duration>) {
+    if let Some(older_than) = retention {
+        match retention::cleanup(client, older_than).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(deleted = n, "retention deleted processed events"),
+            Err(e) => tracing::warn!(error = %e, "retention failed"),
+        }
+    }
 }
 
 /// Whether the database refused for lack of privilege (SQLSTATE 42501: not granted, not owner).

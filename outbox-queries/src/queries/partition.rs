@@ -1888,3 +1888,29 @@ impl MaintainerRoleStmt {
         }
     }
 }
+pub struct ReownPartitionsStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn reown_partitions() -> ReownPartitionsStmt {
+    ReownPartitionsStmt("SELECT outbox_partitions_reown() AS left_over", None)
+}
+impl ReownPartitionsStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+    ) -> VecStringQuery<'c, 'a, 's, C, Vec<String>, 0> {
+        VecStringQuery {
+            client,
+            params: [],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it.map(|v| v.into()).collect(),
+        }
+    }
+}
