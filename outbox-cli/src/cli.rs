@@ -68,11 +68,12 @@ pub struct Cli {
 
 impl Cli {
     /// Parses the process's arguments, with the long help texts that name environment variables
-    /// built from their constants; exits with the usage error or the help, as clap does.
-    pub fn parse_args() -> Cli {
+    /// built from their constants. `--help` and `--version` print and exit, as clap does; a usage
+    /// error is returned, for [`usage::parse_error`](crate::usage::parse_error) to report.
+    pub fn parse_args() -> Result<Cli, clap::Error> {
         let command = Cli::command().mut_subcommand("relay", |c| c.long_about(help::relay()));
-        let matches = command.get_matches();
-        let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        let matches = command.try_get_matches()?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
         let mut words = Vec::new();
         let mut level = &matches;
         while let Some((name, sub)) = level.subcommand() {
@@ -80,7 +81,7 @@ impl Cli {
             level = sub;
         }
         cli.command_path = words.join(" ");
-        cli
+        Ok(cli)
     }
 }
 

@@ -25,7 +25,10 @@ use crate::usage::usage;
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_args();
+    let cli = match Cli::parse_args() {
+        Ok(cli) => cli,
+        Err(e) => return usage::parse_error(e),
+    };
     logging::init(cli.log_format);
     let format = cli.log_format;
     let command = cli.command_path.clone();

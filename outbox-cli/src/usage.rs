@@ -6,11 +6,15 @@
 //! The error is one line on stderr (`error: …`, then `hint: …` when there is one), or under
 //! `--log-format json` one JSON object like the log lines, so that a log pipeline parses it too.
 
+use std::ffi::OsString;
 use std::fmt;
 use std::process::ExitCode;
 
+use clap::CommandFactory;
+use clap::error::ErrorKind;
+
 use crate::Failure;
-use crate::cli::LogFormat;
+use crate::cli::{Cli, ENV_LOG_FORMAT, LogFormat};
 
 /// A usage error (exit status 2): its message, causes included.
 #[derive(Debug)]
@@ -50,7 +54,13 @@ pub fn report(
     let is_usage = e.is::<Usage>();
     let status: u8 = if is_usage { 2 } else { 1 };
     let message = outbox_core::error_chain(e);
-    let help = is_usage.then(|| format!("outbox {command} --help"));
+    let help = is_usage.then(|| {
+        if command.is_empty() {
+            "outbox --help".to_owned()
+        } else {
+            format!("outbox {command} --help")
+        }
+    });
     match format {
         LogFormat::Text => {
             // Values from the command line or the database stay on their line.
@@ -85,4 +95,124 @@ pub fn report(
         }
     }
     ExitCode::from(status)
+}
+
+/// Reports an error of the argument parser (clap's): its own text and exit status, or under
+/// `--log-format json` (or its variable) one JSON object like any other usage error's. `--help`
+/// and `--version` print as clap prints them.
+pub fn parse_error(e: clap::Error) -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let display = matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if display || !wants_json(&args, std::env::var_os(ENV_LOG_FORMAT)) {
+        e.exit()
+    }
+    let message = clap_message(&e.render().to_string());
+    report(&Usage(message), None, LogFormat::Json, &command_path(&args))
+}
+
+/// Whether the command line (or else `env`, the log format's variable) asks for JSON: read from
+/// the raw arguments, as parsing them failed.
+fn wants_json(args: &[OsString], env: Option<OsString>) -> bool {
+    let mut format = None;
+    let mut args = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            break;
+        } else if arg == "--log-format" {
+            format = args.next().map(|v| v.into_owned());
+        } else if let Some(v) = arg.strip_prefix("--log-format=") {
+            format = Some(v.to_owned());
+        }
+    }
+    let format = format.or_else(|| env.map(|v| v.to_string_lossy().into_owned()));
+    format.as_deref() == Some("json")
+}
+
+/// clap's rendered error as one line: its lines up to the usage, without the `error: ` prefix.
+fn clap_message(rendered: &str) -> String {
+    rendered
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The subcommand's words among `args` (e.g. `partitions maintain`), as far as they name
+/// subcommands.
+fn command_path(args: &[OsString]) -> String {
+    let mut command = Cli::command();
+    let mut words = Vec::new();
+    for arg in args.iter().skip(1).map(|a| a.to_string_lossy()) {
+        if arg.starts_with('-') {
+            continue;
+        }
+        let Some(sub) = command.find_subcommand(arg.as_ref()).cloned() else {
+            continue;
+        };
+        words.push(sub.get_name().to_owned());
+        command = sub;
+    }
+    words.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<OsString> {
+        a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn json_is_read_from_the_raw_arguments_or_else_the_variable() {
+        let json = Some(OsString::from("json"));
+        assert!(wants_json(
+            &args(&["outbox", "--log-format", "json", "x"]),
+            None
+        ));
+        assert!(wants_json(
+            &args(&["outbox", "relay", "--log-format=json"]),
+            None
+        ));
+        assert!(wants_json(&args(&["outbox", "relay"]), json.clone()));
+        assert!(!wants_json(&args(&["outbox", "--log-format=text"]), json));
+        assert!(!wants_json(
+            &args(&["outbox", "--", "--log-format=json"]),
+            None
+        ));
+        assert!(!wants_json(&args(&["outbox", "relay"]), None));
+    }
+
+    #[test]
+    fn the_subcommand_path_skips_flags_and_values() {
+        assert_eq!(
+            command_path(&args(&[
+                "outbox",
+                "--log-format",
+                "json",
+                "partitions",
+                "maintain",
+                "--x"
+            ])),
+            "partitions maintain"
+        );
+        assert_eq!(command_path(&args(&["outbox", "nope"])), "");
+    }
+
+    #[test]
+    fn clap_errors_become_one_line() {
+        let rendered = "error: unexpected argument '--x' found\n\n  tip: to pass '--x' as a value, use '-- --x'\n\nUsage: outbox relay [OPTIONS]\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            clap_message(rendered),
+            "unexpected argument '--x' found; tip: to pass '--x' as a value, use '-- --x'"
+        );
+    }
 }

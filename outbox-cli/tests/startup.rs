@@ -419,6 +419,34 @@ fn the_final_error_is_json_under_the_json_log_format() {
             2,
             "batch_size",
         ),
+        // Errors of the argument parser itself (they were clap's multi-line text).
+        (
+            &["--log-format", "json", "relay", "--batch-size", "abc"],
+            2,
+            "invalid value 'abc' for '--batch-size",
+        ),
+        (
+            &["relay", "--log-format=json", "--nonexistent"],
+            2,
+            "unexpected argument '--nonexistent'",
+        ),
+        (
+            &[
+                "--log-format",
+                "json",
+                "migrate",
+                "--partitioned",
+                "--ahead",
+                "1",
+            ],
+            2,
+            "from 2 to 1000",
+        ),
+        (
+            &["--log-format", "json", "nope"],
+            2,
+            "unrecognized subcommand 'nope'",
+        ),
     ] {
         let out = outbox(nowhere)
             .env("OUTBOX_SQS_DEFAULT_QUEUE_URL", "http://127.0.0.1:9/0/q")
@@ -437,5 +465,22 @@ fn the_final_error_is_json_under_the_json_log_format() {
             "{line}"
         );
         assert!(line["timestamp"].is_string(), "{line}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        if status == 2 {
+            assert!(
+                line["help"].as_str().is_some_and(|h| h.ends_with("--help")),
+                "{line}"
+            );
+        }
     }
+    // The variable asks for JSON as the flag does.
+    let out = outbox(nowhere)
+        .env("OUTBOX_LOG_FORMAT", "json")
+        .args(["dead-letters", "list", "--limit", "x"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let line: serde_json::Value = serde_json::from_str(err.trim()).expect("JSON");
+    assert_eq!(line["help"], "outbox dead-letters list --help", "{line}");
 }
