@@ -76,6 +76,9 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     let config = relay_config(&args).map_err(usage)?;
     let sqs = sqs_config(&args).map_err(usage)?;
     sqs.validate().map_err(usage)?;
+    config
+        .check_publish_timeout(sqs.min_publish_timeout(1))
+        .map_err(usage)?;
     if let Some(inbox) = args.inbox_retention {
         outbox_core::check_inbox_retention(inbox).map_err(usage)?;
     }

@@ -396,6 +396,33 @@ fn invalid_settings_are_usage_errors_and_failures_are_not() {
             },
             "RDS IAM auth needs TLS",
         ),
+        (
+            {
+                let mut c = outbox(
+                    "postgres://u@127.0.0.1:9,127.0.0.1:10/db?sslmode=require&connect_timeout=1",
+                );
+                c.args(["--rds-iam", "stats"]);
+                c
+            },
+            "the URL names several",
+        ),
+        // A publish timeout no call fits in, found before connecting (it was exit 1, after).
+        (
+            {
+                let mut c = relay_cmd(nowhere);
+                c.env("OUTBOX_PUBLISH_TIMEOUT_MS", "5000");
+                c
+            },
+            "publish_timeout (5s) must be above what the publisher needs for one call (10s",
+        ),
+        (
+            {
+                let mut c = relay_cmd(nowhere);
+                c.env("OUTBOX_SQS_CALL_TIMEOUT_MS", "40000");
+                c
+            },
+            "must be above what the publisher needs for one call (40s",
+        ),
     ];
     for (mut cmd, expect) in cases {
         fails_usage(&mut cmd, expect);

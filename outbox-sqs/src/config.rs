@@ -163,6 +163,20 @@ impl Default for SqsConfig {
 }
 
 impl SqsConfig {
+    /// What a publisher with these settings needs to publish `events` events (its
+    /// [`Publisher::min_publish_timeout`](outbox_core::Publisher::min_publish_timeout)): one call
+    /// timeout per round of batch calls (10 entries each, `max_in_flight` at a time), and one more
+    /// for the S3 uploads before them when offload is on. A relay's publish timeout must be above
+    /// what one event needs; known before any network call.
+    pub fn min_publish_timeout(&self, events: usize) -> Duration {
+        time_needed(
+            self.call_timeout,
+            self.max_in_flight,
+            self.offload_bucket.is_some(),
+            events,
+        )
+    }
+
     /// Checks the settings as [`SqsPublisherBuilder::build`](crate::SqsPublisherBuilder::build)
     /// does before any network call: limits and time-outs, route patterns, that each target is a
     /// queue URL, a queue name or a topic ARN, the offload bucket and threshold. For a program
@@ -387,4 +401,16 @@ mod tests {
         let e = SqsConfig::from_vars(vars(&[(ENV_ROUTES, "=https://x")])).unwrap_err();
         assert!(e.to_string().contains(ENV_ROUTES), "{e}");
     }
+}
+
+/// What publishing `events` events needs: see [`SqsConfig::min_publish_timeout`].
+pub(crate) fn time_needed(
+    call_timeout: Duration,
+    max_in_flight: usize,
+    offload: bool,
+    events: usize,
+) -> Duration {
+    let calls = events.div_ceil(10).max(1);
+    let rounds = calls.div_ceil(max_in_flight.max(1)) + usize::from(offload);
+    call_timeout.saturating_mul(u32::try_from(rounds).unwrap_or(u32::MAX))
 }

@@ -458,14 +458,14 @@ impl Publisher for SqsPublisher {
 
     /// One call timeout per round of batch calls (10 entries each, `max_in_flight` at a time),
     /// and one more for the S3 uploads before them when offload is on (the uploads must leave the
-    /// messages' calls their time).
+    /// messages' calls their time): [`SqsConfig::min_publish_timeout`](crate::SqsConfig::min_publish_timeout).
     fn min_publish_timeout(&self, events: usize) -> Duration {
-        let calls = events.div_ceil(10).max(1);
-        let offload = usize::from(self.inner.offload.is_some());
-        let rounds = calls.div_ceil(self.inner.max_in_flight.max(1)) + offload;
-        self.inner
-            .call_timeout
-            .saturating_mul(u32::try_from(rounds).unwrap_or(u32::MAX))
+        crate::config::time_needed(
+            self.inner.call_timeout,
+            self.inner.max_in_flight,
+            self.inner.offload.is_some(),
+            events,
+        )
     }
 
     fn check(&self) -> impl Future<Output = Result<(), Error>> + Send {

@@ -105,6 +105,21 @@ impl Default for RelayConfig {
 }
 
 impl RelayConfig {
+    /// Checks that the publish timeout is above `one_call`, what the publisher needs for one
+    /// call ([`Publisher::min_publish_timeout`](crate::Publisher::min_publish_timeout)`(1)`, e.g.
+    /// its broker call timeout), as [`RelayBuilder::build`](crate::RelayBuilder::build) does: a
+    /// program may check it before it connects to anything.
+    pub fn check_publish_timeout(&self, one_call: Duration) -> Result<(), Error> {
+        let timeout = self.publish_timeout;
+        if timeout <= one_call {
+            return Err(Error::config(format!(
+                "publish_timeout ({timeout:?}) must be above what the publisher needs for one call \
+                 ({one_call:?}, e.g. its broker call timeout)"
+            )));
+        }
+        Ok(())
+    }
+
     /// Checks every setting; the error names the one that is wrong.
     pub fn validate(&self) -> Result<(), Error> {
         let fail = |m: String| Err(Error::config(m));

@@ -214,13 +214,8 @@ impl<P: Publisher> RelayBuilder<P> {
     pub fn build(self) -> Result<Relay<P>, Error> {
         self.config.validate()?;
         let timeout = self.config.publish_timeout;
-        let one_call = self.publisher.min_publish_timeout(1);
-        if timeout <= one_call {
-            return Err(Error::config(format!(
-                "publish_timeout ({timeout:?}) must be above what the publisher needs for one call \
-                 ({one_call:?}, e.g. its broker call timeout)"
-            )));
-        }
+        self.config
+            .check_publish_timeout(self.publisher.min_publish_timeout(1))?;
         let full = self.publisher.min_publish_timeout(self.config.batch_size);
         if timeout < full {
             tracing::warn!(
