@@ -290,6 +290,18 @@ pub(crate) fn parse_routes(text: &str) -> std::result::Result<Vec<Route>, String
         .collect()
 }
 
+/// What publishing `events` events needs: see [`SqsConfig::min_publish_timeout`].
+pub(crate) fn time_needed(
+    call_timeout: Duration,
+    max_in_flight: usize,
+    offload: bool,
+    events: usize,
+) -> Duration {
+    let calls = events.div_ceil(10).max(1);
+    let rounds = calls.div_ceil(max_in_flight.max(1)) + usize::from(offload);
+    call_timeout.saturating_mul(u32::try_from(rounds).unwrap_or(u32::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,16 +413,4 @@ mod tests {
         let e = SqsConfig::from_vars(vars(&[(ENV_ROUTES, "=https://x")])).unwrap_err();
         assert!(e.to_string().contains(ENV_ROUTES), "{e}");
     }
-}
-
-/// What publishing `events` events needs: see [`SqsConfig::min_publish_timeout`].
-pub(crate) fn time_needed(
-    call_timeout: Duration,
-    max_in_flight: usize,
-    offload: bool,
-    events: usize,
-) -> Duration {
-    let calls = events.div_ceil(10).max(1);
-    let rounds = calls.div_ceil(max_in_flight.max(1)) + usize::from(offload);
-    call_timeout.saturating_mul(u32::try_from(rounds).unwrap_or(u32::MAX))
 }
