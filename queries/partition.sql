@@ -110,3 +110,11 @@ SELECT current_user::text AS role, pg_get_userbyid(c.relowner)::text AS owner,
 -- may; the rest, as "name (owned by role)".
 --! reown_partitions
 SELECT outbox_partitions_reown() AS left_over;
+
+-- Sets how many partitions maintenance keeps ahead; the former figure when it changed.
+--! set_ahead
+UPDATE outbox_partitioning p
+   SET ahead = :ahead::int
+  FROM (SELECT ahead AS former FROM outbox_partitioning) f
+ WHERE p.ahead <> :ahead::int
+RETURNING f.former;

@@ -92,6 +92,22 @@ async fn migrate_partitioned_converts_and_maintain_retires_what_it_may() {
     let stats: serde_json::Value =
         serde_json::from_str(&succeeds(outbox(&db.url()).args(["stats", "--json"]))).unwrap();
     assert_eq!(stats["partitions"]["kept_partitions"], 0, "{stats}");
+
+    // `--ahead` on a table partitioned before is the new setting (it was ignored in silence);
+    // the same figure again changes nothing.
+    assert_eq!(
+        succeeds(outbox(&db.url()).args(["migrate", "--partitioned=hourly", "--ahead", "5"]))
+            .trim(),
+        "schema is up to date\noutbox_events: already partitioned hourly; partitions ahead: 3 → 5 \
+         (the next maintenance makes them)"
+    );
+    assert_eq!(
+        succeeds(outbox(&db.url()).args(["migrate", "--partitioned=hourly", "--ahead", "5"]))
+            .trim(),
+        "schema is up to date\noutbox_events: already partitioned hourly"
+    );
+    let out = succeeds(outbox(&db.url()).args(["partitions", "maintain"]));
+    assert!(out.contains("created 2 partitions ahead"), "{out}");
 }
 
 #[tokio::test]

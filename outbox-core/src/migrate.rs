@@ -134,6 +134,7 @@ pub async fn migrate_partitioned(
     granularity: Granularity,
     ahead: Option<u32>,
 ) -> Result<MigrationReport, Error> {
+    let explicit = ahead.is_some();
     let ahead = ahead.unwrap_or_else(|| granularity.default_ahead());
     let ahead = i32::try_from(ahead)
         .ok()
@@ -161,6 +162,18 @@ pub async fn migrate_partitioned(
                 Error::new(ErrorKind::Migration, message).with_source(e)
             })?;
         partition_sql::ensure_checks().bind(&tx).one().await?;
+        // On a table partitioned before, an `ahead` asked for explicitly is the new setting
+        // (it was ignored); the next maintenance makes the partitions.
+        let mut done = done;
+        let former = match explicit {
+            true => partition_sql::set_ahead().bind(&tx, &ahead).opt().await?,
+            false => None,
+        };
+        if let Some(former) = former {
+            done.push_str(&format!(
+                "; partitions ahead: {former} → {ahead} (the next maintenance makes them)"
+            ));
+        }
         tx.commit().await?;
         report.applied.push(done);
         Ok(report)

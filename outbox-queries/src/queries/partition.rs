@@ -1914,3 +1914,33 @@ impl ReownPartitionsStmt {
         }
     }
 }
+pub struct SetAheadStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn set_ahead() -> SetAheadStmt {
+    SetAheadStmt(
+        "UPDATE outbox_partitioning p SET ahead = $1::int FROM (SELECT ahead AS former FROM outbox_partitioning) f WHERE p.ahead <> $1::int RETURNING f.former",
+        None,
+    )
+}
+impl SetAheadStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+        ahead: &'a i32,
+    ) -> I32Query<'c, 'a, 's, C, i32, 1> {
+        I32Query {
+            client,
+            params: [ahead],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
