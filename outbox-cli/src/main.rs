@@ -44,13 +44,14 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => usage::report(&*e, hint(&*e), format, &command),
+        Err(e) => usage::report(&*e, hint(&*e, &command), format, &command),
     }
 }
 
 /// What to do about an error an operator can fix: a table or function of the outbox schema that
-/// does not exist (a database never migrated, or migrated by an older `outbox`).
-fn hint(e: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
+/// does not exist (a database never migrated, or migrated by an older `outbox`), or a privilege
+/// the role lacks (`command` says which: migrations need the owner, the rest grants).
+fn hint(e: &(dyn std::error::Error + 'static), command: &str) -> Option<&'static str> {
     use tokio_postgres::error::SqlState;
     let mut source = Some(e);
     while let Some(s) = source {
@@ -62,6 +63,15 @@ fn hint(e: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
             (*d.code() == SqlState::UNDEFINED_TABLE || *d.code() == SqlState::UNDEFINED_FUNCTION)
                 && (d.message().contains("outbox_") || d.message().contains("processed_events"))
         });
+        if db.is_some_and(|d| *d.code() == SqlState::INSUFFICIENT_PRIVILEGE) {
+            return Some(if command == "migrate" {
+                "`outbox migrate` creates and alters the outbox's tables: run it as their owner \
+                 (the role that migrated first) or a superuser"
+            } else {
+                "this role lacks a privilege on the outbox's tables: grant what the README's \
+                 \"Least privilege\" section lists, or run it as the tables' owner"
+            });
+        }
         if ours {
             return Some(
                 "the outbox schema is missing from this database, or older than this `outbox`: \

@@ -1,0 +1,31 @@
+//! A role without a privilege a command needs gets the database's refusal and what to do about
+//! it (it got a bare "permission denied for schema public").
+
+mod support;
+
+use outbox_tests::TestDb;
+use support::RelayRole;
+use support::commands::outbox;
+
+#[tokio::test]
+async fn a_refused_privilege_says_what_to_do() {
+    let db = TestDb::new().await;
+    let role = RelayRole::create(&db).await;
+    for (args, says) in [
+        (
+            &["migrate"][..],
+            "hint: `outbox migrate` creates and alters the outbox's tables: run it as their owner",
+        ),
+        (
+            &["dead-letters", "purge", "--all", "--yes"],
+            "hint: this role lacks a privilege on the outbox's tables: grant what the README's \
+             \"Least privilege\" section lists",
+        ),
+    ] {
+        let out = outbox(&role.url(&db)).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("permission denied"), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
