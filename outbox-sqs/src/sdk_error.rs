@@ -40,15 +40,17 @@ pub(crate) fn service_failure(code: &str, message: &str, status: u16) -> (ErrorK
     } else {
         ErrorKind::Service
     };
+    // Never the signed request a signature error quotes (it names the session token): this text
+    // is logged and stored with the events as their last error. The direct transport's error, the
+    // source, reads the same `{code} (HTTP {status}): {message}`, so a chain shows it once.
+    let message = outbox_core::redact_signed_request(message);
+    let answer = format!("{code} (HTTP {status}): {message}");
     let detail = if is_queue_missing(code) {
-        format!("the queue does not exist ({code}, HTTP {status})")
+        format!("the queue does not exist: {answer}")
     } else if is_topic_missing(code) {
-        format!("the topic does not exist ({code}, HTTP {status})")
+        format!("the topic does not exist: {answer}")
     } else {
-        // Never the signed request a signature error quotes (it names the session token): this
-        // text is logged and stored with the events as their last error.
-        let message = outbox_core::redact_signed_request(message);
-        format!("{code} (HTTP {status}): {message}")
+        answer
     };
     (kind, detail)
 }

@@ -63,6 +63,8 @@ async fn a_missing_queue_opens_its_breaker_and_the_healthy_queue_keeps_flowing()
     for o in &outcomes[..10] {
         let reason = unavailable(o);
         assert!(reason.contains("does not exist"), "{reason}");
+        // SQS's code and status once (they were given twice, by the message and its source).
+        assert_eq!(reason.matches("HTTP 400").count(), 1, "{reason}");
     }
     assert_all_published(&outcomes[10..]);
     let open = publisher.unavailable_queues();
