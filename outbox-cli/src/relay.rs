@@ -82,6 +82,32 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     if let Some(inbox) = args.inbox_retention {
         outbox_core::check_inbox_retention(inbox).map_err(usage)?;
     }
+    // A signal during start-up (connecting can take the connect timeout, a migration longer)
+    // stops it there, said in the log, with exit status 0 (it killed the process, exit 143,
+    // without a word).
+    let shutdown = CancellationToken::new();
+    tokio::spawn(stop_on_signal(shutdown.clone()));
+    let relay = tokio::select! {
+        biased;
+        _ = shutdown.cancelled() => {
+            tracing::info!("stopped during start-up; nothing was relayed");
+            return Ok(());
+        }
+        relay = start(url, &args, config, sqs, &shutdown) => relay?,
+    };
+    relay.run(shutdown).await?;
+    Ok(())
+}
+
+/// Connects and checks the database, builds the publisher and the relay, and starts the metrics
+/// server and the inbox retention (until `shutdown`).
+async fn start(
+    url: Option<&str>,
+    args: &RelayArgs,
+    config: RelayConfig,
+    sqs: SqsConfig,
+    shutdown: &CancellationToken,
+) -> Result<Relay<SqsPublisher>, Failure> {
     // Keepalives and a TCP user timeout on every relay connection, pool time-outs on its pool.
     let connector = db::connector(url).await?.hardened(config.publish_timeout);
     let listen_url = match (&args.listen_url, args.no_listen) {
@@ -92,7 +118,7 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
         ),
         _ => None,
     };
-    let listen = check_database(&connector, listen_url, &args, config.retention.is_some())
+    let listen = check_database(&connector, listen_url, args, config.retention.is_some())
         .await?
         .map(|l| l.hardened(config.publish_timeout));
     let publisher = SqsPublisher::builder().config(sqs).build().await?;
@@ -108,7 +134,6 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     }
     let relay = relay.build()?;
 
-    let shutdown = CancellationToken::new();
     if let Some(addr) = args.metrics_addr {
         let listener = metrics_server::bind(addr).await?;
         tracing::info!(%addr, "serving metrics at /metrics");
@@ -127,9 +152,7 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
             shutdown.clone(),
         ));
     }
-    tokio::spawn(stop_on_signal(shutdown.clone()));
-    relay.run(shutdown).await?;
-    Ok(())
+    Ok(relay)
 }
 
 /// The start-up checks: connect (failing within the connect timeout), migrate when asked, check the

@@ -511,3 +511,35 @@ fn the_final_error_is_json_under_the_json_log_format() {
     let line: serde_json::Value = serde_json::from_str(err.trim()).expect("JSON");
     assert_eq!(line["help"], "outbox dead-letters list --help", "{line}");
 }
+
+/// SIGTERM while the relay is still starting (here: connecting to a server that accepts and
+/// never answers, for up to the 10 s connect timeout) stops it at once, says so and exits 0. It
+/// killed the process without a word (exit 143), as a supervisor stopping a relay that could not
+/// yet reach its database saw.
+#[test]
+fn a_signal_during_start_up_stops_the_relay_cleanly() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("postgres://postgres@{}/app", silent.local_addr().unwrap());
+    let child = relay_cmd(&url)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "{:?}: {err}",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("SIGTERM received"), "{err}");
+    assert!(err.contains("stopped during start-up"), "{err}");
+    drop(silent);
+}
