@@ -50,7 +50,7 @@ pub struct Cli {
 
     /// Authenticate with RDS IAM: the password of every new connection is a fresh auth token signed
     /// with the default AWS credential chain (needs sslmode=require or stronger).
-    #[arg(long, env = ENV_RDS_IAM, global = true, action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, env = ENV_RDS_IAM, global = true, action = clap::ArgAction::SetTrue, value_parser = switch)]
     pub rds_iam: bool,
 
     /// Log format.
@@ -147,9 +147,10 @@ process_once) recorded longer ago than that. Keep them longer than a message can
 redelivered (the queue's message retention, up to 14 days on SQS, plus the relay's retrying):
 an event redelivered after its record is gone is processed again. The relay can do this
 periodically with --inbox-retention when the inbox is in its database.")]
+    #[command(group(clap::ArgGroup::new("ages").required(true).multiple(true).args(["older_than", "inbox_older_than"])))]
     Cleanup {
         /// Age of the processed rows to delete, e.g. 7d, 12h, 30m.
-        #[arg(long, value_parser = duration::parse, required_unless_present = "inbox_older_than")]
+        #[arg(long, value_parser = duration::parse)]
         older_than: Option<Duration>,
         /// Age of the inbox records (processed_events) to delete, e.g. 30d.
         #[arg(long, value_parser = duration::parse)]
@@ -359,7 +360,7 @@ pub struct RelayArgs {
     pub inbox_retention: Option<Duration>,
     /// Do not LISTEN for wake-ups: poll only (for PgBouncer in transaction mode without a direct
     /// connection).
-    #[arg(long, env = ENV_NO_LISTEN, action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new(), conflicts_with = "listen_url")]
+    #[arg(long, env = ENV_NO_LISTEN, action = clap::ArgAction::SetTrue, value_parser = switch, conflicts_with = "listen_url")]
     pub no_listen: bool,
     /// Connection string for the LISTEN connection, when DATABASE_URL goes through PgBouncer in
     /// transaction mode: a direct connection to the database (same sslmode rules).
@@ -389,4 +390,18 @@ fn route(text: &str) -> Result<Route, String> {
         .filter(|(p, t)| !p.is_empty() && !t.is_empty())
         .map(|(p, t)| Route::new(p, t))
         .ok_or_else(|| "expected PATTERN=QUEUE_URL or PATTERN=TOPIC_ARN".to_owned())
+}
+
+/// A switch's value (`OUTBOX_NO_LISTEN=…`, `OUTBOX_PG_RDS_IAM=…`): what clap's boolish parser
+/// takes (`true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0`, `y`/`n`, `t`/`f`, any case), and
+/// empty as off — a variable set to nothing is unset, as shells and container specs write it (it
+/// was a usage error).
+fn switch(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" | "t" | "true" | "on" | "1" => Ok(true),
+        "" | "n" | "no" | "f" | "false" | "off" | "0" => Ok(false),
+        _ => Err(format!(
+            "`{text}`: expected true or false (also yes/no, on/off, 1/0)"
+        )),
+    }
 }

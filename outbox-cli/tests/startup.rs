@@ -406,6 +406,23 @@ fn invalid_settings_are_usage_errors_and_failures_are_not() {
             },
             "the URL names several",
         ),
+        // Either age will do (it said --older-than was required).
+        (
+            {
+                let mut c = outbox(nowhere);
+                c.arg("cleanup");
+                c
+            },
+            "<--older-than <OLDER_THAN>|--inbox-older-than <INBOX_OLDER_THAN>>",
+        ),
+        (
+            {
+                let mut c = relay_cmd(nowhere);
+                c.env("OUTBOX_NO_LISTEN", "maybe");
+                c
+            },
+            "`maybe`: expected true or false",
+        ),
         // A publish timeout no call fits in, found before connecting (it was exit 1, after).
         (
             {
@@ -432,6 +449,13 @@ fn invalid_settings_are_usage_errors_and_failures_are_not() {
     assert!(err.contains("'outbox relay --help'"), "{err}");
     // Trying and failing is exit 1, one line.
     fails_fast(outbox(nowhere).arg("stats"), &["127.0.0.1:9"]);
+    // A switch's variable set to nothing is unset (it was a usage error).
+    fails_fast(
+        relay_cmd(nowhere)
+            .env("OUTBOX_NO_LISTEN", "")
+            .env("OUTBOX_PG_RDS_IAM", ""),
+        &["127.0.0.1:9"],
+    );
 }
 
 /// Under `--log-format json` the final error is a JSON object like the log lines (it was plain
