@@ -64,6 +64,11 @@ pub struct Cli {
     /// The subcommand's words, e.g. `partitions maintain` (for "try `outbox … --help`").
     #[arg(skip)]
     pub command_path: String,
+
+    /// Where the database URL came from, as errors about it name it: `--database-url` or
+    /// `DATABASE_URL`.
+    #[arg(skip)]
+    pub database_url_source: &'static str,
 }
 
 impl Cli {
@@ -81,6 +86,10 @@ impl Cli {
             level = sub;
         }
         cli.command_path = words.join(" ");
+        cli.database_url_source = match matches.value_source("database_url") {
+            Some(clap::parser::ValueSource::CommandLine) => "--database-url",
+            _ => "DATABASE_URL",
+        };
         Ok(cli)
     }
 }

@@ -14,10 +14,12 @@ use crate::{Failure, usage};
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Settings for every connection, set once by `main` from the global flags.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct DbOptions {
     /// Use RDS IAM auth tokens as passwords.
     pub rds_iam: bool,
+    /// What errors about the main database's URL call it: `--database-url` or `DATABASE_URL`.
+    pub url_name: &'static str,
 }
 
 static OPTIONS: OnceLock<DbOptions> = OnceLock::new();
@@ -31,7 +33,8 @@ pub fn init(options: DbOptions) {
 pub async fn connector(url: Option<&str>) -> Result<PgConnector, Failure> {
     let url =
         url.ok_or_else(|| usage("no database given: set DATABASE_URL or pass --database-url"))?;
-    connector_named(url, Some("DATABASE_URL")).await
+    let name = OPTIONS.get().map_or("DATABASE_URL", |o| o.url_name);
+    connector_named(url, Some(name)).await
 }
 
 /// The connector for `url`; a parse error starts with `name` when given (the caller names the
@@ -45,7 +48,7 @@ pub async fn connector_named(url: &str, name: Option<&str>) -> Result<PgConnecto
         config.pg.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
     }
     let connector = PgConnector::new(config)?;
-    if !OPTIONS.get().copied().unwrap_or_default().rds_iam {
+    if !OPTIONS.get().is_some_and(|o| o.rds_iam) {
         return Ok(connector);
     }
     // IAM over a connection that could be plaintext, or with a URL a token cannot be signed for

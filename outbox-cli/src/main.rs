@@ -86,6 +86,7 @@ fn hint(e: &(dyn std::error::Error + 'static), command: &str) -> Option<&'static
 async fn run(cli: Cli) -> Result<(), Failure> {
     db::init(db::DbOptions {
         rds_iam: cli.rds_iam,
+        url_name: cli.database_url_source,
     });
     let url = cli.database_url.as_deref();
     match cli.command {

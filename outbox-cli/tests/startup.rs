@@ -314,7 +314,16 @@ fn invalid_settings_are_usage_errors_and_failures_are_not() {
                 c.arg("stats");
                 c
             },
-            "DATABASE_URL",
+            "error: DATABASE_URL: ",
+        ),
+        // The flag's value is called by the flag's name (it was called DATABASE_URL).
+        (
+            {
+                let mut c = outbox(nowhere);
+                c.args(["stats", "--database-url", "postgres://u@h:notaport/db"]);
+                c
+            },
+            "error: --database-url: ",
         ),
         (
             {
