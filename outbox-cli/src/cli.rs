@@ -159,7 +159,7 @@ periodically with --inbox-retention when the inbox is in its database.")]
     #[command(group(clap::ArgGroup::new("ages").required(true).multiple(true).args(["older_than", "inbox_older_than"])))]
     Cleanup {
         /// Age of the processed rows to delete, e.g. 7d, 12h, 30m.
-        #[arg(long, value_parser = duration::parse)]
+        #[arg(long, value_parser = duration::parse_retention)]
         older_than: Option<Duration>,
         /// Age of the inbox records (processed_events) to delete, e.g. 30d.
         #[arg(long, value_parser = duration::parse)]
@@ -218,7 +218,7 @@ relays run as a least-privilege role. Several maintainers at once are fine: one 
 advisory lock), the others report that it was busy.")]
     Maintain {
         /// Drop partitions older than this whose rows were all published longer ago, e.g. 7d.
-        #[arg(long, value_parser = duration::parse)]
+        #[arg(long, value_parser = duration::parse_retention)]
         retention: Option<Duration>,
         /// How long the tail's drain may wait for its table lock, e.g. 2s (at least 1ms).
         #[arg(long, value_parser = duration::parse_positive, default_value = "2s")]
@@ -350,7 +350,7 @@ pub struct RelayArgs {
     /// Delete processed rows older than this, every minute (e.g. 7d); on the partitioned layout,
     /// drop partitions older than this instead. 0s keeps nothing: each event is deleted as it is
     /// acknowledged instead of being marked processed (the least write load).
-    #[arg(long, value_parser = duration::parse)]
+    #[arg(long, value_parser = duration::parse_retention)]
     pub retention: Option<Duration>,
     /// Do not keep per-aggregate order.
     #[arg(long)]

@@ -28,6 +28,21 @@ pub fn display(d: Duration) -> String {
     text
 }
 
+/// A retention (`--retention`, `--older-than`): a duration of at most
+/// [`outbox_core::MAX_RETENTION`], as the relay's setting (`partitions maintain` and `cleanup`
+/// took up to 100 years).
+pub fn parse_retention(text: &str) -> Result<Duration, String> {
+    let d = parse(text)?;
+    if d > outbox_core::MAX_RETENTION {
+        return Err(format!(
+            "`{}`: a retention is at most {} days",
+            text.trim(),
+            outbox_core::MAX_RETENTION.as_secs() / 86_400
+        ));
+    }
+    Ok(d)
+}
+
 /// Parses a duration such as `7d`, `1h30m` or `250ms`, of at most [`MAX`]. Integer arithmetic
 /// throughout: an overflowing number is an error, never a panic.
 pub fn parse(text: &str) -> Result<Duration, String> {

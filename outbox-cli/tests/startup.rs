@@ -415,6 +415,23 @@ fn invalid_settings_are_usage_errors_and_failures_are_not() {
             },
             "the URL names several",
         ),
+        // A retention as long as the relay's at most (they took up to 100 years).
+        (
+            {
+                let mut c = outbox(nowhere);
+                c.args(["partitions", "maintain", "--retention", "36000d"]);
+                c
+            },
+            "`36000d`: a retention is at most 3660 days",
+        ),
+        (
+            {
+                let mut c = outbox(nowhere);
+                c.args(["cleanup", "--older-than", "36000d"]);
+                c
+            },
+            "a retention is at most 3660 days",
+        ),
         // Either age will do (it said --older-than was required).
         (
             {

@@ -26,7 +26,8 @@ pub const DEFAULT_SETTLE_TIMEOUT: Duration = Duration::from_secs(2);
 #[non_exhaustive]
 pub struct MaintainOptions {
     /// Retire partitions whose whole range is older than this and whose rows were all published
-    /// longer ago than this (`None`: create ahead only, never drop).
+    /// longer ago than this (`None`: create ahead only, never drop); at most
+    /// [`MAX_RETENTION`](crate::MAX_RETENTION), as the relay's.
     pub retention: Option<Duration>,
     /// `lock_timeout` of the tail's drain (the one blocking step; see the README).
     pub drain_lock_timeout: Duration,
@@ -74,6 +75,12 @@ impl MaintainOptions {
                 ErrorKind::Config,
                 "drain_lock_timeout must be at least 1 ms (PostgreSQL reads a lock_timeout of 0 as no limit)",
             ));
+        }
+        if let Some(retention) = self.retention.filter(|r| *r > crate::MAX_RETENTION) {
+            return Err(Error::config(format!(
+                "retention must be at most {} days, got {retention:?}",
+                crate::MAX_RETENTION.as_secs() / 86_400
+            )));
         }
         Ok(())
     }
