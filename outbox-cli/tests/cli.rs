@@ -268,6 +268,8 @@ async fn relay_delivers_serves_metrics_logs_safely_and_stops_on_sigterm() {
             "200ms",
             "--shutdown-grace",
             "5s",
+            // Off with a standard queue, and said so (it was ignored in silence).
+            "--batch-aggregates",
         ])
         .env("DATABASE_URL", &url_with_password)
         .env("RUST_LOG", "debug")
@@ -358,6 +360,10 @@ async fn relay_delivers_serves_metrics_logs_safely_and_stops_on_sigterm() {
         );
     }
     assert!(logs.contains("SIGTERM received"));
+    assert!(
+        logs.contains("batch_aggregates is off: it needs a single FIFO destination"),
+        "{logs}"
+    );
 }
 
 /// A second SIGTERM during a graceful shutdown that waits on a hung publish exits at once (it was

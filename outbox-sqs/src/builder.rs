@@ -240,6 +240,13 @@ impl SqsPublisherBuilder {
         // order; with two, an aggregate's events could race each other to different destinations.
         let keeps_aggregate_order =
             config.batch_aggregates && queues.len() == 1 && queues.iter().all(|q| q.fifo);
+        if config.batch_aggregates && !keeps_aggregate_order {
+            tracing::warn!(
+                destinations = queues.len(),
+                "batch_aggregates is off: it needs a single FIFO destination (queue or topic); \
+                 each position in the aggregates is sent in its own wave"
+            );
+        }
         Ok(SqsPublisher {
             inner: Arc::new(Inner {
                 keeps_aggregate_order,
