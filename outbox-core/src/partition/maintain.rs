@@ -160,7 +160,9 @@ pub struct MaintenanceReport {
 /// owner: run it as the role that migrated (or a member of it). Any other role gets an
 /// [`ErrorKind::Config`] error saying so, even on a run that would have had nothing to do — a
 /// scheduled run under the wrong role must not look healthy until the day it has to create a
-/// partition.
+/// partition. Partitions belong to the table's owner (migration V9); one of another owner is
+/// given to it first where this role may (a superuser, a member of both), and otherwise the run
+/// is refused the same way, naming them, before anything changes.
 pub async fn maintain(
     client: &tokio_postgres::Client,
     options: &MaintainOptions,
@@ -168,13 +170,6 @@ pub async fn maintain(
     options.validate()?;
     if let Some(refusal) = refusal(client).await? {
         return Err(Error::config(refusal));
-    }
-    // Partitions of another owner (made before migration V9 by another maintainer): this role
-    // could not detach, drain or drop them — a tail it cannot read stayed detached. Given to the
-    // table's owner where this role may; refused before anything changes otherwise.
-    let foreign = sql::reown_partitions().bind(client).one().await?;
-    if !foreign.is_empty() {
-        return Err(Error::config(foreign_refusal(&foreign)));
     }
     let locked = sql::try_maintenance_lock()
         .bind(client, &MAINTENANCE_LOCK_KEY)
@@ -223,6 +218,13 @@ async fn run(
     client: &tokio_postgres::Client,
     options: &MaintainOptions,
 ) -> Result<MaintenanceReport, Error> {
+    // Partitions of another owner (made before migration V9 by another maintainer): this role
+    // could not detach, drain or drop them — a tail it cannot read stayed detached. Given to the
+    // table's owner where this role may; refused before anything changes otherwise.
+    let foreign = sql::reown_partitions().bind(client).one().await?;
+    if !foreign.is_empty() {
+        return Err(Error::config(foreign_refusal(&foreign)));
+    }
     let mut report = MaintenanceReport::default();
     // Retirement first: it finishes an interrupted retirement's `DETACH … CONCURRENTLY`, and while
     // one is pending PostgreSQL refuses to detach the tail concurrently — `ahead` failed on it,
