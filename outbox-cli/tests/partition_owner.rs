@@ -17,20 +17,7 @@ use support::commands::{outbox, succeeds};
 async fn owned_by_a_role() -> (TestDb, RelayRole) {
     let db = TestDb::partitioned(Granularity::Daily).await;
     let role = RelayRole::create(&db).await;
-    db.execute(&format!(
-        "GRANT CREATE ON SCHEMA public TO {role};
-         DO $$
-         DECLARE r regclass;
-         BEGIN
-             FOR r IN SELECT c.oid::regclass FROM pg_class c
-                       WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p', 'v')
-             LOOP
-                 EXECUTE format('ALTER TABLE %s OWNER TO {role}', r);
-             END LOOP;
-         END $$;",
-        role = role.name()
-    ))
-    .await;
+    db.give_tables_to(role.name()).await;
     (db, role)
 }
 

@@ -82,20 +82,9 @@ async fn a_relay_refused_maintenance_deletes_rows_and_maintains_again_once_it_ma
     let db = TestDb::partitioned(Granularity::Daily).await;
     let role = format!("outbox_hk_{}", &db.name()["outbox_test_".len()..][..12]);
     let owners = format!("{role}_owners");
-    db.execute(&format!(
-        "CREATE ROLE {role} LOGIN; CREATE ROLE {owners};
-         GRANT CREATE, USAGE ON SCHEMA public TO {role};
-         DO $$
-         DECLARE r regclass;
-         BEGIN
-             FOR r IN SELECT c.oid::regclass FROM pg_class c
-                       WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p', 'v')
-             LOOP
-                 EXECUTE format('ALTER TABLE %s OWNER TO {role}', r);
-             END LOOP;
-         END $$;"
-    ))
-    .await;
+    db.execute(&format!("CREATE ROLE {role} LOGIN; CREATE ROLE {owners};"))
+        .await;
+    db.give_tables_to(&role).await;
     let relay = Relay::builder(pool_as(&db, &role), Arc::new(RecordingPublisher::new()))
         .housekeeping_interval(Duration::from_millis(200))
         .retention(Some(Duration::from_secs(3600)))

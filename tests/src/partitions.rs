@@ -37,6 +37,26 @@ impl TestDb {
             .unwrap_or_else(|e| panic!("{statements}: {e:?}"));
     }
 
+    /// Gives every table and view of the database's `public` schema (the outbox's, partitions
+    /// included) to `role`, and lets it create tables there: as when that role ran `outbox
+    /// migrate` and maintains the partitions.
+    pub async fn give_tables_to(&self, role: &str) {
+        self.execute(&format!(
+            "GRANT CREATE, USAGE ON SCHEMA public TO {role};
+             DO $$
+             DECLARE r regclass;
+             BEGIN
+                 FOR r IN SELECT c.oid::regclass FROM pg_class c
+                           WHERE c.relnamespace = 'public'::regnamespace
+                             AND c.relkind IN ('r', 'p', 'v')
+                 LOOP
+                     EXECUTE format('ALTER TABLE %s OWNER TO {role}', r);
+                 END LOOP;
+             END $$;"
+        ))
+        .await;
+    }
+
     /// The partitions of `outbox_events`, oldest first (empty on the plain layout).
     pub async fn partition_names(&self) -> Vec<String> {
         outbox_core::partition::list_partitions(&self.connect().await)
