@@ -81,7 +81,9 @@ SELECT p.granularity,
          WHERE e.created_at >= (SELECT l.lo FROM outbox_partition_list() l
                                  WHERE l.name = 'outbox_events_p_tail')) AS tail_events,
        p.kept_partitions, p.kept_events, p.maintained_at,
-       to_regclass('outbox_events_legacy') IS NOT NULL AS legacy_table
+       to_regclass('outbox_events_legacy') IS NOT NULL AS legacy_table,
+       EXISTS (SELECT 1 FROM outbox_partition_list() l
+                WHERE l.name = 'outbox_events_p_tail' AND NOT l.detach_pending) AS tail_attached
   FROM outbox_partitioning p;
 
 -- The transactions holding outbox_events or a partition (V7): the tail is detached concurrently

@@ -38,6 +38,13 @@ pub async fn run(url: Option<&str>, json: bool) -> Result<(), Failure> {
             "  events in the tail     {:>10}  (written past the partitions made ahead)",
             p.tail_events
         );
+        if !p.tail_attached {
+            out!(
+                "  tail partition         {:>10}  (rows past the partitions made ahead fail until \
+                 `outbox partitions maintain` runs)",
+                "DETACHED"
+            );
+        }
         if p.legacy_table {
             out!(
                 "  outbox_events_legacy   {:>10}  (dropped once past the retention)",

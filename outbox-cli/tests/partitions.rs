@@ -108,6 +108,28 @@ async fn migrate_partitioned_converts_and_maintain_retires_what_it_may() {
     );
     let out = succeeds(outbox(&db.url()).args(["partitions", "maintain"]));
     assert!(out.contains("created 2 partitions ahead"), "{out}");
+
+    // A maintenance stopped between the tail's detach and the new tail's is shown (stats said
+    // nothing, and `partitions list` only stopped listing the tail), until maintenance mends it.
+    let stats = || {
+        serde_json::from_str::<serde_json::Value>(&succeeds(
+            outbox(&db.url()).args(["stats", "--json"]),
+        ))
+        .unwrap()
+    };
+    assert_eq!(stats()["partitions"]["tail_attached"], true);
+    db.execute("ALTER TABLE outbox_events DETACH PARTITION outbox_events_p_tail")
+        .await;
+    assert_eq!(stats()["partitions"]["tail_attached"], false);
+    let text = succeeds(outbox(&db.url()).arg("stats"));
+    assert!(
+        text.contains(
+            "tail partition           DETACHED  (rows past the partitions made ahead fail"
+        ),
+        "{text}"
+    );
+    succeeds(outbox(&db.url()).args(["partitions", "maintain"]));
+    assert_eq!(stats()["partitions"]["tail_attached"], true);
 }
 
 #[tokio::test]

@@ -26,6 +26,10 @@ pub struct PartitionStats {
     /// Whether `outbox_events_legacy` (the plain table's published rows after a conversion)
     /// still exists.
     pub legacy_table: bool,
+    /// Whether the tail partition (the safety net for rows past the partitions made ahead) is
+    /// attached. A maintenance run stopped between its detach and the new tail's leaves it
+    /// detached: rows past the partitions made ahead then fail until maintenance runs again.
+    pub tail_attached: bool,
 }
 
 /// The partitioned layout's figures; `None` on the plain layout.
@@ -49,6 +53,7 @@ pub async fn partition_stats<C: GenericClient>(
             kept_events: s.kept_events,
             maintained_at: s.maintained_at,
             legacy_table: s.legacy_table,
+            tail_attached: s.tail_attached,
         }))
 }
 

@@ -203,6 +203,7 @@ pub struct PartitionStats {
     pub kept_events: i64,
     pub maintained_at: Option<chrono::DateTime<chrono::Utc>>,
     pub legacy_table: bool,
+    pub tail_attached: bool,
 }
 pub struct PartitionStatsBorrowed<'a> {
     pub granularity: &'a str,
@@ -212,6 +213,7 @@ pub struct PartitionStatsBorrowed<'a> {
     pub kept_events: i64,
     pub maintained_at: Option<chrono::DateTime<chrono::Utc>>,
     pub legacy_table: bool,
+    pub tail_attached: bool,
 }
 impl<'a> From<PartitionStatsBorrowed<'a>> for PartitionStats {
     fn from(
@@ -223,6 +225,7 @@ impl<'a> From<PartitionStatsBorrowed<'a>> for PartitionStats {
             kept_events,
             maintained_at,
             legacy_table,
+            tail_attached,
         }: PartitionStatsBorrowed<'a>,
     ) -> Self {
         Self {
@@ -233,6 +236,7 @@ impl<'a> From<PartitionStatsBorrowed<'a>> for PartitionStats {
             kept_events,
             maintained_at,
             legacy_table,
+            tail_attached,
         }
     }
 }
@@ -1751,7 +1755,7 @@ impl EventsPartitionedStmt {
 pub struct PartitionStatsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn partition_stats() -> PartitionStatsStmt {
     PartitionStatsStmt(
-        "SELECT p.granularity, (SELECT count(*) FROM outbox_partition_list() l WHERE l.name <> 'outbox_events_p_tail') AS partitions, (SELECT count(*) FROM outbox_events e WHERE e.created_at >= (SELECT l.lo FROM outbox_partition_list() l WHERE l.name = 'outbox_events_p_tail')) AS tail_events, p.kept_partitions, p.kept_events, p.maintained_at, to_regclass('outbox_events_legacy') IS NOT NULL AS legacy_table FROM outbox_partitioning p",
+        "SELECT p.granularity, (SELECT count(*) FROM outbox_partition_list() l WHERE l.name <> 'outbox_events_p_tail') AS partitions, (SELECT count(*) FROM outbox_events e WHERE e.created_at >= (SELECT l.lo FROM outbox_partition_list() l WHERE l.name = 'outbox_events_p_tail')) AS tail_events, p.kept_partitions, p.kept_events, p.maintained_at, to_regclass('outbox_events_legacy') IS NOT NULL AS legacy_table, EXISTS (SELECT 1 FROM outbox_partition_list() l WHERE l.name = 'outbox_events_p_tail' AND NOT l.detach_pending) AS tail_attached FROM outbox_partitioning p",
         None,
     )
 }
@@ -1783,6 +1787,7 @@ impl PartitionStatsStmt {
                     kept_events: row.try_get(4)?,
                     maintained_at: row.try_get(5)?,
                     legacy_table: row.try_get(6)?,
+                    tail_attached: row.try_get(7)?,
                 })
             },
             mapper: |it| PartitionStats::from(it),
