@@ -101,6 +101,13 @@ impl ConsumerBuilder {
         self
     }
 
+    /// The longest one handler may run (default 15 min); then it is given up, rolled back and its
+    /// message retried after the retry delay. See [`ConsumerConfig::handler_timeout`].
+    pub fn handler_timeout(mut self, timeout: Duration) -> Self {
+        self.config.handler_timeout = timeout;
+        self
+    }
+
     /// The visibility time-out asked for on receive, extended while a handler runs (default 30 s).
     pub fn visibility_timeout(mut self, timeout: Duration) -> Self {
         self.config.visibility_timeout = timeout;

@@ -24,6 +24,9 @@ pub const ENV_CONSUMER_BAD_INPUT_DELAY_SECS: &str = "OUTBOX_SQS_CONSUMER_BAD_INP
 /// Environment variable: the longest one SQS or S3 call may take, in milliseconds
 /// ([`ConsumerConfig::call_timeout`]).
 pub const ENV_CONSUMER_CALL_TIMEOUT_MS: &str = "OUTBOX_SQS_CONSUMER_CALL_TIMEOUT_MS";
+/// Environment variable: the longest one handler may run, in seconds
+/// ([`ConsumerConfig::handler_timeout`]).
+pub const ENV_CONSUMER_HANDLER_TIMEOUT_SECS: &str = "OUTBOX_SQS_CONSUMER_HANDLER_TIMEOUT_SECS";
 
 /// Default of [`ConsumerConfig::concurrency`].
 pub const DEFAULT_CONCURRENCY: usize = 10;
@@ -43,6 +46,10 @@ pub const DEFAULT_RETRY_MAX: Duration = Duration::from_secs(300);
 pub const DEFAULT_BAD_INPUT_DELAY: Duration = Duration::from_secs(600);
 /// Default of [`ConsumerConfig::call_timeout`].
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default of [`ConsumerConfig::handler_timeout`].
+pub const DEFAULT_HANDLER_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+/// The most handlers (and receivers) a consumer runs at once.
+pub const MAX_CONCURRENCY: usize = 10_000;
 /// The longest visibility time-out SQS accepts: 12 hours.
 pub const MAX_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(12 * 3600);
 
@@ -72,14 +79,15 @@ pub struct ConsumerConfig {
     /// inbox, so each event is handled by only one of them.
     pub name: String,
     /// Handlers running at once (on a FIFO queue: message groups handled at once). Default
-    /// [`DEFAULT_CONCURRENCY`] (10).
+    /// [`DEFAULT_CONCURRENCY`] (10); at most [`MAX_CONCURRENCY`].
     pub concurrency: usize,
     /// Receivers: `ReceiveMessage` calls that may be waiting at once, sharing the
     /// [`concurrency`](Self::concurrency) handlers (each asks for a whole batch once there is room
     /// for one: `concurrency + max_messages` messages may be received and not yet done, the
     /// waiting ones kept hidden). More than one keeps handlers fed while a long poll waits on a queue
     /// that looked empty when it started (on a FIFO queue: every group busy). Default
-    /// [`DEFAULT_RECEIVERS`] (2); at most `concurrency` are used.
+    /// [`DEFAULT_RECEIVERS`] (2); at most `concurrency` are used, and at most
+    /// [`MAX_CONCURRENCY`] may be set.
     pub receivers: usize,
     /// The most messages one `ReceiveMessage` asks for, 1–10.
     /// Default [`DEFAULT_MAX_MESSAGES`] (10).
@@ -112,6 +120,13 @@ pub struct ConsumerConfig {
     /// no message, receiver or shutdown waits on it for ever. Default [`DEFAULT_CALL_TIMEOUT`]
     /// (10 s); more than zero.
     pub call_timeout: Duration,
+    /// The longest one handler may run. A handler still running then is given up: its
+    /// transaction rolls back and the message is hidden for the retry delay, as after a handler
+    /// error, so that its receive count grows and the queue's redrive policy can move it to the
+    /// dead-letter queue. Without a limit, a handler that hung (a call without a time-out) kept
+    /// its message hidden by the heartbeat, its FIFO group waiting and shutdown waiting, for
+    /// ever. Default [`DEFAULT_HANDLER_TIMEOUT`] (15 min); more than zero, at most 12 h.
+    pub handler_timeout: Duration,
     /// Overrides the SQS endpoint (otherwise `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`, or AWS's).
     pub endpoint_url: Option<String>,
     /// Overrides the region (otherwise `AWS_REGION`, the profile, …).
@@ -133,6 +148,7 @@ impl ConsumerConfig {
             bad_input: BadInputPolicy::Release,
             bad_input_delay: DEFAULT_BAD_INPUT_DELAY,
             call_timeout: DEFAULT_CALL_TIMEOUT,
+            handler_timeout: DEFAULT_HANDLER_TIMEOUT,
             endpoint_url: None,
             region: None,
         }
@@ -142,7 +158,7 @@ impl ConsumerConfig {
     /// [`ENV_CONSUMER_CONCURRENCY`], [`ENV_CONSUMER_RECEIVERS`], [`ENV_CONSUMER_MAX_MESSAGES`], [`ENV_CONSUMER_WAIT_SECS`],
     /// [`ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS`], [`ENV_CONSUMER_RETRY_INITIAL_MS`],
     /// [`ENV_CONSUMER_RETRY_MAX_SECS`], [`ENV_CONSUMER_BAD_INPUT_DELAY_SECS`],
-    /// [`ENV_CONSUMER_CALL_TIMEOUT_MS`].
+    /// [`ENV_CONSUMER_CALL_TIMEOUT_MS`], [`ENV_CONSUMER_HANDLER_TIMEOUT_SECS`].
     ///
     /// Fails with [`ErrorKind::Config`](crate::ErrorKind::Config), naming the variable, when a
     /// value is not a whole number.
@@ -191,6 +207,9 @@ impl ConsumerConfig {
         if let Some(n) = number(ENV_CONSUMER_CALL_TIMEOUT_MS)? {
             c.call_timeout = Duration::from_millis(n);
         }
+        if let Some(n) = number(ENV_CONSUMER_HANDLER_TIMEOUT_SECS)? {
+            c.handler_timeout = Duration::from_secs(n);
+        }
         Ok(c)
     }
 
@@ -200,11 +219,23 @@ impl ConsumerConfig {
         if self.name.trim().is_empty() {
             return fail("the consumer's name is empty".into());
         }
-        if self.concurrency == 0 {
-            return fail("concurrency must be at least 1".into());
+        if !(1..=MAX_CONCURRENCY).contains(&self.concurrency) {
+            return fail(format!(
+                "concurrency must be 1–{MAX_CONCURRENCY}, not {}",
+                self.concurrency
+            ));
         }
-        if self.receivers == 0 {
-            return fail("receivers must be at least 1".into());
+        if !(1..=MAX_CONCURRENCY).contains(&self.receivers) {
+            return fail(format!(
+                "receivers must be 1–{MAX_CONCURRENCY}, not {}",
+                self.receivers
+            ));
+        }
+        if self.handler_timeout.is_zero() || self.handler_timeout > MAX_VISIBILITY_TIMEOUT {
+            return fail(format!(
+                "handler_timeout must be more than zero and at most 12 h, not {:?}",
+                self.handler_timeout
+            ));
         }
         if !(1..=10).contains(&self.max_messages) {
             return fail(format!(
@@ -290,6 +321,7 @@ mod tests {
                 (ENV_CONSUMER_RETRY_MAX_SECS, "30"),
                 (ENV_CONSUMER_BAD_INPUT_DELAY_SECS, "900"),
                 (ENV_CONSUMER_CALL_TIMEOUT_MS, "2500"),
+                (ENV_CONSUMER_HANDLER_TIMEOUT_SECS, "120"),
             ]),
         )
         .unwrap();
@@ -302,6 +334,7 @@ mod tests {
         assert_eq!(c.retry_max, Duration::from_secs(30));
         assert_eq!(c.bad_input_delay, Duration::from_secs(900));
         assert_eq!(c.call_timeout, Duration::from_millis(2500));
+        assert_eq!(c.handler_timeout, Duration::from_secs(120));
         c.validate().unwrap();
     }
 
@@ -331,7 +364,37 @@ mod tests {
                 .to_string()
                 .contains("concurrency")
         );
+        // "Unlimited" is refused before it overflows the receivers' counts (it passed, and
+        // `run` panicked).
+        for n in [MAX_CONCURRENCY + 1, usize::MAX] {
+            c.concurrency = n;
+            assert!(
+                c.validate()
+                    .unwrap_err()
+                    .to_string()
+                    .contains("concurrency")
+            );
+            c.concurrency = 1;
+            c.receivers = n;
+            assert!(c.validate().unwrap_err().to_string().contains("receivers"));
+            c.receivers = 2;
+        }
+        c.concurrency = MAX_CONCURRENCY;
+        c.validate().expect("the most");
         c.concurrency = 1;
+        for d in [
+            Duration::ZERO,
+            MAX_VISIBILITY_TIMEOUT + Duration::from_secs(1),
+        ] {
+            c.handler_timeout = d;
+            assert!(
+                c.validate()
+                    .unwrap_err()
+                    .to_string()
+                    .contains("handler_timeout")
+            );
+        }
+        c.handler_timeout = DEFAULT_HANDLER_TIMEOUT;
         c.visibility_timeout = Duration::ZERO;
         assert!(c.validate().is_err());
         c.visibility_timeout = Duration::from_millis(1500);

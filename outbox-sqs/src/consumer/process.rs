@@ -219,13 +219,19 @@ where
     // A panicking handler is a failed handler: logged, counted, its message hidden for the retry
     // delay (not left to reappear after the visibility time-out, unseen). Its transaction is
     // dropped, rolling back.
-    AssertUnwindSafe(handler.handle(event, env, &tx))
-        .catch_unwind()
-        .await
-        .map_err(|panic| {
-            Failure::Handler(format!("the handler panicked: {}", panic_text(&*panic)).into())
-        })?
-        .map_err(Failure::Handler)?;
+    // A handler that runs past its time limit is given up the same way: dropped mid-way, its
+    // transaction with it.
+    let limit = shared.config.handler_timeout;
+    tokio::time::timeout(
+        limit,
+        AssertUnwindSafe(handler.handle(event, env, &tx)).catch_unwind(),
+    )
+    .await
+    .map_err(|_| Failure::Handler(format!("the handler did not finish within {limit:?}").into()))?
+    .map_err(|panic| {
+        Failure::Handler(format!("the handler panicked: {}", panic_text(&*panic)).into())
+    })?
+    .map_err(Failure::Handler)?;
     // A handler that ignored a failed statement returns `Ok` with the transaction aborted, and its
     // COMMIT would roll back without an error: the message must then stay, not be deleted.
     outbox_core::ensure_transaction_usable(&tx)

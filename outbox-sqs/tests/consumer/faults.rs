@@ -70,6 +70,62 @@ async fn a_handler_panic_is_a_counted_failure_and_the_event_is_applied_once() {
     assert_eq!(handler.0.calls.load(Ordering::SeqCst), 6);
 }
 
+/// Records each event, then hangs on its first delivery (a call without a time-out).
+#[derive(Default)]
+struct HangsFirst(Recorder);
+
+impl Handler<AccountEvent> for HangsFirst {
+    async fn handle(
+        &self,
+        event: AccountEvent,
+        envelope: &Envelope,
+        tx: &Transaction<'_>,
+    ) -> Result<(), HandlerError> {
+        self.0.handle(event, envelope, tx).await?;
+        if envelope.receive_count == 1 {
+            std::future::pending::<()>().await;
+        }
+        Ok(())
+    }
+}
+
+/// A handler that hangs is given up at the handler time-out: rolled back, counted as a failure
+/// and delivered again (its receive count grows, so a redrive policy can act). Before, the
+/// heartbeat kept the message hidden for as long as the handler hung — its group, its inbox row
+/// lock and shutdown waiting with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_hangs_is_given_up_at_the_handler_timeout() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let relay = start_relay(&db, &queue).await;
+    let ids = emit_credits(&db, 3, 1).await;
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .handler_timeout(Duration::from_secs(1))
+        .build()
+        .await
+        .unwrap();
+    let handler = Arc::new(HangsFirst::default());
+    let running = Running::start(c, handler.clone());
+    let done = eventually(Duration::from_secs(30), async || {
+        effect_counts(&db).await.1 == ids.len() as i64
+    })
+    .await;
+    let c = tokio::time::timeout(Duration::from_secs(10), running.stop())
+        .await
+        .expect("the consumer stops: no handler hangs on");
+    relay.stop().await;
+    assert!(done, "every event applied: {:?}", c.metrics());
+    assert_eq!(
+        effect_counts(&db).await,
+        (3, 3),
+        "the hung handlers rolled back"
+    );
+    assert_eq!(c.metrics().failures("handler"), 3, "{:?}", c.metrics());
+    assert_eq!(handler.0.calls.load(Ordering::SeqCst), 6);
+}
+
 /// SQS stops answering (a partition: connections stay open, nothing comes back) while a handled
 /// message's delete is on its way: the consumer still stops, within its call time-out, and the
 /// message comes back later as a duplicate. Before, the delete (like every consumer call but the
