@@ -258,7 +258,10 @@ List dead letters, oldest first, with their last error. Payloads are not shown."
     /// Make dead letters pending again (attempts reset).
     #[command(long_about = "\
 Make dead letters pending again: attempts reset to 0 and retry_after cleared, so the relay publishes
-them on its next claim, in order within their aggregates. Say which: event ids, a filter, or --all.")]
+them on its next claim, in order within their aggregates. Say which: event ids, a filter, or --all.
+
+Given ids that are not dead letters (mistyped, or published meanwhile) are named on stderr and make
+the exit status 1; the others are retried all the same, and listed on stdout.")]
     Retry(SelectArgs),
     /// Delete dead letters for good.
     #[command(long_about = "\
@@ -312,9 +315,9 @@ pub struct RelayArgs {
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9187) at /metrics.
     #[arg(long, env = ENV_METRICS_ADDR)]
     pub metrics_addr: Option<SocketAddr>,
-    /// Route an event type or prefix to an SQS queue URL or an SNS topic ARN:
-    /// `order.*=https://sqs...`, `audit.*=arn:aws:sns:...` (repeatable; replaces
-    /// OUTBOX_SQS_ROUTES).
+    /// Route an event type, or every type starting with a prefix (a pattern ending in `*`), to an
+    /// SQS queue URL or an SNS topic ARN: `order.*=https://sqs...`, `audit.*=arn:aws:sns:...`
+    /// (repeatable; replaces OUTBOX_SQS_ROUTES).
     #[arg(long = "route", value_name = "PATTERN=TARGET", value_parser = route)]
     pub routes: Vec<Route>,
     /// Queue URL (or topic ARN) for event types without a route.

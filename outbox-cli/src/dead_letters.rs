@@ -81,7 +81,7 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             let f = selection(&args)?;
             let client = db::connect(url).await?;
             let ids = outbox_core::retry_dead_letters(&client, &f).await?;
-            out!("retried {} dead letters", ids.len());
+            out!("retried {}", dead_letters(ids.len()));
             for id in &ids {
                 out!("{id}");
             }
@@ -103,15 +103,18 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
                 refuse_without_terminal()?;
                 show_purge(&client, &ids).await?;
                 if !confirm(&format!(
-                    "delete these {} dead letters for good?",
-                    ids.len()
+                    "delete {} for good?",
+                    match ids.len() {
+                        1 => "this dead letter".to_owned(),
+                        n => format!("these {n} dead letters"),
+                    }
                 ))? {
                     out!("nothing deleted");
                     return Ok(());
                 }
             }
             let purged = outbox_core::purge_dead_letter_ids(&client, &ids).await?;
-            out!("purged {} dead letters", purged.len());
+            out!("purged {}", dead_letters(purged.len()));
             if purged.len() < ids.len() {
                 out!(
                     "{} of those shown were no longer dead letters (retried or removed meanwhile) \
@@ -219,4 +222,13 @@ fn confirm(question: &str) -> Result<bool, Failure> {
     let mut answer = String::new();
     stdin.lock().read_line(&mut answer)?;
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+/// "1 dead letter", "these 2 dead letters": a count with its noun.
+fn dead_letters(n: usize) -> String {
+    if n == 1 {
+        "1 dead letter".to_owned()
+    } else {
+        format!("{n} dead letters")
+    }
 }

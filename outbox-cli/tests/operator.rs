@@ -188,7 +188,7 @@ async fn an_event_id_that_is_not_a_dead_letter_fails_retry_and_purge() {
         .collect();
     let (code, text) = run(&retry);
     assert_eq!(code, Some(1), "{text}");
-    assert!(text.contains("retried 1 dead letters"), "{text}");
+    assert!(text.contains("retried 1 dead letter\n"), "{text}");
     assert!(text.contains(&stranger.to_string()), "named: {text}");
 
     let (code, text) = run(&["dead-letters".into(), "retry".into(), dead[0].to_string()]);

@@ -99,7 +99,7 @@ impl Breaker {
             // Whoever comes first probes; a probe whose caller is cancelled just lets the next
             // probe come one interval later.
             open.next_probe = now + self.probe_interval;
-            tracing::debug!(queue = %self.url, "probing an unavailable SQS queue");
+            tracing::debug!(queue = %self.url, "probing an unavailable destination");
             return Admit::Probe;
         }
         let dead_letter = self.over_limit(open, now);
@@ -132,7 +132,7 @@ impl Breaker {
                     queue = %self.url, error,
                     probe_every_ms = self.probe_interval.as_millis() as u64,
                     dead_letter_after_secs = self.dead_letter_after.as_secs(),
-                    "SQS queue unavailable: circuit opened; its events are put back without \
+                    "destination unavailable: circuit opened; its events are put back without \
                      counting an attempt and the queue is probed until it works again"
                 );
                 self.gauge.set(1);
@@ -169,7 +169,7 @@ impl Breaker {
             tracing::info!(
                 queue = %self.url,
                 unavailable_for_ms = now.saturating_duration_since(open.since).as_millis() as u64,
-                "SQS queue available again: circuit closed"
+                "destination available again: circuit closed"
             );
         }
     }
@@ -184,14 +184,16 @@ impl Breaker {
     ) -> String {
         if dead_letter {
             format!(
-                "SQS queue `{}` unavailable for {} s, longer than the limit of {} s: {last_error}",
+                "{} `{}` unavailable for {} s, longer than the limit of {} s: {last_error}",
+                noun(&self.url),
                 self.url,
                 broken_for.as_secs(),
                 self.dead_letter_after.as_secs()
             )
         } else {
             format!(
-                "SQS queue `{}` unavailable for {} s (circuit open, not called): {last_error}",
+                "{} `{}` unavailable for {} s (circuit open, not called): {last_error}",
+                noun(&self.url),
                 self.url,
                 broken_for.as_secs()
             )
@@ -206,6 +208,15 @@ impl Breaker {
     }
 }
 
+/// What a destination is, for messages: an SNS topic (an ARN) or an SQS queue (a URL).
+fn noun(destination: &str) -> &'static str {
+    if destination.starts_with("arn:") {
+        "SNS topic"
+    } else {
+        "SQS queue"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,6 +226,23 @@ mod tests {
 
     fn breaker() -> Breaker {
         Breaker::new("https://sqs/q".into(), PROBE, LIMIT, Gauge::default())
+    }
+
+    #[test]
+    fn a_topic_is_called_a_topic() {
+        let topic = Breaker::new(
+            "arn:aws:sns:us-east-1:000000000000:t".into(),
+            PROBE,
+            LIMIT,
+            Gauge::default(),
+        );
+        let reason = topic.reason(Duration::from_secs(20), true, "NotFound");
+        assert!(
+            reason.starts_with("SNS topic `arn:aws:sns:us-east-1:000000000000:t` unavailable"),
+            "{reason}"
+        );
+        let reason = breaker().reason(Duration::from_secs(20), false, "x");
+        assert!(reason.starts_with("SQS queue `https://sqs/q`"), "{reason}");
     }
 
     #[test]

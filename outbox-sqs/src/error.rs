@@ -55,10 +55,10 @@ impl ErrorKind {
             ErrorKind::QueueNotFound => "SQS queue not found",
             ErrorKind::TopicNotFound => "SNS topic not found",
             ErrorKind::BucketNotFound => "S3 offload bucket not found",
-            ErrorKind::Service => "SQS error",
-            ErrorKind::Unavailable => "SQS unreachable",
-            ErrorKind::Timeout => "SQS call timed out",
-            ErrorKind::QueueUnavailable => "SQS queue unavailable",
+            ErrorKind::Service => "AWS service error",
+            ErrorKind::Unavailable => "AWS unreachable",
+            ErrorKind::Timeout => "AWS call timed out",
+            ErrorKind::QueueUnavailable => "destination unavailable",
         }
     }
 }
