@@ -11,30 +11,43 @@ use outbox_tests::{TestDb, eventually};
 
 use crate::support::*;
 
-/// Records each event (the tests' `Recorder`), then panics on its first delivery.
-#[derive(Default)]
-struct PanicsFirst(Recorder);
+/// How a handler fails the first delivery of each event.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// It panics.
+    Panic,
+    /// It hangs (a call without a time-out).
+    Hang,
+}
 
-impl Handler<AccountEvent> for PanicsFirst {
+/// Records each event (the tests' `Recorder`), then fails its first delivery as `fault` says.
+struct FailsFirst {
+    fault: Fault,
+    recorder: Recorder,
+}
+
+impl Handler<AccountEvent> for FailsFirst {
     async fn handle(
         &self,
         event: AccountEvent,
         envelope: &Envelope,
         tx: &Transaction<'_>,
     ) -> Result<(), HandlerError> {
-        self.0.handle(event, envelope, tx).await?;
+        self.recorder.handle(event, envelope, tx).await?;
         if envelope.receive_count == 1 {
-            panic!("injected handler panic");
+            match self.fault {
+                Fault::Panic => panic!("injected handler panic"),
+                Fault::Hang => std::future::pending::<()>().await,
+            }
         }
         Ok(())
     }
 }
 
-/// A handler that panics is a failed handler: rolled back, counted, seen by the observer, logged,
-/// and delivered again after the retry delay. Before, the panic unwound the unit silently: no
-/// count, no observer call, the message back only after its visibility time-out.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_handler_panic_is_a_counted_failure_and_the_event_is_applied_once() {
+/// Each of 3 events fails its first delivery as `fault` says: rolled back, counted, seen by the
+/// observer as a failure, and delivered again after the retry delay — applied once each; and the
+/// consumer stops.
+async fn the_first_deliveries_fail_and_are_delivered_again(fault: Fault) {
     let db = TestDb::new().await;
     create_effects(&db).await;
     let queue = TestQueue::standard().await;
@@ -44,19 +57,25 @@ async fn a_handler_panic_is_a_counted_failure_and_the_event_is_applied_once() {
     let c = consumer(&db, &queue, "ledger")
         .await
         .observe(seen.observer())
+        .handler_timeout(Duration::from_secs(1))
         .build()
         .await
         .unwrap();
-    let handler = Arc::new(PanicsFirst::default());
+    let handler = Arc::new(FailsFirst {
+        fault,
+        recorder: Recorder::default(),
+    });
     let running = Running::start(c, handler.clone());
     let done = eventually(Duration::from_secs(30), async || {
         effect_counts(&db).await.1 == ids.len() as i64
     })
     .await;
-    let c = running.stop().await;
+    let c = tokio::time::timeout(Duration::from_secs(10), running.stop())
+        .await
+        .unwrap_or_else(|_| panic!("{fault:?}: the consumer stops, no handler hangs on"));
     relay.stop().await;
-    assert!(done, "every event applied: {:?}", c.metrics());
-    assert_eq!(effect_counts(&db).await, (3, 3), "the panics rolled back");
+    assert!(done, "{fault:?}: every event applied: {:?}", c.metrics());
+    assert_eq!(effect_counts(&db).await, (3, 3), "{fault:?}: rolled back");
     assert_eq!(c.metrics().failures("handler"), 3, "{:?}", c.metrics());
     assert_eq!(c.metrics().handled(), 3);
     let failed = seen
@@ -66,64 +85,24 @@ async fn a_handler_panic_is_a_counted_failure_and_the_event_is_applied_once() {
         .iter()
         .filter(|d| d.outcome == Outcome::Failed)
         .count();
-    assert_eq!(failed, 3, "the observer saw each panic as a failure");
-    assert_eq!(handler.0.calls.load(Ordering::SeqCst), 6);
+    assert_eq!(failed, 3, "{fault:?}: the observer saw each as a failure");
+    assert_eq!(handler.recorder.calls.load(Ordering::SeqCst), 6);
 }
 
-/// Records each event, then hangs on its first delivery (a call without a time-out).
-#[derive(Default)]
-struct HangsFirst(Recorder);
-
-impl Handler<AccountEvent> for HangsFirst {
-    async fn handle(
-        &self,
-        event: AccountEvent,
-        envelope: &Envelope,
-        tx: &Transaction<'_>,
-    ) -> Result<(), HandlerError> {
-        self.0.handle(event, envelope, tx).await?;
-        if envelope.receive_count == 1 {
-            std::future::pending::<()>().await;
-        }
-        Ok(())
-    }
+/// A handler that panics is a failed handler: rolled back, counted, seen by the observer, logged,
+/// and delivered again after the retry delay. Before, the panic unwound the unit silently: no
+/// count, no observer call, the message back only after its visibility time-out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_panic_is_a_counted_failure_and_the_event_is_applied_once() {
+    the_first_deliveries_fail_and_are_delivered_again(Fault::Panic).await;
 }
 
-/// A handler that hangs is given up at the handler time-out: rolled back, counted as a failure
-/// and delivered again (its receive count grows, so a redrive policy can act). Before, the
-/// heartbeat kept the message hidden for as long as the handler hung — its group, its inbox row
-/// lock and shutdown waiting with it.
+/// A handler that hangs is given up at the handler time-out, as a failed handler (its receive
+/// count grows, so a redrive policy can act). Before, the heartbeat kept the message hidden for
+/// as long as the handler hung — its group, its inbox row lock and shutdown waiting with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_that_hangs_is_given_up_at_the_handler_timeout() {
-    let db = TestDb::new().await;
-    create_effects(&db).await;
-    let queue = TestQueue::standard().await;
-    let relay = start_relay(&db, &queue).await;
-    let ids = emit_credits(&db, 3, 1).await;
-    let c = consumer(&db, &queue, "ledger")
-        .await
-        .handler_timeout(Duration::from_secs(1))
-        .build()
-        .await
-        .unwrap();
-    let handler = Arc::new(HangsFirst::default());
-    let running = Running::start(c, handler.clone());
-    let done = eventually(Duration::from_secs(30), async || {
-        effect_counts(&db).await.1 == ids.len() as i64
-    })
-    .await;
-    let c = tokio::time::timeout(Duration::from_secs(10), running.stop())
-        .await
-        .expect("the consumer stops: no handler hangs on");
-    relay.stop().await;
-    assert!(done, "every event applied: {:?}", c.metrics());
-    assert_eq!(
-        effect_counts(&db).await,
-        (3, 3),
-        "the hung handlers rolled back"
-    );
-    assert_eq!(c.metrics().failures("handler"), 3, "{:?}", c.metrics());
-    assert_eq!(handler.0.calls.load(Ordering::SeqCst), 6);
+    the_first_deliveries_fail_and_are_delivered_again(Fault::Hang).await;
 }
 
 /// SQS stops answering (a partition: connections stay open, nothing comes back) while a handled
