@@ -54,14 +54,7 @@ pub async fn connector_named(url: &str, name: Option<&str>) -> Result<PgConnecto
     // IAM over a connection that could be plaintext, or with a URL a token cannot be signed for
     // (several hosts, a socket, no user), is refused before any token is made: a conflict of
     // settings (a usage error); a failure to get credentials or a region is not.
-    let pg = connector.pg_config();
-    let conflict = connector.tls().mode < outbox_core::SslMode::Require
-        || pg.get_hosts().len() != 1
-        || !matches!(
-            pg.get_hosts().first(),
-            Some(tokio_postgres::config::Host::Tcp(_))
-        )
-        || pg.get_user().is_none();
+    let conflict = connector.rds_iam_conflict().is_some();
     connector.with_rds_iam().await.map_err(|e| {
         let e = format!("--rds-iam: {}", outbox_core::error_chain(&e));
         if conflict { usage(e) } else { e.into() }

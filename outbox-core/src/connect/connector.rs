@@ -88,20 +88,35 @@ impl PgConnector {
     /// port and user, signed with the default AWS credential chain and region (see
     /// [`RdsIamTokenProvider`](super::RdsIamTokenProvider)). Refuses `sslmode` below `require`: RDS
     /// rejects IAM auth in plaintext, and a token sent in clear is a credential for 15 minutes.
+    /// Fails, before any token is made or anything contacted, on settings RDS IAM auth
+    /// conflicts with ([`rds_iam_conflict`](Self::rds_iam_conflict)).
     #[cfg(feature = "rds-iam")]
     pub async fn with_rds_iam(self) -> Result<PgConnector, Error> {
-        if self.tls.mode < super::SslMode::Require {
-            return Err(Error::config(format!(
-                "RDS IAM auth needs TLS, but sslmode is {}: RDS refuses IAM auth over plaintext and \
-                 a token sent in clear is a credential for 15 minutes; use sslmode=verify-full with \
-                 sslrootcert=<RDS CA bundle>",
-                self.tls.mode
-            )));
+        if let Some(conflict) = self.rds_iam_conflict() {
+            return Err(Error::config(conflict));
         }
         let provider = super::RdsIamTokenProvider::from_env(&self.pg)
             .await
             .map_err(|e| Error::config(e.to_string()).with_source(e))?;
         Ok(self.password_provider(provider))
+    }
+
+    /// Why RDS IAM auth cannot be used with these settings, or `None`: `sslmode` below `require`
+    /// (RDS rejects IAM auth in plaintext, and a token sent in clear is a credential for 15
+    /// minutes), several hosts, a socket, or no user (a token is signed for one host and user).
+    /// Settings in conflict, found without contacting anything; a failure to get credentials or a
+    /// region is not one of them.
+    #[cfg(feature = "rds-iam")]
+    pub fn rds_iam_conflict(&self) -> Option<String> {
+        if self.tls.mode < super::SslMode::Require {
+            return Some(format!(
+                "RDS IAM auth needs TLS, but sslmode is {}: RDS refuses IAM auth over plaintext and \
+                 a token sent in clear is a credential for 15 minutes; use sslmode=verify-full with \
+                 sslrootcert=<RDS CA bundle>",
+                self.tls.mode
+            ));
+        }
+        super::rds_iam::url_refusal(&self.pg).map(str::to_owned)
     }
 
     /// The tokio-postgres settings (host, user, ...).

@@ -189,21 +189,18 @@ impl RdsIamTokenProvider {
     /// with several hosts is refused: tokio-postgres gives every host the same password, and a
     /// token is signed for one host.
     pub async fn from_env(pg: &tokio_postgres::Config) -> Result<Self, RdsIamError> {
-        if pg.get_hosts().len() > 1 {
-            return Err(RdsIamError::new(
-                "RDS IAM auth signs a token for one host, but the URL names several: give one \
-                 endpoint (a cluster's writer or reader endpoint follows fail-overs by itself)",
-            ));
+        if let Some(refusal) = url_refusal(pg) {
+            return Err(RdsIamError::new(refusal));
         }
-        let host = match pg.get_hosts().first() {
-            Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
-            _ => return Err(RdsIamError::new("RDS IAM auth needs a TCP host name")),
+        let (Some(tokio_postgres::config::Host::Tcp(host)), Some(user)) =
+            (pg.get_hosts().first(), pg.get_user())
+        else {
+            return Err(RdsIamError::new(
+                "RDS IAM auth needs a TCP host name and a user",
+            ));
         };
+        let (host, user) = (host.clone(), user.to_string());
         let port = pg.get_ports().first().copied().unwrap_or(5432);
-        let user = pg
-            .get_user()
-            .ok_or_else(|| RdsIamError::new("RDS IAM auth needs a user name"))?
-            .to_string();
         let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         // The token must be signed for the database's region, which may not be the one the
         // environment names for SQS.
@@ -317,6 +314,26 @@ impl PasswordProvider for RdsIamTokenProvider {
             SystemTime::now(),
         )?;
         Ok(Password::new(token))
+    }
+}
+
+/// Why a token cannot be signed for the URL `pg` (one TCP host and a user are needed), or
+/// `None`: settings in conflict with RDS IAM auth, found before anything is contacted.
+pub(crate) fn url_refusal(pg: &tokio_postgres::Config) -> Option<&'static str> {
+    if pg.get_hosts().len() > 1 {
+        Some(
+            "RDS IAM auth signs a token for one host, but the URL names several: give one \
+             endpoint (a cluster's writer or reader endpoint follows fail-overs by itself)",
+        )
+    } else if !matches!(
+        pg.get_hosts().first(),
+        Some(tokio_postgres::config::Host::Tcp(_))
+    ) {
+        Some("RDS IAM auth needs a TCP host name")
+    } else if pg.get_user().is_none() {
+        Some("RDS IAM auth needs a user name")
+    } else {
+        None
     }
 }
 
