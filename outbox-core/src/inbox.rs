@@ -26,6 +26,21 @@ pub async fn process_once<C: GenericClient>(
         .is_some())
 }
 
+/// Whether `consumer` has a committed record of `event_id` (what [`process_once`] writes): a hint
+/// for skipping work before the transaction, such as reading an offloaded payload, for an event
+/// that is plainly a duplicate. A `false` proves nothing (another delivery may be committing right
+/// now): [`process_once`] inside the transaction decides.
+pub async fn was_processed<C: GenericClient>(
+    client: &C,
+    consumer: &str,
+    event_id: Uuid,
+) -> Result<bool, Error> {
+    Ok(sql::processed_event_exists()
+        .bind(client, &consumer, &event_id)
+        .one()
+        .await?)
+}
+
 /// Fails when the transaction can no longer commit: a statement in it failed (SQLSTATE `25P02`),
 /// for example one whose error a handler ignored. PostgreSQL answers the `COMMIT` of such a
 /// transaction with a rollback and no error, so a consumer that acknowledged its message after

@@ -109,7 +109,7 @@ pub use emit::{Emitter, MAX_AGGREGATE_KEY_BYTES, emit, emit_all};
 pub use error::{Error, ErrorKind, Result};
 pub use event::OutboxEvent;
 pub use failure::{FailureKind, PublishFailure};
-pub use inbox::{ensure_transaction_usable, process_once};
+pub use inbox::{ensure_transaction_usable, process_once, was_processed};
 pub use metrics::{MAX_EVENT_TYPE_LABELS, OTHER_EVENT_TYPES, RelayMetrics};
 #[doc(hidden)]
 pub use migrate::migrate_up_to;

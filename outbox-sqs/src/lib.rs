@@ -125,7 +125,9 @@
 //! The object is written before the message is sent; when that fails, the message is not sent.
 //! S3 unreachable, too slow or failing (5xx): the event is `Unavailable` — put back without
 //! counting an attempt, like a broker outage. S3 refusing (bucket missing, access denied): `Retry`
-//! — a counted attempt, so a lasting misconfiguration ends in a visible dead letter. The next
+//! — a counted attempt, so a lasting misconfiguration ends in a visible dead letter; so does an
+//! upload that times out while S3 answers a `HeadBucket` right after (a link too slow for the
+//! payload: raise `OUTBOX_SQS_CALL_TIMEOUT_MS`) or that outlasts the publish timeout. The next
 //! attempt writes the object again under the same key. Delivery stays at least once: a crash between the
 //! send and the relay marking the event re-sends the same pointer to the same (rewritten) object.
 //! With offload on, [`Publisher::limits`](outbox_core::Publisher::limits) is [`OFFLOAD_LIMITS`]:

@@ -19,7 +19,7 @@ use outbox_core::limits::{CharacterSet, MessageLimits};
 use outbox_core::message::message_size;
 use outbox_core::{ClaimedEvent, FailureKind, PublishFailure, PublishOutcome};
 
-use crate::config::SqsConfig;
+use crate::config::{ENV_CALL_TIMEOUT_MS, SqsConfig};
 use crate::error::{Result, config_error};
 use crate::message::SQS_LIMITS;
 use crate::publisher::SqsPublisher;
@@ -226,9 +226,11 @@ impl SqsPublisher {
                     );
                     // S3 down (unreachable, slow, 5xx): put back without an attempt, like an
                     // outage of the broker. The bucket refusing (missing, denied), or an upload
-                    // that needs longer than the whole publish timeout gives it (each of its
-                    // calls answered in time): a counted attempt, so that it ends in a visible
-                    // dead letter instead of being tried for ever.
+                    // that needs longer than the time it is given while S3 itself answers (the
+                    // whole publish timeout spent, each call answered in time; or a call timed
+                    // out but a `HeadBucket` right after is answered in time: the link is too
+                    // slow for this payload, not S3 down): a counted attempt, so that it ends in
+                    // a visible dead letter instead of being uploaded again on every claim.
                     let outcome = match kind {
                         FailureKind::Timeout if budget.spent() => PublishOutcome::retry(
                             kind,
@@ -238,6 +240,18 @@ impl SqsPublisher {
                                 e.payload().len()
                             ),
                         ),
+                        FailureKind::Timeout if offload.check(budget.next(0)).await.is_ok() => {
+                            PublishOutcome::retry(
+                                kind,
+                                format!(
+                                    "the upload of {} bytes to S3 timed out while S3 answers \
+                                     (HeadBucket): the link is too slow for a payload this large; \
+                                     raise {ENV_CALL_TIMEOUT_MS} (each S3 call is given it and 1 s \
+                                     more per MiB it carries): {error}",
+                                    e.payload().len()
+                                ),
+                            )
+                        }
                         FailureKind::Timeout | FailureKind::Unreachable | FailureKind::Broker => {
                             PublishOutcome::unavailable(kind, error.to_string())
                         }

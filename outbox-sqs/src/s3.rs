@@ -28,7 +28,7 @@ type Failed = (FailureKind, Error);
 
 /// The failure kind of an S3 call's error: time-out, unreachable, 5xx (`Broker`), any other
 /// answer (`Destination`: the bucket missing, access denied).
-fn kind_of<E>(e: &SdkError<E, HttpResponse>) -> FailureKind {
+pub(crate) fn kind_of<E>(e: &SdkError<E, HttpResponse>) -> FailureKind {
     match e {
         SdkError::TimeoutError(_) => FailureKind::Timeout,
         SdkError::DispatchFailure(_) => FailureKind::Unreachable,
@@ -50,7 +50,7 @@ pub(crate) struct Budget {
 
 impl Budget {
     /// The time-out of the next call, which uploads `bytes`.
-    fn next(&self, bytes: usize) -> Duration {
+    pub(crate) fn next(&self, bytes: usize) -> Duration {
         let mib = u32::try_from(bytes / (1024 * 1024)).unwrap_or(u32::MAX);
         let call = self.call.saturating_add(PER_MIB.saturating_mul(mib));
         self.until.map_or(call, |until| {

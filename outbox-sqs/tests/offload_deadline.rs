@@ -1,6 +1,7 @@
-//! S3 offload and the relay's publish deadline (fauxqs behind a proxy that makes every answer
-//! late): an upload that needs longer than the whole publish timeout gives it ends in a counted
-//! attempt, so that such an event is dead-lettered in the end instead of being tried for ever.
+//! S3 offload on slow links (fauxqs behind a proxy that makes every answer late, or the client's
+//! uploads slow): an upload that needs longer than the whole publish timeout gives it, or than its
+//! call timeout while S3 itself answers, ends in a counted attempt, so that such an event is
+//! dead-lettered in the end instead of being tried for ever; S3 as a whole too slow is an outage.
 
 mod aws;
 mod common;
@@ -21,12 +22,8 @@ async fn an_upload_longer_than_the_publish_timeout_counts_an_attempt() {
     let bucket = bucket_name();
     create_bucket(&s3, &bucket).await;
     let queue = TestQueue::standard().await;
-    let upstream = endpoint()
-        .trim_start_matches("http://")
-        .parse()
-        .expect("the SQS endpoint is http://host:port");
     // Every answer 400 ms late: a multipart upload (create, two parts, complete) takes 1.6 s.
-    let proxy = DelayProxy::start(upstream, Duration::from_millis(400)).await;
+    let proxy = DelayProxy::start(upstream(), Duration::from_millis(400)).await;
     let publisher = SqsPublisher::builder()
         .sdk_config(sdk_config().await)
         .endpoint_url(format!("http://{}", proxy.addr()))
@@ -59,5 +56,85 @@ async fn an_upload_longer_than_the_publish_timeout_counts_an_attempt() {
             assert!(f.message().contains("publish timeout"), "{f:?}");
         }
         other => panic!("expected a counted attempt (Retry), got {other:?}"),
+    }
+}
+
+/// A publisher with a 1 s call timeout, offloading every message over 1 KiB, through `proxy`.
+async fn offloading_through(proxy: &DelayProxy, queue: &TestQueue, bucket: &str) -> SqsPublisher {
+    SqsPublisher::builder()
+        .sdk_config(sdk_config().await)
+        .endpoint_url(format!("http://{}", proxy.addr()))
+        .max_attempts(1)
+        .call_timeout(Duration::from_secs(1))
+        .default_queue(queue.url())
+        .offload_bucket(bucket)
+        .offload_threshold(1024)
+        .build()
+        .await
+        .unwrap()
+}
+
+fn upstream() -> std::net::SocketAddr {
+    endpoint()
+        .trim_start_matches("http://")
+        .parse()
+        .expect("the SQS endpoint is http://host:port")
+}
+
+#[tokio::test]
+async fn an_upload_too_slow_for_the_call_timeout_while_s3_answers_counts_an_attempt() {
+    let s3 = s3_client().await;
+    let bucket = bucket_name();
+    create_bucket(&s3, &bucket).await;
+    let queue = TestQueue::standard().await;
+    // 200 KiB/s up: a request of a few hundred bytes is quick, 600 KiB take 3 s, three times the
+    // call timeout. Put back without an attempt (an outage), such an event was uploaded again on
+    // every claim, for ever, and its aggregate waited behind it.
+    let proxy = DelayProxy::slow_upload(upstream(), 200 * 1024).await;
+    let publisher = offloading_through(&proxy, &queue, &bucket).await;
+    let big = event(
+        "order.created",
+        "order",
+        "big",
+        1,
+        json!("x".repeat(600 * 1024)),
+    );
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&big))
+        .await
+        .unwrap();
+    match &outcomes[0] {
+        PublishOutcome::Retry(f) => {
+            assert_eq!(f.kind(), FailureKind::Timeout, "{f:?}");
+            assert!(f.message().contains("OUTBOX_SQS_CALL_TIMEOUT_MS"), "{f:?}");
+        }
+        other => panic!("expected a counted attempt (Retry), got {other:?}"),
+    }
+    assert!(
+        queue
+            .receive_all(1, Duration::from_millis(500))
+            .await
+            .is_empty(),
+        "a message is never sent without its object"
+    );
+}
+
+#[tokio::test]
+async fn an_upload_timing_out_while_s3_does_not_answer_either_is_an_outage() {
+    let s3 = s3_client().await;
+    let bucket = bucket_name();
+    create_bucket(&s3, &bucket).await;
+    let queue = TestQueue::standard().await;
+    // Every answer 1.5 s late: S3 is too slow as a whole, not the payload too large for the link.
+    let late = DelayProxy::start(upstream(), Duration::from_millis(1_500)).await;
+    let publisher = offloading_through(&late, &queue, &bucket).await;
+    let big = event("order.created", "order", "big", 1, json!("x".repeat(4096)));
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&big))
+        .await
+        .unwrap();
+    match &outcomes[0] {
+        PublishOutcome::Unavailable(f) => assert_eq!(f.kind(), FailureKind::Timeout, "{f:?}"),
+        other => panic!("expected an outage (Unavailable), got {other:?}"),
     }
 }

@@ -29,6 +29,16 @@ struct Turns {
 impl DelayProxy {
     /// Starts a proxy to `upstream` that holds every server chunk back for `delay`.
     pub async fn start(upstream: SocketAddr, delay: Duration) -> DelayProxy {
+        DelayProxy::spawn(upstream, delay, None).await
+    }
+
+    /// Starts a proxy to `upstream` that passes answers at once but carries what the client sends
+    /// at `bytes_per_sec`: a slow uplink, on which small requests are quick and uploads slow.
+    pub async fn slow_upload(upstream: SocketAddr, bytes_per_sec: u64) -> DelayProxy {
+        DelayProxy::spawn(upstream, Duration::ZERO, Some(bytes_per_sec.max(1))).await
+    }
+
+    async fn spawn(upstream: SocketAddr, delay: Duration, rate: Option<u64>) -> DelayProxy {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind the proxy");
@@ -45,7 +55,7 @@ impl DelayProxy {
                     // The client's first message is a turn of its own.
                     heard: AtomicBool::new(true),
                 });
-                tokio::spawn(relay(client, server, delay, shared));
+                tokio::spawn(relay(client, server, delay, rate, shared));
             }
         });
         DelayProxy { addr, turns, task }
@@ -71,17 +81,29 @@ impl Drop for DelayProxy {
     }
 }
 
-async fn relay(client: TcpStream, server: TcpStream, delay: Duration, turns: Arc<Turns>) {
+async fn relay(
+    client: TcpStream,
+    server: TcpStream,
+    delay: Duration,
+    rate: Option<u64>,
+    turns: Arc<Turns>,
+) {
     let _ = (client.set_nodelay(true), server.set_nodelay(true));
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
     let up = {
         let turns = Arc::clone(&turns);
         tokio::spawn(async move {
-            let mut buf = vec![0; 64 * 1024];
+            // Small reads on a slow uplink, so that its pace is even.
+            let mut buf = vec![0; if rate.is_some() { 4 * 1024 } else { 64 * 1024 }];
             while let Ok(n @ 1..) = client_read.read(&mut buf).await {
                 if turns.heard.swap(false, Ordering::SeqCst) {
                     turns.count.fetch_add(1, Ordering::SeqCst);
+                }
+                if let Some(rate) = rate {
+                    let n = u64::try_from(n).unwrap_or(u64::MAX);
+                    tokio::time::sleep(Duration::from_micros(n.saturating_mul(1_000_000) / rate))
+                        .await;
                 }
                 if server_write.write_all(&buf[..n]).await.is_err() {
                     break;

@@ -5,6 +5,11 @@ pub struct RecordProcessedEventParams<T1: crate::StringSql> {
     pub consumer: T1,
     pub event_id: uuid::Uuid,
 }
+#[derive(Debug)]
+pub struct ProcessedEventExistsParams<T1: crate::StringSql> {
+    pub consumer: T1,
+    pub event_id: uuid::Uuid,
+}
 #[derive(Clone, Copy, Debug)]
 pub struct DeleteProcessedEventsBeforeParams {
     pub older_than_secs: f64,
@@ -186,6 +191,55 @@ impl<'c, 'a, 's, C: GenericClient, T1: crate::StringSql>
         client: &'c C,
         params: &'a RecordProcessedEventParams<T1>,
     ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 2> {
+        self.bind(client, &params.consumer, &params.event_id)
+    }
+}
+pub struct ProcessedEventExistsStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn processed_event_exists() -> ProcessedEventExistsStmt {
+    ProcessedEventExistsStmt(
+        "SELECT EXISTS (SELECT 1 FROM processed_events WHERE consumer = $1 AND event_id = $2) AS \"found!\"",
+        None,
+    )
+}
+impl ProcessedEventExistsStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient, T1: crate::StringSql>(
+        &'s self,
+        client: &'c C,
+        consumer: &'a T1,
+        event_id: &'a uuid::Uuid,
+    ) -> BoolQuery<'c, 'a, 's, C, bool, 2> {
+        BoolQuery {
+            client,
+            params: [consumer, event_id],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
+impl<'c, 'a, 's, C: GenericClient, T1: crate::StringSql>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        ProcessedEventExistsParams<T1>,
+        BoolQuery<'c, 'a, 's, C, bool, 2>,
+        C,
+    > for ProcessedEventExistsStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a ProcessedEventExistsParams<T1>,
+    ) -> BoolQuery<'c, 'a, 's, C, bool, 2> {
         self.bind(client, &params.consumer, &params.event_id)
     }
 }

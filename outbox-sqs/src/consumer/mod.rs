@@ -150,9 +150,9 @@
 
 mod builder;
 mod config;
-mod database;
 mod delete;
 mod envelope;
+mod gate;
 mod handler;
 mod metrics;
 mod payload;
@@ -166,6 +166,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use aws_sdk_sqs::Client;
+use aws_sdk_sqs::types::Message;
 use deadpool_postgres::Pool;
 use outbox_core::{CancellationToken, DecodeEvent};
 
@@ -185,7 +186,7 @@ pub use handler::{Delivery, Handler, HandlerError, Outcome};
 pub use metrics::ConsumerMetrics;
 
 use crate::error::Result;
-use database::DatabaseGate;
+use gate::Gate;
 use delete::Deleter;
 use handler::Observer;
 
@@ -236,25 +237,43 @@ impl Inner {
     }
 }
 
-/// The shortest time a database probe (see [`DatabaseGate`]) is given.
+/// The shortest time a database probe (see [`Gate`]) is given.
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// One run: the consumer, its delete batcher and its view of the database.
+/// One run: the consumer, its delete batcher and its view of the database and of S3.
 pub(crate) struct Shared {
     inner: Arc<Inner>,
     deleter: Deleter,
-    database: DatabaseGate,
+    database: Gate,
+    /// S3, for offloaded payloads.
+    offload: Gate,
 }
 
 impl Shared {
-    /// Waits while the database is known to fail (see [`DatabaseGate`]); `false` once `token` is
+    /// Waits while the database is known to fail (see [`Gate`]); `false` once `token` is
     /// cancelled.
     pub(crate) async fn database_up(&self, token: &CancellationToken) -> bool {
         // Each probe at least 10 s: `call_timeout` is sized for SQS calls, and a probe cut short
         // while it connects would never let the gate open.
         let timeout = self.config.call_timeout.max(PROBE_TIMEOUT);
         self.database
-            .wait_up(&self.pool, &self.config.name, timeout, token)
+            .wait_up(&self.config.name, token, || {
+                gate::probe_database(&self.pool, timeout)
+            })
+            .await
+    }
+
+    /// Waits, before reading the payload `message` offloaded (nothing to wait for when it carries
+    /// its own), while S3 is known to fail (see [`Gate`]); `false` once `token` is cancelled.
+    pub(crate) async fn s3_up(&self, message: &Message, token: &CancellationToken) -> bool {
+        let Some(bucket) = payload::offloaded_bucket(message) else {
+            return true;
+        };
+        let timeout = self.config.call_timeout;
+        self.offload
+            .wait_up(&self.config.name, token, || {
+                payload::probe_bucket(&self.s3, &bucket, timeout)
+            })
             .await
     }
 }
@@ -294,7 +313,8 @@ impl Consumer {
         let shared = Arc::new(Shared {
             inner: self.inner.clone(),
             deleter,
-            database: DatabaseGate::default(),
+            database: Gate::new(gate::DATABASE),
+            offload: Gate::new(gate::S3),
         });
         tracing::info!(consumer = %self.inner.config.name, queue = %self.inner.queue_url, "consumer started");
         receive::receive_loop::<T, H>(shared.clone(), Arc::new(handler), shutdown).await;

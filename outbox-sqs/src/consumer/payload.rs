@@ -9,8 +9,14 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
+use aws_sdk_sqs::config::http::HttpResponse;
+use aws_sdk_sqs::error::SdkError;
 use aws_sdk_sqs::types::Message;
+use outbox_core::FailureKind;
 use serde::Deserialize;
+
+use super::gate::ProbeError;
+use crate::s3::kind_of;
 
 use crate::offload::{EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, PAYLOAD_POINTER_CLASS};
 
@@ -29,8 +35,11 @@ const PER_MIB: Duration = Duration::from_secs(1);
 pub(crate) enum PayloadError {
     /// Marked offloaded, but the body is not a pointer, or the object is not UTF-8: bad input.
     Malformed(String),
-    /// S3 did not give the object (unreachable, too slow, missing, denied): a failed delivery.
+    /// S3 refused the object (missing, denied): a failed delivery.
     Fetch(String),
+    /// S3 is failing (unreachable, too slow, a server error): a failed delivery, and reading
+    /// offloaded payloads waits until S3 answers again (see [`Gate`](super::gate::Gate)).
+    Unavailable(String),
 }
 
 /// The pointer's second element.
@@ -43,7 +52,7 @@ struct Pointer {
 }
 
 /// The declared size of an offloaded payload, when `message` is marked offloaded.
-fn offloaded_size(message: &Message) -> Option<u64> {
+pub(crate) fn offloaded_size(message: &Message) -> Option<u64> {
     let attributes = message.message_attributes()?;
     let value = attributes
         .get(EXTENDED_PAYLOAD_SIZE_ATTRIBUTE)
@@ -53,6 +62,37 @@ fn offloaded_size(message: &Message) -> Option<u64> {
             .string_value()
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0),
+    )
+}
+
+/// The bucket an offloaded `message` points into; `None` when it carries its payload (or its
+/// pointer is malformed: that is found when it is read).
+pub(crate) fn offloaded_bucket(message: &Message) -> Option<String> {
+    offloaded_size(message)?;
+    pointer(message.body().unwrap_or_default())
+        .ok()
+        .map(|p| p.bucket)
+}
+
+/// Probes `bucket` with `HeadBucket` within `timeout`: any answer of S3 (the bucket missing or
+/// denied included) is an answer; no answer in time, no connection or a server error is not.
+pub(crate) async fn probe_bucket(
+    s3: &aws_sdk_s3::Client,
+    bucket: &str,
+    timeout: Duration,
+) -> Result<(), ProbeError> {
+    match tokio::time::timeout(timeout, s3.head_bucket().bucket(bucket).send()).await {
+        Err(_) => Err(ProbeError::Silent(timeout)),
+        Ok(Err(e)) if is_outage(&e) => Err(ProbeError::Failed(outbox_core::error_chain(&e))),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Whether an S3 call's error says S3 is failing rather than refusing this request.
+fn is_outage<E>(e: &SdkError<E, HttpResponse>) -> bool {
+    matches!(
+        kind_of(e),
+        FailureKind::Timeout | FailureKind::Unreachable | FailureKind::Broker
     )
 }
 
@@ -89,23 +129,27 @@ pub(crate) async fn body<'m>(
             .key(&key)
             .send()
             .await
-            .map_err(|e| outbox_core::error_chain(&e))?;
+            .map_err(|e| (is_outage(&e), outbox_core::error_chain(&e)))?;
+        // Cut off while the object streams in: the connection failed.
         let bytes = object
             .body
             .collect()
             .await
-            .map_err(|e| outbox_core::error_chain(&e))?;
-        Ok::<_, String>(bytes.into_bytes())
+            .map_err(|e| (true, outbox_core::error_chain(&e)))?;
+        Ok::<_, (bool, String)>(bytes.into_bytes())
     };
     let bytes = match tokio::time::timeout(limit, read).await {
         Ok(Ok(bytes)) => bytes,
-        Ok(Err(e)) => {
-            return Err(PayloadError::Fetch(format!(
-                "cannot read the offloaded payload s3://{bucket}/{key}: {e}"
-            )));
+        Ok(Err((outage, e))) => {
+            let reason = format!("cannot read the offloaded payload s3://{bucket}/{key}: {e}");
+            return Err(if outage {
+                PayloadError::Unavailable(reason)
+            } else {
+                PayloadError::Fetch(reason)
+            });
         }
         Err(_) => {
-            return Err(PayloadError::Fetch(format!(
+            return Err(PayloadError::Unavailable(format!(
                 "reading the offloaded payload s3://{bucket}/{key} took longer than {limit:?}"
             )));
         }

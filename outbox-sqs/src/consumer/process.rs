@@ -85,6 +85,15 @@ where
     T: DecodeEvent + Send + 'static,
     H: Handler<T>,
 {
+    // A duplicate of an offloaded event is known without reading its payload from S3 (which may
+    // be large, or gone by now).
+    if payload::offloaded_size(message).is_some() && was_processed(shared, env).await {
+        pending.take(receipt).await;
+        shared.metrics.on_duplicate();
+        tracing::debug!("duplicate: skipped");
+        shared.deleter.delete(receipt.to_owned());
+        return (Outcome::Duplicate, false);
+    }
     let body = match payload::body(&shared.s3, message, shared.config.call_timeout).await {
         Ok(body) => body,
         Err(PayloadError::Malformed(reason)) => {
@@ -100,9 +109,17 @@ where
             .await;
             return (outcome, false);
         }
-        Err(PayloadError::Fetch(reason)) => {
+        Err(error @ (PayloadError::Fetch(_) | PayloadError::Unavailable(_))) => {
             // S3 down, slow, or the object gone: a failed delivery, retried on the back-off
-            // (the queue's redrive policy has the last word), never bad input.
+            // (the queue's redrive policy has the last word), never bad input. While S3 is down,
+            // units wait before the next offloaded payload (see `Gate`).
+            let reason = match error {
+                PayloadError::Unavailable(reason) => {
+                    shared.offload.failed();
+                    reason
+                }
+                PayloadError::Fetch(reason) | PayloadError::Malformed(reason) => reason,
+            };
             pending.take(receipt).await;
             failed(shared, env, receipt, pending, "offload", &reason).await;
             return (Outcome::Failed, false);
@@ -172,6 +189,17 @@ where
             (Outcome::Failed, false)
         }
     }
+}
+
+/// Whether the inbox already holds `env`'s event (a hint: see [`outbox_core::was_processed`]);
+/// `false` when the database cannot say (the transaction will find out).
+async fn was_processed(shared: &Shared, env: &Envelope) -> bool {
+    let Ok(client) = shared.pool.get().await else {
+        return false;
+    };
+    outbox_core::was_processed(&**client, &shared.config.name, env.event_id)
+        .await
+        .unwrap_or(false)
 }
 
 /// Counts and logs a failed delivery and hides the message for the retry delay of its receive

@@ -75,9 +75,9 @@ pub(crate) async fn run_unit<T, H>(
             |message| {
                 let (shared, handler, pending, token) = (&shared, &handler, &pending, &token);
                 async move {
-                    // Kept hidden by the heartbeat while the database fails; released unhandled
-                    // if shutdown comes first.
-                    if !shared.database_up(token).await {
+                    // Kept hidden by the heartbeat while the database fails, or while S3 does
+                    // for an offloaded payload; released unhandled if shutdown comes first.
+                    if !shared.database_up(token).await || !shared.s3_up(message, token).await {
                         return Outcome::Released;
                     }
                     handle_message::<T, H>(shared, &**handler, message, received_at, pending).await
