@@ -99,10 +99,7 @@ async fn an_upload_too_slow_for_the_call_timeout_while_s3_answers_counts_an_atte
         1,
         json!("x".repeat(600 * 1024)),
     );
-    let outcomes = publisher
-        .publish(std::slice::from_ref(&big))
-        .await
-        .unwrap();
+    let outcomes = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
     match &outcomes[0] {
         PublishOutcome::Retry(f) => {
             assert_eq!(f.kind(), FailureKind::Timeout, "{f:?}");
@@ -129,10 +126,7 @@ async fn an_upload_timing_out_while_s3_does_not_answer_either_is_an_outage() {
     let late = DelayProxy::start(upstream(), Duration::from_millis(1_500)).await;
     let publisher = offloading_through(&late, &queue, &bucket).await;
     let big = event("order.created", "order", "big", 1, json!("x".repeat(4096)));
-    let outcomes = publisher
-        .publish(std::slice::from_ref(&big))
-        .await
-        .unwrap();
+    let outcomes = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
     match &outcomes[0] {
         PublishOutcome::Unavailable(f) => assert_eq!(f.kind(), FailureKind::Timeout, "{f:?}"),
         other => panic!("expected an outage (Unavailable), got {other:?}"),

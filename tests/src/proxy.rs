@@ -63,6 +63,12 @@ impl BlackHoleProxy {
     pub fn black_hole(&self) {
         self.black_hole.store(true, Ordering::SeqCst);
     }
+
+    /// The partition ends for new connections: they pass again. Connections caught in the black
+    /// hole stay silent, as a peer's dead connections do until its own timeouts drop them.
+    pub fn heal(&self) {
+        self.black_hole.store(false, Ordering::SeqCst);
+    }
 }
 
 impl Drop for BlackHoleProxy {

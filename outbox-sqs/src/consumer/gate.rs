@@ -210,7 +210,7 @@ mod tests {
         });
         let waited = tokio::time::timeout(
             Duration::from_secs(5),
-            gate.wait_up("c", &token, || std::future::pending()),
+            gate.wait_up("c", &token, std::future::pending),
         )
         .await;
         assert_eq!(waited.ok(), Some(false), "the wait ends with the token");

@@ -97,17 +97,23 @@
 //! the S3 object it points to, read with `GetObject` through the same AWS configuration (within
 //! the call time-out and a second per MiB). S3 failing, slow or missing the object is a failed
 //! delivery (`reason="offload"`, retried on the back-off); a pointer that does not parse is bad
-//! input. The object is not deleted (with SNS fan-out, other queues point to it too): expire
-//! the [`OFFLOAD_KEY_PREFIX`](crate::OFFLOAD_KEY_PREFIX) with an S3 lifecycle rule. The consumer's
+//! input. A message whose event the inbox already holds is acknowledged as a duplicate without
+//! reading its object (which may be large, or expired). The object is not deleted (with SNS
+//! fan-out, other queues point to it too): expire the
+//! [`OFFLOAD_KEY_PREFIX`](crate::OFFLOAD_KEY_PREFIX) with an S3 lifecycle rule. The consumer's
 //! role needs `s3:GetObject` on it.
 //!
-//! # Database outages
+//! # Database and S3 outages
 //!
 //! Each delivery counts towards the queue's `maxReceiveCount`, so an outage must not make the
 //! consumer receive and fail messages over and over. After a database failure the receivers stop
 //! asking SQS for messages and the units wait before their next message (their heartbeat keeps it
 //! hidden) until a probe (`SELECT 1`, every 250 ms to 5 s) answers: a message in hand when the
-//! database went away fails once; the rest wait untouched.
+//! database went away fails once; the rest wait untouched. After S3 fails to give an object (no
+//! connection, no answer in time, a server error; not a missing object or a refusal), units wait
+//! the same way before reading the next offloaded payload, until a `HeadBucket` on its bucket is
+//! answered (a refusal is an answer too: no `s3:ListBucket` needed); messages that carry their
+//! payload go on. Shutdown ends either wait at once.
 //!
 //! # Bad input
 //!
@@ -186,8 +192,8 @@ pub use handler::{Delivery, Handler, HandlerError, Outcome};
 pub use metrics::ConsumerMetrics;
 
 use crate::error::Result;
-use gate::Gate;
 use delete::Deleter;
+use gate::Gate;
 use handler::Observer;
 
 /// A typed SQS consumer of one queue; see the [module docs](self).

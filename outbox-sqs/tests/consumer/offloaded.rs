@@ -92,3 +92,149 @@ async fn offloaded_events_are_read_from_s3_and_applied() {
     assert_eq!(effect_counts(&db).await, (4, 4));
     assert_eq!(m.failures("undecodable"), 0, "{m:?}");
 }
+
+/// An S3 client for the local server, through `proxy` when given.
+async fn s3_client(proxy: Option<&outbox_tests::BlackHoleProxy>) -> aws_sdk_s3::Client {
+    let sdk = sdk_config().await;
+    let url = proxy.map_or_else(endpoint, |p| format!("http://{}", p.addr()));
+    aws_sdk_s3::Client::from_conf(
+        aws_sdk_s3::config::Builder::from(&sdk)
+            .endpoint_url(url)
+            .force_path_style(true)
+            .build(),
+    )
+}
+
+/// A message as the relay sends it for an offloaded event: a pointer to `key` in `bucket`.
+async fn send_pointer(queue: &TestQueue, bucket: &str, key: &str, event_id: Uuid) {
+    let attr = |t: &str, v: &str| {
+        MessageAttributeValue::builder()
+            .data_type(t)
+            .string_value(v)
+            .build()
+            .unwrap()
+    };
+    queue
+        .client()
+        .send_message()
+        .queue_url(queue.url())
+        .message_body(pointer_body(bucket, key))
+        .message_attributes(EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, attr("Number", "100"))
+        .message_attributes("event_id", attr("String", &event_id.to_string()))
+        .message_attributes("event_type", attr("String", "account.credited"))
+        .send()
+        .await
+        .unwrap();
+}
+
+/// A duplicate of an offloaded event already in the inbox is acknowledged without reading its
+/// object. Before, the object was read first: a large download for nothing, and, once the bucket's
+/// lifecycle rule had removed the object, a failed delivery on every receive until the redrive
+/// policy dead-lettered a message that was handled long ago.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offloaded_duplicate_is_acknowledged_without_reading_its_object() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let bucket = bucket().await;
+    let handled = Uuid::new_v4();
+    db.connect()
+        .await
+        .execute(
+            "INSERT INTO processed_events (consumer, event_id) VALUES ('ledger', $1)",
+            &[&handled],
+        )
+        .await
+        .unwrap();
+    // Its object expired long ago.
+    send_pointer(&queue, &bucket, &format!("outbox/{handled}"), handled).await;
+
+    let c = consumer(&db, &queue, "ledger").await.build().await.unwrap();
+    let running = Running::start(c, Arc::new(Recorder::default()));
+    let done = eventually(Duration::from_secs(20), async || {
+        running.consumer.metrics().duplicates() == 1
+            || running.consumer.metrics().failures("offload") > 0
+    })
+    .await;
+    let c = running.stop().await;
+    let m = c.metrics();
+    assert!(done, "{m:?}");
+    assert_eq!((m.duplicates(), m.failures("offload")), (1, 0), "{m:?}");
+    assert_eq!(effect_counts(&db).await, (0, 0));
+}
+
+/// S3 stops answering (a partition) while offloaded messages wait: the messages in hand fail
+/// once, then units wait before reading the next offloaded payload until a `HeadBucket` is
+/// answered, so no message's receive count climbs through the outage. Before, each offloaded
+/// message was received, failed and hidden again on every retry delay, and an outage of a few
+/// minutes dead-lettered the whole backlog through the redrive policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_s3_outage_costs_each_offloaded_message_one_delivery_at_most() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let bucket = bucket().await;
+    let publisher = SqsPublisher::builder()
+        .sdk_config(sdk_config().await)
+        .endpoint_url(endpoint())
+        .default_queue(queue.url())
+        .offload_bucket(&bucket)
+        .offload_threshold(1) // every event
+        .build()
+        .await
+        .unwrap();
+    let relay = Relay::builder(db.pool().clone(), publisher)
+        .listen(db.config().clone())
+        .build()
+        .unwrap();
+    let relay = RunningRelay::start(&relay);
+    let ids = emit_credits(&db, 6, 1).await;
+    assert!(eventually(Duration::from_secs(20), async || db.pending().await == 0).await);
+    relay.stop().await;
+
+    let upstream = endpoint()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .expect("the SQS endpoint is host:port");
+    let proxy = outbox_tests::BlackHoleProxy::start(upstream).await;
+    proxy.black_hole();
+    let seen = Seen::default();
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .s3_client(s3_client(Some(&proxy)).await)
+        .call_timeout(Duration::from_secs(1))
+        .retry_backoff(Duration::from_millis(100), Duration::from_millis(500))
+        .observe(seen.observer())
+        .build()
+        .await
+        .unwrap();
+    let running = Running::start(c, Arc::new(Recorder::default()));
+    // Read time-outs of 1 s and retry delays of at most 0.5 s: up to 4 deliveries each.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    proxy.heal();
+    let done = eventually(Duration::from_secs(30), async || {
+        effect_counts(&db).await.1 == ids.len() as i64
+    })
+    .await;
+    let c = running.stop().await;
+    assert!(
+        done,
+        "every event applied once S3 is back: {:?}",
+        c.metrics()
+    );
+    assert_eq!(effect_counts(&db).await, (6, 6));
+    let most = seen
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d.envelope.as_ref().map(|e| e.receive_count))
+        .max()
+        .unwrap_or(0);
+    assert!(
+        most <= 2,
+        "a message was delivered {most} times through the outage: {:?}",
+        c.metrics()
+    );
+}
