@@ -314,7 +314,8 @@ impl SqsPublisher {
                 .first_failure
                 .unwrap_or_else(|| Error::new(ErrorKind::Service, "every batch call failed"));
             let n = total.calls;
-            tracing::warn!(calls = n, error = %first, "every SQS/SNS call of this publish failed");
+            // The caller logs the error (the relay: once per outage).
+            tracing::debug!(calls = n, error = %first, "every SQS/SNS call of this publish failed");
             return Err(first.context(format!(
                 "all {n} SendMessageBatch call(s) (PublishBatch for topics) of this publish failed; the first"
             )));

@@ -163,8 +163,16 @@ pub(crate) fn settle(
             }
         }
         Err(failure) => {
-            // A refusal by the open breaker was logged when it opened.
-            if failure.called {
+            // A refusal by the open breaker was logged when it opened. A transient failure is
+            // logged by whoever gets the outcomes: the relay, per event when some calls of the
+            // publish worked, once per outage when none did (a warning per call made hundreds a
+            // minute while SQS was down).
+            if failure.called && failure.class == Class::Retry {
+                tracing::debug!(
+                    destination = %queue.url, kind = %queue.kind, entries = entries.len(),
+                    error = %failure.error, "{} failed", queue.operation()
+                );
+            } else if failure.called {
                 tracing::warn!(
                     destination = %queue.url, kind = %queue.kind, entries = entries.len(),
                     error = %failure.error, "{} failed", queue.operation()

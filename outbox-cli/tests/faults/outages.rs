@@ -64,6 +64,24 @@ async fn sqs_outage_of_30_seconds_loses_nothing_and_backs_off() {
         calls_during_503s < 3_000,
         "relays back off: {calls_during_503s} calls in 15 s of 503s"
     );
+    // An operator reads the outage in a few lines: when it started and when it ended. Before,
+    // every failed call and batch of every worker logged a warning (hundreds), and nothing said
+    // when it was over.
+    for relay in &relays {
+        let logs = relay.logs();
+        let warnings = logs
+            .lines()
+            .filter(|l| l.contains("\"level\":\"WARN\""))
+            .count();
+        assert!(
+            warnings <= 10,
+            "{warnings} warnings for one outage of 30 s:\n{logs}"
+        );
+        assert!(
+            logs.contains("relay batches succeed again"),
+            "the end of the outage is logged:\n{logs}"
+        );
+    }
     drop(role);
 }
 

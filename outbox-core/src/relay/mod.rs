@@ -10,6 +10,7 @@ mod helpers;
 mod housekeeping;
 mod isolate;
 mod listener;
+mod outage;
 mod outcome;
 mod transaction;
 mod waiting;
@@ -77,6 +78,8 @@ pub(crate) struct Inner<P> {
     /// failure to record (`batch.rs`, `storable`).
     any_text: tokio::sync::OnceCell<bool>,
     housekeeping_interval: Duration,
+    /// Batches failing as a whole, logged once per outage (`outage.rs`).
+    outage: outage::Outage,
 }
 
 /// How long one refresh of the metrics' gauges may take.
@@ -243,6 +246,7 @@ impl<P: Publisher> RelayBuilder<P> {
                 wake: Arc::new(tokio::sync::Notify::new()),
                 any_text: tokio::sync::OnceCell::new(),
                 housekeeping_interval: self.housekeeping_interval,
+                outage: outage::Outage::default(),
             }),
         })
     }

@@ -85,7 +85,15 @@ pub(crate) struct Recorder<'a> {
     tallies: Vec<Tally>,
     /// Aggregates with a failed event in this batch: their later events wait.
     blocked: HashSet<(String, String)>,
+    /// Retried events logged at `warn` so far, and those logged at `debug` after them.
+    retries_warned: usize,
+    retries_quiet: usize,
 }
+
+/// A batch's retried events are logged at `warn` one by one up to this many; the rest at `debug`,
+/// and one `warn` line counts them when the batch ends (a call that fails for a whole batch made a
+/// hundred lines).
+const RETRY_WARNINGS_PER_BATCH: usize = 3;
 
 /// `error` as it can be stored in `last_error`: NUL removed (PostgreSQL text cannot hold it, and
 /// one such error would fail the whole batch's statement) and cut to [`MAX_LAST_ERROR_CHARS`].
@@ -135,6 +143,8 @@ impl<'a> Recorder<'a> {
             failures: Vec::new(),
             tallies: Vec::new(),
             blocked: HashSet::new(),
+            retries_warned: 0,
+            retries_quiet: 0,
         }
     }
 
@@ -248,12 +258,22 @@ impl<'a> Recorder<'a> {
             }
             Disposition::RetryAfter(d) => {
                 report.retried += 1;
-                tracing::warn!(
-                    event_id = %event.id, event_type = %event.event_type,
-                    aggregate_id = %event.aggregate_id, attempt,
-                    retry_in_ms = d.as_millis() as u64, %reason, error = %error,
-                    "publish failed; will retry"
-                );
+                let retry_in_ms = d.as_millis() as u64;
+                if self.retries_warned < RETRY_WARNINGS_PER_BATCH {
+                    self.retries_warned += 1;
+                    tracing::warn!(
+                        event_id = %event.id, event_type = %event.event_type,
+                        aggregate_id = %event.aggregate_id, attempt,
+                        retry_in_ms, %reason, error = %error, "publish failed; will retry"
+                    );
+                } else {
+                    self.retries_quiet += 1;
+                    tracing::debug!(
+                        event_id = %event.id, event_type = %event.event_type,
+                        aggregate_id = %event.aggregate_id, attempt,
+                        retry_in_ms, %reason, error = %error, "publish failed; will retry"
+                    );
+                }
                 (false, d.as_secs_f64())
             }
         };
@@ -278,6 +298,14 @@ impl<'a> Recorder<'a> {
     /// The events to mark processed, the failures to record, and what to add to the metrics once
     /// both are committed.
     pub(crate) fn finish(self) -> (Vec<Acked>, Vec<Failure>, Tallies) {
+        if self.retries_quiet > 0 {
+            tracing::warn!(
+                events = self.retries_quiet,
+                "publish failed for {} more events of this batch; will retry (each logged at \
+                 debug level)",
+                self.retries_quiet
+            );
+        }
         (self.published, self.failures, Tallies(self.tallies))
     }
 }

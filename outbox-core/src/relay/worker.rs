@@ -176,6 +176,7 @@ impl<P: Publisher> Relay<P> {
             let delay = match self.run_once_until(&shutdown).await {
                 Ok(report) => {
                     infra.succeeded();
+                    self.inner.outage.succeeded(report.claimed > 0);
                     // All workers idle: the relay advertises waiting (writers notify); busy for a
                     // while: it stops, and the busy workers claim again on their own.
                     idle.set(report.claimed == 0);
@@ -194,10 +195,7 @@ impl<P: Publisher> Relay<P> {
                     // This worker backs off: the wake-up it may have been given goes to another.
                     self.inner.wake.notify_one();
                     let delay = infra.failed();
-                    tracing::warn!(
-                        error = %e, consecutive_failures = infra.failures(),
-                        retry_in_ms = delay.as_millis() as u64, "relay batch failed"
-                    );
+                    self.inner.outage.failed(&e, infra.failures(), delay);
                     delay
                 }
             };
