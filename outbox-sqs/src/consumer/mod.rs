@@ -113,7 +113,10 @@
 //! connection, no answer in time, a server error; not a missing object or a refusal), units wait
 //! the same way before reading the next offloaded payload, until a `HeadBucket` on its bucket is
 //! answered (a refusal is an answer too: no `s3:ListBucket` needed); messages that carry their
-//! payload go on. Shutdown ends either wait at once.
+//! payload go on. Shutdown ends either wait at once. Each database step of a delivery (a
+//! connection, the inbox record, the commit) is given the call time-out, at least 10 s: a database
+//! that stops answering without closing the connection (a partition) fails the delivery as a
+//! database failure, its connection is closed, and shutdown is not held up by it.
 //!
 //! # Bad input
 //!
@@ -243,7 +246,7 @@ impl Inner {
     }
 }
 
-/// The shortest time a database probe (see [`Gate`]) is given.
+/// The shortest time a database step or probe (see [`Gate`]) is given.
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// One run: the consumer, its delete batcher and its view of the database and of S3.
@@ -259,14 +262,19 @@ impl Shared {
     /// Waits while the database is known to fail (see [`Gate`]); `false` once `token` is
     /// cancelled.
     pub(crate) async fn database_up(&self, token: &CancellationToken) -> bool {
-        // Each probe at least 10 s: `call_timeout` is sized for SQS calls, and a probe cut short
-        // while it connects would never let the gate open.
-        let timeout = self.config.call_timeout.max(PROBE_TIMEOUT);
+        let timeout = self.database_timeout();
         self.database
             .wait_up(&self.config.name, token, || {
                 gate::probe_database(&self.pool, timeout)
             })
             .await
+    }
+
+    /// How long a database step (a connection, a statement, a probe) may take: the call
+    /// time-out, at least 10 s (`call_timeout` is sized for SQS calls, and a probe cut short
+    /// while it connects would never let the gate open).
+    pub(crate) fn database_timeout(&self) -> std::time::Duration {
+        self.config.call_timeout.max(PROBE_TIMEOUT)
     }
 
     /// Waits, before reading the payload `message` offloaded (nothing to wait for when it carries

@@ -194,12 +194,19 @@ where
 /// Whether the inbox already holds `env`'s event (a hint: see [`outbox_core::was_processed`]);
 /// `false` when the database cannot say (the transaction will find out).
 async fn was_processed(shared: &Shared, env: &Envelope) -> bool {
-    let Ok(client) = shared.pool.get().await else {
+    let limit = shared.database_timeout();
+    let Ok(Ok(client)) = tokio::time::timeout(limit, shared.pool.get()).await else {
         return false;
     };
-    outbox_core::was_processed(&**client, &shared.config.name, env.event_id)
-        .await
-        .unwrap_or(false)
+    let asked = outbox_core::was_processed(&**client, &shared.config.name, env.event_id);
+    match tokio::time::timeout(limit, asked).await {
+        Ok(answer) => answer.unwrap_or(false),
+        Err(_) => {
+            // Mid-statement: closed, not handed back to the pool.
+            drop(deadpool_postgres::Object::take(client));
+            false
+        }
+    }
 }
 
 /// Counts and logs a failed delivery and hides the message for the retry delay of its receive
@@ -224,6 +231,11 @@ async fn failed(
 }
 
 /// The transaction: inbox row, handler, commit. `Ok(false)` for a duplicate.
+///
+/// Each database step is given [`Shared::database_timeout`]: a database that stops answering (a
+/// partition keeps the connection open and silent) fails the delivery as a database failure
+/// instead of holding the unit, and shutdown, for ever. A connection given up mid-statement, or
+/// under a handler given up mid-way, is closed, not handed back to the pool.
 async fn apply<T, H>(
     shared: &Shared,
     handler: &H,
@@ -234,14 +246,61 @@ where
     T: DecodeEvent + Send + 'static,
     H: Handler<T>,
 {
-    let db = |e: HandlerError| Failure::Database(e);
-    let mut client = shared.pool.get().await.map_err(|e| db(e.into()))?;
-    let tx = client.transaction().await.map_err(|e| db(e.into()))?;
-    if !outbox_core::process_once(&tx, &shared.config.name, env.event_id)
-        .await
-        .map_err(|e| db(e.into()))?
-    {
+    let limit = shared.database_timeout();
+    let mut client = within(limit, "a connection", shared.pool.get()).await?;
+    let mut stuck = false;
+    let result = transact(shared, handler, event, env, &mut client, &mut stuck).await;
+    if stuck {
+        drop(deadpool_postgres::Object::take(client));
+    }
+    result
+}
+
+/// Runs a database step within `limit`; its error or silence is a [`Failure::Database`].
+async fn within<T, E>(
+    limit: std::time::Duration,
+    what: &str,
+    step: impl Future<Output = Result<T, E>>,
+) -> Result<T, Failure>
+where
+    E: Into<HandlerError>,
+{
+    match tokio::time::timeout(limit, step).await {
+        Ok(Ok(out)) => Ok(out),
+        Ok(Err(e)) => Err(Failure::Database(e.into())),
+        Err(_) => Err(Failure::Database(
+            format!("the database did not answer within {limit:?} ({what})").into(),
+        )),
+    }
+}
+
+/// [`apply`]'s transaction on `client`; sets `stuck` when the connection must not be reused.
+async fn transact<T, H>(
+    shared: &Shared,
+    handler: &H,
+    event: T,
+    env: &Envelope,
+    client: &mut deadpool_postgres::Object,
+    stuck: &mut bool,
+) -> Result<bool, Failure>
+where
+    T: DecodeEvent + Send + 'static,
+    H: Handler<T>,
+{
+    let limit = shared.database_timeout();
+    // Every failure from here on may leave the connection mid-statement: only a clean end (a
+    // commit, a duplicate, a handler's own error) hands it back.
+    *stuck = true;
+    let tx = within(limit, "BEGIN", client.transaction()).await?;
+    let first = within(
+        limit,
+        "the inbox record",
+        outbox_core::process_once(&tx, &shared.config.name, env.event_id),
+    )
+    .await?;
+    if !first {
         // Nothing was written: dropping the transaction rolls it back.
+        *stuck = false;
         return Ok(false);
     }
     // A panicking handler is a failed handler: logged, counted, its message hidden for the retry
@@ -249,23 +308,32 @@ where
     // dropped, rolling back.
     // A handler that runs past its time limit is given up the same way: dropped mid-way, its
     // transaction with it.
-    let limit = shared.config.handler_timeout;
-    tokio::time::timeout(
-        limit,
+    let handler_limit = shared.config.handler_timeout;
+    let handled = tokio::time::timeout(
+        handler_limit,
         AssertUnwindSafe(handler.handle(event, env, &tx)).catch_unwind(),
     )
     .await
-    .map_err(|_| Failure::Handler(format!("the handler did not finish within {limit:?}").into()))?
+    .map_err(|_| {
+        Failure::Handler(format!("the handler did not finish within {handler_limit:?}").into())
+    })?
     .map_err(|panic| {
         Failure::Handler(format!("the handler panicked: {}", panic_text(&*panic)).into())
-    })?
-    .map_err(Failure::Handler)?;
+    })?;
+    if let Err(e) = handled {
+        *stuck = false;
+        return Err(Failure::Handler(e));
+    }
     // A handler that ignored a failed statement returns `Ok` with the transaction aborted, and its
     // COMMIT would roll back without an error: the message must then stay, not be deleted.
-    outbox_core::ensure_transaction_usable(&tx)
-        .await
-        .map_err(|e| db(e.into()))?;
-    tx.commit().await.map_err(|e| db(e.into()))?;
+    within(
+        limit,
+        "the transaction check",
+        outbox_core::ensure_transaction_usable(&tx),
+    )
+    .await?;
+    within(limit, "COMMIT", tx.commit()).await?;
+    *stuck = false;
     Ok(true)
 }
 

@@ -157,6 +157,53 @@ async fn a_consumer_stops_within_its_call_timeout_when_sqs_stops_answering() {
     assert!(c.metrics().failures("delete") >= 1, "{:?}", c.metrics());
 }
 
+/// The database stops answering (a partition: the connection stays open, nothing comes back)
+/// while a message is being handled: the statement is given up after the database time limit, as
+/// a database failure, and the consumer stops when asked. Before, the unit waited on the silent
+/// connection for ever (no consumer statement had a time limit), and so did `run`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_stops_when_the_database_stops_answering_mid_message() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let relay = start_relay(&db, &queue).await;
+    let proxy = outbox_tests::BlackHoleProxy::start(db.server_addr()).await;
+    let recorder = Arc::new(Recorder {
+        gate: Some(tokio::sync::Notify::new()),
+        ..Recorder::default()
+    });
+    let c = consumer_on(db.pool_via(proxy.addr(), 4), &queue, "ledger")
+        .await
+        .handler_timeout(Duration::from_secs(5))
+        .build()
+        .await
+        .unwrap();
+    let running = Running::start(c, recorder.clone());
+    emit_credits(&db, 1, 1).await;
+    tokio::time::timeout(Duration::from_secs(30), recorder.started.notified())
+        .await
+        .expect("the handler starts");
+    // The handler has written its effect and waits at its gate; then the database goes silent
+    // and the handler returns: the transaction's check and commit go into the black hole.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.black_hole();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    recorder.gate.as_ref().expect("a gate").notify_one();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let stopping = std::time::Instant::now();
+    let stopped = tokio::time::timeout(Duration::from_secs(40), running.stop()).await;
+    relay.stop().await;
+    let c = stopped.expect("the consumer stopped despite the silent database");
+    // At most one database time limit (10 s) for the step in flight.
+    assert!(
+        stopping.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        stopping.elapsed()
+    );
+    assert!(c.metrics().failures("database") >= 1, "{:?}", c.metrics());
+    assert_eq!(effect_counts(&db).await, (0, 0), "nothing committed");
+}
+
 /// The database goes away for a while (connections refused, as in a failover): the messages in
 /// hand fail once, then the consumer stops receiving until the database answers, so no message's
 /// receive count climbs through the outage (each delivery counts towards the queue's

@@ -142,7 +142,16 @@ pub async fn start_relay(db: &TestDb, queue: &TestQueue) -> RunningRelay {
 
 /// A consumer builder for `queue` on the local SQS server: short polls and time-outs for tests.
 pub async fn consumer(db: &TestDb, queue: &TestQueue, name: &str) -> ConsumerBuilder {
-    Consumer::builder(db.pool().clone(), queue.url())
+    consumer_on(db.pool().clone(), queue, name).await
+}
+
+/// [`consumer`] on another pool (one through a proxy, say).
+pub async fn consumer_on(
+    pool: deadpool_postgres::Pool,
+    queue: &TestQueue,
+    name: &str,
+) -> ConsumerBuilder {
+    Consumer::builder(pool, queue.url())
         .sdk_config(outbox_tests::sqs::sdk_config().await)
         .name(name)
         .wait(Duration::from_secs(1))
