@@ -308,12 +308,14 @@ mod tests {
         );
     }
 
-    /// Whether a relay holds the waiting lock, seen from `observer`'s connection.
+    /// Whether a relay holds the waiting lock in `observer`'s database (advisory locks are per
+    /// database; a relay waiting on another database of the server, a demo's say, is not this one).
     async fn advertising(observer: &tokio_postgres::Client) -> bool {
         let row = observer
             .query_one(
                 "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int::oid \
-                 AND objid = $2::int::oid AND objsubid = 2 AND mode = 'ExclusiveLock' AND granted",
+                 AND objid = $2::int::oid AND objsubid = 2 AND mode = 'ExclusiveLock' AND granted \
+                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
                 &[&WAITING_LOCK.0, &WAITING_LOCK.1],
             )
             .await
