@@ -12,7 +12,7 @@ RETURNING event_id;
 -- it would do before its transaction (reading an offloaded payload); record_processed_event decides.
 --! processed_event_exists
 SELECT EXISTS (SELECT 1 FROM processed_events
-                WHERE consumer = :consumer AND event_id = :event_id) AS "found!";
+                WHERE consumer = :consumer AND event_id = :event_id) AS found;
 
 -- Fails (SQLSTATE 25P02) in a transaction that a failed statement aborted, where PostgreSQL would
 -- answer COMMIT with a rollback and no error: asked right before committing.

@@ -26,7 +26,8 @@ pub async fn process_once<C: GenericClient>(
         .is_some())
 }
 
-/// Whether `consumer` has a committed record of `event_id` (what [`process_once`] writes): a hint
+/// Whether `consumer`'s record of `event_id` (what [`process_once`] writes) is visible to
+/// `client` — outside a transaction, a committed one: a hint
 /// for skipping work before the transaction, such as reading an offloaded payload, for an event
 /// that is plainly a duplicate. A `false` proves nothing (another delivery may be committing right
 /// now): [`process_once`] inside the transaction decides.

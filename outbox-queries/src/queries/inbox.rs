@@ -197,7 +197,7 @@ impl<'c, 'a, 's, C: GenericClient, T1: crate::StringSql>
 pub struct ProcessedEventExistsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn processed_event_exists() -> ProcessedEventExistsStmt {
     ProcessedEventExistsStmt(
-        "SELECT EXISTS (SELECT 1 FROM processed_events WHERE consumer = $1 AND event_id = $2) AS \"found!\"",
+        "SELECT EXISTS (SELECT 1 FROM processed_events WHERE consumer = $1 AND event_id = $2) AS found",
         None,
     )
 }

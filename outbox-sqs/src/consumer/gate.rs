@@ -139,25 +139,25 @@ impl Gate {
 
 /// Probes the database: a connection from `pool` and `SELECT 1`, the query within `timeout` and
 /// the whole probe within twice that (opening a connection after an outage, with TCP, TLS and
-/// authentication, may take longer than a query).
+/// authentication, may take longer than a query). A connection whose query failed, did not
+/// answer, or was cut short (the probe dropped at shutdown) is closed, not handed back to the
+/// pool, which is the application's too.
 pub(crate) async fn probe_database(
     pool: &deadpool_postgres::Pool,
     timeout: Duration,
 ) -> Result<(), ProbeError> {
     let probe = async {
-        let client = pool.get().await.map_err(|e| e.to_string())?;
-        match tokio::time::timeout(timeout, client.simple_query("SELECT 1")).await {
-            Ok(Ok(_)) => Ok(()),
-            // A connection that failed or did not answer is closed, not handed back to the pool
-            // for the next probe.
-            Ok(Err(e)) => {
-                drop(deadpool_postgres::Object::take(client));
-                Err(e.to_string())
+        let client = Discard(Some(pool.get().await.map_err(|e| e.to_string())?));
+        let Some(conn) = client.0.as_ref() else {
+            return Err("no connection".to_owned());
+        };
+        match tokio::time::timeout(timeout, conn.simple_query("SELECT 1")).await {
+            Ok(Ok(_)) => {
+                client.keep();
+                Ok(())
             }
-            Err(_) => {
-                drop(deadpool_postgres::Object::take(client));
-                Err(format!("no answer to SELECT 1 within {timeout:?}"))
-            }
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("no answer to SELECT 1 within {timeout:?}")),
         }
     };
     let whole = timeout.saturating_mul(2);
@@ -165,6 +165,25 @@ pub(crate) async fn probe_database(
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => Err(ProbeError::Failed(error)),
         Err(_) => Err(ProbeError::Silent(whole)),
+    }
+}
+
+/// A pooled connection that is closed when dropped, unless [`keep`](Self::keep) hands it back to
+/// the pool first.
+struct Discard(Option<deadpool_postgres::Object>);
+
+impl Discard {
+    fn keep(mut self) {
+        // Dropping the object itself returns it to the pool.
+        drop(self.0.take());
+    }
+}
+
+impl Drop for Discard {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.take() {
+            drop(deadpool_postgres::Object::take(client));
+        }
     }
 }
 
@@ -193,6 +212,23 @@ mod tests {
         assert_eq!(probes.load(Ordering::SeqCst), 3);
         assert!(gate.wait_up("c", &token, probe).await);
         assert_eq!(probes.load(Ordering::SeqCst), 3, "open again");
+    }
+
+    /// A database probe cut short (shutdown ends the wait while `SELECT 1` hangs on a silent
+    /// connection) closes its connection. Before, the connection went back to the pool, the
+    /// application's too, with its query never to be answered ahead of the next user's.
+    #[tokio::test]
+    async fn a_database_probe_cut_short_closes_its_connection() {
+        let db = outbox_tests::TestDb::new().await;
+        let proxy = outbox_tests::BlackHoleProxy::start(db.server_addr()).await;
+        let pool = db.pool_via(proxy.addr(), 2);
+        drop(pool.get().await.expect("a connection through the proxy"));
+        assert_eq!(pool.status().size, 1, "one idle connection");
+        proxy.black_hole();
+        let probe = probe_database(&pool, Duration::from_secs(10));
+        let cut = tokio::time::timeout(Duration::from_millis(300), probe).await;
+        assert!(cut.is_err(), "the probe hangs on the silent connection");
+        assert_eq!(pool.status().size, 0, "closed, not handed back to the pool");
     }
 
     /// Shutdown while a probe hangs (the service black-holed: connections open, nothing comes

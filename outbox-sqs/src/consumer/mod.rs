@@ -113,10 +113,13 @@
 //! connection, no answer in time, a server error; not a missing object or a refusal), units wait
 //! the same way before reading the next offloaded payload, until a `HeadBucket` on its bucket is
 //! answered (a refusal is an answer too: no `s3:ListBucket` needed); messages that carry their
-//! payload go on. Shutdown ends either wait at once. Each database step of a delivery (a
-//! connection, the inbox record, the commit) is given the call time-out, at least 10 s: a database
-//! that stops answering without closing the connection (a partition) fails the delivery as a
-//! database failure, its connection is closed, and shutdown is not held up by it.
+//! payload go on (a waiting message holds its receive slot but no handler permit). Shutdown ends
+//! either wait at once. No database step of a delivery waits for ever: BEGIN, the transaction
+//! check and COMMIT are given the call time-out, at least 10 s; a connection from the pool and the
+//! inbox record (which waits for a concurrent delivery of the same event) the handler time-out
+//! more, and they are given up at shutdown. A database that stops answering without closing the
+//! connection (a partition) fails the delivery as a database failure and its connection is closed.
+//! The handler's own statements are bounded by the handler time-out only.
 //!
 //! # Bad input
 //!

@@ -2,12 +2,14 @@
 //! inbox, run the handler, commit, acknowledge. Nothing here logs a body.
 
 use std::panic::AssertUnwindSafe;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 
 use aws_sdk_sqs::types::Message;
-use outbox_core::DecodeEvent;
+use outbox_core::{CancellationToken, DecodeEvent};
+use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 use super::Shared;
@@ -21,21 +23,37 @@ use super::visibility::{self, Pending};
 enum Failure {
     Database(HandlerError),
     Handler(HandlerError),
+    /// Shutdown came while it waited (for a connection, a lock): nothing was committed.
+    Shutdown,
+}
+
+/// What a message's turn in its unit shares with the unit.
+#[derive(Clone, Copy)]
+pub(crate) struct Turn<'a> {
+    /// The heartbeat's receipts.
+    pub(crate) pending: &'a Pending,
+    /// Shutdown.
+    pub(crate) token: &'a CancellationToken,
+    /// The handler permits (the consumer's concurrency).
+    pub(crate) handlers: &'a Arc<Semaphore>,
 }
 
 /// Handles `message` and reports it to the observer; returns its outcome. Its receipt is taken
 /// out of `pending` (the heartbeat's) before the message is deleted or hidden again.
+/// [`Outcome::Released`] (shutdown came while it waited) leaves both to the unit, which releases
+/// it.
 pub(crate) async fn handle_message<T, H>(
     shared: &Shared,
     handler: &H,
     message: &Message,
     received_at: Instant,
-    pending: &Pending,
+    turn: Turn<'_>,
 ) -> Outcome
 where
     T: DecodeEvent + Send + 'static,
     H: Handler<T>,
 {
+    let pending = turn.pending;
     let receipt = message.receipt_handle().unwrap_or_default().to_owned();
     let message_id = message.message_id().unwrap_or_default().to_owned();
     let envelope = Envelope::read(message);
@@ -55,11 +73,14 @@ where
                 receive_count = env.receive_count,
                 traceparent = env.traceparent.as_deref().unwrap_or(""),
             );
-            decode_and_handle::<T, H>(shared, handler, message, env, &receipt, pending)
+            decode_and_handle::<T, H>(shared, handler, message, env, &receipt, turn)
                 .instrument(span)
                 .await
         }
     };
+    if outcome == Outcome::Released {
+        return outcome;
+    }
     if let Some(observer) = &shared.observer {
         observer(&Delivery {
             message_id,
@@ -79,20 +100,28 @@ async fn decode_and_handle<T, H>(
     message: &Message,
     env: &Envelope,
     receipt: &str,
-    pending: &Pending,
+    turn: Turn<'_>,
 ) -> (Outcome, bool)
 where
     T: DecodeEvent + Send + 'static,
     H: Handler<T>,
 {
-    // A duplicate of an offloaded event is known without reading its payload from S3 (which may
-    // be large, or gone by now).
-    if payload::offloaded_size(message).is_some() && was_processed(shared, env).await {
-        pending.take(receipt).await;
-        shared.metrics.on_duplicate();
-        tracing::debug!("duplicate: skipped");
-        shared.deleter.delete(receipt.to_owned());
-        return (Outcome::Duplicate, false);
+    let pending = turn.pending;
+    if payload::offloaded_size(message).is_some() {
+        // A duplicate of an offloaded event is known without reading its payload from S3 (which
+        // may be large, or gone by now), S3 down or not.
+        if was_processed(shared, env).await {
+            pending.take(receipt).await;
+            shared.metrics.on_duplicate();
+            tracing::debug!("duplicate: skipped");
+            shared.deleter.delete(receipt.to_owned());
+            return (Outcome::Duplicate, false);
+        }
+        // Kept hidden by the heartbeat while S3 fails, without a handler permit: messages that
+        // carry their payload go on meanwhile.
+        if !shared.s3_up(message, turn.token).await {
+            return (Outcome::Released, false);
+        }
     }
     let body = match payload::body(&shared.s3, message, shared.config.call_timeout).await {
         Ok(body) => body,
@@ -139,18 +168,30 @@ where
             return (outcome, false);
         }
     };
+    // The consumer's concurrency bounds the handlers (and their transactions) only.
+    let permit = tokio::select! {
+        biased;
+        _ = turn.token.cancelled() => None,
+        p = turn.handlers.clone().acquire_owned() => p.ok(),
+    };
+    let Some(_permit) = permit else {
+        return (Outcome::Released, false);
+    };
     let started = Instant::now();
     let applied = match &env.traceparent {
         // Events the handler emits continue the producer's trace.
         Some(tp) => {
             outbox_core::trace::with_traceparent(
                 tp.clone(),
-                apply::<T, H>(shared, handler, event, env),
+                apply::<T, H>(shared, handler, event, env, turn.token),
             )
             .await
         }
-        None => apply::<T, H>(shared, handler, event, env).await,
+        None => apply::<T, H>(shared, handler, event, env, turn.token).await,
     };
+    if matches!(applied, Err(Failure::Shutdown)) {
+        return (Outcome::Released, false);
+    }
     // From here the message is disposed of: the heartbeat must not hide it again after that.
     pending.take(receipt).await;
     match applied {
@@ -181,10 +222,10 @@ where
                 shared.database.failed();
             }
             let (reason, error) = match &failure {
-                Failure::Database(e) => ("database", e),
-                Failure::Handler(e) => ("handler", e),
+                Failure::Database(e) => ("database", outbox_core::error_chain(&**e)),
+                Failure::Handler(e) => ("handler", outbox_core::error_chain(&**e)),
+                Failure::Shutdown => ("shutdown", "shut down while waiting".to_owned()),
             };
-            let error = outbox_core::error_chain(&**error);
             failed(shared, env, receipt, pending, reason, &error).await;
             (Outcome::Failed, false)
         }
@@ -232,45 +273,72 @@ async fn failed(
 
 /// The transaction: inbox row, handler, commit. `Ok(false)` for a duplicate.
 ///
-/// Each database step is given [`Shared::database_timeout`]: a database that stops answering (a
-/// partition keeps the connection open and silent) fails the delivery as a database failure
-/// instead of holding the unit, and shutdown, for ever. A connection given up mid-statement, or
-/// under a handler given up mid-way, is closed, not handed back to the pool.
+/// No database step waits for ever: a database that stops answering (a partition keeps the
+/// connection open and silent) fails the delivery as a database failure instead of holding the
+/// unit, and shutdown, for good. What may legitimately wait long (a connection from a busy pool,
+/// the inbox row of a concurrent delivery of the same event, which waits for that handler) is
+/// given the handler's time-out more, and is given up at shutdown (nothing is committed yet);
+/// BEGIN and the steps after the handler are given [`Shared::database_timeout`]. A connection
+/// given up mid-statement, or under a handler given up mid-way, is closed, not handed back to the
+/// pool.
 async fn apply<T, H>(
     shared: &Shared,
     handler: &H,
     event: T,
     env: &Envelope,
+    token: &CancellationToken,
 ) -> Result<bool, Failure>
 where
     T: DecodeEvent + Send + 'static,
     H: Handler<T>,
 {
-    let limit = shared.database_timeout();
-    let mut client = within(limit, "a connection", shared.pool.get()).await?;
+    let short = shared.database_timeout();
+    let long = shared.config.handler_timeout.saturating_add(short);
+    let mut client = step(long, "a connection", Some(token), shared.pool.get()).await?;
     let mut stuck = false;
-    let result = transact(shared, handler, event, env, &mut client, &mut stuck).await;
+    let limits = Limits { short, long, token };
+    let result = transact(shared, handler, event, env, &mut client, limits, &mut stuck).await;
     if stuck {
         drop(deadpool_postgres::Object::take(client));
     }
     result
 }
 
-/// Runs a database step within `limit`; its error or silence is a [`Failure::Database`].
-async fn within<T, E>(
-    limit: std::time::Duration,
+/// The time limits of [`apply`]'s steps, and shutdown.
+#[derive(Clone, Copy)]
+struct Limits<'a> {
+    short: Duration,
+    long: Duration,
+    token: &'a CancellationToken,
+}
+
+/// Runs a database step within `limit`: its error or silence is a [`Failure::Database`];
+/// [`Failure::Shutdown`] when `token` (given) is cancelled first.
+async fn step<T, E>(
+    limit: Duration,
     what: &str,
-    step: impl Future<Output = Result<T, E>>,
+    token: Option<&CancellationToken>,
+    work: impl Future<Output = Result<T, E>>,
 ) -> Result<T, Failure>
 where
     E: Into<HandlerError>,
 {
-    match tokio::time::timeout(limit, step).await {
-        Ok(Ok(out)) => Ok(out),
-        Ok(Err(e)) => Err(Failure::Database(e.into())),
-        Err(_) => Err(Failure::Database(
-            format!("the database did not answer within {limit:?} ({what})").into(),
-        )),
+    let shutdown = async {
+        match token {
+            Some(token) => token.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        _ = shutdown => Err(Failure::Shutdown),
+        done = tokio::time::timeout(limit, work) => match done {
+            Ok(Ok(out)) => Ok(out),
+            Ok(Err(e)) => Err(Failure::Database(e.into())),
+            Err(_) => Err(Failure::Database(
+                format!("the database did not answer within {limit:?} ({what})").into(),
+            )),
+        },
     }
 }
 
@@ -281,20 +349,22 @@ async fn transact<T, H>(
     event: T,
     env: &Envelope,
     client: &mut deadpool_postgres::Object,
+    limits: Limits<'_>,
     stuck: &mut bool,
 ) -> Result<bool, Failure>
 where
     T: DecodeEvent + Send + 'static,
     H: Handler<T>,
 {
-    let limit = shared.database_timeout();
+    let Limits { short, long, token } = limits;
     // Every failure from here on may leave the connection mid-statement: only a clean end (a
     // commit, a duplicate, a handler's own error) hands it back.
     *stuck = true;
-    let tx = within(limit, "BEGIN", client.transaction()).await?;
-    let first = within(
-        limit,
+    let tx = step(short, "BEGIN", Some(token), client.transaction()).await?;
+    let first = step(
+        long,
         "the inbox record",
+        Some(token),
         outbox_core::process_once(&tx, &shared.config.name, env.event_id),
     )
     .await?;
@@ -326,13 +396,15 @@ where
     }
     // A handler that ignored a failed statement returns `Ok` with the transaction aborted, and its
     // COMMIT would roll back without an error: the message must then stay, not be deleted.
-    within(
-        limit,
+    // Not given up at shutdown: the handler's work is done, and committing it is what is left.
+    step(
+        short,
         "the transaction check",
+        None,
         outbox_core::ensure_transaction_usable(&tx),
     )
     .await?;
-    within(limit, "COMMIT", tx.commit()).await?;
+    step(short, "COMMIT", None, tx.commit()).await?;
     *stuck = false;
     Ok(true)
 }

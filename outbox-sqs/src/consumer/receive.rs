@@ -5,14 +5,16 @@
 //! Two limits: at most `concurrency` units handle at once (handler permits), and at most
 //! `concurrency + max_messages` messages are received and not yet done (message slots). The
 //! slack lets a receive ask for a whole batch while the handlers are busy, instead of one message
-//! per freed handler; waiting messages are kept hidden by their unit's heartbeat.
+//! per freed handler; waiting messages are kept hidden by their unit's heartbeat. When a whole
+//! batch does not fit within a second (messages waiting for S3 hold their slots), a receive asks
+//! for what fits.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
 use outbox_core::{CancellationToken, DecodeEvent};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use super::Shared;
@@ -22,6 +24,9 @@ use super::unit::{run_unit, split_into_units};
 
 /// The pause after a short poll (`wait` 0) found the queue empty.
 const EMPTY_SHORT_POLL_PAUSE: Duration = Duration::from_secs(1);
+
+/// How long a receiver waits for room for a whole batch before it asks for fewer messages.
+const WHOLE_BATCH_WAIT: Duration = Duration::from_secs(1);
 
 /// The longest pause after failed receives.
 const MAX_RECEIVE_BACKOFF: Duration = Duration::from_secs(30);
@@ -88,9 +93,9 @@ async fn receiver<T, H>(
         // is one call instead of one call per freed handler.
         let mut free = tokio::select! {
             _ = token.cancelled() => break,
-            permit = limits.slots.clone().acquire_many_owned(batch) => match permit {
-                Ok(p) => p,
-                Err(_) => break,
+            permit = room(&limits.slots, batch) => match permit {
+                Some(p) => p,
+                None => break,
             },
         };
         // While the database fails, asking for messages would only fail them (each delivery
@@ -102,7 +107,7 @@ async fn receiver<T, H>(
             // A long poll cut short: whatever SQS handed out to it comes back after the visibility
             // time-out.
             _ = token.cancelled() => break,
-            r = receive(&shared, max_messages(&shared)) => r,
+            r = receive(&shared, free.num_permits()) => r,
         };
         let messages = match received {
             Ok(messages) => {
@@ -173,6 +178,28 @@ fn unit_ended(shared: &Shared, joined: Result<(), tokio::task::JoinError>) {
         tracing::error!(consumer = %shared.config.name, error = %e,
             "a unit of work ended abnormally; its messages reappear after their visibility time-out");
     }
+}
+
+/// Slots for the next receive: a whole `batch` when that many are free within
+/// [`WHOLE_BATCH_WAIT`], else what is free then, at least one. Messages that wait (for S3, behind
+/// a long handler of their FIFO group) hold their slots; a receiver that insisted on a whole batch
+/// stopped receiving while fewer slots than a batch were free, and messages that could be handled
+/// sat in the queue. `None` when the semaphore is closed.
+async fn room(slots: &Arc<Semaphore>, batch: u32) -> Option<OwnedSemaphorePermit> {
+    let whole = tokio::time::timeout(WHOLE_BATCH_WAIT, slots.clone().acquire_many_owned(batch));
+    if let Ok(permit) = whole.await {
+        return permit.ok();
+    }
+    let mut some = slots.clone().acquire_owned().await.ok()?;
+    let extra = u32::try_from(slots.available_permits())
+        .unwrap_or(u32::MAX)
+        .min(batch.saturating_sub(1));
+    if extra > 0 {
+        if let Ok(more) = slots.clone().try_acquire_many_owned(extra) {
+            some.merge(more);
+        }
+    }
+    Some(some)
 }
 
 /// One `ReceiveMessage`, given up when it has not answered within its wait plus the call

@@ -15,7 +15,7 @@ use super::Shared;
 use super::config::BadInputPolicy;
 use super::envelope::{Envelope, group_id};
 use super::handler::{Delivery, Handler, Outcome};
-use super::process::handle_message;
+use super::process::{Turn, handle_message};
 use super::visibility::{self, Pending};
 
 /// Messages with the same `MessageGroupId` form one unit, in the order received; every other
@@ -38,11 +38,11 @@ pub(crate) fn split_into_units(messages: Vec<Message>) -> Vec<Vec<Message>> {
     units
 }
 
-/// Waits for a handler permit, then handles a unit's messages one after the other, while a
-/// heartbeat keeps the unhandled ones hidden. After a failure (or once shutting down) the unit's
-/// later messages are not handled: they are made visible again at once, so SQS hands them out
-/// again, still after the failed one. A unit still waiting for a handler at shutdown releases
-/// all its messages.
+/// Handles a unit's messages one after the other (each taking a handler permit for its handler),
+/// while a heartbeat keeps the unhandled ones hidden. After a failure (or once shutting down) the
+/// unit's later messages are not handled: they are made visible again at once, so SQS hands them
+/// out again, still after the failed one. A message still waiting (for a handler, the database or
+/// S3) at shutdown is released with the rest of its unit.
 pub(crate) async fn run_unit<T, H>(
     shared: Arc<Shared>,
     handler: Arc<H>,
@@ -62,25 +62,23 @@ pub(crate) async fn run_unit<T, H>(
             Outcome::BadInput(_) => shared.config.bad_input == BadInputPolicy::Release,
             _ => false,
         };
-        let permit = tokio::select! {
-            biased;
-            _ = token.cancelled() => None,
-            p = handlers.acquire_owned() => p.ok(),
-        };
-        let Some(_permit) = permit else {
-            return release(&shared, &unit, received_at, &pending).await;
-        };
         let rest = in_sequence(
             &unit,
             |message| {
-                let (shared, handler, pending, token) = (&shared, &handler, &pending, &token);
+                let (shared, handler, pending) = (&shared, &handler, &pending);
+                let turn = Turn {
+                    pending,
+                    token: &token,
+                    handlers: &handlers,
+                };
                 async move {
-                    // Kept hidden by the heartbeat while the database fails, or while S3 does
-                    // for an offloaded payload; released unhandled if shutdown comes first.
-                    if !shared.database_up(token).await || !shared.s3_up(message, token).await {
+                    // Kept hidden by the heartbeat while the database fails; released unhandled
+                    // if shutdown comes first. (A handler permit is taken later, for the
+                    // handler alone: see `handle_message`.)
+                    if !shared.database_up(turn.token).await {
                         return Outcome::Released;
                     }
-                    handle_message::<T, H>(shared, &**handler, message, received_at, pending).await
+                    handle_message::<T, H>(shared, &**handler, message, received_at, turn).await
                 }
             },
             stops,

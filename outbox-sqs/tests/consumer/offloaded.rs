@@ -167,7 +167,9 @@ async fn an_offloaded_duplicate_is_acknowledged_without_reading_its_object() {
 /// once, then units wait before reading the next offloaded payload until a `HeadBucket` is
 /// answered, so no message's receive count climbs through the outage. Before, each offloaded
 /// message was received, failed and hidden again on every retry delay, and an outage of a few
-/// minutes dead-lettered the whole backlog through the redrive policy.
+/// minutes dead-lettered the whole backlog through the redrive policy. Messages that carry their
+/// payload are handled meanwhile: the offloaded ones wait without a handler permit (at first they
+/// held them all, and the consumer handled nothing until S3 was back).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_s3_outage_costs_each_offloaded_message_one_delivery_at_most() {
     let db = TestDb::new().await;
@@ -203,6 +205,7 @@ async fn an_s3_outage_costs_each_offloaded_message_one_delivery_at_most() {
     let c = consumer(&db, &queue, "ledger")
         .await
         .s3_client(s3_client(Some(&proxy)).await)
+        .concurrency(2)
         .call_timeout(Duration::from_secs(1))
         .retry_backoff(Duration::from_millis(100), Duration::from_millis(500))
         .observe(seen.observer())
@@ -211,19 +214,55 @@ async fn an_s3_outage_costs_each_offloaded_message_one_delivery_at_most() {
         .unwrap();
     let running = Running::start(c, Arc::new(Recorder::default()));
     // Read time-outs of 1 s and retry delays of at most 0.5 s: up to 4 deliveries each.
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    // The offloaded messages in hand fail; received again, they wait for S3.
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            running.consumer.metrics().received() >= ids.len() as u64 + 2
+        })
+        .await,
+        "the offloaded messages in hand fail and are received again: {:?}",
+        running.consumer.metrics()
+    );
+    // Four events that carry their payload arrive while the offloaded ones wait for S3.
+    let relay = start_relay(&db, &queue).await;
+    let mut client = db.pool().get().await.unwrap();
+    for i in 0..4 {
+        let tx = client.transaction().await.unwrap();
+        outbox_core::emit(&tx, &AccountEvent::credited(&format!("inline-{i}"), 1))
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+    drop(client);
+    assert!(eventually(Duration::from_secs(20), async || db.pending().await == 0).await);
+    relay.stop().await;
+    let inline_handled = eventually(Duration::from_secs(6), async || {
+        effect_counts(&db).await.1 == 4
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        effect_counts(&db).await.1,
+        4,
+        "only the events that carry their payload are applied while S3 is down"
+    );
     proxy.heal();
     let done = eventually(Duration::from_secs(30), async || {
-        effect_counts(&db).await.1 == ids.len() as i64
+        effect_counts(&db).await.1 == ids.len() as i64 + 4
     })
     .await;
     let c = running.stop().await;
+    assert!(
+        inline_handled,
+        "the events that carry their payload were handled during the outage: {:?}",
+        c.metrics()
+    );
     assert!(
         done,
         "every event applied once S3 is back: {:?}",
         c.metrics()
     );
-    assert_eq!(effect_counts(&db).await, (6, 6));
+    assert_eq!(effect_counts(&db).await, (10, 10));
     let most = seen
         .0
         .lock()
