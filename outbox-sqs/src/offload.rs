@@ -200,7 +200,7 @@ impl SqsPublisher {
                 );
                 return (i, Err(PublishOutcome::Permanent(failure)));
             }
-            let _permit = self.inner.permits.acquire().await.ok();
+            let permit = self.inner.permits.acquire().await.ok();
             let timeout = self.inner.call_timeout;
             // The uploads must leave the message's own call its time before the deadline.
             let until = deadline.map(|d| d.checked_sub(timeout).unwrap_or(d));
@@ -217,10 +217,15 @@ impl SqsPublisher {
                     )),
                 );
             }
-            match offload.put(&id, e.payload(), budget).await {
+            let put = offload.put(&id, e.payload(), budget).await;
+            // The probe below is no call of the publish's: it does not hold the in-flight permit.
+            drop(permit);
+            match put {
                 Ok(pointer) => (i, Ok(pointer)),
                 Err((kind, error)) => {
-                    tracing::warn!(
+                    // The outcome carries the error: the relay logs it (once per outage for an
+                    // event put back; the first few of a batch for a counted attempt).
+                    tracing::debug!(
                         bucket = %offload.bucket, event_id = %id, error = %error,
                         "S3 offload failed; the event is not sent now"
                     );
@@ -247,7 +252,9 @@ impl SqsPublisher {
                                     "the upload of {} bytes to S3 timed out while S3 answers \
                                      (HeadBucket): the link is too slow for a payload this large; \
                                      raise {ENV_CALL_TIMEOUT_MS} (each S3 call is given it and 1 s \
-                                     more per MiB it carries): {error}",
+                                     more per MiB it carries) and the relay's publish timeout with \
+                                     it (the uploads must end a call time-out before that): \
+                                     {error}",
                                     e.payload().len()
                                 ),
                             )

@@ -277,15 +277,19 @@ async fn in_transaction<P: Publisher>(
     tallies.count(inner.metrics.as_ref());
     report.published = published.len();
     if report.deferred > 0 {
-        // One line per batch, not per event: a broken destination holds back thousands of events.
-        tracing::warn!(
-            deferred = report.deferred,
-            retry_in_ms = UNAVAILABLE_RETRY_DELAY.as_millis() as u64,
-            "events put back without counting an attempt: their destination is unavailable"
-        );
+        // Not per event, nor per batch: a broken destination (or S3) holds back thousands of
+        // events, claimed again every few seconds (see `outage.rs`).
+        inner
+            .outage
+            .deferred(report.deferred, UNAVAILABLE_RETRY_DELAY);
     }
     match whole_failure {
-        Some(e) => Err(e),
+        Some(e) => {
+            // The publisher's failure (kind `Publish`, or `Timeout` for a publish over its time
+            // limit): its end is a batch that publishes (see `outage.rs`).
+            inner.outage.publisher_failed();
+            Err(e)
+        }
         None => Ok(report),
     }
 }

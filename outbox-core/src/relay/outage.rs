@@ -1,6 +1,7 @@
-//! How the relay reports batches failing as a whole (the database or the publisher down): one
-//! warning when they start, a reminder each minute while they go on, and one line when a batch
-//! succeeds again, instead of a warning for every failed batch of every worker.
+//! How the relay reports trouble that lasts: batches failing as a whole (the database or the
+//! publisher down) and events put back because their destination is unavailable. One warning when
+//! it starts, a reminder each minute while it goes on, one line when batches succeed again —
+//! instead of a warning for every failed batch of every worker, or for every put-back batch.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -9,7 +10,9 @@ use tokio::time::Instant;
 
 use crate::error::{Error, ErrorKind};
 
-/// How often a reminder is logged while batches keep failing.
+/// How often a reminder is logged while batches keep failing; also the least time between two
+/// outages' first warnings (batches that fail and succeed by turns, one destination down and
+/// another up, are not a warning each).
 pub(crate) const REMINDER_EVERY: Duration = Duration::from_secs(60);
 
 /// The failures since the last batch that succeeded.
@@ -18,15 +21,33 @@ struct Failing {
     since: Instant,
     batches: u64,
     reminded: Instant,
-    /// The last failure was the publisher's: only a batch that claimed events (and so published
-    /// them) shows it works again; a claim that finds nothing (the others' events locked) does not.
+    /// A failure of this outage was the publisher's: only a batch that published shows it works
+    /// again; a claim that finds nothing (the others' events locked) does not.
     publisher: bool,
+    /// Whether this outage was warned about (and so is its end).
+    warned: bool,
 }
 
-/// The relay's failing batches, shared by its workers.
+/// Events put back unsent since the last line about them.
+#[derive(Debug, Clone, Copy)]
+struct Deferring {
+    events: u64,
+    logged: Option<Instant>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    failing: Option<Failing>,
+    last_warned: Option<Instant>,
+    deferring: Option<Deferring>,
+    /// A batch failed because of the publisher, not yet recorded by [`Outage::failed_at`].
+    publisher_mark: bool,
+}
+
+/// The relay's lasting trouble, shared by its workers.
 #[derive(Debug, Default)]
 pub(crate) struct Outage {
-    state: Mutex<Option<Failing>>,
+    state: Mutex<State>,
 }
 
 /// What a failure or success is to be logged as.
@@ -36,65 +57,105 @@ pub(crate) enum Report {
     Started,
     /// Failing for a minute more: a warning with the count.
     StillFailing { for_: Duration, batches: u64 },
-    /// Another failure within the minute, or a claim that found nothing while the publisher
-    /// fails: debug only, or nothing.
+    /// Nothing at `warn` or `info`: another failure within the minute, a claim that found nothing
+    /// while the publisher fails, the end of an outage that was not warned about.
     Quiet,
-    /// The first success after failures: an info line.
+    /// The first success after failures that were warned about: an info line.
     Recovered { after: Duration, batches: u64 },
     /// A success after a success: nothing.
     Fine,
 }
 
 impl Outage {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Failing>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Notes that the batch about to be recorded as failed failed because of the publisher (its
+    /// error may be a time-out, which the database's claim can give too).
+    pub(crate) fn publisher_failed(&self) {
+        self.lock().publisher_mark = true;
+    }
+
     /// Records a failed batch at `now`; `publisher`: the publisher failed (not the database).
     pub(crate) fn failed_at(&self, now: Instant, publisher: bool) -> Report {
         let mut state = self.lock();
-        match state.as_mut() {
+        let publisher = publisher | std::mem::take(&mut state.publisher_mark);
+        let recent = state
+            .last_warned
+            .is_some_and(|t| now.saturating_duration_since(t) < REMINDER_EVERY);
+        match state.failing.as_mut() {
             None => {
-                *state = Some(Failing {
+                state.failing = Some(Failing {
                     since: now,
                     batches: 1,
                     reminded: now,
                     publisher,
+                    warned: !recent,
                 });
+                if recent {
+                    return Report::Quiet;
+                }
+                state.last_warned = Some(now);
                 Report::Started
             }
             Some(f) => {
                 f.batches += 1;
-                f.publisher = publisher;
-                if now.saturating_duration_since(f.reminded) >= REMINDER_EVERY {
-                    f.reminded = now;
-                    Report::StillFailing {
-                        for_: now.saturating_duration_since(f.since),
+                f.publisher |= publisher;
+                if now.saturating_duration_since(f.reminded) < REMINDER_EVERY {
+                    return Report::Quiet;
+                }
+                f.reminded = now;
+                f.warned = true;
+                let report = Report::StillFailing {
+                    for_: now.saturating_duration_since(f.since),
+                    batches: f.batches,
+                };
+                state.last_warned = Some(now);
+                report
+            }
+        }
+    }
+
+    /// Records a batch that succeeded at `now`; `published`: it published events.
+    pub(crate) fn succeeded_at(&self, now: Instant, published: bool) -> Report {
+        let mut state = self.lock();
+        match state.failing {
+            Some(f) if published || !f.publisher => {
+                state.failing = None;
+                if f.warned {
+                    Report::Recovered {
+                        after: now.saturating_duration_since(f.since),
                         batches: f.batches,
                     }
                 } else {
                     Report::Quiet
                 }
             }
-        }
-    }
-
-    /// Records a batch that succeeded at `now`; `claimed`: it claimed events.
-    pub(crate) fn succeeded_at(&self, now: Instant, claimed: bool) -> Report {
-        let mut state = self.lock();
-        match *state {
-            Some(f) if claimed || !f.publisher => {
-                *state = None;
-                Report::Recovered {
-                    after: now.saturating_duration_since(f.since),
-                    batches: f.batches,
-                }
-            }
             Some(_) => Report::Quiet,
             None => Report::Fine,
         }
+    }
+
+    /// Records `events` put back unsent at `now` (their destination unavailable); `Some(n)` when
+    /// a line is due, counting the `n` events put back since the last one.
+    pub(crate) fn deferred_at(&self, now: Instant, events: usize) -> Option<u64> {
+        let mut state = self.lock();
+        let d = state.deferring.get_or_insert(Deferring {
+            events: 0,
+            logged: None,
+        });
+        d.events += u64::try_from(events).unwrap_or(u64::MAX);
+        let due = d
+            .logged
+            .is_none_or(|t| now.saturating_duration_since(t) >= REMINDER_EVERY);
+        if !due {
+            return None;
+        }
+        d.logged = Some(now);
+        Some(std::mem::take(&mut d.events))
     }
 
     /// Records and logs a failed batch; `retry_in` is the failing worker's back-off.
@@ -118,10 +179,10 @@ impl Outage {
         }
     }
 
-    /// Records a batch that succeeded (`claimed`: it claimed events), and logs the end of an
+    /// Records a batch that succeeded (`published`: it published events), and logs the end of an
     /// outage.
-    pub(crate) fn succeeded(&self, claimed: bool) {
-        if let Report::Recovered { after, batches } = self.succeeded_at(Instant::now(), claimed) {
+    pub(crate) fn succeeded(&self, published: bool) {
+        if let Report::Recovered { after, batches } = self.succeeded_at(Instant::now(), published) {
             tracing::info!(
                 failed_for_ms = after.as_millis() as u64,
                 failed_batches = batches,
@@ -129,61 +190,21 @@ impl Outage {
             );
         }
     }
+
+    /// Records and logs (at most once a minute) events put back because their destination is
+    /// unavailable.
+    pub(crate) fn deferred(&self, events: usize, retry_in: Duration) {
+        match self.deferred_at(Instant::now(), events) {
+            Some(n) => tracing::warn!(
+                deferred = n,
+                retry_in_ms = retry_in.as_millis() as u64,
+                "events put back without counting an attempt: their destination is unavailable \
+                 (the count since the last such line; logged at most once a minute)"
+            ),
+            None => tracing::debug!(deferred = events, "events put back without an attempt"),
+        }
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn one_warning_a_reminder_a_minute_and_one_recovery_line() {
-        let o = Outage::default();
-        let t0 = Instant::now();
-        assert_eq!(o.succeeded_at(t0, true), Report::Fine);
-        assert_eq!(o.failed_at(t0, true), Report::Started);
-        // Four workers failing with back-off for 23 s: no more warnings.
-        for i in 1..40 {
-            let at = t0 + Duration::from_millis(i * 500);
-            assert_eq!(o.failed_at(at, true), Report::Quiet, "{i}");
-        }
-        // A worker that claims nothing (the others hold the events) proves nothing of SQS.
-        assert_eq!(
-            o.succeeded_at(t0 + Duration::from_secs(30), false),
-            Report::Quiet
-        );
-        assert_eq!(
-            o.failed_at(t0 + Duration::from_secs(61), true),
-            Report::StillFailing {
-                for_: Duration::from_secs(61),
-                batches: 41
-            }
-        );
-        assert_eq!(
-            o.failed_at(t0 + Duration::from_secs(62), true),
-            Report::Quiet
-        );
-        assert_eq!(
-            o.succeeded_at(t0 + Duration::from_secs(70), true),
-            Report::Recovered {
-                after: Duration::from_secs(70),
-                batches: 42
-            }
-        );
-        assert_eq!(
-            o.succeeded_at(t0 + Duration::from_secs(71), true),
-            Report::Fine
-        );
-        // The database failing: any claim that works ends it, one that finds nothing too.
-        assert_eq!(
-            o.failed_at(t0 + Duration::from_secs(72), false),
-            Report::Started
-        );
-        assert_eq!(
-            o.succeeded_at(t0 + Duration::from_secs(73), false),
-            Report::Recovered {
-                after: Duration::from_secs(1),
-                batches: 1
-            }
-        );
-    }
-}
+mod tests;

@@ -85,10 +85,15 @@ pub(crate) struct Recorder<'a> {
     tallies: Vec<Tally>,
     /// Aggregates with a failed event in this batch: their later events wait.
     blocked: HashSet<(String, String)>,
-    /// Retried events logged at `warn` so far, and those logged at `debug` after them.
+    /// Retried events logged at `warn` so far, those logged at `debug` after them, and the
+    /// distinct reasons of the latter (a few).
     retries_warned: usize,
     retries_quiet: usize,
+    quiet_reasons: Vec<String>,
 }
+
+/// How many distinct reasons the count line of a batch's quiet retries names.
+const QUIET_REASONS: usize = 4;
 
 /// A batch's retried events are logged at `warn` one by one up to this many; the rest at `debug`,
 /// and one `warn` line counts them when the batch ends (a call that fails for a whole batch made a
@@ -145,6 +150,7 @@ impl<'a> Recorder<'a> {
             blocked: HashSet::new(),
             retries_warned: 0,
             retries_quiet: 0,
+            quiet_reasons: Vec::new(),
         }
     }
 
@@ -268,6 +274,12 @@ impl<'a> Recorder<'a> {
                     );
                 } else {
                     self.retries_quiet += 1;
+                    let named = reason.to_string();
+                    if self.quiet_reasons.len() < QUIET_REASONS
+                        && !self.quiet_reasons.contains(&named)
+                    {
+                        self.quiet_reasons.push(named);
+                    }
                     tracing::debug!(
                         event_id = %event.id, event_type = %event.event_type,
                         aggregate_id = %event.aggregate_id, attempt,
@@ -301,6 +313,7 @@ impl<'a> Recorder<'a> {
         if self.retries_quiet > 0 {
             tracing::warn!(
                 events = self.retries_quiet,
+                reasons = %self.quiet_reasons.join(", "),
                 "publish failed for {} more events of this batch; will retry (each logged at \
                  debug level)",
                 self.retries_quiet

@@ -176,7 +176,7 @@ impl<P: Publisher> Relay<P> {
             let delay = match self.run_once_until(&shutdown).await {
                 Ok(report) => {
                     infra.succeeded();
-                    self.inner.outage.succeeded(report.claimed > 0);
+                    self.inner.outage.succeeded(report.published > 0);
                     // All workers idle: the relay advertises waiting (writers notify); busy for a
                     // while: it stops, and the busy workers claim again on their own.
                     idle.set(report.claimed == 0);

@@ -1,0 +1,105 @@
+use super::*;
+
+#[test]
+fn one_warning_a_reminder_a_minute_and_one_recovery_line() {
+    let o = Outage::default();
+    let t0 = Instant::now();
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    assert_eq!(o.succeeded_at(t0, true), Report::Fine);
+    assert_eq!(o.failed_at(t0, true), Report::Started);
+    // Four workers failing with back-off for 23 s: no more warnings.
+    for i in 1..40 {
+        assert_eq!(o.failed_at(at(i * 500), true), Report::Quiet, "{i}");
+    }
+    // A worker that claims nothing (the others hold the events) proves nothing of SQS.
+    assert_eq!(o.succeeded_at(at(30_000), false), Report::Quiet);
+    assert_eq!(
+        o.failed_at(at(61_000), true),
+        Report::StillFailing {
+            for_: Duration::from_secs(61),
+            batches: 41
+        }
+    );
+    assert_eq!(o.failed_at(at(62_000), true), Report::Quiet);
+    assert_eq!(
+        o.succeeded_at(at(70_000), true),
+        Report::Recovered {
+            after: Duration::from_secs(70),
+            batches: 42
+        }
+    );
+    assert_eq!(o.succeeded_at(at(71_000), true), Report::Fine);
+}
+
+#[test]
+fn a_database_outage_ends_with_any_claim_a_publisher_outage_with_a_publish() {
+    let o = Outage::default();
+    let t0 = Instant::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    assert_eq!(o.failed_at(t0, false), Report::Started);
+    assert_eq!(
+        o.succeeded_at(at(1), false),
+        Report::Recovered {
+            after: Duration::from_secs(1),
+            batches: 1
+        }
+    );
+    // The publisher failed once in this outage, then the database: still the publisher's until
+    // something is published.
+    assert_eq!(o.failed_at(at(100), true), Report::Started);
+    assert_eq!(o.failed_at(at(101), false), Report::Quiet);
+    assert_eq!(o.succeeded_at(at(102), false), Report::Quiet);
+    assert!(matches!(
+        o.succeeded_at(at(103), true),
+        Report::Recovered { .. }
+    ));
+}
+
+/// Batches that fail and succeed by turns (a topic down while a queue works, one event per batch)
+/// warn once a minute, not once per event.
+#[test]
+fn outages_by_turns_warn_once_a_minute() {
+    let o = Outage::default();
+    let t0 = Instant::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    assert_eq!(o.failed_at(t0, true), Report::Started);
+    assert!(matches!(
+        o.succeeded_at(at(1), true),
+        Report::Recovered { .. }
+    ));
+    for s in 2..60 {
+        assert_eq!(o.failed_at(at(s), true), Report::Quiet, "{s}");
+        assert_eq!(o.succeeded_at(at(s), true), Report::Quiet, "{s}");
+    }
+    assert_eq!(o.failed_at(at(61), true), Report::Started);
+}
+
+#[test]
+fn put_back_events_are_counted_in_a_line_a_minute() {
+    let o = Outage::default();
+    let t0 = Instant::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    assert_eq!(o.deferred_at(t0, 100), Some(100));
+    for s in 1..60 {
+        assert_eq!(o.deferred_at(at(s), 10), None, "{s}");
+    }
+    assert_eq!(o.deferred_at(at(60), 10), Some(600));
+}
+
+/// A publish over its time limit fails with `Timeout`, as a claim over its own can: the batch
+/// marks it the publisher's, and a claim that finds nothing does not end it.
+#[test]
+fn a_publish_time_out_is_the_publishers() {
+    let o = Outage::default();
+    let t0 = Instant::now();
+    o.publisher_failed();
+    assert_eq!(o.failed_at(t0, false), Report::Started);
+    assert_eq!(
+        o.succeeded_at(t0 + Duration::from_secs(1), false),
+        Report::Quiet
+    );
+    assert!(matches!(
+        o.succeeded_at(t0 + Duration::from_secs(2), true),
+        Report::Recovered { .. }
+    ));
+}
