@@ -94,8 +94,8 @@ pub struct SqsConfig {
     /// publisher. Default [`DEFAULT_MAX_IN_FLIGHT`] (8).
     pub max_in_flight: usize,
     /// The time limit of one call, retries included; a call that exceeds it counts as failed
-    /// and its events are retried. An S3 upload of the offload gets a second more per MiB it
-    /// carries. Default [`DEFAULT_CALL_TIMEOUT`] (10 s).
+    /// and its events are retried. An S3 upload of the offload gets a second more per MiB
+    /// begun that it carries. Default [`DEFAULT_CALL_TIMEOUT`] (10 s).
     pub call_timeout: Duration,
     /// Overrides the SQS endpoint (otherwise `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`, or AWS's).
     pub endpoint_url: Option<String>,

@@ -252,7 +252,7 @@ impl SqsPublisher {
                                     "the upload of {} bytes to S3 timed out while S3 answers \
                                      (HeadBucket): the link is too slow for a payload this large; \
                                      raise {ENV_CALL_TIMEOUT_MS} (each S3 call is given it and 1 s \
-                                     more per MiB it carries) and the relay's publish timeout with \
+                                     more per MiB begun) and the relay's publish timeout with \
                                      it (the uploads must end a call time-out before that): \
                                      {error}",
                                     e.payload().len()

@@ -19,8 +19,8 @@ use crate::sdk_error::{sdk_error, timeout_error};
 /// and fit the request limits of S3-compatible servers).
 pub(crate) const MULTIPART_PART_BYTES: usize = 8 * 1024 * 1024;
 
-/// How much longer than the call time-out an upload may take, per MiB it carries: a part of
-/// 8 MiB gets 8 s more, so that a link of about 1 MiB/s is slow, not broken.
+/// How much longer than the call time-out an upload may take, per MiB it carries (each MiB
+/// begun): a part of 8 MiB gets 8 s more, so that a link of about 1 MiB/s is slow, not broken.
 const PER_MIB: Duration = Duration::from_secs(1);
 
 /// A failed S3 call: the failure kind for the event's outcome, and the error.
@@ -51,7 +51,8 @@ pub(crate) struct Budget {
 impl Budget {
     /// The time-out of the next call, which uploads `bytes`.
     pub(crate) fn next(&self, bytes: usize) -> Duration {
-        let mib = u32::try_from(bytes / (1024 * 1024)).unwrap_or(u32::MAX);
+        // Each MiB begun: 1.9 MiB gets 2 s more, not 1.
+        let mib = u32::try_from(bytes.div_ceil(1024 * 1024)).unwrap_or(u32::MAX);
         let call = self.call.saturating_add(PER_MIB.saturating_mul(mib));
         self.until.map_or(call, |until| {
             call.min(until.saturating_duration_since(tokio::time::Instant::now()))
@@ -283,6 +284,9 @@ mod tests {
         assert_eq!(free.next(0), Duration::from_secs(10));
         // A second more per MiB uploaded: an 8 MiB part on a 1 MiB/s link is not a time-out.
         assert_eq!(free.next(8 * 1024 * 1024), Duration::from_secs(18));
+        // Each MiB begun counts.
+        assert_eq!(free.next(2_000_009), Duration::from_secs(12));
+        assert_eq!(free.next(1), Duration::from_secs(11));
         assert!(!free.spent());
         let short = Budget {
             call: Duration::from_secs(10),

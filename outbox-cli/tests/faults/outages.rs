@@ -167,6 +167,19 @@ async fn postgres_restart_scenario(tls: bool) {
     )
     .await;
     let f = check(&writes.committed, &writes, &deliveries);
+    // The restart in the logs: the LISTEN connection's loss once (not once per failed reconnect
+    // while the server was down) and its return.
+    for relay in &relays {
+        let logs = relay.logs();
+        assert!(
+            logs.matches("LISTEN connection lost").count() <= 1,
+            "the loss is logged once:\n{logs}"
+        );
+        assert!(
+            logs.contains("LISTEN connection back"),
+            "the return is logged:\n{logs}"
+        );
+    }
     if let Some(t) = &tls_cluster {
         let logs: String = relays.iter().map(|r| r.logs()).collect();
         assert_eq!(

@@ -10,6 +10,7 @@ use tokio::sync::Notify;
 use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
+use super::outage::warn_now;
 use crate::backoff::InfraBackoff;
 use crate::connect::{ConnectConfig, PgConnector};
 use crate::error::Error;
@@ -46,15 +47,22 @@ fn wake(wake: &Notify) {
 /// events committed while the connection was down are claimed without waiting for the poll.
 pub(crate) async fn run(connector: PgConnector, wakeups: Arc<Notify>, token: CancellationToken) {
     let mut backoff = InfraBackoff::new(Duration::from_millis(100), Duration::from_secs(30));
+    let mut warned = None;
     loop {
         let e = match listen(&connector, &wakeups, &token, &mut backoff).await {
             Ok(()) => return,
             Err(e) => e,
         };
         let delay = backoff.failed();
+        let retry_in_ms = delay.as_millis() as u64;
         if e.is_retryable() {
-            tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64,
-                "LISTEN connection lost; falling back to polling until it is back");
+            // Once when it is lost (and a reminder a minute), not for every failed reconnect.
+            if warn_now(backoff.failures() == 1, &mut warned) {
+                tracing::warn!(error = %e, retry_in_ms, failed_reconnects = backoff.failures() - 1,
+                    "LISTEN connection lost; falling back to polling until it is back");
+            } else {
+                tracing::debug!(error = %e, retry_in_ms, "LISTEN connection: reconnect failed");
+            }
         } else {
             // A certificate or host-name problem: it lasts until someone fixes the server or its
             // certificate (an expired one renewed, say), so keep trying, at the backoff's pace,
@@ -93,7 +101,11 @@ async fn listen(
             message = messages.next() => on_message(message, wakeups)?,
         }
     }
-    tracing::debug!("listening for outbox notifications");
+    if backoff.failures() > 0 {
+        tracing::info!("LISTEN connection back: listening for outbox notifications again");
+    } else {
+        tracing::debug!("listening for outbox notifications");
+    }
     backoff.succeeded();
     wake(wakeups);
     loop {

@@ -383,6 +383,7 @@ impl<P: Publisher> Relay<P> {
     /// Refreshes the metrics' gauges from one cheap query on an interval. Shutdown does not wait
     /// for a refresh in progress (a pool at its limit, a slow database).
     async fn refresh_gauges(self, metrics: RelayMetrics, shutdown: CancellationToken) {
+        let (mut failures, mut warned) = (0u64, None);
         loop {
             // Bounded: a refresh stuck behind a lock or on a huge backlog must not hold a
             // connection (and freeze the gauges) for ever; `outbox_gauges_refreshed_timestamp_
@@ -412,16 +413,34 @@ impl<P: Publisher> Relay<P> {
                 _ = shutdown.cancelled() => return,
                 r = refresh => match r {
                     Ok(Ok((s, ahead))) => {
+                        if failures > 0 {
+                            tracing::info!(failures, "the outbox gauges refresh again");
+                            failures = 0;
+                        }
                         metrics.refresh(&s);
                         if let Some(ahead) = ahead {
                             metrics.database_clock(ahead);
                         }
                     }
-                    Ok(Err(e)) => tracing::warn!(error = %e, "could not refresh the outbox gauges"),
-                    Err(_) => tracing::warn!(
-                        timeout_ms = (GAUGE_REFRESH_TIMEOUT * 2).as_millis() as u64,
-                        "could not refresh the outbox gauges in time"
-                    ),
+                    Ok(Err(e)) => {
+                        failures += 1;
+                        if outage::warn_now(failures == 1, &mut warned) {
+                            tracing::warn!(error = %e, failures,
+                                "could not refresh the outbox gauges (this is logged once a \
+                                 minute while it goes on)");
+                        }
+                    }
+                    Err(_) => {
+                        failures += 1;
+                        if outage::warn_now(failures == 1, &mut warned) {
+                            tracing::warn!(
+                                timeout_ms = (GAUGE_REFRESH_TIMEOUT * 2).as_millis() as u64,
+                                failures,
+                                "could not refresh the outbox gauges in time (this is logged \
+                                 once a minute while it goes on)"
+                            );
+                        }
+                    }
                 },
             }
             tokio::select! {

@@ -80,7 +80,15 @@ impl Outage {
     }
 
     /// Records a failed batch at `now`; `publisher`: the publisher failed (not the database).
+    #[cfg(test)]
     pub(crate) fn failed_at(&self, now: Instant, publisher: bool) -> Report {
+        self.failed_between(now, now, publisher)
+    }
+
+    /// Records a batch that began at `began` and failed at `now` (an outage that starts with it
+    /// is dated from `began`: a claim can wait half a minute on a silent database before it
+    /// fails); `publisher`: the publisher failed (not the database).
+    pub(crate) fn failed_between(&self, began: Instant, now: Instant, publisher: bool) -> Report {
         let mut state = self.lock();
         let publisher = publisher | std::mem::take(&mut state.publisher_mark);
         let recent = state
@@ -89,7 +97,7 @@ impl Outage {
         match state.failing.as_mut() {
             None => {
                 state.failing = Some(Failing {
-                    since: now,
+                    since: began.min(now),
                     batches: 1,
                     reminded: now,
                     publisher,
@@ -158,11 +166,24 @@ impl Outage {
         Some(std::mem::take(&mut d.events))
     }
 
-    /// Records and logs a failed batch; `retry_in` is the failing worker's back-off.
-    pub(crate) fn failed(&self, error: &Error, consecutive: u32, retry_in: Duration) {
+    /// Records and logs a failed batch that began at `began`; `retry_in` is the failing worker's
+    /// back-off; `stopping`: the relay is shutting down (no retry follows).
+    pub(crate) fn failed(
+        &self,
+        error: &Error,
+        began: Instant,
+        consecutive: u32,
+        retry_in: Duration,
+        stopping: bool,
+    ) {
         let retry_in_ms = retry_in.as_millis() as u64;
         let publisher = error.kind() == ErrorKind::Publish;
-        match self.failed_at(Instant::now(), publisher) {
+        let report = self.failed_between(began, Instant::now(), publisher);
+        if stopping {
+            tracing::info!(error = %error, "relay batch failed while shutting down");
+            return;
+        }
+        match report {
             Report::Started => tracing::warn!(
                 error = %error, retry_in_ms,
                 "relay batch failed; the workers retry with back-off (while batches keep failing, \
@@ -198,12 +219,25 @@ impl Outage {
             Some(n) => tracing::warn!(
                 deferred = n,
                 retry_in_ms = retry_in.as_millis() as u64,
-                "events put back without counting an attempt: their destination is unavailable \
-                 (the count since the last such line; logged at most once a minute)"
+                "events put back without counting an attempt: their destination is unavailable, \
+                 or the publish deadline came before they were sent (the count since the last \
+                 such line; logged at most once a minute)"
             ),
             None => tracing::debug!(deferred = events, "events put back without an attempt"),
         }
     }
+}
+
+/// Whether a failure of a task that retries on its own (a connection that reconnects, a periodic
+/// refresh) is logged at `warn`: the first of a run of failures (`first`), then at most once a
+/// minute (`last`: when the last warning was); the others at `debug`.
+pub(crate) fn warn_now(first: bool, last: &mut Option<Instant>) -> bool {
+    let now = Instant::now();
+    let due = first || last.is_none_or(|t| now.saturating_duration_since(t) >= REMINDER_EVERY);
+    if due {
+        *last = Some(now);
+    }
+    due
 }
 
 #[cfg(test)]

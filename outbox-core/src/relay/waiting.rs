@@ -39,6 +39,7 @@ use outbox_queries::queries::listen as sql;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::outage::warn_now;
 use crate::backoff::InfraBackoff;
 use crate::connect::PgConnector;
 use crate::error::Error;
@@ -161,6 +162,7 @@ pub(crate) async fn run(
     token: CancellationToken,
 ) {
     let mut backoff = InfraBackoff::new(Duration::from_millis(100), Duration::from_secs(30));
+    let mut warned = None;
     let mut idle = idle.subscribe();
     loop {
         match advertise(
@@ -176,9 +178,16 @@ pub(crate) async fn run(
             Ok(()) => return,
             Err(e) => {
                 let delay = backoff.failed();
+                let retry_in_ms = delay.as_millis() as u64;
                 if e.is_retryable() {
-                    tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64,
-                        "the connection advertising waiting was lost; reconnecting");
+                    if warn_now(backoff.failures() == 1, &mut warned) {
+                        tracing::warn!(error = %e, retry_in_ms,
+                            failed_reconnects = backoff.failures() - 1,
+                            "the connection advertising waiting was lost; reconnecting");
+                    } else {
+                        tracing::debug!(error = %e, retry_in_ms,
+                            "the connection advertising waiting: reconnect failed");
+                    }
                 } else {
                     // A certificate or host-name problem: kept trying (see the listener).
                     tracing::error!(error = %e, retry_in_ms = delay.as_millis() as u64,
@@ -222,6 +231,9 @@ async fn advertise(
         _ = token.cancelled() => return Ok(()),
         r = &mut connection => return Err(lost(r)),
         r = client.batch_execute("SET statement_timeout = 0; SET lock_timeout = 0") => r?,
+    }
+    if backoff.failures() > 0 {
+        tracing::info!("the connection advertising waiting is back");
     }
     backoff.succeeded();
     let (take, release) = (sql::advertise_waiting(), sql::stop_advertising_waiting());

@@ -173,6 +173,7 @@ impl<P: Publisher> Relay<P> {
     async fn worker(self, mut idle: IdleFlag, shutdown: CancellationToken) -> Result<(), Error> {
         let mut infra = InfraBackoff::new(INFRA_BACKOFF_BASE, INFRA_BACKOFF_CAP);
         while !shutdown.is_cancelled() {
+            let began = Instant::now();
             let delay = match self.run_once_until(&shutdown).await {
                 Ok(report) => {
                     infra.succeeded();
@@ -195,7 +196,10 @@ impl<P: Publisher> Relay<P> {
                     // This worker backs off: the wake-up it may have been given goes to another.
                     self.inner.wake.notify_one();
                     let delay = infra.failed();
-                    self.inner.outage.failed(&e, infra.failures(), delay);
+                    let stopping = shutdown.is_cancelled();
+                    self.inner
+                        .outage
+                        .failed(&e, began, infra.failures(), delay, stopping);
                     delay
                 }
             };

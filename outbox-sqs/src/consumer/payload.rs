@@ -109,7 +109,7 @@ fn pointer(body: &str) -> Result<Pointer, PayloadError> {
 }
 
 /// The body of `message`: its own, or the S3 object its pointer names (read within the call
-/// time-out and a second per MiB of the declared size).
+/// time-out and a second per MiB begun of the declared size).
 pub(crate) async fn body<'m>(
     s3: &aws_sdk_s3::Client,
     message: &'m Message,
@@ -120,7 +120,7 @@ pub(crate) async fn body<'m>(
         return Ok(Cow::Borrowed(own));
     };
     let Pointer { bucket, key } = pointer(own)?;
-    let mib = u32::try_from(size / (1024 * 1024)).unwrap_or(u32::MAX);
+    let mib = u32::try_from(size.div_ceil(1024 * 1024)).unwrap_or(u32::MAX);
     let limit = call_timeout.saturating_add(PER_MIB.saturating_mul(mib));
     let read = async {
         let object = s3

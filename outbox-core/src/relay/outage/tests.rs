@@ -103,3 +103,19 @@ fn a_publish_time_out_is_the_publishers() {
         Report::Recovered { .. }
     ));
 }
+
+/// An outage that starts with a claim waiting on a silent database is dated from that claim.
+#[test]
+fn an_outage_is_dated_from_the_start_of_its_first_batch() {
+    let o = Outage::default();
+    let t0 = Instant::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    assert_eq!(o.failed_between(t0, at(35), false), Report::Started);
+    assert_eq!(
+        o.succeeded_at(at(40), true),
+        Report::Recovered {
+            after: Duration::from_secs(40),
+            batches: 1
+        }
+    );
+}
