@@ -43,6 +43,7 @@ struct FailureLabel {
 /// | `outbox_events_published_total{event_type}` | counter | events the broker accepted |
 /// | `outbox_events_failed_total{event_type,reason}` | counter | failed publish attempts of single events, by [`FailureKind`](crate::FailureKind) (`throttled`, `too_large`, …) |
 /// | `outbox_events_dead_lettered_total{event_type}` | counter | events dead-lettered |
+/// | `outbox_events_deferred_total{event_type,reason}` | counter | events put back unsent without counting an attempt: their destination unavailable (an open circuit breaker, S3 down for an offloaded payload: `reason` as above) or the publish deadline first (`not_sent`) |
 /// | `outbox_relay_errors_total` | counter | batches failed by the database or the broker as a whole |
 /// | `outbox_relay_worker_restarts_total` | counter | relay workers that died (panic, fatal error) and were restarted |
 /// | `outbox_pending_events` | gauge | events not yet published (excluding dead letters) |
@@ -65,6 +66,7 @@ pub struct RelayMetrics {
     published: Family<EventTypeLabel, Counter>,
     failed: Family<FailureLabel, Counter>,
     dead_lettered: Family<EventTypeLabel, Counter>,
+    deferred: Family<FailureLabel, Counter>,
     relay_errors: Counter,
     worker_restarts: Counter,
     pending: Gauge,
@@ -96,6 +98,7 @@ impl RelayMetrics {
         let published = Family::<EventTypeLabel, Counter>::default();
         let failed = Family::<FailureLabel, Counter>::default();
         let dead_lettered = Family::<EventTypeLabel, Counter>::default();
+        let deferred = Family::<FailureLabel, Counter>::default();
         let relay_errors = Counter::default();
         let worker_restarts = Counter::default();
         let pending = Gauge::default();
@@ -121,6 +124,12 @@ impl RelayMetrics {
             "outbox_events_dead_lettered",
             "Events dead-lettered",
             dead_lettered.clone(),
+        );
+        registry.register(
+            "outbox_events_deferred",
+            "Events put back unsent without counting an attempt (destination unavailable, or the \
+             publish deadline first)",
+            deferred.clone(),
         );
         registry.register(
             "outbox_relay_errors",
@@ -178,6 +187,7 @@ impl RelayMetrics {
             published,
             failed,
             dead_lettered,
+            deferred,
             relay_errors,
             worker_restarts,
             pending,
@@ -246,6 +256,14 @@ impl RelayMetrics {
                 })
                 .inc();
         }
+    }
+
+    pub(crate) fn deferred(&self, event_type: String, reason: crate::FailureKind) {
+        let label = FailureLabel {
+            event_type: self.label(event_type),
+            reason: reason.as_str(),
+        };
+        self.deferred.get_or_create(&label).inc();
     }
 
     pub(crate) fn relay_error(&self) {

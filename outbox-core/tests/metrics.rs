@@ -110,3 +110,51 @@ async fn a_batch_that_does_not_commit_counts_nothing() {
     assert_eq!(sample(&metrics, "outbox_events_published_total"), 1.0);
     assert_eq!(sample(&metrics, "outbox_events_dead_lettered_total"), 1.0);
 }
+
+/// Puts back (unavailable) the events of aggregate `down`, publishes the rest.
+struct OneDestinationDown;
+
+impl Publisher for OneDestinationDown {
+    type Error = std::convert::Infallible;
+
+    async fn publish(&self, events: &[ClaimedEvent]) -> Result<Vec<PublishOutcome>, Self::Error> {
+        Ok(events
+            .iter()
+            .map(|e| match e.aggregate_id.as_str() {
+                "down" => PublishOutcome::unavailable(FailureKind::Unreachable, "S3 down"),
+                _ => PublishOutcome::Published,
+            })
+            .collect())
+    }
+}
+
+/// Events put back without an attempt (a destination or S3 down) are counted. Before, no metric
+/// moved while an offload bucket was unreachable: only the oldest pending age showed it.
+#[tokio::test]
+async fn events_put_back_unsent_are_counted_as_deferred() {
+    let db = TestDb::new().await;
+    let client = db.pool().get().await.unwrap();
+    emit_all(
+        &client,
+        &[TestEvent::new("up", 1), TestEvent::new("down", 1)],
+    )
+    .await
+    .unwrap();
+    let metrics = RelayMetrics::new();
+    let relay = Relay::builder(db.pool().clone(), OneDestinationDown)
+        .metrics(metrics.clone())
+        .build()
+        .unwrap();
+    let report = relay.run_once().await.unwrap();
+    assert_eq!((report.published, report.deferred), (1, 1), "{report:?}");
+    assert_eq!(
+        sample(
+            &metrics,
+            "outbox_events_deferred_total{event_type=\"order.test\",reason=\"unreachable\"}"
+        ),
+        1.0,
+        "{}",
+        metrics.encode()
+    );
+    assert_eq!(sample(&metrics, "outbox_events_failed_total"), 0.0);
+}

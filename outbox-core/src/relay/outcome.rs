@@ -47,6 +47,10 @@ enum Tally {
         reason: FailureKind,
         dead: bool,
     },
+    Deferred {
+        event_type: String,
+        reason: FailureKind,
+    },
 }
 
 /// A batch's additions to the metrics: counted only after its commit (a batch rolled back marked
@@ -69,6 +73,7 @@ impl Tallies {
                     reason,
                     dead,
                 } => m.failed(event_type, reason, dead),
+                Tally::Deferred { event_type, reason } => m.deferred(event_type, reason),
             }
         }
     }
@@ -235,6 +240,12 @@ impl<'a> Recorder<'a> {
                     retry_in_ms = delay.as_millis() as u64, error = %error,
                     "destination unavailable; event put back without counting an attempt"
                 );
+                if self.metered {
+                    self.tallies.push(Tally::Deferred {
+                        event_type: event.event_type.clone(),
+                        reason: e.kind(),
+                    });
+                }
                 self.block(event);
                 self.failures.push(Failure {
                     id: event.id,
