@@ -12,8 +12,11 @@ use crate::error::Error;
 pub struct OutboxStats {
     /// Events not yet published, excluding dead letters.
     pub pending: i64,
-    /// Pending events due now (not waiting for a retry).
+    /// Pending events due now (not waiting for a retry, nor held back behind a dead letter).
     pub due_now: i64,
+    /// Pending events not waiting for a retry but behind a dead letter of their aggregate: a relay
+    /// that keeps per-aggregate order (the default) publishes them once it is retried or purged.
+    pub held_back: i64,
     /// Pending events waiting for a retry.
     pub waiting_retry: i64,
     /// Dead letters.
@@ -31,6 +34,7 @@ impl From<sql::OutboxStats> for OutboxStats {
         OutboxStats {
             pending: s.pending,
             due_now: s.due_now,
+            held_back: s.held_back,
             waiting_retry: s.waiting_retry,
             dead_letters: s.dead_letters,
             oldest_pending_age_secs: s.oldest_pending_age_secs,

@@ -58,6 +58,7 @@ pub struct DeleteProcessedBeforeParams {
 pub struct OutboxStats {
     pub pending: i64,
     pub due_now: i64,
+    pub held_back: i64,
     pub waiting_retry: i64,
     pub dead_letters: i64,
     pub oldest_pending_age_secs: Option<f64>,
@@ -676,7 +677,7 @@ impl OutboxPendingCountStmt {
 pub struct OutboxStatsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn outbox_stats() -> OutboxStatsStmt {
     OutboxStatsStmt(
-        "SELECT (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL) AS pending, (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL AND (retry_after IS NULL OR retry_after <= now())) AS due_now, (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL AND retry_after > now()) AS waiting_retry, (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) AS dead_letters, (SELECT greatest(extract(epoch FROM now() - created_at), 0)::float8 FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT 1) AS oldest_pending_age_secs, (SELECT count(*) FROM (SELECT DISTINCT aggregate_type, aggregate_id FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) d) AS blocked_aggregates, (SELECT count(*) FROM outbox_events WHERE processed_at > now() - interval '1 hour') AS published_last_hour",
+        "SELECT (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL) AS pending, (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL AND (retry_after IS NULL OR retry_after <= now())) - held.n AS due_now, held.n AS held_back, (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL AND retry_after > now()) AS waiting_retry, (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) AS dead_letters, (SELECT greatest(extract(epoch FROM now() - created_at), 0)::float8 FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT 1) AS oldest_pending_age_secs, (SELECT count(*) FROM (SELECT DISTINCT aggregate_type, aggregate_id FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) d) AS blocked_aggregates, (SELECT count(*) FROM outbox_events WHERE processed_at > now() - interval '1 hour') AS published_last_hour FROM (SELECT count(*) AS n FROM (SELECT aggregate_type, aggregate_id, min(seq) AS seq FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL GROUP BY aggregate_type, aggregate_id) d JOIN outbox_events e ON e.aggregate_type = d.aggregate_type AND e.aggregate_id = d.aggregate_id AND e.seq > d.seq WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now())) held",
         None,
     )
 }
@@ -701,11 +702,12 @@ impl OutboxStatsStmt {
                 Ok(OutboxStats {
                     pending: row.try_get(0)?,
                     due_now: row.try_get(1)?,
-                    waiting_retry: row.try_get(2)?,
-                    dead_letters: row.try_get(3)?,
-                    oldest_pending_age_secs: row.try_get(4)?,
-                    blocked_aggregates: row.try_get(5)?,
-                    published_last_hour: row.try_get(6)?,
+                    held_back: row.try_get(2)?,
+                    waiting_retry: row.try_get(3)?,
+                    dead_letters: row.try_get(4)?,
+                    oldest_pending_age_secs: row.try_get(5)?,
+                    blocked_aggregates: row.try_get(6)?,
+                    published_last_hour: row.try_get(7)?,
                 })
             },
             mapper: |it| OutboxStats::from(it),
