@@ -18,22 +18,10 @@ use serde_json::json;
 
 #[tokio::test]
 async fn an_upload_longer_than_the_publish_timeout_counts_an_attempt() {
-    let s3 = s3_client().await;
-    let bucket = bucket_name();
-    create_bucket(&s3, &bucket).await;
-    let queue = TestQueue::standard().await;
+    let (bucket, queue) = bucket_and_queue().await;
     // Every answer 400 ms late: a multipart upload (create, two parts, complete) takes 1.6 s.
     let proxy = DelayProxy::start(upstream(), Duration::from_millis(400)).await;
-    let publisher = SqsPublisher::builder()
-        .sdk_config(sdk_config().await)
-        .endpoint_url(format!("http://{}", proxy.addr()))
-        .max_attempts(1)
-        .call_timeout(Duration::from_secs(1))
-        .default_queue(queue.url())
-        .offload_bucket(&bucket)
-        .build()
-        .await
-        .unwrap();
+    let publisher = offloading_through(&proxy, &queue, &bucket).await;
     // One call for the uploads, one for the message: the relay refuses a publish timeout below.
     assert_eq!(publisher.min_publish_timeout(1), Duration::from_secs(2));
     let big = event(
@@ -57,6 +45,14 @@ async fn an_upload_longer_than_the_publish_timeout_counts_an_attempt() {
         }
         other => panic!("expected a counted attempt (Retry), got {other:?}"),
     }
+}
+
+/// A new bucket and a new standard queue.
+async fn bucket_and_queue() -> (String, TestQueue) {
+    let s3 = s3_client().await;
+    let bucket = bucket_name();
+    create_bucket(&s3, &bucket).await;
+    (bucket, TestQueue::standard().await)
 }
 
 /// A publisher with a 1 s call timeout, offloading every message over 1 KiB, through `proxy`.
@@ -83,10 +79,7 @@ fn upstream() -> std::net::SocketAddr {
 
 #[tokio::test]
 async fn an_upload_too_slow_for_the_call_timeout_while_s3_answers_counts_an_attempt() {
-    let s3 = s3_client().await;
-    let bucket = bucket_name();
-    create_bucket(&s3, &bucket).await;
-    let queue = TestQueue::standard().await;
+    let (bucket, queue) = bucket_and_queue().await;
     // 200 KiB/s up: a request of a few hundred bytes is quick, 600 KiB take 3 s, three times the
     // call timeout. Put back without an attempt (an outage), such an event was uploaded again on
     // every claim, for ever, and its aggregate waited behind it.
@@ -118,12 +111,10 @@ async fn an_upload_too_slow_for_the_call_timeout_while_s3_answers_counts_an_atte
 
 #[tokio::test]
 async fn an_upload_timing_out_while_s3_does_not_answer_either_is_an_outage() {
-    let s3 = s3_client().await;
-    let bucket = bucket_name();
-    create_bucket(&s3, &bucket).await;
-    let queue = TestQueue::standard().await;
-    // Every answer 1.5 s late: S3 is too slow as a whole, not the payload too large for the link.
-    let late = DelayProxy::start(upstream(), Duration::from_millis(1_500)).await;
+    let (bucket, queue) = bucket_and_queue().await;
+    // Every answer 2.5 s late, past the upload's 2 s (1 s and 1 s for the MiB begun) and the
+    // probe's 1 s: S3 is too slow as a whole, not the payload too large for the link.
+    let late = DelayProxy::start(upstream(), Duration::from_millis(2_500)).await;
     let publisher = offloading_through(&late, &queue, &bucket).await;
     let big = event("order.created", "order", "big", 1, json!("x".repeat(4096)));
     let outcomes = publisher.publish(std::slice::from_ref(&big)).await.unwrap();

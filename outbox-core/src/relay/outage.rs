@@ -15,10 +15,17 @@ use crate::error::{Error, ErrorKind};
 /// another up, are not a warning each).
 pub(crate) const REMINDER_EVERY: Duration = Duration::from_secs(60);
 
+/// After a publisher failure, a claim that finds nothing ends the outage only when no batch has
+/// failed for this long (longer than a failing worker's longest back-off): another relay may have
+/// published everything since, and this one may claim nothing for a long time.
+pub(crate) const QUIET_END: Duration = Duration::from_secs(35);
+
 /// The failures since the last batch that succeeded.
 #[derive(Debug, Clone, Copy)]
 struct Failing {
     since: Instant,
+    /// The last failure.
+    last: Instant,
     batches: u64,
     reminded: Instant,
     /// A failure of this outage was the publisher's: only a batch that published shows it works
@@ -98,6 +105,7 @@ impl Outage {
             None => {
                 state.failing = Some(Failing {
                     since: began.min(now),
+                    last: now,
                     batches: 1,
                     reminded: now,
                     publisher,
@@ -111,6 +119,7 @@ impl Outage {
             }
             Some(f) => {
                 f.batches += 1;
+                f.last = now;
                 f.publisher |= publisher;
                 if now.saturating_duration_since(f.reminded) < REMINDER_EVERY {
                     return Report::Quiet;
@@ -130,20 +139,25 @@ impl Outage {
     /// Records a batch that succeeded at `now`; `published`: it published events.
     pub(crate) fn succeeded_at(&self, now: Instant, published: bool) -> Report {
         let mut state = self.lock();
-        match state.failing {
-            Some(f) if published || !f.publisher => {
-                state.failing = None;
-                if f.warned {
-                    Report::Recovered {
-                        after: now.saturating_duration_since(f.since),
-                        batches: f.batches,
-                    }
-                } else {
-                    Report::Quiet
-                }
+        let Some(f) = state.failing else {
+            return Report::Fine;
+        };
+        // Until when it failed: now, or (an empty claim after a quiet while) its last failure.
+        let until = if published || !f.publisher {
+            now
+        } else if now.saturating_duration_since(f.last) >= QUIET_END {
+            f.last
+        } else {
+            return Report::Quiet;
+        };
+        state.failing = None;
+        if f.warned {
+            Report::Recovered {
+                after: until.saturating_duration_since(f.since),
+                batches: f.batches,
             }
-            Some(_) => Report::Quiet,
-            None => Report::Fine,
+        } else {
+            Report::Quiet
         }
     }
 

@@ -36,17 +36,13 @@ async fn bucket() -> String {
     name
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn offloaded_events_are_read_from_s3_and_applied() {
-    let db = TestDb::new().await;
-    create_effects(&db).await;
-    let queue = TestQueue::standard().await;
-    let bucket = bucket().await;
+/// A relay that offloads every event to `bucket` and sends the pointers to `queue`.
+async fn offloading_relay(db: &TestDb, queue: &TestQueue, bucket: &str) -> RunningRelay {
     let publisher = SqsPublisher::builder()
         .sdk_config(sdk_config().await)
         .endpoint_url(endpoint())
         .default_queue(queue.url())
-        .offload_bucket(&bucket)
+        .offload_bucket(bucket)
         .offload_threshold(1) // every event
         .build()
         .await
@@ -55,7 +51,16 @@ async fn offloaded_events_are_read_from_s3_and_applied() {
         .listen(db.config().clone())
         .build()
         .unwrap();
-    let relay = RunningRelay::start(&relay);
+    RunningRelay::start(&relay)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offloaded_events_are_read_from_s3_and_applied() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let bucket = bucket().await;
+    let relay = offloading_relay(&db, &queue, &bucket).await;
     let ids = emit_credits(&db, 2, 2).await;
 
     // And a pointer to an object that is not there: a failed delivery, not bad input.
@@ -176,20 +181,7 @@ async fn an_s3_outage_costs_each_offloaded_message_one_delivery_at_most() {
     create_effects(&db).await;
     let queue = TestQueue::standard().await;
     let bucket = bucket().await;
-    let publisher = SqsPublisher::builder()
-        .sdk_config(sdk_config().await)
-        .endpoint_url(endpoint())
-        .default_queue(queue.url())
-        .offload_bucket(&bucket)
-        .offload_threshold(1) // every event
-        .build()
-        .await
-        .unwrap();
-    let relay = Relay::builder(db.pool().clone(), publisher)
-        .listen(db.config().clone())
-        .build()
-        .unwrap();
-    let relay = RunningRelay::start(&relay);
+    let relay = offloading_relay(&db, &queue, &bucket).await;
     let ids = emit_credits(&db, 6, 1).await;
     assert!(eventually(Duration::from_secs(20), async || db.pending().await == 0).await);
     relay.stop().await;
@@ -263,14 +255,7 @@ async fn an_s3_outage_costs_each_offloaded_message_one_delivery_at_most() {
         c.metrics()
     );
     assert_eq!(effect_counts(&db).await, (10, 10));
-    let most = seen
-        .0
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|d| d.envelope.as_ref().map(|e| e.receive_count))
-        .max()
-        .unwrap_or(0);
+    let most = seen.most_receive_count();
     assert!(
         most <= 2,
         "a message was delivered {most} times through the outage: {:?}",

@@ -249,6 +249,17 @@ impl Seen {
         move |d| seen.lock().unwrap().push(d.clone())
     }
 
+    /// The highest receive count of the deliveries seen (0 when none).
+    pub fn most_receive_count(&self) -> u32 {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|d| d.envelope.as_ref().map(|e| e.receive_count))
+            .max()
+            .unwrap_or(0)
+    }
+
     pub fn left_in_queue(&self) -> usize {
         self.0
             .lock()

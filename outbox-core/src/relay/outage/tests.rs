@@ -119,3 +119,22 @@ fn an_outage_is_dated_from_the_start_of_its_first_batch() {
         }
     );
 }
+
+/// After a publisher outage, a relay whose claims find nothing (another relay published the
+/// backlog) ends it once no batch has failed for a while, dated by its last failure.
+#[test]
+fn a_publisher_outage_ends_after_a_quiet_while_of_empty_claims() {
+    let o = Outage::default();
+    let t0 = Instant::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    assert_eq!(o.failed_at(t0, true), Report::Started);
+    assert_eq!(o.failed_at(at(20), true), Report::Quiet);
+    assert_eq!(o.succeeded_at(at(30), false), Report::Quiet);
+    assert_eq!(
+        o.succeeded_at(at(20) + QUIET_END, false),
+        Report::Recovered {
+            after: Duration::from_secs(20),
+            batches: 2
+        }
+    );
+}
