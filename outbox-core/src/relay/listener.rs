@@ -1,7 +1,5 @@
 //! LISTEN/NOTIFY wake-ups on a dedicated connection, reconnecting when it drops.
 
-use std::time::Duration;
-
 use futures::StreamExt;
 use outbox_queries::queries::listen as sql;
 use std::sync::Arc;
@@ -10,8 +8,7 @@ use tokio::sync::Notify;
 use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
-use super::outage::warn_now;
-use crate::backoff::InfraBackoff;
+use super::outage::Reconnects;
 use crate::connect::{ConnectConfig, PgConnector};
 use crate::error::Error;
 
@@ -46,18 +43,17 @@ fn wake(wake: &Notify) {
 /// Listens until `token` is cancelled. After every (re)connection it wakes the workers once, so
 /// events committed while the connection was down are claimed without waiting for the poll.
 pub(crate) async fn run(connector: PgConnector, wakeups: Arc<Notify>, token: CancellationToken) {
-    let mut backoff = InfraBackoff::new(Duration::from_millis(100), Duration::from_secs(30));
-    let mut warned = None;
+    let mut backoff = Reconnects::new();
     loop {
         let e = match listen(&connector, &wakeups, &token, &mut backoff).await {
             Ok(()) => return,
             Err(e) => e,
         };
-        let delay = backoff.failed();
+        let (delay, warn) = backoff.failed();
         let retry_in_ms = delay.as_millis() as u64;
         if e.is_retryable() {
             // Once when it is lost (and a reminder a minute), not for every failed reconnect.
-            if warn_now(backoff.failures() == 1, &mut warned) {
+            if warn {
                 tracing::warn!(error = %e, retry_in_ms, failed_reconnects = backoff.failures() - 1,
                     "LISTEN connection lost; falling back to polling until it is back");
             } else {
@@ -83,7 +79,7 @@ async fn listen(
     connector: &PgConnector,
     wakeups: &Notify,
     token: &CancellationToken,
-    backoff: &mut InfraBackoff,
+    backoff: &mut Reconnects,
 ) -> Result<(), Error> {
     let (client, mut connection) = tokio::select! {
         _ = token.cancelled() => return Ok(()),
@@ -101,12 +97,11 @@ async fn listen(
             message = messages.next() => on_message(message, wakeups)?,
         }
     }
-    if backoff.failures() > 0 {
+    if backoff.connected() {
         tracing::info!("LISTEN connection back: listening for outbox notifications again");
     } else {
         tracing::debug!("listening for outbox notifications");
     }
-    backoff.succeeded();
     wake(wakeups);
     loop {
         tokio::select! {

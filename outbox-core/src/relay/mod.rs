@@ -230,6 +230,11 @@ impl<P: Publisher> RelayBuilder<P> {
             );
         }
         let connector = self.listen.map(ListenTarget::resolve).transpose()?;
+        // A worker's longest back-off and publish (with its overrun): see `outage.rs`.
+        let publish_timeout = self.config.publish_timeout;
+        let longest_batch = worker::INFRA_BACKOFF_CAP
+            .saturating_add(publish_timeout)
+            .saturating_add(guard::overrun(publish_timeout));
         Ok(Relay {
             inner: Arc::new(Inner {
                 policy: self.config.retry_policy(),
@@ -246,7 +251,7 @@ impl<P: Publisher> RelayBuilder<P> {
                 wake: Arc::new(tokio::sync::Notify::new()),
                 any_text: tokio::sync::OnceCell::new(),
                 housekeeping_interval: self.housekeeping_interval,
-                outage: outage::Outage::default(),
+                outage: outage::Outage::new(longest_batch),
             }),
         })
     }

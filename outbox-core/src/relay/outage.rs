@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::backoff::InfraBackoff;
 use crate::error::{Error, ErrorKind};
 
 /// How often a reminder is logged while batches keep failing; also the least time between two
@@ -16,8 +17,9 @@ use crate::error::{Error, ErrorKind};
 pub(crate) const REMINDER_EVERY: Duration = Duration::from_secs(60);
 
 /// After a publisher failure, a claim that finds nothing ends the outage only when no batch has
-/// failed for this long (longer than a failing worker's longest back-off): another relay may have
-/// published everything since, and this one may claim nothing for a long time.
+/// failed for this long: another relay may have published everything since, and this one may
+/// claim nothing for a long time. This is the least; a relay uses more than its workers' longest
+/// back-off and publish timeout together ([`Outage::new`]).
 pub(crate) const QUIET_END: Duration = Duration::from_secs(35);
 
 /// The failures since the last batch that succeeded.
@@ -52,9 +54,17 @@ struct State {
 }
 
 /// The relay's lasting trouble, shared by its workers.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Outage {
     state: Mutex<State>,
+    /// See [`QUIET_END`].
+    quiet_end: Duration,
+}
+
+impl Default for Outage {
+    fn default() -> Self {
+        Outage::new(Duration::ZERO)
+    }
 }
 
 /// What a failure or success is to be logged as.
@@ -74,6 +84,19 @@ pub(crate) enum Report {
 }
 
 impl Outage {
+    /// For a relay whose batches may take `longest_batch` (its workers' longest back-off, the
+    /// publish timeout and its overrun): after a publisher failure, an empty claim ends the
+    /// outage once no batch has failed for that and 5 s more, at least [`QUIET_END`]: a batch
+    /// still publishing (and about to fail) holds the events the empty claims miss.
+    pub(crate) fn new(longest_batch: Duration) -> Outage {
+        Outage {
+            state: Mutex::new(State::default()),
+            quiet_end: longest_batch
+                .saturating_add(Duration::from_secs(5))
+                .max(QUIET_END),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state
             .lock()
@@ -136,16 +159,19 @@ impl Outage {
         }
     }
 
-    /// Records a batch that succeeded at `now`; `published`: it published events.
-    pub(crate) fn succeeded_at(&self, now: Instant, published: bool) -> Report {
+    /// Records a batch that succeeded at `now`; `published`: it published events; `empty`: it
+    /// claimed none.
+    pub(crate) fn succeeded_at(&self, now: Instant, published: bool, empty: bool) -> Report {
         let mut state = self.lock();
+        // A publisher failure noted by a batch that no worker recorded (`Relay::run_once`).
+        state.publisher_mark = false;
         let Some(f) = state.failing else {
             return Report::Fine;
         };
         // Until when it failed: now, or (an empty claim after a quiet while) its last failure.
         let until = if published || !f.publisher {
             now
-        } else if now.saturating_duration_since(f.last) >= QUIET_END {
+        } else if empty && now.saturating_duration_since(f.last) >= self.quiet_end {
             f.last
         } else {
             return Report::Quiet;
@@ -214,10 +240,11 @@ impl Outage {
         }
     }
 
-    /// Records a batch that succeeded (`published`: it published events), and logs the end of an
-    /// outage.
-    pub(crate) fn succeeded(&self, published: bool) {
-        if let Report::Recovered { after, batches } = self.succeeded_at(Instant::now(), published) {
+    /// Records a batch that succeeded (`published`: it published events; `empty`: it claimed
+    /// none), and logs the end of an outage.
+    pub(crate) fn succeeded(&self, published: bool, empty: bool) {
+        let report = self.succeeded_at(Instant::now(), published, empty);
+        if let Report::Recovered { after, batches } = report {
             tracing::info!(
                 failed_for_ms = after.as_millis() as u64,
                 failed_batches = batches,
@@ -242,9 +269,9 @@ impl Outage {
     }
 }
 
-/// Whether a failure of a task that retries on its own (a connection that reconnects, a periodic
-/// refresh) is logged at `warn`: the first of a run of failures (`first`), then at most once a
-/// minute (`last`: when the last warning was); the others at `debug`.
+/// Whether a failure of a task that retries on its own (a periodic refresh) is logged at `warn`:
+/// the first of a run of failures (`first`), then at most once a minute (`last`: when the last
+/// warning was); the others at `debug`.
 pub(crate) fn warn_now(first: bool, last: &mut Option<Instant>) -> bool {
     let now = Instant::now();
     let due = first || last.is_none_or(|t| now.saturating_duration_since(t) >= REMINDER_EVERY);
@@ -252,6 +279,58 @@ pub(crate) fn warn_now(first: bool, last: &mut Option<Instant>) -> bool {
         *last = Some(now);
     }
     due
+}
+
+/// How a connection that reconnects on its own (LISTEN, advertising waiting) paces and logs its
+/// attempts: its back-off; its loss at `warn` at most once a minute (a reminder a minute while it
+/// stays lost), so that a connection dropped again and again (an idle timeout, a proxy) is not a
+/// warning each time; its return at `info` only after a loss warned about.
+#[derive(Debug)]
+pub(crate) struct Reconnects {
+    backoff: InfraBackoff,
+    last_warned: Option<Instant>,
+    loss_warned: bool,
+}
+
+impl Reconnects {
+    /// A back-off from 100 ms doubling to 30 s.
+    pub(crate) fn new() -> Reconnects {
+        Reconnects {
+            backoff: InfraBackoff::new(Duration::from_millis(100), Duration::from_secs(30)),
+            last_warned: None,
+            loss_warned: false,
+        }
+    }
+
+    /// Records a failure (the connection lost, or a reconnect failed): the delay before the next
+    /// attempt, and whether to log it at `warn`.
+    pub(crate) fn failed(&mut self) -> (Duration, bool) {
+        self.failed_at(Instant::now())
+    }
+
+    fn failed_at(&mut self, now: Instant) -> (Duration, bool) {
+        let delay = self.backoff.failed();
+        let due = self
+            .last_warned
+            .is_none_or(|t| now.saturating_duration_since(t) >= REMINDER_EVERY);
+        if due {
+            self.last_warned = Some(now);
+            self.loss_warned = true;
+        }
+        (delay, due)
+    }
+
+    /// The failures since the connection last worked.
+    pub(crate) fn failures(&self) -> u32 {
+        self.backoff.failures()
+    }
+
+    /// Records that the connection works (again); `true` when its return is to be logged at
+    /// `info` (its loss was).
+    pub(crate) fn connected(&mut self) -> bool {
+        self.backoff.succeeded();
+        std::mem::take(&mut self.loss_warned)
+    }
 }
 
 #[cfg(test)]

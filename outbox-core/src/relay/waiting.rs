@@ -39,8 +39,7 @@ use outbox_queries::queries::listen as sql;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::outage::warn_now;
-use crate::backoff::InfraBackoff;
+use super::outage::Reconnects;
 use crate::connect::PgConnector;
 use crate::error::Error;
 
@@ -161,8 +160,7 @@ pub(crate) async fn run(
     reclaim: Arc<Notify>,
     token: CancellationToken,
 ) {
-    let mut backoff = InfraBackoff::new(Duration::from_millis(100), Duration::from_secs(30));
-    let mut warned = None;
+    let mut backoff = Reconnects::new();
     let mut idle = idle.subscribe();
     loop {
         match advertise(
@@ -177,10 +175,10 @@ pub(crate) async fn run(
         {
             Ok(()) => return,
             Err(e) => {
-                let delay = backoff.failed();
+                let (delay, warn) = backoff.failed();
                 let retry_in_ms = delay.as_millis() as u64;
                 if e.is_retryable() {
-                    if warn_now(backoff.failures() == 1, &mut warned) {
+                    if warn {
                         tracing::warn!(error = %e, retry_in_ms,
                             failed_reconnects = backoff.failures() - 1,
                             "the connection advertising waiting was lost; reconnecting");
@@ -210,7 +208,7 @@ async fn advertise(
     workers: usize,
     reclaim: &Notify,
     token: &CancellationToken,
-    backoff: &mut InfraBackoff,
+    backoff: &mut Reconnects,
 ) -> Result<(), Error> {
     let (client, connection) = tokio::select! {
         _ = token.cancelled() => return Ok(()),
@@ -232,10 +230,9 @@ async fn advertise(
         r = &mut connection => return Err(lost(r)),
         r = client.batch_execute("SET statement_timeout = 0; SET lock_timeout = 0") => r?,
     }
-    if backoff.failures() > 0 {
+    if backoff.connected() {
         tracing::info!("the connection advertising waiting is back");
     }
-    backoff.succeeded();
     let (take, release) = (sql::advertise_waiting(), sql::stop_advertising_waiting());
     loop {
         // Idle: every worker's last claim found nothing.

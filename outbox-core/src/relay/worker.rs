@@ -18,7 +18,7 @@ use crate::publisher::Publisher;
 /// Infrastructure failures are retried with a delay doubling from this…
 const INFRA_BACKOFF_BASE: Duration = Duration::from_millis(100);
 /// …up to this.
-const INFRA_BACKOFF_CAP: Duration = Duration::from_secs(30);
+pub(crate) const INFRA_BACKOFF_CAP: Duration = Duration::from_secs(30);
 
 /// A relay gives up (its `run` returns an error) when its workers died more than this many times…
 pub const MAX_WORKER_RESTARTS: usize = 10;
@@ -177,7 +177,9 @@ impl<P: Publisher> Relay<P> {
             let delay = match self.run_once_until(&shutdown).await {
                 Ok(report) => {
                     infra.succeeded();
-                    self.inner.outage.succeeded(report.published > 0);
+                    self.inner
+                        .outage
+                        .succeeded(report.published > 0, report.claimed == 0);
                     // All workers idle: the relay advertises waiting (writers notify); busy for a
                     // while: it stops, and the busy workers claim again on their own.
                     idle.set(report.claimed == 0);

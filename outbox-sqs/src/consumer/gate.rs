@@ -77,6 +77,11 @@ impl Gate {
         self.down.store(true, Ordering::SeqCst);
     }
 
+    /// Whether a failure is recorded and no probe has found the service back since.
+    pub(crate) fn is_down(&self) -> bool {
+        self.down.load(Ordering::SeqCst)
+    }
+
     /// Returns at once while no failure is recorded; otherwise runs `probe` (which keeps to its
     /// own time limit) until it succeeds. One caller probes, the others wait for it. `false` when
     /// `token` is cancelled first, a probe under way included.

@@ -112,14 +112,18 @@
 //! database went away fails once; the rest wait untouched. After S3 fails to give an object (no
 //! connection, no answer in time, a server error; not a missing object or a refusal), units wait
 //! the same way before reading the next offloaded payload, until a `HeadBucket` on its bucket is
-//! answered (a refusal is an answer too: no `s3:ListBucket` needed); messages that carry their
-//! payload go on (a waiting message holds its receive slot but no handler permit). Shutdown ends
-//! either wait at once. No database step of a delivery waits for ever: BEGIN, the transaction
-//! check and COMMIT are given the call time-out, at least 10 s; a connection from the pool and the
-//! inbox record (which waits for a concurrent delivery of the same event) the handler time-out
-//! more, and they are given up at shutdown. A database that stops answering without closing the
-//! connection (a partition) fails the delivery as a database failure and its connection is closed.
-//! The handler's own statements are bounded by the handler time-out only.
+//! answered (a refusal is an answer too: no `s3:ListBucket` needed). A waiting message holds its
+//! receive slot but no handler permit: messages that carry their payload go on, until waiting
+//! messages fill every slot (`concurrency + max_messages`); then receiving waits for S3 too. A
+//! message that waited for a handler permit while the database failed waits for the database
+//! again, without the permit. Shutdown ends every wait at once. No database step of a delivery
+//! waits for ever: BEGIN is given the call time-out (at least 10 s), the transaction check and
+//! COMMIT too, not cut at shutdown; a connection from the pool and the inbox record (which waits
+//! for a concurrent delivery of the same event) the handler time-out more. BEGIN, the pool and the
+//! inbox record are given up at shutdown (nothing is committed yet). A database that stops
+//! answering without closing the connection (a partition) fails the delivery as a database
+//! failure and its connection is closed. The handler's own statements are bounded by the handler
+//! time-out only.
 //!
 //! # Bad input
 //!

@@ -123,6 +123,11 @@ where
             return (Outcome::Released, false);
         }
     }
+    // The consumer's concurrency bounds what runs from here: reading an offloaded payload (held
+    // in memory), decoding, the handler and its transaction.
+    let Some(_permit) = permit(shared, turn).await else {
+        return (Outcome::Released, false);
+    };
     let body = match payload::body(&shared.s3, message, shared.config.call_timeout).await {
         Ok(body) => body,
         Err(PayloadError::Malformed(reason)) => {
@@ -167,15 +172,6 @@ where
                 bad_input(shared, bad, &env.message_id, Some(env), receipt, pending).await;
             return (outcome, false);
         }
-    };
-    // The consumer's concurrency bounds the handlers (and their transactions) only.
-    let permit = tokio::select! {
-        biased;
-        _ = turn.token.cancelled() => None,
-        p = turn.handlers.clone().acquire_owned() => p.ok(),
-    };
-    let Some(_permit) = permit else {
-        return (Outcome::Released, false);
     };
     let started = Instant::now();
     let applied = match &env.traceparent {
@@ -228,6 +224,26 @@ where
             };
             failed(shared, env, receipt, pending, reason, &error).await;
             (Outcome::Failed, false)
+        }
+    }
+}
+
+/// A handler permit; `None` at shutdown. A message that waited for it while the database
+/// failed waits, without it, until the database answers again (see `Gate`): the gate it passed
+/// before may have closed since.
+async fn permit(shared: &Shared, turn: Turn<'_>) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    loop {
+        let permit = tokio::select! {
+            biased;
+            _ = turn.token.cancelled() => None,
+            p = turn.handlers.clone().acquire_owned() => p.ok(),
+        }?;
+        if !shared.database.is_down() {
+            return Some(permit);
+        }
+        drop(permit);
+        if !shared.database_up(turn.token).await {
+            return None;
         }
     }
 }

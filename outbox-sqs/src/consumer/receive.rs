@@ -2,7 +2,7 @@
 //! of work (see `unit.rs`), run the units on the handler permits, and on shutdown let the running
 //! ones finish.
 //!
-//! Two limits: at most `concurrency` units handle at once (handler permits), and at most
+//! Two limits: at most `concurrency` messages are handled at once (handler permits), and at most
 //! `concurrency + max_messages` messages are received and not yet done (message slots). The
 //! slack lets a receive ask for a whole batch while the handlers are busy, instead of one message
 //! per freed handler; waiting messages are kept hidden by their unit's heartbeat. When a whole
@@ -62,7 +62,7 @@ pub(crate) async fn receive_loop<T, H>(
 /// The receivers' shared limits.
 #[derive(Clone)]
 struct Limits {
-    /// One per running unit: `concurrency`.
+    /// One per message being read, decoded and handled: `concurrency`.
     handlers: Arc<Semaphore>,
     /// One per message received and not done: `concurrency + max_messages`.
     slots: Arc<Semaphore>,

@@ -204,6 +204,93 @@ async fn a_consumer_stops_when_the_database_stops_answering_mid_message() {
     assert_eq!(effect_counts(&db).await, (0, 0), "nothing committed");
 }
 
+/// Turns connections to a test database off (ending those open) and on, as a failover does.
+struct Outage {
+    admin: tokio_postgres::Client,
+    name: String,
+}
+
+impl Outage {
+    async fn of(db: &TestDb) -> Outage {
+        let mut admin_config = db.config().clone();
+        admin_config.dbname("postgres");
+        Outage {
+            admin: outbox_tests::db::connect(&admin_config).await,
+            name: db.name().to_owned(),
+        }
+    }
+
+    async fn set(&self, allow: bool) {
+        let name = &self.name;
+        self.admin
+            .batch_execute(&format!(
+                "ALTER DATABASE {name} ALLOW_CONNECTIONS {allow};
+                 SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                  WHERE datname = '{name}' AND NOT {allow}"
+            ))
+            .await
+            .unwrap();
+    }
+}
+
+/// The database goes away while one message is handled and others wait for a handler (they
+/// passed the open gate before): the waiting ones wait for the database again, without a permit,
+/// instead of each failing a delivery. Before, each took the permit and failed on its connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_waiting_for_a_handler_when_the_database_fails_wait_for_it() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let relay = start_relay(&db, &queue).await;
+    let ids = emit_credits(&db, 5, 1).await;
+    assert!(eventually(Duration::from_secs(20), async || db.pending().await == 0).await);
+    relay.stop().await;
+    let recorder = Arc::new(Recorder {
+        delay: Some(Duration::from_secs(2)),
+        ..Recorder::default()
+    });
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .concurrency(1)
+        .retry_backoff(Duration::from_millis(100), Duration::from_millis(500))
+        .build()
+        .await
+        .unwrap();
+    let running = Running::start(c, recorder.clone());
+    tokio::time::timeout(Duration::from_secs(30), recorder.started.notified())
+        .await
+        .expect("the first handler starts");
+    // The others are received meanwhile and wait for the one handler permit.
+    assert!(
+        eventually(Duration::from_secs(5), async || running
+            .consumer
+            .metrics()
+            .received()
+            >= ids.len() as u64)
+        .await
+    );
+    let outage = Outage::of(&db).await;
+    outage.set(false).await; // the first handler's commit fails
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    outage.set(true).await;
+    let done = eventually(Duration::from_secs(30), async || {
+        effect_counts(&db).await.1 == ids.len() as i64
+    })
+    .await;
+    let c = running.stop().await;
+    assert!(
+        done,
+        "every event applied once the database is back: {:?}",
+        c.metrics()
+    );
+    assert_eq!(
+        c.metrics().failures("database"),
+        1,
+        "only the message in hand fails: {:?}",
+        c.metrics()
+    );
+}
+
 /// The database goes away for a while (connections refused, as in a failover): the messages in
 /// hand fail once, then the consumer stops receiving until the database answers, so no message's
 /// receive count climbs through the outage (each delivery counts towards the queue's
@@ -219,21 +306,8 @@ async fn a_database_outage_costs_each_message_one_delivery_at_most() {
     assert!(eventually(Duration::from_secs(20), async || db.pending().await == 0).await);
     relay.stop().await;
 
-    let mut admin_config = db.config().clone();
-    admin_config.dbname("postgres");
-    let admin = outbox_tests::db::connect(&admin_config).await;
-    let name = db.name().to_owned();
-    let outage = async |allow: bool| {
-        admin
-            .batch_execute(&format!(
-                "ALTER DATABASE {name} ALLOW_CONNECTIONS {allow};
-                 SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                  WHERE datname = '{name}' AND NOT {allow}"
-            ))
-            .await
-            .unwrap();
-    };
-    outage(false).await;
+    let outage = Outage::of(&db).await;
+    outage.set(false).await;
     let seen = Seen::default();
     let c = consumer(&db, &queue, "ledger")
         .await
@@ -244,7 +318,7 @@ async fn a_database_outage_costs_each_message_one_delivery_at_most() {
         .unwrap();
     let running = Running::start(c, Arc::new(Recorder::default()));
     tokio::time::sleep(Duration::from_secs(6)).await; // retry delays of 1 s: up to 6 deliveries
-    outage(true).await;
+    outage.set(true).await;
     let done = eventually(Duration::from_secs(30), async || {
         effect_counts(&db).await.1 == ids.len() as i64
     })

@@ -5,14 +5,14 @@ fn one_warning_a_reminder_a_minute_and_one_recovery_line() {
     let o = Outage::default();
     let t0 = Instant::now();
     let at = |ms: u64| t0 + Duration::from_millis(ms);
-    assert_eq!(o.succeeded_at(t0, true), Report::Fine);
+    assert_eq!(o.succeeded_at(t0, true, false), Report::Fine);
     assert_eq!(o.failed_at(t0, true), Report::Started);
     // Four workers failing with back-off for 23 s: no more warnings.
     for i in 1..40 {
         assert_eq!(o.failed_at(at(i * 500), true), Report::Quiet, "{i}");
     }
     // A worker that claims nothing (the others hold the events) proves nothing of SQS.
-    assert_eq!(o.succeeded_at(at(30_000), false), Report::Quiet);
+    assert_eq!(o.succeeded_at(at(30_000), false, true), Report::Quiet);
     assert_eq!(
         o.failed_at(at(61_000), true),
         Report::StillFailing {
@@ -22,13 +22,13 @@ fn one_warning_a_reminder_a_minute_and_one_recovery_line() {
     );
     assert_eq!(o.failed_at(at(62_000), true), Report::Quiet);
     assert_eq!(
-        o.succeeded_at(at(70_000), true),
+        o.succeeded_at(at(70_000), true, false),
         Report::Recovered {
             after: Duration::from_secs(70),
             batches: 42
         }
     );
-    assert_eq!(o.succeeded_at(at(71_000), true), Report::Fine);
+    assert_eq!(o.succeeded_at(at(71_000), true, false), Report::Fine);
 }
 
 #[test]
@@ -38,7 +38,7 @@ fn a_database_outage_ends_with_any_claim_a_publisher_outage_with_a_publish() {
     let at = |s: u64| t0 + Duration::from_secs(s);
     assert_eq!(o.failed_at(t0, false), Report::Started);
     assert_eq!(
-        o.succeeded_at(at(1), false),
+        o.succeeded_at(at(1), false, true),
         Report::Recovered {
             after: Duration::from_secs(1),
             batches: 1
@@ -48,9 +48,9 @@ fn a_database_outage_ends_with_any_claim_a_publisher_outage_with_a_publish() {
     // something is published.
     assert_eq!(o.failed_at(at(100), true), Report::Started);
     assert_eq!(o.failed_at(at(101), false), Report::Quiet);
-    assert_eq!(o.succeeded_at(at(102), false), Report::Quiet);
+    assert_eq!(o.succeeded_at(at(102), false, true), Report::Quiet);
     assert!(matches!(
-        o.succeeded_at(at(103), true),
+        o.succeeded_at(at(103), true, false),
         Report::Recovered { .. }
     ));
 }
@@ -64,12 +64,12 @@ fn outages_by_turns_warn_once_a_minute() {
     let at = |s: u64| t0 + Duration::from_secs(s);
     assert_eq!(o.failed_at(t0, true), Report::Started);
     assert!(matches!(
-        o.succeeded_at(at(1), true),
+        o.succeeded_at(at(1), true, false),
         Report::Recovered { .. }
     ));
     for s in 2..60 {
         assert_eq!(o.failed_at(at(s), true), Report::Quiet, "{s}");
-        assert_eq!(o.succeeded_at(at(s), true), Report::Quiet, "{s}");
+        assert_eq!(o.succeeded_at(at(s), true, false), Report::Quiet, "{s}");
     }
     assert_eq!(o.failed_at(at(61), true), Report::Started);
 }
@@ -95,11 +95,11 @@ fn a_publish_time_out_is_the_publishers() {
     o.publisher_failed();
     assert_eq!(o.failed_at(t0, false), Report::Started);
     assert_eq!(
-        o.succeeded_at(t0 + Duration::from_secs(1), false),
+        o.succeeded_at(t0 + Duration::from_secs(1), false, true),
         Report::Quiet
     );
     assert!(matches!(
-        o.succeeded_at(t0 + Duration::from_secs(2), true),
+        o.succeeded_at(t0 + Duration::from_secs(2), true, false),
         Report::Recovered { .. }
     ));
 }
@@ -112,7 +112,7 @@ fn an_outage_is_dated_from_the_start_of_its_first_batch() {
     let at = |s: u64| t0 + Duration::from_secs(s);
     assert_eq!(o.failed_between(t0, at(35), false), Report::Started);
     assert_eq!(
-        o.succeeded_at(at(40), true),
+        o.succeeded_at(at(40), true, false),
         Report::Recovered {
             after: Duration::from_secs(40),
             batches: 1
@@ -129,12 +129,51 @@ fn a_publisher_outage_ends_after_a_quiet_while_of_empty_claims() {
     let at = |s: u64| t0 + Duration::from_secs(s);
     assert_eq!(o.failed_at(t0, true), Report::Started);
     assert_eq!(o.failed_at(at(20), true), Report::Quiet);
-    assert_eq!(o.succeeded_at(at(30), false), Report::Quiet);
+    // A batch that claimed events and published none (put back) proves nothing, quiet or not.
     assert_eq!(
-        o.succeeded_at(at(20) + QUIET_END, false),
+        o.succeeded_at(at(20) + QUIET_END, false, false),
+        Report::Quiet
+    );
+    assert_eq!(o.succeeded_at(at(30), false, true), Report::Quiet);
+    assert_eq!(
+        o.succeeded_at(at(20) + QUIET_END, false, true),
         Report::Recovered {
             after: Duration::from_secs(20),
             batches: 2
         }
     );
+}
+
+/// With a long publish timeout a batch can hang on a silent broker longer than the least quiet
+/// while: the empty claims of the other workers (the hanging batch holds the events) end nothing
+/// before the relay's own quiet while.
+#[test]
+fn the_quiet_while_outlasts_the_relays_longest_batch() {
+    let o = Outage::new(Duration::from_secs(95));
+    let t0 = Instant::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    assert_eq!(o.failed_at(t0, true), Report::Started);
+    assert_eq!(o.succeeded_at(at(60), false, true), Report::Quiet);
+    assert!(matches!(
+        o.succeeded_at(at(100), false, true),
+        Report::Recovered { .. }
+    ));
+}
+
+/// A connection dropped again and again (an idle timeout) warns once a minute, and says it is
+/// back only after a loss it warned about.
+#[test]
+fn a_connection_that_keeps_dropping_warns_once_a_minute() {
+    let mut r = Reconnects::new();
+    let t0 = Instant::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    assert!(r.failed_at(t0).1, "the first loss");
+    assert!(!r.failed_at(at(1)).1, "a failed reconnect");
+    assert!(r.connected(), "back after a loss warned about");
+    for s in 2..60 {
+        assert!(!r.failed_at(at(s)).1, "{s}");
+        assert!(!r.connected(), "{s}");
+    }
+    assert!(r.failed_at(at(61)).1);
+    assert!(r.connected());
 }
