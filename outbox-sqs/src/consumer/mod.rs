@@ -174,6 +174,7 @@ mod metrics;
 mod payload;
 mod process;
 mod receive;
+mod transaction;
 mod unit;
 mod visibility;
 
