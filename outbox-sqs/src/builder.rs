@@ -232,6 +232,7 @@ impl SqsPublisherBuilder {
                 client: s3,
                 bucket: bucket.trim().to_owned(),
                 threshold: config.offload_threshold,
+                slow: Default::default(),
             }),
             _ => None,
         };

@@ -126,8 +126,9 @@
 //! S3 unreachable, too slow or failing (5xx): the event is `Unavailable` — put back without
 //! counting an attempt, like a broker outage. S3 refusing (bucket missing, access denied): `Retry`
 //! — a counted attempt, so a lasting misconfiguration ends in a visible dead letter; so does an
-//! upload that times out while S3 answers a `HeadBucket` right after (a link too slow for the
-//! payload: raise `OUTBOX_SQS_CALL_TIMEOUT_MS`) or that outlasts the publish timeout. The next
+//! upload that times out, twice in a row, while S3 answers a `HeadBucket` right after (a link too
+//! slow for the payload: raise `OUTBOX_SQS_CALL_TIMEOUT_MS`; the first time S3 may have just come
+//! back from an outage), or that outlasts the publish timeout. The next
 //! attempt writes the object again under the same key. Delivery stays at least once: a crash between the
 //! send and the relay marking the event re-sends the same pointer to the same (rewritten) object.
 //! With offload on, [`Publisher::limits`](outbox_core::Publisher::limits) is [`OFFLOAD_LIMITS`]:
@@ -315,6 +316,7 @@ mod sdk_error;
 mod settle;
 mod signer;
 mod sigv4;
+mod slow_upload;
 mod sns;
 mod sqs_json;
 mod transport;

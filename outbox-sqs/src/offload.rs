@@ -24,6 +24,7 @@ use crate::error::{Result, config_error};
 use crate::message::SQS_LIMITS;
 use crate::publisher::SqsPublisher;
 use crate::s3::Budget;
+use crate::slow_upload::SlowUploads;
 use crate::sns::SNS_MAX_TOPIC_MESSAGE_BYTES;
 
 /// The message attribute that marks an offloaded message and holds the payload's size in bytes
@@ -148,6 +149,8 @@ pub(crate) struct Offloader {
     pub(crate) bucket: String,
     /// Offload messages larger than this; `None`: larger than their destination's limit.
     pub(crate) threshold: Option<usize>,
+    /// The events whose last upload timed out while S3 answered.
+    pub(crate) slow: SlowUploads,
 }
 
 impl SqsPublisher {
@@ -220,6 +223,15 @@ impl SqsPublisher {
             let put = offload.put(&id, e.payload(), budget).await;
             // The probe below is no call of the publish's: it does not hold the in-flight permit.
             drop(permit);
+            let slow_link = match &put {
+                Err((FailureKind::Timeout, _)) if !budget.spent() => {
+                    offload.check(budget.next(0)).await.is_ok()
+                }
+                _ => false,
+            };
+            if !slow_link {
+                offload.slow.ended(e.id);
+            }
             match put {
                 Ok(pointer) => (i, Ok(pointer)),
                 Err((kind, error)) => {
@@ -233,9 +245,11 @@ impl SqsPublisher {
                     // outage of the broker. The bucket refusing (missing, denied), or an upload
                     // that needs longer than the time it is given while S3 itself answers (the
                     // whole publish timeout spent, each call answered in time; or a call timed
-                    // out but a `HeadBucket` right after is answered in time: the link is too
-                    // slow for this payload, not S3 down): a counted attempt, so that it ends in
-                    // a visible dead letter instead of being uploaded again on every claim.
+                    // out but a `HeadBucket` right after is answered in time, for the second
+                    // time in a row: the link is too slow for this payload, not S3 down): a
+                    // counted attempt, so that it ends in a visible dead letter instead of being
+                    // uploaded again on every claim. The first such time-out is put back: S3 may
+                    // have just come back while the upload was caught in its outage.
                     let outcome = match kind {
                         FailureKind::Timeout if budget.spent() => PublishOutcome::retry(
                             kind,
@@ -245,20 +259,29 @@ impl SqsPublisher {
                                 e.payload().len()
                             ),
                         ),
-                        FailureKind::Timeout if offload.check(budget.next(0)).await.is_ok() => {
+                        FailureKind::Timeout if slow_link && offload.slow.timed_out(e.id) => {
                             PublishOutcome::retry(
                                 kind,
                                 format!(
-                                    "the upload of {} bytes to S3 timed out while S3 answers \
-                                     (HeadBucket): the link is too slow for a payload this large; \
-                                     raise {ENV_CALL_TIMEOUT_MS} (each S3 call is given it and 1 s \
-                                     more per MiB begun) and the relay's publish timeout with \
-                                     it (the uploads must end a call time-out before that): \
-                                     {error}",
+                                    "the upload of {} bytes to S3 timed out twice in a row while \
+                                     S3 answers (HeadBucket): the link is too slow for a payload \
+                                     this large; raise {ENV_CALL_TIMEOUT_MS} (each S3 call is \
+                                     given it and 1 s more per MiB begun) and the relay's publish \
+                                     timeout with it (the uploads must end a call time-out before \
+                                     that): {error}",
                                     e.payload().len()
                                 ),
                             )
                         }
+                        FailureKind::Timeout if slow_link => PublishOutcome::unavailable(
+                            kind,
+                            format!(
+                                "the upload of {} bytes to S3 timed out while S3 answers \
+                                 (HeadBucket); not counted the first time (S3 may have just \
+                                 come back from an outage the upload was caught in): {error}",
+                                e.payload().len()
+                            ),
+                        ),
                         FailureKind::Timeout | FailureKind::Unreachable | FailureKind::Broker => {
                             PublishOutcome::unavailable(kind, error.to_string())
                         }

@@ -12,8 +12,8 @@ use aws::{bucket_name, create_bucket, s3_client};
 use common::event;
 use outbox_core::{FailureKind, PublishOutcome, Publisher};
 use outbox_sqs::SqsPublisher;
-use outbox_tests::DelayProxy;
 use outbox_tests::sqs::{TestQueue, endpoint, sdk_config};
+use outbox_tests::{BlackHoleProxy, DelayProxy};
 use serde_json::json;
 
 #[tokio::test]
@@ -92,6 +92,16 @@ async fn an_upload_too_slow_for_the_call_timeout_while_s3_answers_counts_an_atte
         1,
         json!("x".repeat(600 * 1024)),
     );
+    // The first time-out is not charged: S3 may have just come back from an outage.
+    let outcomes = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
+    match &outcomes[0] {
+        PublishOutcome::Unavailable(f) => {
+            assert_eq!(f.kind(), FailureKind::Timeout, "{f:?}");
+            assert!(f.message().contains("not counted the first time"), "{f:?}");
+        }
+        other => panic!("expected the first time-out put back (Unavailable), got {other:?}"),
+    }
+    // The second in a row is the link.
     let outcomes = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
     match &outcomes[0] {
         PublishOutcome::Retry(f) => {
@@ -107,6 +117,48 @@ async fn an_upload_too_slow_for_the_call_timeout_while_s3_answers_counts_an_atte
             .is_empty(),
         "a message is never sent without its object"
     );
+}
+
+#[tokio::test]
+async fn an_upload_caught_in_an_outage_that_ends_before_its_time_out_counts_no_attempt() {
+    let (bucket, queue) = bucket_and_queue().await;
+    let proxy = BlackHoleProxy::start(upstream()).await;
+    let publisher = SqsPublisher::builder()
+        .sdk_config(sdk_config().await)
+        .endpoint_url(format!("http://{}", proxy.addr()))
+        .max_attempts(1)
+        .call_timeout(Duration::from_secs(1))
+        .default_queue(queue.url())
+        .offload_bucket(&bucket)
+        .offload_threshold(1024)
+        .build()
+        .await
+        .unwrap();
+    let big = event("order.created", "order", "big", 1, json!("x".repeat(4096)));
+    // The upload starts in a partition (its time-out: 1 s and 1 s for the MiB begun) that heals
+    // before the time-out: the `HeadBucket` right after is answered. Before, that was taken for a
+    // link too slow for the payload and charged an attempt (black-box run: 3 of 3 events).
+    proxy.black_hole();
+    let publish = {
+        let publisher = publisher.clone();
+        let big = big.clone();
+        tokio::spawn(async move { publisher.publish(std::slice::from_ref(&big)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    proxy.heal();
+    let outcomes = publish.await.unwrap().unwrap();
+    match &outcomes[0] {
+        PublishOutcome::Unavailable(f) => assert_eq!(f.kind(), FailureKind::Timeout, "{f:?}"),
+        other => panic!("expected an outage (Unavailable, no attempt), got {other:?}"),
+    }
+    // S3 is back: the next claim publishes it.
+    let outcomes = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
+    assert!(
+        matches!(outcomes[0], PublishOutcome::Published),
+        "{:?}",
+        outcomes[0]
+    );
+    assert_eq!(queue.receive_all(1, Duration::from_secs(5)).await.len(), 1);
 }
 
 #[tokio::test]
