@@ -1,4 +1,5 @@
-//! Log lines to stderr, filtered by `RUST_LOG` (default `info`). Text lines are coloured only when
+//! Log lines to stderr, filtered by `RUST_LOG` (default `info`; deadpool's lines at `error` unless
+//! `RUST_LOG` names deadpool). Text lines are coloured only when
 //! stderr is a terminal (and `NO_COLOR` is unset): a file or a pipe gets no ANSI escapes. A text
 //! line's control characters are escaped ([`crate::log_writer`]): a value from a row cannot forge a
 //! line of its own; JSON lines escape them as JSON does.
@@ -12,12 +13,22 @@ use tracing_subscriber::util::SubscriberInitExt;
 use crate::cli::LogFormat;
 use crate::log_writer::EscapingStderr;
 
+/// The target of deadpool-postgres's log lines.
+const DEADPOOL_TARGET: &str = "deadpool.postgres";
+
 /// Installs the global subscriber.
 pub fn init(format: LogFormat) {
-    let filter: Targets = std::env::var("RUST_LOG")
-        .ok()
+    let setting = std::env::var("RUST_LOG").ok();
+    let mut filter: Targets = setting
+        .as_deref()
         .and_then(|f| f.parse().ok())
         .unwrap_or_else(|| Targets::new().with_default(tracing::Level::INFO));
+    // deadpool warns once per pooled connection it finds closed (`Connection could not be
+    // recycled`), so one database restart made a warning per connection; it opens a new one, and the
+    // relay reports the outage itself. Shown only when RUST_LOG names deadpool.
+    if !setting.is_some_and(|f| f.contains("deadpool")) {
+        filter = filter.with_target(DEADPOOL_TARGET, tracing::Level::ERROR);
+    }
     let registry = tracing_subscriber::registry().with(filter);
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let result = match format {

@@ -190,7 +190,7 @@ impl PgConnector {
         let (client, connection) = self.connect().await?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
-                tracing::warn!(error = %e, "database connection closed");
+                connection_ended(&e);
             }
         });
         Ok(client)
@@ -315,11 +315,23 @@ impl deadpool_postgres::Connect for PoolConnect {
             };
             let task = tokio::spawn(async move {
                 if let Err(e) = connection.await {
-                    tracing::warn!(error = %e, "database connection closed");
+                    connection_ended(&e);
                 }
             });
             Ok((client, task))
         })
+    }
+}
+
+/// A connection's end with an error (the server shut down or restarted, the network cut it): at
+/// `debug`. Whoever uses the connection next learns it from its call and reports it (the relay's
+/// outage lines); a warning per pooled connection only multiplied one restart into many lines.
+fn connection_ended(e: &tokio_postgres::Error) {
+    match e.as_db_error() {
+        Some(db) => tracing::debug!(
+            sqlstate = db.code().code(), error = %db.message(), "database connection closed"
+        ),
+        None => tracing::debug!(error = %e, "database connection closed"),
     }
 }
 
