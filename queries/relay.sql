@@ -240,9 +240,11 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
 -- prepared statement settles on its generic plan instead of being planned again (~0.3 ms with 30
 -- partitions) at every acknowledgement; the generic plan prunes at executor start-up. On the plain
 -- layout the bounds are one more condition on the primary-key probe.
+-- `last_error` says why an event is not published yet: a published one's is cleared (before, an
+-- event put back during an outage kept the outage's text once published, with `attempts` 0).
 --! mark_outbox_processed
 UPDATE outbox_events
-   SET processed_at = clock_timestamp(), retry_after = NULL
+   SET processed_at = clock_timestamp(), retry_after = NULL, last_error = NULL
  WHERE id = ANY(:ids)
    AND created_at >= :oldest::timestamptz + interval '0 s'
    AND created_at <= :newest::timestamptz + interval '0 s'

@@ -360,6 +360,10 @@ async fn an_unavailable_destination_puts_its_events_back_without_an_attempt_and_
     relay.run_once().await.unwrap();
     let order: Vec<Uuid> = publisher.published().iter().map(|e| e.id).collect();
     assert_eq!(order, vec![other, stuck, behind]);
+    // Published: the outage's reason is gone (it said why the event was not published yet).
+    let r = db.event(stuck).await;
+    assert_eq!((r.attempts, r.last_error), (0, None));
+    assert!(r.processed_at.is_some());
 }
 
 /// A gauge refresh stuck behind a lock does not hold shutdown up: an idle relay stops at once, not

@@ -778,7 +778,7 @@ impl<
 pub struct MarkOutboxProcessedStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn mark_outbox_processed() -> MarkOutboxProcessedStmt {
     MarkOutboxProcessedStmt(
-        "UPDATE outbox_events SET processed_at = clock_timestamp(), retry_after = NULL WHERE id = ANY($1) AND created_at >= $2::timestamptz + interval '0 s' AND created_at <= $3::timestamptz + interval '0 s' AND processed_at IS NULL RETURNING id",
+        "UPDATE outbox_events SET processed_at = clock_timestamp(), retry_after = NULL, last_error = NULL WHERE id = ANY($1) AND created_at >= $2::timestamptz + interval '0 s' AND created_at <= $3::timestamptz + interval '0 s' AND processed_at IS NULL RETURNING id",
         None,
     )
 }
