@@ -6,7 +6,7 @@ SELECT count(*) AS pending
  WHERE processed_at IS NULL AND dead_lettered_at IS NULL;
 
 -- Every figure is its own small query over a partial index, so this stays cheap however many rows were
--- ever processed.
+-- ever processed (`outbox stats`; the relay's gauges read the lighter `outbox_gauges`).
 --! outbox_stats : (oldest_pending_age_secs?)
 SELECT
     (SELECT count(*) FROM outbox_events
@@ -28,17 +28,35 @@ SELECT
         AS blocked_aggregates,
     (SELECT count(*) FROM outbox_events
       WHERE processed_at > now() - interval '1 hour') AS published_last_hour
-  -- Due, but behind a dead letter of their aggregate: a relay keeping per-aggregate order (the
-  -- default) does not publish them until it is retried or purged. Driven by the dead letters (few).
+  -- Due, but behind an earlier event of their aggregate that is not (a dead letter, or one waiting
+  -- for a retry): a relay keeping per-aggregate order (the default) does not publish them before it.
+  -- Driven by those blockers, through the small blocking index.
   FROM (SELECT count(*) AS n
           FROM (SELECT aggregate_type, aggregate_id, min(seq) AS seq FROM outbox_events
-                 WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL
+                 WHERE processed_at IS NULL
+                   AND (dead_lettered_at IS NOT NULL OR retry_after IS NOT NULL)
+                   AND (dead_lettered_at IS NOT NULL OR retry_after > now())
                  GROUP BY aggregate_type, aggregate_id) d
           JOIN outbox_events e ON e.aggregate_type = d.aggregate_type
                               AND e.aggregate_id = d.aggregate_id
                               AND e.seq > d.seq
          WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL
            AND (e.retry_after IS NULL OR e.retry_after <= now())) held;
+
+-- What the relay's gauges show, refreshed every few seconds: the figures of `outbox_stats` that
+-- need no join (its `held_back` probes each blocked aggregate's followers).
+--! outbox_gauges : (oldest_pending_age_secs?)
+SELECT
+    (SELECT count(*) FROM outbox_events
+      WHERE processed_at IS NULL AND dead_lettered_at IS NULL) AS pending,
+    (SELECT count(*) FROM outbox_events
+      WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) AS dead_letters,
+    (SELECT greatest(extract(epoch FROM now() - created_at), 0)::float8 FROM outbox_events
+      WHERE processed_at IS NULL AND dead_lettered_at IS NULL
+      ORDER BY seq LIMIT 1) AS oldest_pending_age_secs,
+    (SELECT count(*) FROM (SELECT DISTINCT aggregate_type, aggregate_id FROM outbox_events
+                            WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) d)
+        AS blocked_aggregates;
 
 --! list_dead_letters (ids?, event_type?, aggregate_type?, aggregate_id?) : (last_error?)
 SELECT id, seq, aggregate_type, aggregate_id, event_type, attempts, last_error, created_at,

@@ -21,7 +21,7 @@ pub async fn run(url: Option<&str>, json: bool) -> Result<(), Failure> {
         .map_or_else(|| "-".to_string(), |a| format!("{a:.1}s"));
     out!("pending                  {:>10}", s.pending);
     out!("  due now                {:>10}", s.due_now);
-    out!("  behind a dead letter   {:>10}", s.held_back);
+    out!("  behind an earlier one  {:>10}", s.held_back);
     out!("  waiting for retry      {:>10}", s.waiting_retry);
     out!("dead letters             {:>10}", s.dead_letters);
     out!("oldest pending age       {age:>10}");

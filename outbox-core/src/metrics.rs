@@ -12,7 +12,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::stats::OutboxStats;
+use crate::stats::Gauges;
 
 /// The most distinct event types the relay's metrics give a label value of their own; events of
 /// further types count under [`OTHER_EVENT_TYPES`]. Event types come from the rows: a writer that
@@ -283,7 +283,7 @@ impl RelayMetrics {
         self.batch_duration.observe(secs);
     }
 
-    pub(crate) fn refresh(&self, s: &OutboxStats) {
+    pub(crate) fn refresh(&self, s: &Gauges) {
         self.pending.set(s.pending);
         self.dead_letters.set(s.dead_letters);
         self.oldest_pending_age

@@ -403,7 +403,7 @@ impl<P: Publisher> Relay<P> {
                     .bind(&tx, &millis)
                     .one()
                     .await?;
-                let s = stats::stats(&tx).await?;
+                let s = stats::gauges(&tx).await?;
                 // The database's clock against this host's, at the middle of the round trip: a
                 // short one only (a slow answer says little about the offset).
                 let before = chrono::Utc::now();

@@ -65,6 +65,13 @@ pub struct OutboxStats {
     pub blocked_aggregates: i64,
     pub published_last_hour: i64,
 }
+#[derive(Debug, Clone, PartialEq, Copy, serde::Serialize)]
+pub struct OutboxGauges {
+    pub pending: i64,
+    pub dead_letters: i64,
+    pub oldest_pending_age_secs: Option<f64>,
+    pub blocked_aggregates: i64,
+}
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ListDeadLetters {
     pub id: uuid::Uuid,
@@ -265,6 +272,70 @@ where
 {
     pub fn map<R>(self, mapper: fn(OutboxStats) -> R) -> OutboxStatsQuery<'c, 'a, 's, C, R, N> {
         OutboxStatsQuery {
+            client: self.client,
+            params: self.params,
+            query: self.query,
+            cached: self.cached,
+            extractor: self.extractor,
+            mapper,
+        }
+    }
+    pub async fn one(self) -> Result<T, tokio_postgres::Error> {
+        let row =
+            crate::client::async_::one(self.client, self.query, &self.params, self.cached).await?;
+        Ok((self.mapper)((self.extractor)(&row)?))
+    }
+    pub async fn all(self) -> Result<Vec<T>, tokio_postgres::Error> {
+        self.iter().await?.try_collect().await
+    }
+    pub async fn opt(self) -> Result<Option<T>, tokio_postgres::Error> {
+        let opt_row =
+            crate::client::async_::opt(self.client, self.query, &self.params, self.cached).await?;
+        Ok(opt_row
+            .map(|row| {
+                let extracted = (self.extractor)(&row)?;
+                Ok((self.mapper)(extracted))
+            })
+            .transpose()?)
+    }
+    pub async fn iter(
+        self,
+    ) -> Result<
+        impl futures::Stream<Item = Result<T, tokio_postgres::Error>> + 'c,
+        tokio_postgres::Error,
+    > {
+        let stream = crate::client::async_::raw(
+            self.client,
+            self.query,
+            crate::slice_iter(&self.params),
+            self.cached,
+        )
+        .await?;
+        let mapped = stream
+            .map(move |res| {
+                res.and_then(|row| {
+                    let extracted = (self.extractor)(&row)?;
+                    Ok((self.mapper)(extracted))
+                })
+            })
+            .into_stream();
+        Ok(mapped)
+    }
+}
+pub struct OutboxGaugesQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
+    client: &'c C,
+    params: [&'a (dyn postgres_types::ToSql + Sync); N],
+    query: &'static str,
+    cached: Option<&'s tokio_postgres::Statement>,
+    extractor: fn(&tokio_postgres::Row) -> Result<OutboxGauges, tokio_postgres::Error>,
+    mapper: fn(OutboxGauges) -> T,
+}
+impl<'c, 'a, 's, C, T: 'c, const N: usize> OutboxGaugesQuery<'c, 'a, 's, C, T, N>
+where
+    C: GenericClient,
+{
+    pub fn map<R>(self, mapper: fn(OutboxGauges) -> R) -> OutboxGaugesQuery<'c, 'a, 's, C, R, N> {
+        OutboxGaugesQuery {
             client: self.client,
             params: self.params,
             query: self.query,
@@ -677,7 +748,7 @@ impl OutboxPendingCountStmt {
 pub struct OutboxStatsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn outbox_stats() -> OutboxStatsStmt {
     OutboxStatsStmt(
-        "SELECT (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL) AS pending, (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL AND (retry_after IS NULL OR retry_after <= now())) - held.n AS due_now, held.n AS held_back, (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL AND retry_after > now()) AS waiting_retry, (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) AS dead_letters, (SELECT greatest(extract(epoch FROM now() - created_at), 0)::float8 FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT 1) AS oldest_pending_age_secs, (SELECT count(*) FROM (SELECT DISTINCT aggregate_type, aggregate_id FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) d) AS blocked_aggregates, (SELECT count(*) FROM outbox_events WHERE processed_at > now() - interval '1 hour') AS published_last_hour FROM (SELECT count(*) AS n FROM (SELECT aggregate_type, aggregate_id, min(seq) AS seq FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL GROUP BY aggregate_type, aggregate_id) d JOIN outbox_events e ON e.aggregate_type = d.aggregate_type AND e.aggregate_id = d.aggregate_id AND e.seq > d.seq WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now())) held",
+        "SELECT (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL) AS pending, (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL AND (retry_after IS NULL OR retry_after <= now())) - held.n AS due_now, held.n AS held_back, (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL AND retry_after > now()) AS waiting_retry, (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) AS dead_letters, (SELECT greatest(extract(epoch FROM now() - created_at), 0)::float8 FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT 1) AS oldest_pending_age_secs, (SELECT count(*) FROM (SELECT DISTINCT aggregate_type, aggregate_id FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) d) AS blocked_aggregates, (SELECT count(*) FROM outbox_events WHERE processed_at > now() - interval '1 hour') AS published_last_hour FROM (SELECT count(*) AS n FROM (SELECT aggregate_type, aggregate_id, min(seq) AS seq FROM outbox_events WHERE processed_at IS NULL AND (dead_lettered_at IS NOT NULL OR retry_after IS NOT NULL) AND (dead_lettered_at IS NOT NULL OR retry_after > now()) GROUP BY aggregate_type, aggregate_id) d JOIN outbox_events e ON e.aggregate_type = d.aggregate_type AND e.aggregate_id = d.aggregate_id AND e.seq > d.seq WHERE e.processed_at IS NULL AND e.dead_lettered_at IS NULL AND (e.retry_after IS NULL OR e.retry_after <= now())) held",
         None,
     )
 }
@@ -711,6 +782,42 @@ impl OutboxStatsStmt {
                 })
             },
             mapper: |it| OutboxStats::from(it),
+        }
+    }
+}
+pub struct OutboxGaugesStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn outbox_gauges() -> OutboxGaugesStmt {
+    OutboxGaugesStmt(
+        "SELECT (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL) AS pending, (SELECT count(*) FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) AS dead_letters, (SELECT greatest(extract(epoch FROM now() - created_at), 0)::float8 FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT 1) AS oldest_pending_age_secs, (SELECT count(*) FROM (SELECT DISTINCT aggregate_type, aggregate_id FROM outbox_events WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) d) AS blocked_aggregates",
+        None,
+    )
+}
+impl OutboxGaugesStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+    ) -> OutboxGaugesQuery<'c, 'a, 's, C, OutboxGauges, 0> {
+        OutboxGaugesQuery {
+            client,
+            params: [],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row: &tokio_postgres::Row| -> Result<OutboxGauges, tokio_postgres::Error> {
+                Ok(OutboxGauges {
+                    pending: row.try_get(0)?,
+                    dead_letters: row.try_get(1)?,
+                    oldest_pending_age_secs: row.try_get(2)?,
+                    blocked_aggregates: row.try_get(3)?,
+                })
+            },
+            mapper: |it| OutboxGauges::from(it),
         }
     }
 }

@@ -194,7 +194,7 @@ pub fn format_stats(s: &OutboxStats) -> String {
         .oldest_pending_age_secs
         .map_or_else(|| "-".to_string(), |a| format!("{a:.1}s"));
     format!(
-        "pending                  {:>10}\n  due now                {:>10}\n  behind a dead letter   {:>10}\n\
+        "pending                  {:>10}\n  due now                {:>10}\n  behind an earlier one  {:>10}\n\
          \x20 waiting for retry      {:>10}\n\
          dead letters             {:>10}\noldest pending age       {age:>10}\n\
          blocked aggregates       {:>10}\npublished (last hour)    {:>10}",
