@@ -118,6 +118,9 @@ pub struct Error<K: Kind = ErrorKind> {
     kind: K,
     message: Cow<'static, str>,
     source: Option<Box<dyn StdError + Send + Sync>>,
+    /// The relay's publisher failed (or ran out of time), not the database: how the relay tells
+    /// the two apart when the kind does not (a time-out).
+    publisher: bool,
 }
 
 impl<K: Kind> Error<K> {
@@ -127,6 +130,7 @@ impl<K: Kind> Error<K> {
             kind,
             message: message.into(),
             source: None,
+            publisher: false,
         }
     }
 
@@ -159,6 +163,17 @@ impl<K: Kind> Error<K> {
 }
 
 impl Error {
+    /// The same error, marked as the publisher's failure (see [`Error::is_publishers`]).
+    pub(crate) fn publishers(mut self) -> Self {
+        self.publisher = true;
+        self
+    }
+
+    /// Whether the relay's publisher failed (or ran out of time), not the database.
+    pub(crate) fn is_publishers(&self) -> bool {
+        self.publisher || self.kind == ErrorKind::Publish
+    }
+
     pub(crate) fn config(message: impl Into<Cow<'static, str>>) -> Self {
         Error::new(ErrorKind::Config, message)
     }

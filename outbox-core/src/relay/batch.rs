@@ -282,14 +282,13 @@ async fn in_transaction<P: Publisher>(
         inner
             .outage
             .deferred(report.deferred, UNAVAILABLE_RETRY_DELAY);
+    } else if report.published > 0 {
+        inner.outage.sent();
     }
     match whole_failure {
-        Some(e) => {
-            // The publisher's failure (kind `Publish`, or `Timeout` for a publish over its time
-            // limit): its end is a batch that publishes (see `outage.rs`).
-            inner.outage.publisher_failed();
-            Err(e)
-        }
+        // The publisher's failure (kind `Publish`, or `Timeout` for a publish over its time
+        // limit): its end is a batch that publishes (see `outage.rs`).
+        Some(e) => Err(e.publishers()),
         None => Ok(report),
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::backoff::InfraBackoff;
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 
 /// How often a reminder is logged while batches keep failing; also the least time between two
 /// outages' first warnings (batches that fail and succeed by turns, one destination down and
@@ -42,6 +42,9 @@ struct Failing {
 struct Deferring {
     events: u64,
     logged: Option<Instant>,
+    /// A line was logged since the last end line: the next batch that sends without putting any
+    /// back ends it with a line of its own.
+    open: bool,
 }
 
 #[derive(Debug, Default)]
@@ -49,8 +52,6 @@ struct State {
     failing: Option<Failing>,
     last_warned: Option<Instant>,
     deferring: Option<Deferring>,
-    /// A batch failed because of the publisher, not yet recorded by [`Outage::failed_at`].
-    publisher_mark: bool,
 }
 
 /// The relay's lasting trouble, shared by its workers.
@@ -103,12 +104,6 @@ impl Outage {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Notes that the batch about to be recorded as failed failed because of the publisher (its
-    /// error may be a time-out, which the database's claim can give too).
-    pub(crate) fn publisher_failed(&self) {
-        self.lock().publisher_mark = true;
-    }
-
     /// Records a failed batch at `now`; `publisher`: the publisher failed (not the database).
     #[cfg(test)]
     pub(crate) fn failed_at(&self, now: Instant, publisher: bool) -> Report {
@@ -120,7 +115,6 @@ impl Outage {
     /// fails); `publisher`: the publisher failed (not the database).
     pub(crate) fn failed_between(&self, began: Instant, now: Instant, publisher: bool) -> Report {
         let mut state = self.lock();
-        let publisher = publisher | std::mem::take(&mut state.publisher_mark);
         let recent = state
             .last_warned
             .is_some_and(|t| now.saturating_duration_since(t) < REMINDER_EVERY);
@@ -163,8 +157,6 @@ impl Outage {
     /// claimed none.
     pub(crate) fn succeeded_at(&self, now: Instant, published: bool, empty: bool) -> Report {
         let mut state = self.lock();
-        // A publisher failure noted by a batch that no worker recorded (`Relay::run_once`).
-        state.publisher_mark = false;
         let Some(f) = state.failing else {
             return Report::Fine;
         };
@@ -194,8 +186,11 @@ impl Outage {
         let d = state.deferring.get_or_insert(Deferring {
             events: 0,
             logged: None,
+            open: false,
         });
-        d.events += u64::try_from(events).unwrap_or(u64::MAX);
+        d.events = d
+            .events
+            .saturating_add(u64::try_from(events).unwrap_or(u64::MAX));
         let due = d
             .logged
             .is_none_or(|t| now.saturating_duration_since(t) >= REMINDER_EVERY);
@@ -203,6 +198,18 @@ impl Outage {
             return None;
         }
         d.logged = Some(now);
+        d.open = true;
+        Some(std::mem::take(&mut d.events))
+    }
+
+    /// Records a batch that sent events and put none back; `Some(n)` when it ends the events'
+    /// being put back that a line was logged about, with the `n` put back since that line (which
+    /// would otherwise wait for the next one). At most one such line per line logged about them:
+    /// a destination that fails and recovers by turns is not a pair of lines each time.
+    pub(crate) fn sent_at(&self) -> Option<u64> {
+        let mut state = self.lock();
+        let d = state.deferring.as_mut().filter(|d| d.open)?;
+        d.open = false;
         Some(std::mem::take(&mut d.events))
     }
 
@@ -217,7 +224,7 @@ impl Outage {
         stopping: bool,
     ) {
         let retry_in_ms = retry_in.as_millis() as u64;
-        let publisher = error.kind() == ErrorKind::Publish;
+        let publisher = error.is_publishers();
         let report = self.failed_between(began, Instant::now(), publisher);
         if stopping {
             tracing::info!(error = %error, "relay batch failed while shutting down");
@@ -265,6 +272,18 @@ impl Outage {
                  such line; logged at most once a minute)"
             ),
             None => tracing::debug!(deferred = events, "events put back without an attempt"),
+        }
+    }
+
+    /// Records a batch that sent events and put none back, and logs the end of events being put
+    /// back (when a line was logged about them).
+    pub(crate) fn sent(&self) {
+        if let Some(n) = self.sent_at() {
+            tracing::info!(
+                deferred = n,
+                "events are sent again: a batch put none back (`deferred`: the events put back \
+                 since the last line)"
+            );
         }
     }
 }

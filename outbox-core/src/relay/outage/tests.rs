@@ -86,14 +86,43 @@ fn put_back_events_are_counted_in_a_line_a_minute() {
     assert_eq!(o.deferred_at(at(60), 10), Some(600));
 }
 
-/// A publish over its time limit fails with `Timeout`, as a claim over its own can: the batch
-/// marks it the publisher's, and a claim that finds nothing does not end it.
+/// The last events put back are not left uncounted until the next line: a batch that sends and
+/// puts none back ends it with their count; once per line logged.
 #[test]
-fn a_publish_time_out_is_the_publishers() {
+fn putting_back_ends_with_a_line_counting_the_rest() {
     let o = Outage::default();
     let t0 = Instant::now();
-    o.publisher_failed();
-    assert_eq!(o.failed_at(t0, false), Report::Started);
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    assert_eq!(o.sent_at(), None, "nothing was put back");
+    assert_eq!(o.deferred_at(t0, 100), Some(100));
+    assert_eq!(o.deferred_at(at(5), 7), None);
+    assert_eq!(o.sent_at(), Some(7), "the end, with the 7 not logged yet");
+    assert_eq!(o.sent_at(), None, "ended once");
+    // Failing again within the minute: counted quietly, and its end is quiet too (a destination
+    // failing and recovering by turns is not a pair of lines each time).
+    assert_eq!(o.deferred_at(at(20), 3), None);
+    assert_eq!(o.sent_at(), None);
+    // A minute after the last line: a line again, then its end.
+    assert_eq!(o.deferred_at(at(61), 2), Some(5));
+    assert_eq!(o.sent_at(), Some(0));
+}
+
+/// A publish over its time limit fails with `Timeout`, as a claim over its own can: the batch
+/// marks the error the publisher's (on the error, not in state shared by the workers, which
+/// another worker's failure could take), and a claim that finds nothing does not end it.
+#[test]
+fn a_publish_time_out_is_the_publishers() {
+    use crate::error::{Error, ErrorKind};
+    assert!(!Error::new(ErrorKind::Timeout, "claim").is_publishers());
+    assert!(
+        Error::new(ErrorKind::Timeout, "publish")
+            .publishers()
+            .is_publishers()
+    );
+    assert!(Error::new(ErrorKind::Publish, "publish").is_publishers());
+    let o = Outage::default();
+    let t0 = Instant::now();
+    assert_eq!(o.failed_at(t0, true), Report::Started);
     assert_eq!(
         o.succeeded_at(t0 + Duration::from_secs(1), false, true),
         Report::Quiet
