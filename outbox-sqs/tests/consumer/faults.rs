@@ -145,15 +145,7 @@ async fn a_consumer_stops_within_its_call_timeout_when_sqs_stops_answering() {
         "the handler committed"
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let stopping = std::time::Instant::now();
-    let stopped = tokio::time::timeout(Duration::from_secs(10), running.stop()).await;
-    relay.stop().await;
-    let c = stopped.expect("the consumer stopped despite the unanswered calls");
-    assert!(
-        stopping.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        stopping.elapsed()
-    );
+    let c = stops_within(running, relay, Duration::from_secs(5)).await;
     assert!(c.metrics().failures("delete") >= 1, "{:?}", c.metrics());
 }
 
@@ -190,18 +182,25 @@ async fn a_consumer_stops_when_the_database_stops_answering_mid_message() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     recorder.gate.as_ref().expect("a gate").notify_one();
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let stopping = std::time::Instant::now();
-    let stopped = tokio::time::timeout(Duration::from_secs(40), running.stop()).await;
-    relay.stop().await;
-    let c = stopped.expect("the consumer stopped despite the silent database");
     // At most one database time limit (10 s) for the step in flight.
-    assert!(
-        stopping.elapsed() < Duration::from_secs(15),
-        "{:?}",
-        stopping.elapsed()
-    );
+    let c = stops_within(running, relay, Duration::from_secs(15)).await;
     assert!(c.metrics().failures("database") >= 1, "{:?}", c.metrics());
     assert_eq!(effect_counts(&db).await, (0, 0), "nothing committed");
+}
+
+/// Stops the consumer, which must return within `limit` despite calls nobody answers, then the
+/// relay.
+async fn stops_within(
+    running: Running,
+    relay: outbox_tests::RunningRelay,
+    limit: Duration,
+) -> outbox_sqs::consumer::Consumer {
+    let stopping = std::time::Instant::now();
+    let stopped = tokio::time::timeout(limit * 3, running.stop()).await;
+    relay.stop().await;
+    let c = stopped.expect("the consumer stopped despite the unanswered calls");
+    assert!(stopping.elapsed() < limit, "{:?}", stopping.elapsed());
+    c
 }
 
 /// Turns connections to a test database off (ending those open) and on, as a failover does.

@@ -15,13 +15,7 @@ use uuid::Uuid;
 use crate::support::*;
 
 async fn bucket() -> String {
-    let sdk = sdk_config().await;
-    let s3 = aws_sdk_s3::Client::from_conf(
-        aws_sdk_s3::config::Builder::from(&sdk)
-            .endpoint_url(endpoint())
-            .force_path_style(true)
-            .build(),
-    );
+    let s3 = s3_client(None).await;
     let name = format!("outbox-test-{}", Uuid::new_v4().simple());
     s3.create_bucket()
         .bucket(&name)
@@ -64,24 +58,7 @@ async fn offloaded_events_are_read_from_s3_and_applied() {
     let ids = emit_credits(&db, 2, 2).await;
 
     // And a pointer to an object that is not there: a failed delivery, not bad input.
-    let attr = |t: &str, v: &str| {
-        MessageAttributeValue::builder()
-            .data_type(t)
-            .string_value(v)
-            .build()
-            .unwrap()
-    };
-    queue
-        .client()
-        .send_message()
-        .queue_url(queue.url())
-        .message_body(pointer_body(&bucket, "outbox/missing"))
-        .message_attributes(EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, attr("Number", "100"))
-        .message_attributes("event_id", attr("String", &Uuid::new_v4().to_string()))
-        .message_attributes("event_type", attr("String", "account.credited"))
-        .send()
-        .await
-        .unwrap();
+    send_pointer(&queue, &bucket, "outbox/missing", Uuid::new_v4()).await;
 
     let c = consumer(&db, &queue, "ledger").await.build().await.unwrap();
     let running = Running::start(c, Arc::new(Recorder::default()));
