@@ -12,7 +12,7 @@
 //!   message.
 //! - S3: units wait before reading an offloaded payload; messages that carry their payload go on.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use outbox_core::CancellationToken;
@@ -58,6 +58,9 @@ pub(crate) const S3: Wording = Wording {
 pub(crate) struct Gate {
     wording: Wording,
     down: AtomicBool,
+    /// Failures recorded so far: a probe's success opens the gate only if none was recorded
+    /// while it ran (the service may have answered the probe and then failed again).
+    failures: AtomicU64,
     probing: Mutex<()>,
 }
 
@@ -67,6 +70,7 @@ impl Gate {
         Gate {
             wording,
             down: AtomicBool::new(false),
+            failures: AtomicU64::new(0),
             probing: Mutex::new(()),
         }
     }
@@ -74,6 +78,7 @@ impl Gate {
     /// Records a failure of the service: the next [`wait_up`](Self::wait_up) probes before it
     /// returns.
     pub(crate) fn failed(&self) {
+        self.failures.fetch_add(1, Ordering::SeqCst);
         self.down.store(true, Ordering::SeqCst);
     }
 
@@ -105,11 +110,14 @@ impl Gate {
         let Wording { service, paused } = self.wording;
         let (mut pause, mut logged) = (FIRST_PAUSE, false);
         while self.down.load(Ordering::SeqCst) {
+            let failures = self.failures.load(Ordering::SeqCst);
             let answer = tokio::select! {
                 _ = token.cancelled() => return false,
                 answer = probe() => answer,
             };
             match answer {
+                // A failure recorded while the probe ran is newer than its answer: probe again.
+                Ok(()) if self.failures.load(Ordering::SeqCst) != failures => {}
                 Ok(()) => {
                     self.down.store(false, Ordering::SeqCst);
                     if logged {
@@ -217,6 +225,30 @@ mod tests {
         assert_eq!(probes.load(Ordering::SeqCst), 3);
         assert!(gate.wait_up("c", &token, probe).await);
         assert_eq!(probes.load(Ordering::SeqCst), 3, "open again");
+    }
+
+    /// A failure recorded while a probe runs (a unit's call failing just after the probe was
+    /// answered) keeps the gate closed: the probe's answer is older. Before, the gate opened and
+    /// every waiting unit went on to fail once more.
+    #[tokio::test]
+    async fn a_failure_during_a_probe_keeps_the_gate_closed() {
+        let gate = Gate::new(S3);
+        let token = CancellationToken::new();
+        let probes = AtomicUsize::new(0);
+        gate.failed();
+        let probe = || async {
+            if probes.fetch_add(1, Ordering::SeqCst) == 0 {
+                gate.failed();
+            }
+            Ok(())
+        };
+        assert!(gate.wait_up("c", &token, probe).await);
+        assert_eq!(
+            probes.load(Ordering::SeqCst),
+            2,
+            "probed again after the new failure"
+        );
+        assert!(!gate.is_down());
     }
 
     /// A database probe cut short (shutdown ends the wait while `SELECT 1` hangs on a silent
