@@ -21,7 +21,7 @@ async fn an_upload_longer_than_the_publish_timeout_counts_an_attempt() {
     let (bucket, queue) = bucket_and_queue().await;
     // Every answer 400 ms late: a multipart upload (create, two parts, complete) takes 1.6 s.
     let proxy = DelayProxy::start(upstream(), Duration::from_millis(400)).await;
-    let publisher = offloading_through(&proxy, &queue, &bucket).await;
+    let publisher = offloading_through(proxy.addr(), &queue, &bucket).await;
     // One call for the uploads, one for the message: the relay refuses a publish timeout below.
     assert_eq!(publisher.min_publish_timeout(1), Duration::from_secs(2));
     let big = event(
@@ -55,11 +55,16 @@ async fn bucket_and_queue() -> (String, TestQueue) {
     (bucket, TestQueue::standard().await)
 }
 
-/// A publisher with a 1 s call timeout, offloading every message over 1 KiB, through `proxy`.
-async fn offloading_through(proxy: &DelayProxy, queue: &TestQueue, bucket: &str) -> SqsPublisher {
+/// A publisher with a 1 s call timeout, offloading every message over 1 KiB, through the proxy
+/// at `proxy`.
+async fn offloading_through(
+    proxy: std::net::SocketAddr,
+    queue: &TestQueue,
+    bucket: &str,
+) -> SqsPublisher {
     SqsPublisher::builder()
         .sdk_config(sdk_config().await)
-        .endpoint_url(format!("http://{}", proxy.addr()))
+        .endpoint_url(format!("http://{proxy}"))
         .max_attempts(1)
         .call_timeout(Duration::from_secs(1))
         .default_queue(queue.url())
@@ -84,7 +89,7 @@ async fn an_upload_too_slow_for_the_call_timeout_while_s3_answers_counts_an_atte
     // call timeout. Put back without an attempt (an outage), such an event was uploaded again on
     // every claim, for ever, and its aggregate waited behind it.
     let proxy = DelayProxy::slow_upload(upstream(), 200 * 1024).await;
-    let publisher = offloading_through(&proxy, &queue, &bucket).await;
+    let publisher = offloading_through(proxy.addr(), &queue, &bucket).await;
     let big = event(
         "order.created",
         "order",
@@ -123,17 +128,7 @@ async fn an_upload_too_slow_for_the_call_timeout_while_s3_answers_counts_an_atte
 async fn an_upload_caught_in_an_outage_that_ends_before_its_time_out_counts_no_attempt() {
     let (bucket, queue) = bucket_and_queue().await;
     let proxy = BlackHoleProxy::start(upstream()).await;
-    let publisher = SqsPublisher::builder()
-        .sdk_config(sdk_config().await)
-        .endpoint_url(format!("http://{}", proxy.addr()))
-        .max_attempts(1)
-        .call_timeout(Duration::from_secs(1))
-        .default_queue(queue.url())
-        .offload_bucket(&bucket)
-        .offload_threshold(1024)
-        .build()
-        .await
-        .unwrap();
+    let publisher = offloading_through(proxy.addr(), &queue, &bucket).await;
     let big = event("order.created", "order", "big", 1, json!("x".repeat(4096)));
     // The upload starts in a partition (its time-out: 1 s and 1 s for the MiB begun) that heals
     // before the time-out: the `HeadBucket` right after is answered. Before, that was taken for a
@@ -167,7 +162,7 @@ async fn an_upload_timing_out_while_s3_does_not_answer_either_is_an_outage() {
     // Every answer 2.5 s late, past the upload's 2 s (1 s and 1 s for the MiB begun) and the
     // probe's 1 s: S3 is too slow as a whole, not the payload too large for the link.
     let late = DelayProxy::start(upstream(), Duration::from_millis(2_500)).await;
-    let publisher = offloading_through(&late, &queue, &bucket).await;
+    let publisher = offloading_through(late.addr(), &queue, &bucket).await;
     let big = event("order.created", "order", "big", 1, json!("x".repeat(4096)));
     let outcomes = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
     match &outcomes[0] {
