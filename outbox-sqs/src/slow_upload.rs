@@ -26,8 +26,8 @@ pub(crate) struct SlowUploads {
 }
 
 impl SlowUploads {
-    /// Notes that the upload of `event` timed out while S3 answered; true when it is the second
-    /// time in a row (or when no more suspects fit): charge the event an attempt.
+    /// Notes that the upload of `event` timed out while S3 answered; true from the second time in
+    /// a row on (or when no more suspects fit): charge the event an attempt.
     pub(crate) fn timed_out(&self, event: Uuid) -> bool {
         self.timed_out_at(event, Instant::now())
     }
@@ -36,10 +36,12 @@ impl SlowUploads {
         let Ok(mut suspects) = self.suspects.lock() else {
             return true;
         };
-        if let Some(since) = suspects.remove(&event) {
-            if now.saturating_duration_since(since) <= REMEMBER {
-                return true;
-            }
+        // Charged or not, the event stays a suspect: every time-out after the first of a row is
+        // charged (forgetting it once charged made every other upload of a slow link free).
+        if let Some(since) = suspects.get_mut(&event) {
+            let recent = now.saturating_duration_since(*since) <= REMEMBER;
+            *since = now;
+            return recent;
         }
         if suspects.len() >= CAPACITY {
             suspects.retain(|_, since| now.saturating_duration_since(*since) <= REMEMBER);
@@ -73,8 +75,7 @@ mod tests {
         assert!(!slow.timed_out(a), "the first may be S3 coming back");
         assert!(!slow.timed_out(b), "per event");
         assert!(slow.timed_out(a), "the second in a row is the link");
-        // Charged: the next one is a first again.
-        assert!(!slow.timed_out(a));
+        assert!(slow.timed_out(a), "and so is every one after it");
         // An upload that ended otherwise in between breaks the row.
         slow.ended(b);
         assert!(!slow.timed_out(b));
@@ -86,8 +87,9 @@ mod tests {
         let a = Uuid::from_u128(1);
         let t0 = Instant::now();
         assert!(!slow.timed_out_at(a, t0));
-        assert!(!slow.timed_out_at(a, t0 + REMEMBER + Duration::from_secs(1)));
-        assert!(slow.timed_out_at(a, t0 + REMEMBER + Duration::from_secs(2)));
+        let later = t0 + REMEMBER + Duration::from_secs(1);
+        assert!(!slow.timed_out_at(a, later), "too long ago: a first again");
+        assert!(slow.timed_out_at(a, later + Duration::from_secs(1)));
     }
 
     #[test]
