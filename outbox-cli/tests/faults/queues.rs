@@ -130,7 +130,15 @@ async fn a_queue_deleted_after_start_up_holds_back_only_its_own_events() {
     assert!(http_get(&metrics_addr, "/metrics").contains(&format!("{gauge} 0")));
     relay.sigterm();
     assert!(relay.wait(Duration::from_secs(10)).success());
-    assert!(relay.logs().contains("circuit closed"), "closing is logged");
+    let logs = relay.logs();
+    assert!(logs.contains("circuit closed"), "closing is logged");
+    // The events put back: a line while it lasts, and one when they are sent again (before, the
+    // last count waited for a next deferral that never came).
+    assert!(
+        logs.contains("events put back without counting an attempt")
+            && logs.contains("events are sent again"),
+        "{logs}"
+    );
 
     let mut deliveries = drain_queue(
         healthy.client(),
