@@ -128,9 +128,11 @@ README, Partitioned outbox.")]
 
     /// Show the outbox's state at a glance.
     #[command(long_about = "\
-Show the outbox's state: pending events (due now, waiting for a retry), dead letters, the age of
-the oldest pending event, aggregates blocked by a dead letter, and events published in the last
-hour. With --json, one JSON object with the same figures.")]
+Show the outbox's state: pending events (due now; behind an earlier event of their aggregate that
+is a dead letter or waits for a retry, which a relay keeping per-aggregate order publishes first;
+waiting for a retry), dead letters, the age of the oldest pending event, aggregates blocked by a
+dead letter, and events published in the last hour. With --json, one JSON object with the same
+figures (`due_now`, `held_back`, `waiting_retry`, ...).")]
     Stats {
         /// Print JSON instead of a table.
         #[arg(long)]
