@@ -197,16 +197,19 @@ pub async fn run(opts: &Opts, report: &mut Report) -> Result<()> {
                 Variant::EmitNoNotify => without = Some(tps),
                 _ => {}
             }
-            if matches!(v, Variant::Plain | Variant::Emit) {
-                let script = if v.emits() { EMIT_SQL } else { PLAIN_SQL };
-                let t1 = common::pgbench(&db, script, &[], 1, 1, opts.emit_txs).await?;
-                let tw = common::pgbench(&db, script, &[], w, 2, opts.emit_txs_per_writer).await?;
-                sql_single.push((v, opts.emit_txs as f64 / t1.as_secs_f64()));
-                sql_multi.push((v, (w * opts.emit_txs_per_writer) as f64 / tw.as_secs_f64()));
-            }
         }
         if let (Some(with_trigger), Some(without)) = (with_trigger, without) {
             notify_costs.push(1.0 - with_trigger / without);
+        }
+        // The pgbench diagnostics after the round's variants, so that nothing runs between the
+        // two halves of the NOTIFY pair.
+        for v in [Variant::Plain, Variant::Emit] {
+            set_trigger(&setup, v).await?;
+            let script = if v.emits() { EMIT_SQL } else { PLAIN_SQL };
+            let t1 = common::pgbench(&db, script, &[], 1, 1, opts.emit_txs).await?;
+            let tw = common::pgbench(&db, script, &[], w, 2, opts.emit_txs_per_writer).await?;
+            sql_single.push((v, opts.emit_txs as f64 / t1.as_secs_f64()));
+            sql_multi.push((v, (w * opts.emit_txs_per_writer) as f64 / tw.as_secs_f64()));
         }
     }
     setup.batch_execute(DROP_TRIGGER).await?;

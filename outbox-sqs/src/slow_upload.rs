@@ -3,8 +3,11 @@
 //! S3 may have just come back from an outage (a partition that healed) while the upload, started
 //! during it, was still caught in it. The second in a row is: the link is too slow for the payload.
 //!
-//! Kept per publisher, in memory: another relay, or this one after a restart, starts over, which
-//! costs such an event one more upload, never an attempt it did not earn.
+//! Kept per publisher, in memory, for an hour and at most 10 000 events: another relay, or this one
+//! after a restart, starts over (one more upload for such an event). It cannot see a row across
+//! relays: a relay that suspected an event and later sees its upload caught in an outage that ends
+//! just before its time-out (the case above) charges it, though another relay's upload of it failed
+//! in between. That takes the same race twice for one event.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -145,7 +145,11 @@ async fn an_upload_caught_in_an_outage_that_ends_before_its_time_out_counts_no_a
     proxy.heal();
     let outcomes = publish.await.unwrap().unwrap();
     match &outcomes[0] {
-        PublishOutcome::Unavailable(f) => assert_eq!(f.kind(), FailureKind::Timeout, "{f:?}"),
+        // The path under test: the probe was answered (S3 back), and the time-out is not charged.
+        PublishOutcome::Unavailable(f) => {
+            assert_eq!(f.kind(), FailureKind::Timeout, "{f:?}");
+            assert!(f.message().contains("not counted the first time"), "{f:?}");
+        }
         other => panic!("expected an outage (Unavailable, no attempt), got {other:?}"),
     }
     // S3 is back: the next claim publishes it.

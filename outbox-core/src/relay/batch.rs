@@ -282,8 +282,6 @@ async fn in_transaction<P: Publisher>(
         inner
             .outage
             .deferred(report.deferred, UNAVAILABLE_RETRY_DELAY);
-    } else if report.published > 0 {
-        inner.outage.sent();
     }
     match whole_failure {
         // The publisher's failure (kind `Publish`, or `Timeout` for a publish over its time

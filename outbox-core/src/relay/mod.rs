@@ -235,6 +235,10 @@ impl<P: Publisher> RelayBuilder<P> {
         let longest_batch = worker::INFRA_BACKOFF_CAP
             .saturating_add(publish_timeout)
             .saturating_add(guard::overrun(publish_timeout));
+        // A put-back event comes back after its delay, or at the next poll when the relay idles.
+        let deferrals_end = crate::publisher::UNAVAILABLE_RETRY_DELAY
+            .max(self.config.poll_interval)
+            .saturating_add(Duration::from_secs(5));
         Ok(Relay {
             inner: Arc::new(Inner {
                 policy: self.config.retry_policy(),
@@ -251,7 +255,7 @@ impl<P: Publisher> RelayBuilder<P> {
                 wake: Arc::new(tokio::sync::Notify::new()),
                 any_text: tokio::sync::OnceCell::new(),
                 housekeeping_interval: self.housekeeping_interval,
-                outage: outage::Outage::new(longest_batch),
+                outage: outage::Outage::new(longest_batch, deferrals_end),
             }),
         })
     }

@@ -41,9 +41,13 @@ struct Failing {
 #[derive(Debug, Clone, Copy)]
 struct Deferring {
     events: u64,
+    /// The last warning about them.
     logged: Option<Instant>,
-    /// A line was logged since the last end line: the next batch that sends without putting any
-    /// back ends it with a line of its own.
+    /// The last line saying they are sent again.
+    ended: Option<Instant>,
+    /// The last time events were put back.
+    last: Instant,
+    /// Events were put back since the last end line: one is due once none has been for a while.
     open: bool,
 }
 
@@ -60,11 +64,15 @@ pub(crate) struct Outage {
     state: Mutex<State>,
     /// See [`QUIET_END`].
     quiet_end: Duration,
+    /// How long no event must have been put back before a batch that sends says they are sent
+    /// again: longer than it takes a put-back event to come back (its delay, or the poll), so
+    /// that the healthy events sent in between do not end it while the destination is still down.
+    deferrals_end: Duration,
 }
 
 impl Default for Outage {
     fn default() -> Self {
-        Outage::new(Duration::ZERO)
+        Outage::new(Duration::ZERO, Duration::ZERO)
     }
 }
 
@@ -89,12 +97,14 @@ impl Outage {
     /// publish timeout and its overrun): after a publisher failure, an empty claim ends the
     /// outage once no batch has failed for that and 5 s more, at least [`QUIET_END`]: a batch
     /// still publishing (and about to fail) holds the events the empty claims miss.
-    pub(crate) fn new(longest_batch: Duration) -> Outage {
+    /// `deferrals_end`: see [`Outage::sent_at`].
+    pub(crate) fn new(longest_batch: Duration, deferrals_end: Duration) -> Outage {
         Outage {
             state: Mutex::new(State::default()),
             quiet_end: longest_batch
                 .saturating_add(Duration::from_secs(5))
                 .max(QUIET_END),
+            deferrals_end,
         }
     }
 
@@ -186,11 +196,15 @@ impl Outage {
         let d = state.deferring.get_or_insert(Deferring {
             events: 0,
             logged: None,
+            ended: None,
+            last: now,
             open: false,
         });
         d.events = d
             .events
             .saturating_add(u64::try_from(events).unwrap_or(u64::MAX));
+        d.last = now;
+        d.open = true;
         let due = d
             .logged
             .is_none_or(|t| now.saturating_duration_since(t) >= REMINDER_EVERY);
@@ -198,18 +212,28 @@ impl Outage {
             return None;
         }
         d.logged = Some(now);
-        d.open = true;
         Some(std::mem::take(&mut d.events))
     }
 
-    /// Records a batch that sent events and put none back; `Some(n)` when it ends the events'
-    /// being put back that a line was logged about, with the `n` put back since that line (which
-    /// would otherwise wait for the next one). At most one such line per line logged about them:
-    /// a destination that fails and recovers by turns is not a pair of lines each time.
-    pub(crate) fn sent_at(&self) -> Option<u64> {
+    /// Records a batch at `now` that put no event back (it sent them, or claimed none); `Some(n)`
+    /// when it ends the events' being put back, with the `n` put back since the last line (which
+    /// would otherwise wait for the next warning). Only once none has been put back for
+    /// `deferrals_end` (a destination still down puts its events back again each time they come
+    /// back, while the healthy ones are sent in between), and at most once a minute (a destination
+    /// failing and recovering by turns is not a pair of lines each time; its count waits for the
+    /// next one).
+    pub(crate) fn sent_at(&self, now: Instant) -> Option<u64> {
         let mut state = self.lock();
         let d = state.deferring.as_mut().filter(|d| d.open)?;
+        let quiet = now.saturating_duration_since(d.last) >= self.deferrals_end;
+        let spaced = d
+            .ended
+            .is_none_or(|t| now.saturating_duration_since(t) >= REMINDER_EVERY);
+        if !(quiet && spaced) {
+            return None;
+        }
         d.open = false;
+        d.ended = Some(now);
         Some(std::mem::take(&mut d.events))
     }
 
@@ -275,14 +299,14 @@ impl Outage {
         }
     }
 
-    /// Records a batch that sent events and put none back, and logs the end of events being put
+    /// Records a batch that succeeded and put no event back, and logs the end of events being put
     /// back (when a line was logged about them).
-    pub(crate) fn sent(&self) {
-        if let Some(n) = self.sent_at() {
+    pub(crate) fn none_put_back(&self) {
+        if let Some(n) = self.sent_at(Instant::now()) {
             tracing::info!(
                 deferred = n,
-                "events are sent again: a batch put none back (`deferred`: the events put back \
-                 since the last line)"
+                "events are sent again: none was put back for a while (`deferred`: the events put \
+                 back since the last line)"
             );
         }
     }

@@ -180,6 +180,9 @@ impl<P: Publisher> Relay<P> {
                     self.inner
                         .outage
                         .succeeded(report.published > 0, report.claimed == 0);
+                    if report.deferred == 0 {
+                        self.inner.outage.none_put_back();
+                    }
                     // All workers idle: the relay advertises waiting (writers notify); busy for a
                     // while: it stops, and the busy workers claim again on their own.
                     idle.set(report.claimed == 0);

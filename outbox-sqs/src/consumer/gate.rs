@@ -116,14 +116,18 @@ impl Gate {
                 answer = probe() => answer,
             };
             match answer {
-                // A failure recorded while the probe ran is newer than its answer: probe again.
-                Ok(()) if self.failures.load(Ordering::SeqCst) != failures => {}
                 Ok(()) => {
                     self.down.store(false, Ordering::SeqCst);
-                    if logged {
-                        tracing::info!(consumer, "{service} answers again: {paused} again");
+                    if self.failures.load(Ordering::SeqCst) == failures {
+                        if logged {
+                            tracing::info!(consumer, "{service} answers again: {paused} again");
+                        }
+                        break;
                     }
-                    break;
+                    // A failure recorded while the probe ran, or while the gate was being opened
+                    // (read after opening: a failure this read misses stores `down` after it), is
+                    // newer than the probe's answer: closed again, probed again.
+                    self.down.store(true, Ordering::SeqCst);
                 }
                 Err(ProbeError::Failed(error)) if !logged => {
                     tracing::warn!(consumer, %error,

@@ -87,24 +87,34 @@ fn put_back_events_are_counted_in_a_line_a_minute() {
 }
 
 /// The last events put back are not left uncounted until the next line: a batch that sends and
-/// puts none back ends it with their count; once per line logged.
+/// puts none back, once none has been put back for a while, ends it with their count; at most
+/// once a minute.
 #[test]
 fn putting_back_ends_with_a_line_counting_the_rest() {
-    let o = Outage::default();
+    let o = Outage::new(Duration::ZERO, Duration::from_secs(10));
     let t0 = Instant::now();
     let at = |s: u64| t0 + Duration::from_secs(s);
-    assert_eq!(o.sent_at(), None, "nothing was put back");
+    assert_eq!(o.sent_at(t0), None, "nothing was put back");
     assert_eq!(o.deferred_at(t0, 100), Some(100));
     assert_eq!(o.deferred_at(at(5), 7), None);
-    assert_eq!(o.sent_at(), Some(7), "the end, with the 7 not logged yet");
-    assert_eq!(o.sent_at(), None, "ended once");
-    // Failing again within the minute: counted quietly, and its end is quiet too (a destination
-    // failing and recovering by turns is not a pair of lines each time).
-    assert_eq!(o.deferred_at(at(20), 3), None);
-    assert_eq!(o.sent_at(), None);
-    // A minute after the last line: a line again, then its end.
-    assert_eq!(o.deferred_at(at(61), 2), Some(5));
-    assert_eq!(o.sent_at(), Some(0));
+    // A destination still down puts its events back every few seconds; healthy events sent in
+    // between do not end it (a reviewer saw the end line seconds after the warning).
+    assert_eq!(o.sent_at(at(7)), None);
+    assert_eq!(o.deferred_at(at(10), 2), None);
+    assert_eq!(o.sent_at(at(19)), None);
+    assert_eq!(
+        o.sent_at(at(20)),
+        Some(9),
+        "the end, with the 9 not logged yet"
+    );
+    assert_eq!(o.sent_at(at(21)), None, "ended once");
+    // Failing again within the minute: counted quietly; its end waits for the minute, with them.
+    assert_eq!(o.deferred_at(at(30), 3), None);
+    assert_eq!(o.sent_at(at(45)), None);
+    assert_eq!(o.sent_at(at(80)), Some(3));
+    // A minute after the last warning: a warning again, then its end.
+    assert_eq!(o.deferred_at(at(90), 2), Some(2));
+    assert_eq!(o.sent_at(at(140)), Some(0));
 }
 
 /// A publish over its time limit fails with `Timeout`, as a claim over its own can: the batch
@@ -178,7 +188,7 @@ fn a_publisher_outage_ends_after_a_quiet_while_of_empty_claims() {
 /// before the relay's own quiet while.
 #[test]
 fn the_quiet_while_outlasts_the_relays_longest_batch() {
-    let o = Outage::new(Duration::from_secs(95));
+    let o = Outage::new(Duration::from_secs(95), Duration::ZERO);
     let t0 = Instant::now();
     let at = |s: u64| t0 + Duration::from_secs(s);
     assert_eq!(o.failed_at(t0, true), Report::Started);
