@@ -5,9 +5,12 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use outbox_sqs::Route;
-use uuid::Uuid;
 
 use crate::{duration, help};
+
+mod dead_letters;
+
+pub use dead_letters::{DeadLettersCommand, FilterArgs, SelectArgs};
 
 /// Use RDS IAM auth tokens as passwords (`1`/`true`).
 pub const ENV_RDS_IAM: &str = "OUTBOX_PG_RDS_IAM";
@@ -239,76 +242,6 @@ advisory lock), the others report that it was busy.")]
         #[arg(long)]
         json: bool,
     },
-}
-
-/// Dead-letter operations.
-#[derive(Debug, Subcommand)]
-pub enum DeadLettersCommand {
-    /// List dead letters, oldest first.
-    #[command(long_about = "\
-List dead letters, oldest first, with their last error. Payloads are not shown.")]
-    List {
-        #[command(flatten)]
-        filter: FilterArgs,
-        /// At most this many (1 or more).
-        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..))]
-        limit: i64,
-        /// Print JSON (one array) instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Make dead letters pending again (attempts reset).
-    #[command(long_about = "\
-Make dead letters pending again: attempts reset to 0 and retry_after cleared, so the relay publishes
-them on its next claim, in order within their aggregates. Say which: event ids, a filter, or --all.
-
-Given ids that are not dead letters (mistyped, or published meanwhile) are named on stderr and make
-the exit status 1; the others are retried all the same, and listed on stdout.")]
-    Retry(SelectArgs),
-    /// Delete dead letters for good.
-    #[command(long_about = "\
-Delete dead letters for good, unblocking the later events of their aggregates. Say which: event
-ids, a filter, or --all. Asks for confirmation unless --yes is given.")]
-    Purge {
-        #[command(flatten)]
-        select: SelectArgs,
-        /// Do not ask for confirmation.
-        #[arg(long, short = 'y')]
-        yes: bool,
-    },
-}
-
-/// Filters over dead letters.
-#[derive(Debug, Clone, Args)]
-pub struct FilterArgs {
-    /// Only events of this type.
-    #[arg(long)]
-    pub event_type: Option<String>,
-    /// Only events of this aggregate type.
-    #[arg(long)]
-    pub aggregate_type: Option<String>,
-    /// Only events of this aggregate id.
-    #[arg(long)]
-    pub aggregate_id: Option<String>,
-}
-
-/// Which dead letters a retry or purge applies to: at least one of ids, a filter or `--all` (a
-/// usage error otherwise, exit 2).
-#[derive(Debug, Clone, Args)]
-#[command(group(
-    clap::ArgGroup::new("which")
-        .required(true)
-        .multiple(true)
-        .args(["ids", "event_type", "aggregate_type", "aggregate_id", "all"])
-))]
-pub struct SelectArgs {
-    /// Event ids.
-    pub ids: Vec<Uuid>,
-    #[command(flatten)]
-    pub filter: FilterArgs,
-    /// Every dead letter.
-    #[arg(long, conflicts_with_all = ["ids", "event_type", "aggregate_type", "aggregate_id"])]
-    pub all: bool,
 }
 
 /// `outbox relay` settings. Unset flags fall back to the `OUTBOX_*` environment, then defaults.
