@@ -128,7 +128,10 @@ pub(crate) fn settle(
                 } else if let Some(f) = failed(id) {
                     let (code, message) = (f.code.as_str(), f.message.as_deref().unwrap_or(""));
                     let service = queue.service();
-                    tracing::warn!(
+                    // The outcome carries code and message: the relay logs it (the first few
+                    // of a batch; a dead letter; put-backs once a minute), the breaker its
+                    // opening. A warning here too was one per entry and per probe.
+                    tracing::debug!(
                         destination = %queue.url, kind = %queue.kind, event_id = %p.event_id, code,
                         sender_fault = f.sender_fault, message, "{service} failed a message"
                     );
@@ -166,8 +169,10 @@ pub(crate) fn settle(
             // A refusal by the open breaker was logged when it opened. A transient failure is
             // logged by whoever gets the outcomes: the relay, per event when some calls of the
             // publish worked, once per outage when none did (a warning per call made hundreds a
-            // minute while SQS was down).
-            if failure.called && failure.class == Class::Retry {
+            // minute while SQS was down). So is a destination unavailable (the breaker's opening
+            // and closing, the relay's put-back lines once a minute): a warning per call was one
+            // per probe of a deleted queue, every few seconds for as long as it was gone.
+            if failure.called && failure.class != Class::Permanent {
                 tracing::debug!(
                     destination = %queue.url, kind = %queue.kind, entries = entries.len(),
                     error = %failure.error, "{} failed", queue.operation()
