@@ -40,9 +40,21 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             json,
         } => {
             let client = db::connect(url).await?;
-            let rows = outbox_core::list_dead_letters(&client, &filter(&args), limit).await?;
+            // One more than asked: whether there are more to say so.
+            let mut rows =
+                outbox_core::list_dead_letters(&client, &filter(&args), limit.saturating_add(1))
+                    .await?;
+            let more = usize::try_from(limit).is_ok_and(|limit| rows.len() > limit);
+            rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+            let note = format!(
+                "more not shown: the first {limit} dead letters are listed (raise --limit, or \
+                 narrow with a filter; `outbox stats` counts them)"
+            );
             if json {
                 out!("{}", serde_json::to_string_pretty(&rows)?);
+                if more {
+                    eprintln!("{note}");
+                }
                 return Ok(());
             }
             if rows.is_empty() {
@@ -74,6 +86,9 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
                     r.attempts,
                     r.dead_lettered_at.format("%Y-%m-%d %H:%M:%S")
                 );
+            }
+            if more {
+                out!("{note}");
             }
             Ok(())
         }

@@ -33,3 +33,12 @@ macro_rules! out {
     };
 }
 pub(crate) use out;
+
+/// "row" or "rows", for a count of `n`.
+pub(crate) fn rows<N: TryInto<i64>>(n: N) -> &'static str {
+    if n.try_into().is_ok_and(|n| n == 1) {
+        "row"
+    } else {
+        "rows"
+    }
+}

@@ -35,9 +35,10 @@ pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failur
                 }
                 for k in &r.kept {
                     out!(
-                        "kept {} past the retention: {} rows to keep (pending, dead-lettered, or published within the retention)",
+                        "kept {} past the retention: {} {} to keep (pending, dead-lettered, or published within the retention)",
                         k.name,
-                        k.leftovers
+                        k.leftovers,
+                        crate::output::rows(k.leftovers)
                     );
                 }
                 for name in &r.waiting {

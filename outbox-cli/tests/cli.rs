@@ -118,6 +118,17 @@ async fn dead_letter_commands_change_exactly_the_rows_asked_for() {
         "{list}"
     );
     assert!(list.contains("rejected: invalid content"));
+    assert!(!list.contains("not shown"), "{list}");
+    // Fewer shown than there are: said so (black-box run: `--limit 3` of 27 printed 3 rows and
+    // nothing else).
+    let one = stdout(&run(outbox(&db).args([
+        "dead-letters",
+        "list",
+        "--limit",
+        "1",
+    ])));
+    assert_eq!(one.matches("rejected: invalid content").count(), 1, "{one}");
+    assert!(one.contains("more not shown"), "{one}");
     let json = run(outbox(&db).args(["dead-letters", "list", "--aggregate-id", "b", "--json"]));
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(rows.len(), 1);

@@ -68,7 +68,7 @@ async fn migrate_partitioned_converts_and_maintain_retires_what_it_may() {
     .unwrap();
     // (A retention of 0s: the head ends where this hour starts, whatever the minute.)
     let out = succeeds(outbox(&db.url()).args(["partitions", "maintain", "--retention", "0s"]));
-    let kept = "kept outbox_events_p_head past the retention: 1 rows to keep (pending, dead-lettered, or published within the retention)";
+    let kept = "kept outbox_events_p_head past the retention: 1 row to keep (pending, dead-lettered, or published within the retention)";
     assert!(out.contains(kept), "{out}");
     assert!(
         out.contains("dropped outbox_events_legacy"),

@@ -30,7 +30,10 @@ the exit status 1; the others are retried all the same, and listed on stdout.")]
     /// Delete dead letters for good.
     #[command(long_about = "\
 Delete dead letters for good, unblocking the later events of their aggregates. Say which: event
-ids, a filter, or --all. Asks for confirmation unless --yes is given.")]
+ids, a filter, or --all. Asks for confirmation unless --yes is given.
+
+Unlike retry, purge deletes nothing when a given id is not a dead letter (mistyped, or published
+meanwhile): it names them on stderr and exits 1, so that a slip never deletes the rest unseen.")]
     Purge {
         #[command(flatten)]
         select: SelectArgs,
