@@ -54,13 +54,7 @@ pub fn report(
     let is_usage = e.is::<Usage>();
     let status: u8 = if is_usage { 2 } else { 1 };
     let message = outbox_core::error_chain(e);
-    let help = is_usage.then(|| {
-        if command.is_empty() {
-            "outbox --help".to_owned()
-        } else {
-            format!("outbox {command} --help")
-        }
-    });
+    let help = is_usage.then(|| help_command(command));
     match format {
         LogFormat::Text => {
             // Values from the command line or the database stay on their line.
@@ -108,11 +102,32 @@ pub fn parse_error(e: clap::Error) -> ExitCode {
             | ErrorKind::DisplayVersion
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     );
-    if display || !wants_json(&args, std::env::var_os(ENV_LOG_FORMAT)) {
+    if display {
         e.exit()
     }
+    let path = command_path(&args);
+    if !wants_json(&args, std::env::var_os(ENV_LOG_FORMAT)) {
+        // clap's text, its hint naming the subcommand: "try '--help'" alone is no command.
+        let help = help_command(&path);
+        eprint!(
+            "{}",
+            e.render()
+                .to_string()
+                .replace("try '--help'", &format!("try '{help}'"))
+        );
+        return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+    }
     let message = clap_message(&e.render().to_string());
-    report(&Usage(message), None, LogFormat::Json, &command_path(&args))
+    report(&Usage(message), None, LogFormat::Json, &path)
+}
+
+/// The command that shows the help of the subcommand `path` (its words; empty: the binary's).
+fn help_command(path: &str) -> String {
+    if path.is_empty() {
+        "outbox --help".to_owned()
+    } else {
+        format!("outbox {path} --help")
+    }
 }
 
 /// Whether the command line (or else `env`, the log format's variable) asks for JSON: read from

@@ -139,6 +139,13 @@ async fn dead_letter_commands_change_exactly_the_rows_asked_for() {
         .output()
         .unwrap();
     assert_eq!(zero.status.code(), Some(2));
+    // The parser's hint names the subcommand's help (it said "try '--help'", which a shell
+    // runs as no command; black-box run).
+    let zero_err = String::from_utf8_lossy(&zero.stderr);
+    assert!(
+        zero_err.contains("try 'outbox dead-letters list --help'"),
+        "{zero_err}"
+    );
 
     // No selection: refused, nothing changed.
     let refused = outbox(&db)
