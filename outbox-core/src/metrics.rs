@@ -48,8 +48,8 @@ struct FailureLabel {
 /// | `outbox_relay_worker_restarts_total` | counter | relay workers that died (panic, fatal error) and were restarted |
 /// | `outbox_pending_events` | gauge | events not yet published (excluding dead letters) |
 /// | `outbox_dead_letter_events` | gauge | dead letters |
-/// | `outbox_oldest_pending_age_seconds` | gauge | age of the oldest pending event (0 when none) |
-/// | `outbox_blocked_aggregates` | gauge | aggregates held back by a dead letter |
+/// | `outbox_oldest_pending_age_seconds` | gauge | age of the pending event first in line, the lowest `seq` (commit order), from its `created_at` (its transaction's start); 0 when none |
+/// | `outbox_blocked_aggregates` | gauge | aggregates with a dead letter: their later events, written or to come, wait for it |
 /// | `outbox_gauges_refreshed_timestamp_seconds` | gauge | Unix time of the gauges' last refresh: the four gauges above keep their last values while the database does not answer, so alert when this stops moving |
 /// | `outbox_batch_duration_seconds` | histogram | claim → publish → commit of one batch |
 /// | `outbox_commit_to_publish_seconds` | histogram | event written → accepted by the broker (by the database's clock) |

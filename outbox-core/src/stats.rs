@@ -22,9 +22,11 @@ pub struct OutboxStats {
     pub waiting_retry: i64,
     /// Dead letters.
     pub dead_letters: i64,
-    /// Age of the oldest pending event in seconds (`None` when nothing is pending).
+    /// Age in seconds of the pending event first in line: the lowest `seq` (commit order), from
+    /// its `created_at` (its transaction's start). `None` when nothing is pending.
     pub oldest_pending_age_secs: Option<f64>,
-    /// Aggregates held back by a dead letter.
+    /// Aggregates with a dead letter: their later events, written or to come, wait for it (a
+    /// relay keeping per-aggregate order).
     pub blocked_aggregates: i64,
     /// Events published in the last hour.
     pub published_last_hour: i64,
