@@ -127,6 +127,17 @@ impl Cluster {
         self.pg_ctl("restart");
     }
 
+    /// Stops the server (fast shutdown: every connection is cut); [`start_again`](Self::start_again)
+    /// brings it back.
+    pub fn stop(&self) {
+        self.pg_ctl("stop");
+    }
+
+    /// Starts the server stopped by [`stop`](Self::stop).
+    pub fn start_again(&self) {
+        self.pg_ctl("start");
+    }
+
     /// The server's admin URL, for database `db`.
     pub fn url(&self, db: &str) -> String {
         format!("postgres://postgres@127.0.0.1:{}/{db}", self.port)

@@ -3,6 +3,7 @@
 use futures::StreamExt;
 use outbox_queries::queries::listen as sql;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio_postgres::AsyncMessage;
@@ -40,10 +41,26 @@ fn wake(wake: &Notify) {
     wake.notify_one();
 }
 
+/// The longest pause between two attempts to reopen the LISTEN connection. Shorter than the
+/// workers' back-off cap (30 s): its return is what tells workers backing off after a database
+/// outage that the database is back ([`Wakeups::database_back`]).
+const RECONNECT_CAP: Duration = Duration::from_secs(5);
+
+/// Whom the LISTEN connection wakes.
+#[derive(Clone)]
+pub(crate) struct Wakeups {
+    /// One idle worker, for a notification.
+    pub(crate) claim: Arc<Notify>,
+    /// Every worker backing off after failures, when the connection is back after a loss.
+    pub(crate) database_back: Arc<Notify>,
+}
+
 /// Listens until `token` is cancelled. After every (re)connection it wakes the workers once, so
-/// events committed while the connection was down are claimed without waiting for the poll.
-pub(crate) async fn run(connector: PgConnector, wakeups: Arc<Notify>, token: CancellationToken) {
-    let mut backoff = Reconnects::new();
+/// events committed while the connection was down are claimed without waiting for the poll; after
+/// a loss, the workers backing off too (a worker's back-off grows to 30 s: after a database outage
+/// of a minute the relay stayed idle up to half a minute once the database was back).
+pub(crate) async fn run(connector: PgConnector, wakeups: Wakeups, token: CancellationToken) {
+    let mut backoff = Reconnects::up_to(RECONNECT_CAP);
     loop {
         let e = match listen(&connector, &wakeups, &token, &mut backoff).await {
             Ok(()) => return,
@@ -59,14 +76,16 @@ pub(crate) async fn run(connector: PgConnector, wakeups: Arc<Notify>, token: Can
             } else {
                 tracing::debug!(error = %e, retry_in_ms, "LISTEN connection: reconnect failed");
             }
-        } else {
+        } else if warn {
             // A certificate or host-name problem: it lasts until someone fixes the server or its
             // certificate (an expired one renewed, say), so keep trying, at the backoff's pace,
-            // rather than poll for the rest of the process's life.
+            // rather than poll for the rest of the process's life (logged once a minute).
             tracing::error!(error = %e, retry_in_ms = delay.as_millis() as u64,
                 "cannot open the LISTEN connection; relying on polling until it opens");
+        } else {
+            tracing::debug!(error = %e, retry_in_ms, "LISTEN connection: reconnect failed");
         }
-        wake(&wakeups);
+        wake(&wakeups.claim);
         tokio::select! {
             _ = token.cancelled() => return,
             _ = tokio::time::sleep(delay) => {}
@@ -77,10 +96,11 @@ pub(crate) async fn run(connector: PgConnector, wakeups: Arc<Notify>, token: Can
 /// One connection's life: connect, LISTEN, forward notifications. `Ok` only when cancelled.
 async fn listen(
     connector: &PgConnector,
-    wakeups: &Notify,
+    wakeups: &Wakeups,
     token: &CancellationToken,
     backoff: &mut Reconnects,
 ) -> Result<(), Error> {
+    let claim = &*wakeups.claim;
     let (client, mut connection) = tokio::select! {
         _ = token.cancelled() => return Ok(()),
         c = connector.connect() => c?,
@@ -94,19 +114,23 @@ async fn listen(
         tokio::select! {
             _ = token.cancelled() => return Ok(()),
             done = &mut listening => { done?; break; }
-            message = messages.next() => on_message(message, wakeups)?,
+            message = messages.next() => on_message(message, claim)?,
         }
     }
+    let after_a_loss = backoff.failures() > 0;
     if backoff.connected() {
         tracing::info!("LISTEN connection back: listening for outbox notifications again");
     } else {
         tracing::debug!("listening for outbox notifications");
     }
-    wake(wakeups);
+    if after_a_loss {
+        wakeups.database_back.notify_waiters();
+    }
+    wake(claim);
     loop {
         tokio::select! {
             _ = token.cancelled() => return Ok(()),
-            message = messages.next() => on_message(message, wakeups)?,
+            message = messages.next() => on_message(message, claim)?,
         }
     }
 }

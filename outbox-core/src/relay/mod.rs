@@ -73,6 +73,8 @@ pub(crate) struct Inner<P> {
     /// Wakes one idle worker to claim (the worker loop in `worker.rs` says when): a notification,
     /// the claim after the waiting barrier, a full claim that leaves more behind.
     wake: Arc<tokio::sync::Notify>,
+    /// Wakes every worker backing off after failures: the database answers again.
+    database_back: Arc<tokio::sync::Notify>,
     /// Whether the database's encoding stores any text (UTF8, SQL_ASCII); read with the first
     /// failure to record (`batch.rs`, `storable`).
     any_text: tokio::sync::OnceCell<bool>,
@@ -249,6 +251,7 @@ impl<P: Publisher> RelayBuilder<P> {
                 metrics: self.metrics,
                 claims: claim::ClaimState::default(),
                 wake: Arc::new(tokio::sync::Notify::new()),
+                database_back: Arc::new(tokio::sync::Notify::new()),
                 any_text: tokio::sync::OnceCell::new(),
                 housekeeping_interval: self.housekeeping_interval,
                 outage: outage::Outage::new(longest_batch, deferrals_end),
@@ -323,7 +326,14 @@ impl<P: Publisher> Relay<P> {
         if let Some(connector) = &self.inner.listen {
             tasks.spawn(
                 "LISTEN",
-                listener::run(connector.clone(), self.inner.wake.clone(), stop.clone()),
+                listener::run(
+                    connector.clone(),
+                    listener::Wakeups {
+                        claim: self.inner.wake.clone(),
+                        database_back: self.inner.database_back.clone(),
+                    },
+                    stop.clone(),
+                ),
             );
         }
         if let Some(connector) = &self.inner.waiting {

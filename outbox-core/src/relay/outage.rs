@@ -338,8 +338,13 @@ pub(crate) struct Reconnects {
 impl Reconnects {
     /// A back-off from 100 ms doubling to 30 s.
     pub(crate) fn new() -> Reconnects {
+        Reconnects::up_to(Duration::from_secs(30))
+    }
+
+    /// A back-off from 100 ms doubling to `cap`.
+    pub(crate) fn up_to(cap: Duration) -> Reconnects {
         Reconnects {
-            backoff: InfraBackoff::new(Duration::from_millis(100), Duration::from_secs(30)),
+            backoff: InfraBackoff::new(Duration::from_millis(100), cap),
             last_warned: None,
             loss_warned: false,
         }

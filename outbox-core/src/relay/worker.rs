@@ -176,6 +176,10 @@ impl<P: Publisher> Relay<P> {
             let began = Instant::now();
             let delay = match self.run_once_until(&shutdown).await {
                 Ok(report) => {
+                    if infra.failures() > 0 {
+                        // The others backing off try again now, not at the end of their delays.
+                        self.inner.database_back.notify_waiters();
+                    }
                     infra.succeeded();
                     self.inner
                         .outage
@@ -211,6 +215,7 @@ impl<P: Publisher> Relay<P> {
             tokio::select! {
                 _ = shutdown.cancelled() => return Ok(()),
                 _ = self.inner.wake.notified(), if infra.failures() == 0 => {}
+                _ = self.inner.database_back.notified(), if infra.failures() > 0 => {}
                 _ = tokio::time::sleep(delay) => {}
             }
         }
