@@ -1,5 +1,5 @@
 //! Outages of what the relay depends on: SQS down, PostgreSQL restarted (plain and TLS), the
-//! database connection black-holed.
+//! database connection black-holed, PostgreSQL down for 25 s.
 
 use super::*;
 
