@@ -28,10 +28,10 @@ pub async fn run(url: Option<&str>, json: bool) -> Result<(), Failure> {
     out!("blocked aggregates       {:>10}", s.blocked_aggregates);
     out!("published (last hour)    {:>10}", s.published_last_hour);
     if let Some(p) = partitions {
-        let label = format!("partitions ({}, besides the tail)", p.granularity);
-        out!("{label:<25}{:>10}", p.partitions);
+        let label = format!("partitions, {}", p.granularity);
+        out!("{label:<25}{:>10}  (the tail apart)", p.partitions);
         out!(
-            "  kept past retention    {:>10}  ({} {} hold them: pending, dead-lettered, or published within the retention)",
+            "  kept past retention    {:>10}  ({} {} to keep in them: pending, dead-lettered, or published within the retention)",
             p.kept_partitions,
             p.kept_events,
             crate::output::rows(p.kept_events)

@@ -51,7 +51,7 @@ pub(super) async fn retire(
         let kept: Vec<String> = report
             .kept
             .iter()
-            .map(|k| format!("{} ({} leftovers)", k.name, k.leftovers))
+            .map(|k| format!("{}: {} to keep", k.name, k.leftovers))
             .collect();
         tracing::warn!(kept = %kept.join(", "),
             "partition maintenance kept expired partitions that still hold rows to keep: pending, dead-lettered, or published within the retention");

@@ -3,13 +3,12 @@
 use futures::StreamExt;
 use outbox_queries::queries::listen as sql;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
-use super::outage::Reconnects;
+use super::outage::{RECONNECT_CAP, Reconnects};
 use crate::connect::{ConnectConfig, PgConnector};
 use crate::error::Error;
 
@@ -40,11 +39,6 @@ impl ListenTarget {
 fn wake(wake: &Notify) {
     wake.notify_one();
 }
-
-/// The longest pause between two attempts to reopen the LISTEN connection. Shorter than the
-/// workers' back-off cap (30 s): its return is what tells workers backing off after a database
-/// outage that the database is back ([`Wakeups::database_back`]).
-const RECONNECT_CAP: Duration = Duration::from_secs(5);
 
 /// Whom the LISTEN connection wakes.
 #[derive(Clone)]

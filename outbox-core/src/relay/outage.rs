@@ -324,6 +324,12 @@ pub(crate) fn warn_now(first: bool, last: &mut Option<Instant>) -> bool {
     due
 }
 
+/// The longest pause between two attempts to reopen the LISTEN connection or the one advertising
+/// waiting. Shorter than the workers' back-off cap (30 s): the LISTEN connection's return is what
+/// tells workers backing off after a database outage that the database is back, and until the
+/// waiting connection is back, writers do not wake an idle relay (it waits for its poll).
+pub(crate) const RECONNECT_CAP: Duration = Duration::from_secs(5);
+
 /// How a connection that reconnects on its own (LISTEN, advertising waiting) paces and logs its
 /// attempts: its back-off; its loss at `warn` at most once a minute (a reminder a minute while it
 /// stays lost), so that a connection dropped again and again (an idle timeout, a proxy) is not a
@@ -336,11 +342,6 @@ pub(crate) struct Reconnects {
 }
 
 impl Reconnects {
-    /// A back-off from 100 ms doubling to 30 s.
-    pub(crate) fn new() -> Reconnects {
-        Reconnects::up_to(Duration::from_secs(30))
-    }
-
     /// A back-off from 100 ms doubling to `cap`.
     pub(crate) fn up_to(cap: Duration) -> Reconnects {
         Reconnects {

@@ -39,7 +39,7 @@ use outbox_queries::queries::listen as sql;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::outage::Reconnects;
+use super::outage::{RECONNECT_CAP, Reconnects};
 use crate::connect::PgConnector;
 use crate::error::Error;
 
@@ -160,7 +160,7 @@ pub(crate) async fn run(
     reclaim: Arc<Notify>,
     token: CancellationToken,
 ) {
-    let mut backoff = Reconnects::new();
+    let mut backoff = Reconnects::up_to(RECONNECT_CAP);
     let mut idle = idle.subscribe();
     loop {
         match advertise(
@@ -186,11 +186,15 @@ pub(crate) async fn run(
                         tracing::debug!(error = %e, retry_in_ms,
                             "the connection advertising waiting: reconnect failed");
                     }
-                } else {
-                    // A certificate or host-name problem: kept trying (see the listener).
+                } else if warn {
+                    // A certificate or host-name problem: kept trying (see the listener), logged
+                    // once a minute.
                     tracing::error!(error = %e, retry_in_ms = delay.as_millis() as u64,
                         "cannot open the connection to advertise waiting; writers will not wake \
                          this relay until it opens");
+                } else {
+                    tracing::debug!(error = %e, retry_in_ms,
+                        "the connection advertising waiting: reconnect failed");
                 }
                 tokio::select! {
                     _ = token.cancelled() => return,
