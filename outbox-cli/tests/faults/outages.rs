@@ -125,6 +125,18 @@ async fn outbox_on(admin_url: &str, url: &str) -> deadpool_postgres::Pool {
     .unwrap()
 }
 
+/// A relay on `database_url` publishing to `queue`, polling only once a minute: what it publishes
+/// sooner, a wake-up brought.
+fn long_poll_relay(database_url: &str, queue: &TestQueue) -> RelaySpec {
+    RelaySpec::new(
+        database_url.to_owned(),
+        outbox_tests::sqs::endpoint(),
+        queue.url().to_string(),
+    )
+    .arg("--poll-interval")
+    .arg("60s")
+}
+
 /// 3c. PostgreSQL down for 25 s, then back: the relay publishes again within seconds. Before,
 ///     its workers (and its LISTEN connection) had backed off to 25 s and more between attempts
 ///     and it stayed idle that long once the database was back (black-box run: 16 s after a
@@ -137,14 +149,7 @@ async fn after_a_long_postgres_outage_the_relay_resumes_within_seconds() {
     let pool = outbox_on(&url("postgres"), &url("outbox")).await;
     let queue = TestQueue::standard().await;
     // A long poll: only a worker trying again publishes the events written after the outage.
-    let spec = RelaySpec::new(
-        url("outbox"),
-        outbox_tests::sqs::endpoint(),
-        queue.url().to_string(),
-    )
-    .arg("--poll-interval")
-    .arg("60s");
-    let mut relays = vec![spec.spawn()];
+    let mut relays = vec![long_poll_relay(&url("outbox"), &queue).spawn()];
     let up = outbox_tests::eventually(Duration::from_secs(30), async || {
         relays[0].logs().contains("relay started")
     })
@@ -187,13 +192,7 @@ async fn postgres_restart_scenario(tls: bool) {
     let queue = TestQueue::fifo().await;
     let mut writes = write_events(&pool, "r", EVENTS, 200, 100, true, |_| String::new()).await;
     // A long poll: after the restart, only a resumed LISTEN delivers new events quickly.
-    let spec = RelaySpec::new(
-        url("outbox"),
-        outbox_tests::sqs::endpoint(),
-        queue.url().to_string(),
-    )
-    .arg("--poll-interval")
-    .arg("60s");
+    let spec = long_poll_relay(&url("outbox"), &queue);
     let mut relays = vec![spec.spawn(), spec.spawn()];
     tokio::time::sleep(Duration::from_millis(700)).await;
     let before_restart = pending(&pool).await;
