@@ -26,8 +26,8 @@ SELECT
     (SELECT count(*) FROM (SELECT DISTINCT aggregate_type, aggregate_id FROM outbox_events
                             WHERE processed_at IS NULL AND dead_lettered_at IS NOT NULL) d)
         AS blocked_aggregates,
-    (SELECT count(*) FROM outbox_events
-      WHERE processed_at > now() - interval '1 hour') AS published_last_hour
+    -- With the rows a conversion to partitions left in outbox_events_legacy (V10).
+    outbox_published_since(now() - interval '1 hour') AS published_last_hour
   -- Due, but behind an earlier event of their aggregate that is not (a dead letter, or one waiting
   -- for a retry): a relay keeping per-aggregate order (the default) does not publish them before it.
   -- Driven by those blockers, through the small blocking index.

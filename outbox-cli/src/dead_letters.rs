@@ -53,7 +53,8 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             if json {
                 out!("{}", serde_json::to_string_pretty(&rows)?);
                 if more {
-                    eprintln!("{note}");
+                    // A log line (stdout holds the JSON): in the format `--log-format` asks for.
+                    tracing::warn!(limit, "{note}");
                 }
                 return Ok(());
             }

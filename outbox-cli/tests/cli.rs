@@ -129,6 +129,30 @@ async fn dead_letter_commands_change_exactly_the_rows_asked_for() {
     ])));
     assert_eq!(one.matches("rejected: invalid content").count(), 1, "{one}");
     assert!(one.contains("more not shown"), "{one}");
+    // With --json, the note goes to stderr as a log line, in the log format asked for (it was
+    // plain text under `--log-format json`, which a log pipeline cannot parse).
+    let capped = run(outbox(&db).args([
+        "--log-format",
+        "json",
+        "dead-letters",
+        "list",
+        "--limit",
+        "1",
+        "--json",
+    ]));
+    let listed: Vec<serde_json::Value> = serde_json::from_slice(&capped.stdout).unwrap();
+    assert_eq!(listed.len(), 1);
+    let notes = String::from_utf8_lossy(&capped.stderr);
+    let lines: Vec<serde_json::Value> = notes
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("more not shown"))),
+        "{notes}"
+    );
     let json = run(outbox(&db).args(["dead-letters", "list", "--aggregate-id", "b", "--json"]));
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(rows.len(), 1);
@@ -142,6 +166,9 @@ async fn dead_letter_commands_change_exactly_the_rows_asked_for() {
     // The parser's hint names the subcommand's help (it said "try '--help'", which a shell
     // runs as no command; black-box run).
     let zero_err = String::from_utf8_lossy(&zero.stderr);
+    // Says what it takes (clap's range check printed `1..9223372036854775807`).
+    assert!(zero_err.contains("1 or more"), "{zero_err}");
+    assert!(!zero_err.contains("9223372036854775807"), "{zero_err}");
     assert!(
         zero_err.contains("try 'outbox dead-letters list --help'"),
         "{zero_err}"

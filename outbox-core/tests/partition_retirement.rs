@@ -218,7 +218,8 @@ async fn v6_upgrades_a_partitioned_database_in_place() {
             "V6__partition_retirement_waits",
             "V7__partition_functions_settings",
             "V8__orphaned_head",
-            "V9__partition_owner"
+            "V9__partition_owner",
+            "V10__published_since"
         ]
     );
     let r = maintain(&db, Duration::from_secs(5)).await;

@@ -13,7 +13,7 @@ List dead letters, oldest first, with their last error. Payloads are not shown."
         #[command(flatten)]
         filter: FilterArgs,
         /// At most this many (1 or more).
-        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..))]
+        #[arg(long, default_value_t = 50, value_parser = limit)]
         limit: i64,
         /// Print JSON (one array) instead of a table.
         #[arg(long)]
@@ -74,4 +74,13 @@ pub struct SelectArgs {
     /// Every dead letter.
     #[arg(long, conflicts_with_all = ["ids", "event_type", "aggregate_type", "aggregate_id"])]
     pub all: bool,
+}
+
+/// `--limit N`: 1 or more (clap's own range check printed `1..9223372036854775807`).
+fn limit(text: &str) -> Result<i64, String> {
+    text.trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| format!("`{text}`: a number of dead letters, 1 or more"))
 }

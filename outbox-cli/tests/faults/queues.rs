@@ -158,6 +158,18 @@ async fn a_queue_deleted_after_start_up_holds_back_only_its_own_events() {
             && logs.contains("events are sent again"),
         "{logs}"
     );
+    // Each put-back line names the last event's reason (it said "destination unavailable"
+    // alone, also for an S3 upload's first slow-link time-out, which is no outage).
+    let put_back: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("events put back without counting an attempt"))
+        .collect();
+    assert!(
+        put_back
+            .iter()
+            .all(|l| l.contains("\"last_reason\":") && l.contains(broken.name())),
+        "{put_back:#?}"
+    );
 
     let mut deliveries = drain_queue(
         healthy.client(),

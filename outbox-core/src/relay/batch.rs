@@ -279,9 +279,16 @@ async fn in_transaction<P: Publisher>(
     if report.deferred > 0 {
         // Not per event, nor per batch: a broken destination (or S3) holds back thousands of
         // events, claimed again every few seconds (see `outage.rs`).
+        // The line names one reason (the last event put back): "destination unavailable" alone
+        // did not say which, nor that an S3 upload's first slow-link time-out is not counted.
+        let reason = failures
+            .iter()
+            .rev()
+            .find(|f| !f.counted)
+            .map_or("", |f| f.error.as_str());
         inner
             .outage
-            .deferred(report.deferred, UNAVAILABLE_RETRY_DELAY);
+            .deferred(report.deferred, UNAVAILABLE_RETRY_DELAY, reason);
     }
     match whole_failure {
         // The publisher's failure (kind `Publish`, or `Timeout` for a publish over its time

@@ -285,15 +285,16 @@ impl Outage {
     }
 
     /// Records and logs (at most once a minute) events put back because their destination is
-    /// unavailable.
-    pub(crate) fn deferred(&self, events: usize, retry_in: Duration) {
+    /// unavailable; `reason` is the last one's error.
+    pub(crate) fn deferred(&self, events: usize, retry_in: Duration, reason: &str) {
         match self.deferred_at(Instant::now(), events) {
             Some(n) => tracing::warn!(
                 deferred = n,
                 retry_in_ms = retry_in.as_millis() as u64,
+                last_reason = reason,
                 "events put back without counting an attempt: their destination is unavailable, \
                  or the publish deadline came before they were sent (the count since the last \
-                 such line; logged at most once a minute)"
+                 such line, and the last one's reason; logged at most once a minute)"
             ),
             None => tracing::debug!(deferred = events, "events put back without an attempt"),
         }

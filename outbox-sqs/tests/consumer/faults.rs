@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use deadpool_postgres::Transaction;
-use outbox_sqs::consumer::{Envelope, Handler, HandlerError, Outcome};
+use outbox_sqs::consumer::{Consumer, Envelope, Handler, HandlerError, Outcome};
 use outbox_tests::sqs::TestQueue;
 use outbox_tests::{TestDb, eventually};
 
@@ -230,6 +230,23 @@ impl Outage {
             .await
             .unwrap();
     }
+
+    /// Ends the outage; returns the consumer stopped once all `events` are applied (asserted
+    /// within 30 s).
+    async fn end(&self, db: &TestDb, running: Running, events: usize) -> Consumer {
+        self.set(true).await;
+        let done = eventually(Duration::from_secs(30), async || {
+            effect_counts(db).await.1 == events as i64
+        })
+        .await;
+        let c = running.stop().await;
+        assert!(
+            done,
+            "every event applied once the database is back: {:?}",
+            c.metrics()
+        );
+        c
+    }
 }
 
 /// The database goes away while one message is handled and others wait for a handler (they
@@ -271,17 +288,7 @@ async fn messages_waiting_for_a_handler_when_the_database_fails_wait_for_it() {
     let outage = Outage::of(&db).await;
     outage.set(false).await; // the first handler's commit fails
     tokio::time::sleep(Duration::from_secs(4)).await;
-    outage.set(true).await;
-    let done = eventually(Duration::from_secs(30), async || {
-        effect_counts(&db).await.1 == ids.len() as i64
-    })
-    .await;
-    let c = running.stop().await;
-    assert!(
-        done,
-        "every event applied once the database is back: {:?}",
-        c.metrics()
-    );
+    let c = outage.end(&db, running, ids.len()).await;
     assert_eq!(
         c.metrics().failures("database"),
         1,
@@ -317,17 +324,7 @@ async fn a_database_outage_costs_each_message_one_delivery_at_most() {
         .unwrap();
     let running = Running::start(c, Arc::new(Recorder::default()));
     tokio::time::sleep(Duration::from_secs(6)).await; // retry delays of 1 s: up to 6 deliveries
-    outage.set(true).await;
-    let done = eventually(Duration::from_secs(30), async || {
-        effect_counts(&db).await.1 == ids.len() as i64
-    })
-    .await;
-    let c = running.stop().await;
-    assert!(
-        done,
-        "every event applied once the database is back: {:?}",
-        c.metrics()
-    );
+    let c = outage.end(&db, running, ids.len()).await;
     assert_eq!(effect_counts(&db).await, (6, 6));
     let most = seen.most_receive_count();
     assert!(
