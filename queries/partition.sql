@@ -35,9 +35,15 @@ SELECT settled_before, needed FROM outbox_partitions_settle(:retention_secs::flo
 
 -- Partitions wholly older than the retention, whether each may be dropped, and whether a
 -- transaction that began before its end may still be open (`settling`: left for a later run).
+-- `unpublished`: the leftovers that are pending events or dead letters (V10), for a kept one.
 --! partitions_expired : (lo?)
-SELECT name, lo, hi, droppable, leftovers, detach_pending, settling
+SELECT name, lo, hi, droppable, leftovers, detach_pending, settling,
+       CASE WHEN leftovers > 0 THEN outbox_partition_unpublished(name) ELSE 0 END AS unpublished
   FROM outbox_partitions_expired(:retention_secs::float8);
+
+-- The pending events and dead letters of one partition (V10).
+--! partition_unpublished
+SELECT outbox_partition_unpublished(:name::text) AS unpublished;
 
 -- Tables of expired periods left detached by a maintenance that stopped before dropping them (V6),
 -- and the head left so whatever its age (V8; `lo` is NULL: it starts at MINVALUE).
@@ -59,9 +65,14 @@ SELECT pg_try_advisory_lock(:key) AS locked;
 --! maintenance_unlock
 SELECT pg_advisory_unlock(:key) AS unlocked;
 
--- Every partition with its bounds (NULL = unbounded) and row estimate, oldest first.
---! partition_list : (lo?, hi?)
-SELECT l.name, l.lo, l.hi, l.detach_pending, greatest(c.reltuples, 0)::int8 AS estimated_rows
+-- Every partition with its bounds (NULL = unbounded) and row estimate, oldest first. The estimate
+-- is NULL for a partition never analysed that holds something (reltuples -1: it read 0 for a
+-- converted backlog); an empty file is 0 rows for sure.
+--! partition_list : (lo?, hi?, estimated_rows?)
+SELECT l.name, l.lo, l.hi, l.detach_pending,
+       CASE WHEN pg_relation_size(c.oid) = 0 THEN 0
+            WHEN c.reltuples < 0 THEN NULL
+            ELSE c.reltuples::int8 END AS estimated_rows
   FROM outbox_partition_list() l
   -- to_regclass: a partition dropped since the list was read is left out, not an error.
   JOIN pg_class c ON c.oid = to_regclass(l.name)

@@ -296,9 +296,9 @@ pub struct RelayArgs {
     /// Apply the schema before starting.
     #[arg(long)]
     pub migrate: bool,
-    /// Dead-letter the events of a queue that has been broken as a whole (missing, access or KMS
-    /// key denied, throttled) this long, e.g. 1h (default 1h; until then they are put back
-    /// without counting an attempt).
+    /// Dead-letter the events of a queue or topic that has been broken as a whole (missing, access
+    /// or KMS key denied, throttled), or whose offload bucket has refused uploads, this long, e.g.
+    /// 1h (default 1h; until then they are put back without counting an attempt).
     #[arg(long, value_parser = duration::parse, value_name = "DURATION")]
     pub broken_queue_dead_letter_after: Option<Duration>,
     /// Delete consumer inbox records (processed_events) older than this, every minute (e.g. 30d);

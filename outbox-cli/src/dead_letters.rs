@@ -168,11 +168,20 @@ fn unmatched(asked: &[uuid::Uuid], found: &[uuid::Uuid]) -> Result<(), Failure> 
     .into())
 }
 
+/// The characters of a value a table row shows (`--json` shows them whole).
+const MAX_SHOWN_CHARS: usize = 100;
+
 /// `text` with control characters escaped (`\n`, `\u{1b}`): stored text (an error message, an id
 /// written by hand) must not break the table's lines or send escape sequences to the terminal.
+/// Cut at [`MAX_SHOWN_CHARS`] (a hand-written row's 100 000-character event type made a 100 kB
+/// table row).
 fn printable(text: &str) -> String {
+    let text: std::borrow::Cow<'_, str> = match text.char_indices().nth(MAX_SHOWN_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]).into(),
+        None => text.into(),
+    };
     if !text.chars().any(char::is_control) {
-        return text.to_owned();
+        return text.into_owned();
     }
     text.chars()
         .map(|c| {
@@ -246,5 +255,21 @@ fn dead_letters(n: usize) -> String {
         "1 dead letter".to_owned()
     } else {
         format!("{n} dead letters")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printable_escapes_control_characters_and_cuts_long_values() {
+        assert_eq!(printable("a\nb"), "a\\nb");
+        assert_eq!(printable("order.created"), "order.created");
+        let long = "u".repeat(100_000);
+        assert_eq!(
+            printable(&long),
+            format!("{}…", "u".repeat(MAX_SHOWN_CHARS))
+        );
     }
 }

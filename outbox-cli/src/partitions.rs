@@ -87,6 +87,7 @@ pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failur
                     bound(p.lo, "MINVALUE"),
                     bound(p.hi, "MAXVALUE"),
                     p.estimated_rows
+                        .map_or_else(|| "unknown".to_owned(), |n| n.to_string())
                 );
             }
         }

@@ -74,7 +74,15 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     // checked before the database is touched (`--migrate` included).
     // Settings invalid in themselves are usage errors (exit 2).
     let config = relay_config(&args).map_err(usage)?;
-    let sqs = sqs_config(&args).map_err(usage)?;
+    let mut sqs = sqs_config(&args).map_err(usage)?;
+    if sqs.batch_aggregates && !config.per_aggregate_order {
+        // Without per-aggregate order there are no waves to merge: every due event is sent at once.
+        tracing::info!(
+            "batch_aggregates has no effect with ordering off (--no-ordering): events are not \
+             sent in waves"
+        );
+        sqs.batch_aggregates = false;
+    }
     sqs.validate().map_err(usage)?;
     config
         .check_publish_timeout(sqs.min_publish_timeout(1))

@@ -412,7 +412,8 @@ async fn relay_delivers_serves_metrics_logs_safely_and_stops_on_sigterm() {
     }
     assert!(logs.contains("SIGTERM received"));
     assert!(
-        logs.contains("batch_aggregates is off: it needs a single FIFO destination"),
+        logs.contains("batch_aggregates is off: it needs one FIFO destination")
+            && logs.contains("the destination is not FIFO"),
         "{logs}"
     );
 }
@@ -493,7 +494,13 @@ async fn relay_fails_fast_on_a_queue_that_does_not_exist() {
         Uuid::new_v4().simple()
     );
     let out = outbox(&db)
-        .args(["relay", "--default-queue", &missing])
+        .args([
+            "relay",
+            "--default-queue",
+            &missing,
+            "--no-ordering",
+            "--batch-aggregates",
+        ])
         .env("AWS_ENDPOINT_URL_SQS", outbox_tests::sqs::endpoint())
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ACCESS_KEY_ID", "test")
@@ -505,6 +512,11 @@ async fn relay_fails_fast_on_a_queue_that_does_not_exist() {
     assert!(
         err.contains("no-such-queue"),
         "the error names the queue: {err}"
+    );
+    // Without ordering there are no waves: said at info, not a warning about waves (black-box run).
+    assert!(
+        err.contains("batch_aggregates has no effect with ordering off"),
+        "{err}"
     );
 }
 

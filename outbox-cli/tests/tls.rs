@@ -172,6 +172,28 @@ async fn certificate_host_and_plaintext_failures_are_fast_one_line_errors() {
         outbox(&prefer).env("OUTBOX_PG_RDS_IAM", "1").arg("migrate"),
         "RDS IAM auth needs TLS",
     );
+    // Missing settings are usage errors, said before anything is contacted (black-box run: exit
+    // 1, from the first connection, as "cannot connect to PostgreSQL at  (…)" for no host). A
+    // HOME without ~/.postgresql/root.crt (libpq's default CA file).
+    let home = std::env::temp_dir().join("outbox-test-home-without-postgresql");
+    std::fs::create_dir_all(&home).unwrap();
+    let no_ca = pg.url("postgres", "postgres", "sslmode=verify-full");
+    fails_usage(
+        outbox(&no_ca).env("HOME", &home).arg("stats"),
+        "needs the CA that signed the server's certificate",
+    );
+    fails_usage(outbox("postgres:///postgres").arg("stats"), "names no host");
+    fails_usage(outbox("").arg("stats"), "is empty");
+    // A password the server asks for and the URL lacks: said where it goes (PGPASSWORD is not
+    // read; a black-box run tried it, and got "invalid configuration: password missing").
+    let no_password = pg.url("outbox_no_password", "postgres", "sslmode=require");
+    fails_fast(
+        outbox(&no_password).env("PGPASSWORD", "x").arg("stats"),
+        &[
+            "asks for a password",
+            "PGPASSWORD and ~/.pgpass are not read",
+        ],
+    );
 }
 
 /// PgBouncer in transaction mode cannot carry LISTEN: `--no-listen` polls only, `--listen-url`

@@ -133,7 +133,7 @@ impl Breaker {
                     probe_every_ms = self.probe_interval.as_millis() as u64,
                     dead_letter_after_secs = self.dead_letter_after.as_secs(),
                     "destination unavailable: circuit opened; its events are put back without \
-                     counting an attempt and the queue is probed until it works again"
+                     counting an attempt and it is probed until it works again"
                 );
                 self.gauge.set(1);
                 let open = Open {
@@ -208,10 +208,13 @@ impl Breaker {
     }
 }
 
-/// What a destination is, for messages: an SNS topic (an ARN) or an SQS queue (a URL).
+/// What a destination is, for messages: an SNS topic (an ARN), the S3 offload bucket
+/// (`s3://BUCKET`) or an SQS queue (a URL).
 fn noun(destination: &str) -> &'static str {
     if destination.starts_with("arn:") {
         "SNS topic"
+    } else if destination.starts_with("s3://") {
+        "S3 offload bucket"
     } else {
         "SQS queue"
     }

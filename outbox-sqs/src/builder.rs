@@ -233,6 +233,13 @@ impl SqsPublisherBuilder {
                 bucket: bucket.trim().to_owned(),
                 threshold: config.offload_threshold,
                 slow: Default::default(),
+                // A bucket that refuses uploads is a broken destination, like a queue.
+                breaker: Breaker::new(
+                    format!("s3://{}", bucket.trim()),
+                    config.breaker_probe_interval,
+                    config.broken_queue_dead_letter_after,
+                    metrics.bucket_unavailable(bucket.trim()),
+                ),
             }),
             _ => None,
         };
@@ -242,10 +249,19 @@ impl SqsPublisherBuilder {
         let keeps_aggregate_order =
             config.batch_aggregates && queues.len() == 1 && queues.iter().all(|q| q.fifo);
         if config.batch_aggregates && !keeps_aggregate_order {
+            // Which condition failed: `destinations=1` alone read as if it held (black-box run).
+            let why = if queues.len() == 1 {
+                "the destination is not FIFO (a standard queue or topic keeps no order)".to_owned()
+            } else {
+                format!(
+                    "{} destinations (an aggregate's events could race to different ones)",
+                    queues.len()
+                )
+            };
             tracing::warn!(
                 destinations = queues.len(),
-                "batch_aggregates is off: it needs a single FIFO destination (queue or topic); \
-                 each position in the aggregates is sent in its own wave"
+                "batch_aggregates is off: it needs one FIFO destination (queue or topic), and \
+                 {why}; each position in the aggregates is sent in its own wave"
             );
         }
         Ok(SqsPublisher {

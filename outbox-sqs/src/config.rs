@@ -104,7 +104,8 @@ pub struct SqsConfig {
     /// Overrides the attempts per call, of either transport (otherwise `AWS_MAX_ATTEMPTS`, default
     /// 3). `Some(1)` disables retries within a call and leaves retrying to the relay.
     pub max_attempts: Option<u32>,
-    /// How long a queue may stay broken as a whole — missing, access or encryption key denied,
+    /// How long a queue (or topic, or the offload bucket refusing uploads) may stay broken as a
+    /// whole — missing, access or encryption key denied,
     /// throttled ([`Class::Unavailable`](crate::Class::Unavailable)) without one successful call —
     /// before its events are dead-lettered with the SQS error. Until then they are put back
     /// without counting an attempt. Counted from the first failure seen by this publisher (a

@@ -124,9 +124,12 @@
 //!
 //! The object is written before the message is sent; when that fails, the message is not sent.
 //! S3 unreachable, too slow or failing (5xx): the event is `Unavailable` — put back without
-//! counting an attempt, like a broker outage. S3 refusing (bucket missing, access denied): `Retry`
-//! — a counted attempt, so a lasting misconfiguration ends in a visible dead letter; so does an
-//! upload that times out, twice in a row, while S3 answers a `HeadBucket` right after (a link too
+//! counting an attempt, like a broker outage. S3 refusing every upload (bucket missing, access or
+//! its KMS key denied) opens the bucket's circuit breaker, as a missing queue does: its events are
+//! put back without an upload each (one probe per interval) and dead-lettered once it has refused
+//! longer than [`SqsConfig::broken_queue_dead_letter_after`]. A refusal of one upload (a slow
+//! link's `RequestTimeout`, credentials): `Retry` — a counted attempt, so a lasting problem ends in
+//! a visible dead letter; so does an upload that times out, twice in a row, while S3 answers a `HeadBucket` right after (a link too
 //! slow for the payload: raise `OUTBOX_SQS_CALL_TIMEOUT_MS`; the first time S3 may have just come
 //! back from an outage), or that outlasts the publish timeout. The next
 //! attempt writes the object again under the same key. Delivery stays at least once: a crash between the

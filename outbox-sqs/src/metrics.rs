@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | `outbox_sqs_queue_unavailable{queue}` | gauge | 1 while the queue's circuit breaker is open, else 0 |
 //! | `outbox_sns_topic_unavailable{topic}` | gauge | 1 while the topic's circuit breaker is open, else 0 |
+//! | `outbox_s3_bucket_unavailable{bucket}` | gauge | 1 while the offload bucket's circuit breaker is open (S3 refused an upload: the bucket missing, access denied), else 0 |
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
@@ -21,11 +22,17 @@ struct TopicLabel {
     topic: String,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BucketLabel {
+    bucket: String,
+}
+
 /// The registry of the publisher's metrics and the gauge families in it.
 pub(crate) struct SqsMetrics {
     registry: Registry,
     unavailable: Family<QueueLabel, Gauge>,
     topic_unavailable: Family<TopicLabel, Gauge>,
+    bucket_unavailable: Family<BucketLabel, Gauge>,
 }
 
 impl SqsMetrics {
@@ -45,10 +52,18 @@ impl SqsMetrics {
              answered normally since), else 0",
             topic_unavailable.clone(),
         );
+        let bucket_unavailable = Family::<BucketLabel, Gauge>::default();
+        registry.register(
+            "outbox_s3_bucket_unavailable",
+            "1 while the offload bucket's circuit breaker is open (S3 refused an upload: the \
+             bucket missing, access denied; not yet answered normally since), else 0",
+            bucket_unavailable.clone(),
+        );
         SqsMetrics {
             registry,
             unavailable,
             topic_unavailable,
+            bucket_unavailable,
         }
     }
 
@@ -66,6 +81,15 @@ impl SqsMetrics {
         self.topic_unavailable
             .get_or_create(&TopicLabel {
                 topic: arn.to_owned(),
+            })
+            .clone()
+    }
+
+    /// The gauge of the offload bucket `bucket` (shown as 0 from now on).
+    pub(crate) fn bucket_unavailable(&self, bucket: &str) -> Gauge {
+        self.bucket_unavailable
+            .get_or_create(&BucketLabel {
+                bucket: bucket.to_owned(),
             })
             .clone()
     }

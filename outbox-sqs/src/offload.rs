@@ -19,6 +19,7 @@ use outbox_core::limits::{CharacterSet, MessageLimits};
 use outbox_core::message::message_size;
 use outbox_core::{ClaimedEvent, FailureKind, PublishFailure, PublishOutcome};
 
+use crate::breaker::{Admit, Breaker};
 use crate::config::{ENV_CALL_TIMEOUT_MS, SqsConfig};
 use crate::error::{Result, config_error};
 use crate::message::SQS_LIMITS;
@@ -133,6 +134,16 @@ pub(crate) fn size_attribute_len(payload_len: usize) -> usize {
     EXTENDED_PAYLOAD_SIZE_ATTRIBUTE.len() + "Number".len() + payload_len.to_string().len()
 }
 
+/// The outcome of an event whose upload the bucket refused, or whose bucket's breaker is open:
+/// put back, or dead-lettered once the bucket has refused longer than the limit.
+fn refused(failure: PublishFailure, dead_letter: bool) -> PublishOutcome {
+    if dead_letter {
+        PublishOutcome::Permanent(failure)
+    } else {
+        PublishOutcome::Unavailable(failure)
+    }
+}
+
 /// A payload written to S3: what the message carries instead.
 #[derive(Debug, Clone)]
 pub(crate) struct Offloaded {
@@ -151,6 +162,8 @@ pub(crate) struct Offloader {
     pub(crate) threshold: Option<usize>,
     /// The events whose last upload timed out while S3 answered.
     pub(crate) slow: SlowUploads,
+    /// The bucket's circuit breaker: opened by a refusal (the bucket missing, access denied).
+    pub(crate) breaker: Breaker,
 }
 
 impl SqsPublisher {
@@ -158,8 +171,10 @@ impl SqsPublisher {
     /// offload threshold to S3, concurrently within the in-flight limit. Returns, by index, the
     /// pointer of each, or the outcome of an event that cannot be sent now (the message is never
     /// sent without its object): `Unavailable` when S3 is unreachable, too slow or failing (5xx),
-    /// or when the deadline would pass first; `Retry` when S3 refuses (the bucket missing, access
-    /// denied); `Permanent` above [`OFFLOAD_MAX_MESSAGE_BYTES`]. Empty without offload.
+    /// when the deadline would pass first, or when S3 refuses (the bucket missing, access denied:
+    /// the bucket's breaker opens, as a queue's does, and its events become `Permanent` once it
+    /// has refused longer than the broken-destination limit); `Permanent` above
+    /// [`OFFLOAD_MAX_MESSAGE_BYTES`]. Empty without offload.
     pub(crate) async fn offload_large(
         &self,
         events: &[ClaimedEvent],
@@ -220,7 +235,37 @@ impl SqsPublisher {
                     )),
                 );
             }
+            // A bucket that refused uploads: its events are put back without a call (but one
+            // probe per interval), and dead-lettered once it has refused longer than the limit.
+            if let Admit::Refuse {
+                reason,
+                dead_letter,
+            } = offload.breaker.admit()
+            {
+                let failure = PublishFailure::new(FailureKind::Destination, reason);
+                return (i, Err(refused(failure, dead_letter)));
+            }
             let put = offload.put(&id, e.payload(), budget).await;
+            match &put {
+                Ok(_) => offload.breaker.succeeded(),
+                Err((FailureKind::Destination, error)) => {
+                    offload.slow.ended(e.id);
+                    let message = format!(
+                        "S3 refused the upload of the payload: {}",
+                        outbox_core::error_chain(error)
+                    );
+                    let dead_letter = offload.breaker.failed(&message, false);
+                    let reason = match offload.breaker.broken_for() {
+                        Some((for_, _)) if dead_letter => {
+                            offload.breaker.reason(for_, true, &message)
+                        }
+                        _ => message,
+                    };
+                    let failure = PublishFailure::new(FailureKind::Destination, reason);
+                    return (i, Err(refused(failure, dead_letter)));
+                }
+                Err(_) => {}
+            }
             // The probe below is no call of the publish's: it does not hold the in-flight permit.
             drop(permit);
             let slow_link = match &put {
@@ -229,7 +274,10 @@ impl SqsPublisher {
                 }
                 _ => false,
             };
-            if !slow_link {
+            if slow_link {
+                // The bucket answers: a probe that timed out on the link closes its breaker.
+                offload.breaker.succeeded();
+            } else {
                 offload.slow.ended(e.id);
             }
             match put {
@@ -242,7 +290,7 @@ impl SqsPublisher {
                         "S3 offload failed; the event is not sent now"
                     );
                     // S3 down (unreachable, slow, 5xx): put back without an attempt, like an
-                    // outage of the broker. The bucket refusing (missing, denied), or an upload
+                    // outage of the broker (the bucket refusing, above: its breaker). An upload
                     // that needs longer than the time it is given while S3 itself answers (the
                     // whole publish timeout spent, each call answered in time; or a call timed
                     // out but a `HeadBucket` right after is answered in time, for the second

@@ -185,7 +185,8 @@ impl SqsPublisher {
     }
 
     /// The queues and topics whose circuit breaker is open now: they failed as a whole — missing,
-    /// access or key denied, throttled — and have not answered normally since.
+    /// access or key denied, throttled — and have not answered normally since. (The offload
+    /// bucket's breaker shows in the `outbox_s3_bucket_unavailable` gauge.)
     pub fn unavailable_queues(&self) -> Vec<UnavailableQueue> {
         self.inner
             .queues
@@ -204,8 +205,9 @@ impl SqsPublisher {
     }
 
     /// The publisher's metrics in the Prometheus text format (OpenMetrics, ending in `# EOF`):
-    /// `outbox_sqs_queue_unavailable{queue}` and `outbox_sns_topic_unavailable{topic}`, 1 while
-    /// the queue's or topic's circuit breaker is open, else 0.
+    /// `outbox_sqs_queue_unavailable{queue}`, `outbox_sns_topic_unavailable{topic}` and
+    /// `outbox_s3_bucket_unavailable{bucket}`, 1 while the queue's, topic's or offload bucket's
+    /// circuit breaker is open, else 0.
     pub fn encode_metrics(&self) -> String {
         self.inner.metrics.encode()
     }

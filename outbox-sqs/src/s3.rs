@@ -26,16 +26,29 @@ const PER_MIB: Duration = Duration::from_secs(1);
 /// A failed S3 call: the failure kind for the event's outcome, and the error.
 type Failed = (FailureKind, Error);
 
-/// The failure kind of an S3 call's error: time-out, unreachable, 5xx (`Broker`), any other
-/// answer (`Destination`: the bucket missing, access denied).
-pub(crate) fn kind_of<E>(e: &SdkError<E, HttpResponse>) -> FailureKind {
+/// The failure kind of an S3 call's error: time-out, unreachable, 5xx (`Broker`), a refusal of
+/// every upload to the bucket (`Destination`: see [`refuses_the_bucket`]), anything else
+/// (`Other`: this request refused — a slow link's `RequestTimeout`, a bad digest, credentials or
+/// a clock out of date).
+pub(crate) fn kind_of<E: ProvideErrorMetadata>(e: &SdkError<E, HttpResponse>) -> FailureKind {
     match e {
         SdkError::TimeoutError(_) => FailureKind::Timeout,
         SdkError::DispatchFailure(_) => FailureKind::Unreachable,
         SdkError::ServiceError(ctx) if ctx.raw().status().is_server_error() => FailureKind::Broker,
-        SdkError::ServiceError(_) => FailureKind::Destination,
+        SdkError::ServiceError(ctx) if refuses_the_bucket(ctx.err().code()) => {
+            FailureKind::Destination
+        }
         _ => FailureKind::Other,
     }
+}
+
+/// Whether an S3 error code refuses every upload to the bucket, whichever the object: the bucket
+/// missing, writing to it denied (a policy, a disabled account), its KMS key unusable. Such a
+/// refusal opens the bucket's circuit breaker (see `offload.rs`).
+fn refuses_the_bucket(code: Option<&str>) -> bool {
+    code.is_some_and(|c| {
+        matches!(c, "NoSuchBucket" | "AccessDenied" | "AllAccessDisabled") || c.starts_with("KMS")
+    })
 }
 
 /// How long an offload's S3 calls may take: each at most `call` (the call timeout) and a second

@@ -35,6 +35,20 @@ async fn offloading(target: &str, bucket: &str) -> SqsPublisher {
         .unwrap()
 }
 
+/// [`offloading`] with the breaker's probe interval and broken-destination limit.
+async fn breaking(target: &str, bucket: &str, probe: Duration, limit: Duration) -> SqsPublisher {
+    SqsPublisher::builder()
+        .sdk_config(sdk_config().await)
+        .endpoint_url(endpoint())
+        .default_queue(target)
+        .offload_bucket(bucket)
+        .breaker_probe_interval(probe)
+        .broken_queue_dead_letter_after(limit)
+        .build()
+        .await
+        .unwrap()
+}
+
 /// A payload of about `bytes` bytes: a JSON string of varied text (multi-byte characters included).
 fn payload(bytes: usize) -> String {
     let unit = "0123456789abcdef ünï ✓ ";
@@ -237,12 +251,24 @@ async fn a_20_mib_event_goes_from_emit_through_postgresql_and_the_relay_to_the_e
     );
 }
 
+/// A bucket that refuses uploads (missing, access denied) is a broken destination, as a missing
+/// queue is: its events are put back without an attempt counted and without an upload each (one
+/// probe per interval), the healthy ones go; once it exists, the probe sends the event, once; past
+/// the broken-destination limit they are dead-lettered. (Black-box run: each large event counted
+/// an attempt per claim, two log lines each, and was a dead letter after its ten attempts, about
+/// 17 minutes, where a missing queue's events wait an hour.)
 #[tokio::test]
-async fn an_s3_failure_retries_the_event_without_sending_it_then_it_goes_once() {
+async fn a_bucket_that_refuses_uploads_is_a_broken_destination_then_its_events_go_once() {
     let s3 = s3_client().await;
     let bucket = bucket_name(); // not created yet: every PutObject fails
     let queue = TestQueue::standard().await;
-    let p = offloading(queue.url(), &bucket).await;
+    let p = breaking(
+        queue.url(),
+        &bucket,
+        Duration::from_millis(500),
+        Duration::from_secs(3600),
+    )
+    .await;
     let e = p.check().await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::BucketNotFound, "{e}");
     assert!(e.to_string().contains(&bucket), "{e}");
@@ -250,22 +276,31 @@ async fn an_s3_failure_retries_the_event_without_sending_it_then_it_goes_once() 
     let mut big = event("order.created", "order", "big", 1, json!(null));
     big.set_payload(payload(2 * MIB));
     let small = event("order.created", "order", "small", 2, json!({"n": 1}));
-    let outcomes = p.publish(&[big.clone(), small.clone()]).await.unwrap();
-    match &outcomes[0] {
-        PublishOutcome::Retry(f) => {
+    let put_back = |o: &PublishOutcome, says: &str| match o {
+        PublishOutcome::Unavailable(f) => {
             assert_eq!(f.kind(), FailureKind::Destination, "{f}");
             assert!(f.message().contains("NoSuchBucket"), "{f}");
+            assert!(f.message().contains(says), "{f}");
         }
-        other => panic!("expected Retry, got {other:?}"),
-    }
+        other => panic!("expected Unavailable, got {other:?}"),
+    };
+    let outcomes = p.publish(&[big.clone(), small.clone()]).await.unwrap();
+    put_back(&outcomes[0], "S3 refused the upload");
     assert_eq!(outcomes[1], PublishOutcome::Published);
-    let got = queue.receive_all(2, Duration::from_secs(2)).await;
+    // Open: not uploaded again before the probe is due (500 ms).
+    let outcomes = p.publish(std::slice::from_ref(&big)).await.unwrap();
+    put_back(&outcomes[0], "not called");
+    let gauge = format!("outbox_s3_bucket_unavailable{{bucket=\"{bucket}\"}}");
+    assert!(p.encode_metrics().contains(&format!("{gauge} 1")));
+    let got = queue.receive_all(1, Duration::from_secs(2)).await;
     assert_eq!(got.len(), 1, "only the small event was sent");
     assert_eq!(got[0].attributes["event_id"], small.id.to_string());
 
-    // The bucket appears; the retry writes the object and sends the pointer, once.
+    // The bucket appears; the probe writes the object and sends the pointer, once.
     create_bucket(&s3, &bucket).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
     assert_all_published(&p.publish(std::slice::from_ref(&big)).await.unwrap());
+    assert!(p.encode_metrics().contains(&format!("{gauge} 0")));
     let got = queue.receive_all(2, Duration::from_secs(3)).await;
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].attributes["event_id"], big.id.to_string());
@@ -275,6 +310,26 @@ async fn an_s3_failure_retries_the_event_without_sending_it_then_it_goes_once() 
             .as_deref(),
         Some(big.payload().as_bytes())
     );
+
+    // Refusing longer than the limit: dead-lettered, saying so.
+    let missing = bucket_name();
+    let p = breaking(
+        queue.url(),
+        &missing,
+        Duration::from_secs(5),
+        Duration::from_millis(300),
+    )
+    .await;
+    let outcomes = p.publish(std::slice::from_ref(&big)).await.unwrap();
+    put_back(&outcomes[0], "S3 refused the upload");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    match &p.publish(std::slice::from_ref(&big)).await.unwrap()[0] {
+        PublishOutcome::Permanent(f) => {
+            assert!(f.message().contains("longer than the limit"), "{f}");
+            assert!(f.message().contains(&missing), "{f}");
+        }
+        other => panic!("expected Permanent, got {other:?}"),
+    }
 }
 
 #[tokio::test]

@@ -42,6 +42,16 @@ fn reason(e: &tokio_postgres::Error, mode: SslMode) -> (ErrorKind, String) {
     }
     // tokio-postgres' own text and its causes, e.g. "error connecting to server: Connection refused".
     let text = crate::error_chain(e);
+    // Said where the password goes (a black-box run tried PGPASSWORD, as with psql).
+    if text.ends_with("password missing") {
+        return (
+            ErrorKind::Config,
+            "the server asks for a password and the connection string has none: put it in the \
+             URL (postgres://USER:PASSWORD@HOST/DB, percent-encoded), or give the connector a \
+             password provider (RDS IAM); PGPASSWORD and ~/.pgpass are not read"
+                .to_owned(),
+        );
+    }
     if text.contains("server does not support TLS") {
         return (
             ErrorKind::Config,

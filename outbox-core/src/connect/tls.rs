@@ -212,17 +212,29 @@ impl Tls {
             RootCerts::File(path) => add_pem_file(&mut roots, path)?,
             RootCerts::Unset => match default_root_cert() {
                 Some(path) => add_pem_file(&mut roots, &path)?,
-                None => {
-                    return Err(Error::config(format!(
-                        "sslmode={} needs the CA that signed the server's certificate: set \
-                             sslrootcert=<PEM file> (e.g. the RDS global bundle) or \
-                             sslrootcert=system",
-                        self.mode
-                    )));
-                }
+                None => return Err(self.no_roots()),
             },
         }
         Ok(roots)
+    }
+
+    /// The error of a mode that checks the server's certificate without a CA to check it
+    /// against: no `sslrootcert`, and no `~/.postgresql/root.crt` (libpq's default); `None`
+    /// otherwise. A missing setting, found without contacting anything (what
+    /// [`ConnectConfig`](super::ConnectConfig)'s parse refuses).
+    pub(crate) fn missing_roots(&self) -> Option<Error> {
+        let missing = self.mode.verifies()
+            && matches!(self.root_certs, RootCerts::Unset)
+            && default_root_cert().is_none();
+        missing.then(|| self.no_roots())
+    }
+
+    fn no_roots(&self) -> Error {
+        Error::config(format!(
+            "sslmode={} needs the CA that signed the server's certificate: set \
+             sslrootcert=<PEM file> (e.g. the RDS global bundle) or sslrootcert=system",
+            self.mode
+        ))
     }
 }
 

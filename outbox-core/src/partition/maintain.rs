@@ -101,6 +101,9 @@ pub struct KeptPartition {
     /// Its pending events and dead letters (and events published more recently than the
     /// retention) that keep it.
     pub leftovers: i64,
+    /// Of those, the pending events and dead letters: the ones that keep it past the retention
+    /// for as long as they stay (the others go once they are older than the retention).
+    pub unpublished: i64,
 }
 
 /// What one [`maintain`] call did.

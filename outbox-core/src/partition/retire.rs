@@ -34,6 +34,7 @@ pub(super) async fn retire(
             report.kept.push(KeptPartition {
                 name: p.name,
                 leftovers: p.leftovers,
+                unpublished: p.unpublished,
             });
         } else if p.settling {
             report.waiting.push(p.name);
@@ -53,8 +54,16 @@ pub(super) async fn retire(
             .iter()
             .map(|k| format!("{}: {} to keep", k.name, k.leftovers))
             .collect();
-        tracing::warn!(kept = %kept.join(", "),
-            "partition maintenance kept expired partitions that still hold rows to keep: pending, dead-lettered, or published within the retention");
+        // Kept for pending events or dead letters: they keep it for as long as they stay (a
+        // warning, each run). Kept only for rows published within the retention (a converted
+        // backlog's head, after every conversion): they go once the retention passes.
+        if report.kept.iter().any(|k| k.unpublished > 0) {
+            tracing::warn!(kept = %kept.join(", "),
+                "partition maintenance kept expired partitions that still hold rows to keep: pending, dead-lettered, or published within the retention");
+        } else {
+            tracing::info!(kept = %kept.join(", "),
+                "partition maintenance kept expired partitions for rows published within the retention; they go once it passes");
+        }
     }
     if !report.waiting.is_empty() {
         tracing::info!(waiting = ?report.waiting,
@@ -118,6 +127,7 @@ async fn orphans(
             leftovers: 0,
             detach_pending: false,
             settling: false,
+            unpublished: 0,
         };
         tracing::info!(partition = %p.name, "partition maintenance found an expired partition left detached");
         drop_detached(client, &p, retention_secs, report).await?;
@@ -143,9 +153,14 @@ async fn drop_detached(
         report.waiting.push(p.name.clone());
     } else {
         // Attached back: it holds leftovers (some perhaps arrived since it was listed).
+        let unpublished = sql::partition_unpublished()
+            .bind(client, &p.name.as_str())
+            .one()
+            .await?;
         report.kept.push(KeptPartition {
             name: p.name.clone(),
             leftovers: p.leftovers.max(1),
+            unpublished,
         });
     }
     Ok(())

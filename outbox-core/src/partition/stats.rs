@@ -69,8 +69,9 @@ pub struct PartitionInfo {
     pub hi: Option<chrono::DateTime<chrono::Utc>>,
     /// A `DETACH … CONCURRENTLY` was interrupted; the next maintenance finishes it.
     pub detach_pending: bool,
-    /// Rows, as the planner's statistics estimate them (0 before the first ANALYZE).
-    pub estimated_rows: i64,
+    /// Rows, as the planner's statistics estimate them; `None` when it was never analysed and is
+    /// not empty (`ANALYZE`, or autovacuum, makes the estimate).
+    pub estimated_rows: Option<i64>,
 }
 
 /// The partitions, oldest first; empty on the plain layout.

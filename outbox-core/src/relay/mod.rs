@@ -3,6 +3,7 @@
 mod ack;
 mod batch;
 mod claim;
+mod clip;
 mod config;
 mod gauges;
 mod guard;

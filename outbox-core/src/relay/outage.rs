@@ -49,6 +49,11 @@ struct Deferring {
     last: Instant,
     /// Events were put back since the last end line: one is due once none has been for a while.
     open: bool,
+    /// A batch published since events were last put back: without one, nothing was sent since
+    /// (the events put back were dead-lettered once their destination stayed broken past the
+    /// limit, say), and no line says they are sent again. (The relay does not tell whose events a
+    /// batch published: with other destinations' events sent meanwhile, the line still comes.)
+    sent: bool,
 }
 
 #[derive(Debug, Default)]
@@ -199,12 +204,14 @@ impl Outage {
             ended: None,
             last: now,
             open: false,
+            sent: false,
         });
         d.events = d
             .events
             .saturating_add(u64::try_from(events).unwrap_or(u64::MAX));
         d.last = now;
         d.open = true;
+        d.sent = false;
         let due = d
             .logged
             .is_none_or(|t| now.saturating_duration_since(t) >= REMINDER_EVERY);
@@ -215,16 +222,22 @@ impl Outage {
         Some(std::mem::take(&mut d.events))
     }
 
-    /// Records a batch at `now` that put no event back (it sent them, or claimed none); `Some(n)`
-    /// when it ends the events' being put back, with the `n` put back since the last line (which
-    /// would otherwise wait for the next warning). Only once none has been put back for
+    /// Records a batch at `now` that put no event back (it sent them, or claimed none; `published`:
+    /// it published at least one); `Some(n)` when it ends the events' being put back, with the `n`
+    /// put back since the last line (which would otherwise wait for the next warning). Only once
+    /// a batch has published since the last event was put back (events put back until their
+    /// destination's limit and then dead-lettered are not "sent again"), once none has been put back for
     /// `deferrals_end` (a destination still down puts its events back again each time they come
     /// back, while the healthy ones are sent in between), and at most once a minute (a destination
     /// failing and recovering by turns is not a pair of lines each time; its count waits for the
     /// next one).
-    pub(crate) fn sent_at(&self, now: Instant) -> Option<u64> {
+    pub(crate) fn sent_at(&self, now: Instant, published: bool) -> Option<u64> {
         let mut state = self.lock();
         let d = state.deferring.as_mut().filter(|d| d.open)?;
+        d.sent |= published;
+        if !d.sent {
+            return None;
+        }
         let quiet = now.saturating_duration_since(d.last) >= self.deferrals_end;
         let spaced = d
             .ended
@@ -300,10 +313,10 @@ impl Outage {
         }
     }
 
-    /// Records a batch that succeeded and put no event back, and logs the end of events being put
-    /// back (when a line was logged about them).
-    pub(crate) fn none_put_back(&self) {
-        if let Some(n) = self.sent_at(Instant::now()) {
+    /// Records a batch that succeeded and put no event back (`published`: it published some), and
+    /// logs the end of events being put back (when a line was logged about them).
+    pub(crate) fn none_put_back(&self, published: bool) {
+        if let Some(n) = self.sent_at(Instant::now(), published) {
             tracing::info!(
                 deferred = n,
                 "events are sent again: none was put back for a while (`deferred`: the events put \

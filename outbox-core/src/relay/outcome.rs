@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::BatchReport;
 use super::Inner;
+use super::clip::Clipped;
 use crate::backoff::{Disposition, RetryPolicy};
 use crate::failure::FailureKind;
 use crate::metrics::RelayMetrics;
@@ -194,7 +195,7 @@ impl<'a> Recorder<'a> {
             if self.is_blocked(event) {
                 if outcome == PublishOutcome::Published {
                     tracing::error!(
-                        event_id = %event.id, aggregate_id = %event.aggregate_id,
+                        event_id = %event.id, aggregate_id = %Clipped(&event.aggregate_id),
                         "the publisher accepted an event after an earlier one of its aggregate \
                          failed in the same call: per-aggregate order is broken"
                     );
@@ -212,8 +213,8 @@ impl<'a> Recorder<'a> {
         let (error, permanent) = match outcome {
             PublishOutcome::Published => {
                 tracing::debug!(
-                    event_id = %event.id, event_type = %event.event_type,
-                    aggregate_id = %event.aggregate_id, attempt, "published"
+                    event_id = %event.id, event_type = %Clipped(&event.event_type),
+                    aggregate_id = %Clipped(&event.aggregate_id), attempt, "published"
                 );
                 self.published.push(Acked {
                     id: event.id,
@@ -235,8 +236,8 @@ impl<'a> Recorder<'a> {
                 let delay = UNAVAILABLE_RETRY_DELAY.mul_f64(1.0 - 0.2 * rand::random::<f64>());
                 let error = clean_error(e.message());
                 tracing::debug!(
-                    event_id = %event.id, event_type = %event.event_type,
-                    aggregate_id = %event.aggregate_id, attempt,
+                    event_id = %event.id, event_type = %Clipped(&event.event_type),
+                    aggregate_id = %Clipped(&event.aggregate_id), attempt,
                     retry_in_ms = delay.as_millis() as u64, error = %error,
                     "destination unavailable; event put back without counting an attempt"
                 );
@@ -267,8 +268,8 @@ impl<'a> Recorder<'a> {
             Disposition::DeadLetter => {
                 report.dead_lettered += 1;
                 tracing::error!(
-                    event_id = %event.id, event_type = %event.event_type,
-                    aggregate_id = %event.aggregate_id, attempt,
+                    event_id = %event.id, event_type = %Clipped(&event.event_type),
+                    aggregate_id = %Clipped(&event.aggregate_id), attempt,
                     permanent, %reason, error = %error, "event dead-lettered"
                 );
                 (true, 0.0)
@@ -279,8 +280,8 @@ impl<'a> Recorder<'a> {
                 if self.retries_warned < RETRY_WARNINGS_PER_BATCH {
                     self.retries_warned += 1;
                     tracing::warn!(
-                        event_id = %event.id, event_type = %event.event_type,
-                        aggregate_id = %event.aggregate_id, attempt,
+                        event_id = %event.id, event_type = %Clipped(&event.event_type),
+                        aggregate_id = %Clipped(&event.aggregate_id), attempt,
                         retry_in_ms, %reason, error = %error, "publish failed; will retry"
                     );
                 } else {
@@ -292,8 +293,8 @@ impl<'a> Recorder<'a> {
                         self.quiet_reasons.push(named);
                     }
                     tracing::debug!(
-                        event_id = %event.id, event_type = %event.event_type,
-                        aggregate_id = %event.aggregate_id, attempt,
+                        event_id = %event.id, event_type = %Clipped(&event.event_type),
+                        aggregate_id = %Clipped(&event.aggregate_id), attempt,
                         retry_in_ms, %reason, error = %error, "publish failed; will retry"
                     );
                 }

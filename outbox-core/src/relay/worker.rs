@@ -185,7 +185,7 @@ impl<P: Publisher> Relay<P> {
                         .outage
                         .succeeded(report.published > 0, report.claimed == 0);
                     if report.deferred == 0 {
-                        self.inner.outage.none_put_back();
+                        self.inner.outage.none_put_back(report.published > 0);
                     }
                     // All workers idle: the relay advertises waiting (writers notify); busy for a
                     // while: it stops, and the busy workers claim again on their own.

@@ -107,6 +107,7 @@ pub struct PartitionsExpired {
     pub leftovers: i64,
     pub detach_pending: bool,
     pub settling: bool,
+    pub unpublished: i64,
 }
 pub struct PartitionsExpiredBorrowed<'a> {
     pub name: &'a str,
@@ -116,6 +117,7 @@ pub struct PartitionsExpiredBorrowed<'a> {
     pub leftovers: i64,
     pub detach_pending: bool,
     pub settling: bool,
+    pub unpublished: i64,
 }
 impl<'a> From<PartitionsExpiredBorrowed<'a>> for PartitionsExpired {
     fn from(
@@ -127,6 +129,7 @@ impl<'a> From<PartitionsExpiredBorrowed<'a>> for PartitionsExpired {
             leftovers,
             detach_pending,
             settling,
+            unpublished,
         }: PartitionsExpiredBorrowed<'a>,
     ) -> Self {
         Self {
@@ -137,6 +140,7 @@ impl<'a> From<PartitionsExpiredBorrowed<'a>> for PartitionsExpired {
             leftovers,
             detach_pending,
             settling,
+            unpublished,
         }
     }
 }
@@ -166,14 +170,14 @@ pub struct PartitionList {
     pub lo: Option<chrono::DateTime<chrono::Utc>>,
     pub hi: Option<chrono::DateTime<chrono::Utc>>,
     pub detach_pending: bool,
-    pub estimated_rows: i64,
+    pub estimated_rows: Option<i64>,
 }
 pub struct PartitionListBorrowed<'a> {
     pub name: &'a str,
     pub lo: Option<chrono::DateTime<chrono::Utc>>,
     pub hi: Option<chrono::DateTime<chrono::Utc>>,
     pub detach_pending: bool,
-    pub estimated_rows: i64,
+    pub estimated_rows: Option<i64>,
 }
 impl<'a> From<PartitionListBorrowed<'a>> for PartitionList {
     fn from(
@@ -1467,7 +1471,7 @@ impl PartitionsSettleStmt {
 pub struct PartitionsExpiredStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn partitions_expired() -> PartitionsExpiredStmt {
     PartitionsExpiredStmt(
-        "SELECT name, lo, hi, droppable, leftovers, detach_pending, settling FROM outbox_partitions_expired($1::float8)",
+        "SELECT name, lo, hi, droppable, leftovers, detach_pending, settling, CASE WHEN leftovers > 0 THEN outbox_partition_unpublished(name) ELSE 0 END AS unpublished FROM outbox_partitions_expired($1::float8)",
         None,
     )
 }
@@ -1500,9 +1504,40 @@ impl PartitionsExpiredStmt {
                     leftovers: row.try_get(4)?,
                     detach_pending: row.try_get(5)?,
                     settling: row.try_get(6)?,
+                    unpublished: row.try_get(7)?,
                 })
             },
             mapper: |it| PartitionsExpired::from(it),
+        }
+    }
+}
+pub struct PartitionUnpublishedStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn partition_unpublished() -> PartitionUnpublishedStmt {
+    PartitionUnpublishedStmt(
+        "SELECT outbox_partition_unpublished($1::text) AS unpublished",
+        None,
+    )
+}
+impl PartitionUnpublishedStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient, T1: crate::StringSql>(
+        &'s self,
+        client: &'c C,
+        name: &'a T1,
+    ) -> I64Query<'c, 'a, 's, C, i64, 1> {
+        I64Query {
+            client,
+            params: [name],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
         }
     }
 }
@@ -1688,7 +1723,7 @@ impl MaintenanceUnlockStmt {
 pub struct PartitionListStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn partition_list() -> PartitionListStmt {
     PartitionListStmt(
-        "SELECT l.name, l.lo, l.hi, l.detach_pending, greatest(c.reltuples, 0)::int8 AS estimated_rows FROM outbox_partition_list() l JOIN pg_class c ON c.oid = to_regclass(l.name) ORDER BY l.lo NULLS FIRST",
+        "SELECT l.name, l.lo, l.hi, l.detach_pending, CASE WHEN pg_relation_size(c.oid) = 0 THEN 0 WHEN c.reltuples < 0 THEN NULL ELSE c.reltuples::int8 END AS estimated_rows FROM outbox_partition_list() l JOIN pg_class c ON c.oid = to_regclass(l.name) ORDER BY l.lo NULLS FIRST",
         None,
     )
 }

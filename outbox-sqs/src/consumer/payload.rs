@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use aws_sdk_sqs::config::http::HttpResponse;
-use aws_sdk_sqs::error::SdkError;
+use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::types::Message;
 use outbox_core::FailureKind;
 use serde::Deserialize;
@@ -89,7 +89,7 @@ pub(crate) async fn probe_bucket(
 }
 
 /// Whether an S3 call's error says S3 is failing rather than refusing this request.
-fn is_outage<E>(e: &SdkError<E, HttpResponse>) -> bool {
+fn is_outage<E: ProvideErrorMetadata>(e: &SdkError<E, HttpResponse>) -> bool {
     matches!(
         kind_of(e),
         FailureKind::Timeout | FailureKind::Unreachable | FailureKind::Broker

@@ -94,27 +94,50 @@ fn putting_back_ends_with_a_line_counting_the_rest() {
     let o = Outage::new(Duration::ZERO, Duration::from_secs(10));
     let t0 = Instant::now();
     let at = |s: u64| t0 + Duration::from_secs(s);
-    assert_eq!(o.sent_at(t0), None, "nothing was put back");
+    assert_eq!(o.sent_at(t0, true), None, "nothing was put back");
     assert_eq!(o.deferred_at(t0, 100), Some(100));
     assert_eq!(o.deferred_at(at(5), 7), None);
     // A destination still down puts its events back every few seconds; healthy events sent in
     // between do not end it (a reviewer saw the end line seconds after the warning).
-    assert_eq!(o.sent_at(at(7)), None);
+    assert_eq!(o.sent_at(at(7), true), None);
     assert_eq!(o.deferred_at(at(10), 2), None);
-    assert_eq!(o.sent_at(at(19)), None);
+    assert_eq!(o.sent_at(at(19), true), None);
     assert_eq!(
-        o.sent_at(at(20)),
+        o.sent_at(at(20), true),
         Some(9),
         "the end, with the 9 not logged yet"
     );
-    assert_eq!(o.sent_at(at(21)), None, "ended once");
+    assert_eq!(o.sent_at(at(21), true), None, "ended once");
     // Failing again within the minute: counted quietly; its end waits for the minute, with them.
     assert_eq!(o.deferred_at(at(30), 3), None);
-    assert_eq!(o.sent_at(at(45)), None);
-    assert_eq!(o.sent_at(at(80)), Some(3));
+    assert_eq!(o.sent_at(at(45), true), None);
+    assert_eq!(o.sent_at(at(80), true), Some(3));
     // A minute after the last warning: a warning again, then its end.
     assert_eq!(o.deferred_at(at(90), 2), Some(2));
-    assert_eq!(o.sent_at(at(140)), Some(0));
+    assert_eq!(o.sent_at(at(140), true), Some(0));
+}
+
+/// Events put back until their destination's limit and then dead-lettered were not sent: no
+/// batch published since, so no line says they are sent again (black-box run: `events are sent
+/// again` while the queue was still gone and nothing had been sent). The next batch that
+/// publishes ends it.
+#[test]
+fn events_dead_lettered_after_being_put_back_are_not_sent_again() {
+    let o = Outage::new(Duration::ZERO, Duration::from_secs(10));
+    let t0 = Instant::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    assert_eq!(o.deferred_at(t0, 10), Some(10));
+    // Their batch dead-letters them (nothing put back, nothing published), then claims are empty.
+    assert_eq!(o.sent_at(at(5), false), None);
+    assert_eq!(o.sent_at(at(20), false), None);
+    assert_eq!(o.sent_at(at(200), false), None);
+    // Sent before the quiet period is over: the line waits for it, then says so.
+    assert_eq!(o.sent_at(at(205), true), Some(0));
+    assert_eq!(o.sent_at(at(300), true), None, "ended once");
+    // Published within the quiet period, then an empty claim after it: the end line.
+    assert_eq!(o.deferred_at(at(400), 4), Some(4));
+    assert_eq!(o.sent_at(at(402), true), None);
+    assert_eq!(o.sent_at(at(411), false), Some(0));
 }
 
 /// A publish over its time limit fails with `Timeout`, as a claim over its own can: the batch
