@@ -110,7 +110,9 @@ pub use error::{Error, ErrorKind, Result};
 pub use event::OutboxEvent;
 pub use failure::{FailureKind, PublishFailure};
 pub use inbox::{ensure_transaction_usable, process_once, was_processed};
-pub use metrics::{MAX_EVENT_TYPE_LABELS, OTHER_EVENT_TYPES, RelayMetrics};
+pub use metrics::{
+    MAX_EVENT_TYPE_LABEL_BYTES, MAX_EVENT_TYPE_LABELS, OTHER_EVENT_TYPES, RelayMetrics,
+};
 #[doc(hidden)]
 pub use migrate::migrate_up_to;
 pub use migrate::{MigrationReport, SCHEMA_HISTORY_TABLE, migrate, schema_version};

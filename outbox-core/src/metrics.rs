@@ -20,8 +20,13 @@ use crate::stats::Gauges;
 /// memory, without bound.
 pub const MAX_EVENT_TYPE_LABELS: usize = 1000;
 
-/// The `event_type` label value of events past [`MAX_EVENT_TYPE_LABELS`].
+/// The `event_type` label value of events past [`MAX_EVENT_TYPE_LABELS`], and of event types
+/// longer than [`MAX_EVENT_TYPE_LABEL_BYTES`].
 pub const OTHER_EVENT_TYPES: &str = "_other";
+
+/// The longest event type given a label value of its own, in bytes: a row written by hand with a
+/// 100 000-character type made every scrape carry it on each of its series.
+pub const MAX_EVENT_TYPE_LABEL_BYTES: usize = 256;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EventTypeLabel {
@@ -209,8 +214,12 @@ impl RelayMetrics {
         out
     }
 
-    /// `event_type`, or [`OTHER_EVENT_TYPES`] once [`MAX_EVENT_TYPE_LABELS`] others have a label.
+    /// `event_type`, or [`OTHER_EVENT_TYPES`] once [`MAX_EVENT_TYPE_LABELS`] others have a label
+    /// (or when it is longer than [`MAX_EVENT_TYPE_LABEL_BYTES`]).
     fn label(&self, event_type: String) -> String {
+        if event_type.len() > MAX_EVENT_TYPE_LABEL_BYTES {
+            return OTHER_EVENT_TYPES.to_owned();
+        }
         let known = |seen: &HashSet<String>| seen.contains(&event_type);
         if known(&self.event_types.read().unwrap_or_else(|e| e.into_inner())) {
             return event_type;
@@ -329,6 +338,20 @@ mod tests {
             .filter(|l| l.starts_with("outbox_events_published_total{"))
             .count();
         assert_eq!(labels, MAX_EVENT_TYPE_LABELS + 1);
+    }
+
+    #[test]
+    fn an_over_long_event_type_counts_under_the_other_label() {
+        let m = RelayMetrics::new();
+        m.published("u".repeat(100_000), 0.01);
+        m.published("u".repeat(MAX_EVENT_TYPE_LABEL_BYTES), 0.01);
+        let text = m.encode();
+        assert!(text.contains(r#"outbox_events_published_total{event_type="_other"} 1"#));
+        assert!(!text.contains(&"u".repeat(MAX_EVENT_TYPE_LABEL_BYTES + 1)));
+        assert!(text.contains(&format!(
+            r#"{{event_type="{}"}} 1"#,
+            "u".repeat(MAX_EVENT_TYPE_LABEL_BYTES)
+        )));
     }
 
     #[test]
