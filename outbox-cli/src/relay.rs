@@ -174,7 +174,14 @@ async fn check_database(
 ) -> Result<Option<PgConnector>, Failure> {
     let mut client = connector.connect_spawned().await?;
     if args.migrate {
-        outbox_core::migrate(&mut client).await?;
+        // Which process applied what, when several start with --migrate (black-box run: none
+        // said; `outbox migrate` prints it).
+        let report = outbox_core::migrate(&mut client).await?;
+        if report.applied.is_empty() {
+            tracing::info!("--migrate: the schema is up to date");
+        } else {
+            tracing::info!(applied = %report.applied.join(", "), "--migrate: migrations applied");
+        }
     }
     let db = outbox_core::check_relay_database(&client, retention).await?;
     if args.inbox_retention.is_some() {

@@ -156,8 +156,15 @@ fn clap_message(rendered: &str) -> String {
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .map(|l| l.strip_prefix("error: ").unwrap_or(l))
-        .collect::<Vec<_>>()
-        .join("; ")
+        .fold(String::new(), |mut line, part| {
+            // A line ending in `:` introduces the next ("not provided:; <--older-than …>" read
+            // oddly; black-box run): joined with a space.
+            if !line.is_empty() {
+                line.push_str(if line.ends_with(':') { " " } else { "; " });
+            }
+            line.push_str(part);
+            line
+        })
 }
 
 /// The subcommand's words among `args` (e.g. `partitions maintain`), as far as they name
@@ -228,6 +235,16 @@ mod tests {
         assert_eq!(
             clap_message(rendered),
             "unexpected argument '--x' found; tip: to pass '--x' as a value, use '-- --x'"
+        );
+        let rendered = "error: the following required arguments were not provided:
+  <--older-than <DURATION>|--inbox-older-than <DURATION>>
+
+Usage: outbox cleanup
+";
+        assert_eq!(
+            clap_message(rendered),
+            "the following required arguments were not provided: <--older-than \
+             <DURATION>|--inbox-older-than <DURATION>>"
         );
     }
 }

@@ -321,6 +321,8 @@ async fn relay_delivers_serves_metrics_logs_safely_and_stops_on_sigterm() {
             "5s",
             // Off with a standard queue, and said so (it was ignored in silence).
             "--batch-aggregates",
+            // Says what it applied (nothing here: the schema is current).
+            "--migrate",
         ])
         .env("DATABASE_URL", &url_with_password)
         .env("RUST_LOG", "debug")
@@ -411,6 +413,10 @@ async fn relay_delivers_serves_metrics_logs_safely_and_stops_on_sigterm() {
         );
     }
     assert!(logs.contains("SIGTERM received"));
+    assert!(
+        logs.contains("--migrate: the schema is up to date"),
+        "{logs}"
+    );
     assert!(
         logs.contains("batch_aggregates is off: it needs one FIFO destination")
             && logs.contains("the destination is not FIFO"),

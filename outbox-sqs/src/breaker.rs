@@ -102,13 +102,28 @@ impl Breaker {
             tracing::debug!(queue = %self.url, "probing an unavailable destination");
             return Admit::Probe;
         }
+        let (reason, dead_letter) = self.refuse(open, now);
+        Admit::Refuse {
+            reason,
+            dead_letter,
+        }
+    }
+
+    /// While open: why a call is refused now and whether past the dead-letter limit, without
+    /// taking the probe (`None` when closed).
+    pub(crate) fn refusal(&self) -> Option<(String, bool)> {
+        let state = self.lock();
+        state.as_ref().map(|open| self.refuse(open, Instant::now()))
+    }
+
+    fn refuse(&self, open: &Open, now: Instant) -> (String, bool) {
         let dead_letter = self.over_limit(open, now);
         // Broken for: since the first failure that was not throttling, if any.
         let broken_for = now.saturating_duration_since(open.broken_since.unwrap_or(open.since));
-        Admit::Refuse {
-            reason: self.reason(broken_for, dead_letter, &open.last_error),
+        (
+            self.reason(broken_for, dead_letter, &open.last_error),
             dead_letter,
-        }
+        )
     }
 
     /// Whether `open` has been broken (not merely throttled) longer than the dead-letter limit.

@@ -311,6 +311,7 @@ mod error;
 mod message;
 mod metrics;
 mod offload;
+mod offload_settings;
 mod publisher;
 mod retry_quota;
 mod routing;

@@ -20,13 +20,10 @@ use outbox_core::message::message_size;
 use outbox_core::{ClaimedEvent, FailureKind, PublishFailure, PublishOutcome};
 
 use crate::breaker::{Admit, Breaker};
-use crate::config::{ENV_CALL_TIMEOUT_MS, SqsConfig};
-use crate::error::{Result, config_error};
-use crate::message::SQS_LIMITS;
+use crate::config::ENV_CALL_TIMEOUT_MS;
 use crate::publisher::SqsPublisher;
 use crate::s3::Budget;
 use crate::slow_upload::SlowUploads;
-use crate::sns::SNS_MAX_TOPIC_MESSAGE_BYTES;
 
 /// The message attribute that marks an offloaded message and holds the payload's size in bytes
 /// (data type `Number`): the reserved name of the AWS Extended Client libraries.
@@ -50,58 +47,6 @@ pub const OFFLOAD_LIMITS: MessageLimits = MessageLimits::new(
     OFFLOAD_MAX_MESSAGE_BYTES,
     CharacterSet::Xml,
 );
-
-/// Checks the offload settings: a valid bucket name, a threshold only with a bucket, above zero
-/// and not above the largest message a queue or topic can take.
-pub(crate) fn validate_offload(config: &SqsConfig) -> Result<()> {
-    let Some(bucket) = &config.offload_bucket else {
-        if config.offload_threshold.is_some() {
-            return Err(config_error(
-                "an offload threshold is set but no offload bucket: set the bucket too",
-            ));
-        }
-        return Ok(());
-    };
-    if !is_valid_bucket_name(bucket.trim()) {
-        return Err(config_error(format!(
-            "offload bucket `{bucket}` is not a valid S3 bucket name (3-63 lower-case letters, \
-             digits, `.` and `-`, starting and ending with a letter or digit)"
-        )));
-    }
-    let Some(threshold) = config.offload_threshold else {
-        return Ok(());
-    };
-    // The largest message any SQS queue or SNS topic can be set to take; a destination whose own
-    // limit is lower has its messages offloaded above that limit instead (`offload_large`).
-    let limit = SQS_LIMITS
-        .max_message_bytes()
-        .max(SNS_MAX_TOPIC_MESSAGE_BYTES);
-    if threshold == 0 {
-        return Err(config_error(format!(
-            "offload threshold 0 must be within 1..={limit}: a message is offloaded when it is \
-             larger than the threshold, so 1 offloads every message"
-        )));
-    }
-    if threshold > limit {
-        return Err(config_error(format!(
-            "offload threshold {threshold} must be within 1..={limit}: no queue or topic accepts \
-             more, so a larger message could neither be sent nor offloaded"
-        )));
-    }
-    Ok(())
-}
-
-/// S3's bucket naming rules (general purpose buckets).
-fn is_valid_bucket_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    (3..=63).contains(&bytes.len())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'.' || *b == b'-')
-        && bytes[0].is_ascii_alphanumeric()
-        && bytes[bytes.len() - 1].is_ascii_alphanumeric()
-        && !name.contains("..")
-}
 
 /// The S3 key of an offloaded payload: [`OFFLOAD_KEY_PREFIX`] followed by the event id
 /// (hyphenated, lower case). Deterministic, so a re-send after a crash overwrites the same object.
@@ -142,6 +87,20 @@ fn refused(failure: PublishFailure, dead_letter: bool) -> PublishOutcome {
     } else {
         PublishOutcome::Unavailable(failure)
     }
+}
+
+/// `out` with the events at `indexes` [refused](refused) for `reason`.
+fn refuse_all(
+    mut out: HashMap<usize, std::result::Result<Offloaded, PublishOutcome>>,
+    indexes: &[usize],
+    reason: &str,
+    dead_letter: bool,
+) -> HashMap<usize, std::result::Result<Offloaded, PublishOutcome>> {
+    for &i in indexes {
+        let failure = PublishFailure::new(FailureKind::Destination, reason);
+        out.insert(i, Err(refused(failure, dead_letter)));
+    }
+    out
 }
 
 /// A payload written to S3: what the message carries instead.
@@ -204,20 +163,26 @@ impl SqsPublisher {
                 size > threshold
             })
         });
-        let puts = large.map(|i| async move {
+        let mut out = HashMap::new();
+        let (too_large, large): (Vec<usize>, Vec<usize>) =
+            large.partition(|&i| events[i].payload().len() > OFFLOAD_MAX_MESSAGE_BYTES);
+        for i in too_large {
+            let failure = PublishFailure::new(
+                FailureKind::TooLarge,
+                format!(
+                    "the payload is {} bytes; the publisher offloads at most \
+                     {OFFLOAD_MAX_MESSAGE_BYTES}",
+                    events[i].payload().len()
+                ),
+            );
+            out.insert(i, Err(PublishOutcome::Permanent(failure)));
+        }
+        if large.is_empty() {
+            return out;
+        }
+        let put_one = |i: usize| async move {
             let e = &events[i];
             let id = e.id.hyphenated().to_string();
-            if e.payload().len() > OFFLOAD_MAX_MESSAGE_BYTES {
-                let failure = PublishFailure::new(
-                    FailureKind::TooLarge,
-                    format!(
-                        "the payload is {} bytes; the publisher offloads at most \
-                         {OFFLOAD_MAX_MESSAGE_BYTES}",
-                        e.payload().len()
-                    ),
-                );
-                return (i, Err(PublishOutcome::Permanent(failure)));
-            }
             let permit = self.inner.permits.acquire().await.ok();
             let timeout = self.inner.call_timeout;
             // The uploads must leave the message's own call its time before the deadline.
@@ -235,25 +200,13 @@ impl SqsPublisher {
                     )),
                 );
             }
-            // A bucket that refused uploads: its events are put back without a call (but one
-            // probe per interval), and dead-lettered once it has refused longer than the limit.
-            if let Admit::Refuse {
-                reason,
-                dead_letter,
-            } = offload.breaker.admit()
-            {
-                let failure = PublishFailure::new(FailureKind::Destination, reason);
-                return (i, Err(refused(failure, dead_letter)));
-            }
             let put = offload.put(&id, e.payload(), budget).await;
             match &put {
                 Ok(_) => offload.breaker.succeeded(),
                 Err((FailureKind::Destination, error)) => {
                     offload.slow.ended(e.id);
-                    let message = format!(
-                        "S3 refused the upload of the payload: {}",
-                        outbox_core::error_chain(error)
-                    );
+                    // Its text, not its chain: the chain repeats it in the SDK's debug dump.
+                    let message = format!("S3 refused the upload of the payload: {error}");
                     let dead_letter = offload.breaker.failed(&message, false);
                     let reason = match offload.breaker.broken_for() {
                         Some((for_, _)) if dead_letter => {
@@ -338,8 +291,30 @@ impl SqsPublisher {
                     (i, Err(outcome))
                 }
             }
-        });
-        futures::future::join_all(puts).await.into_iter().collect()
+        };
+        // The bucket's breaker admits a batch's uploads as a queue's admits a call: all of them;
+        // none (put back, or past the limit dead-lettered); or, as its probe, the first, and the
+        // others once the probe closed it (admitted one by one, the others were dead-lettered
+        // past the limit while the probe that closed the breaker was under way).
+        let rest = match offload.breaker.admit() {
+            Admit::Call => &large[..],
+            Admit::Refuse {
+                reason,
+                dead_letter,
+            } => {
+                return refuse_all(out, &large, &reason, dead_letter);
+            }
+            Admit::Probe => {
+                let (i, outcome) = put_one(large[0]).await;
+                out.insert(i, outcome);
+                if let Some((reason, dead_letter)) = offload.breaker.refusal() {
+                    return refuse_all(out, &large[1..], &reason, dead_letter);
+                }
+                &large[1..]
+            }
+        };
+        out.extend(futures::future::join_all(rest.iter().map(|&i| put_one(i))).await);
+        out
     }
 }
 
@@ -358,24 +333,6 @@ mod tests {
         // Odd characters stay valid JSON.
         let odd: serde_json::Value = serde_json::from_str(&pointer_body("b\"x", "k\\y")).unwrap();
         assert_eq!(odd[1]["s3BucketName"], "b\"x");
-    }
-
-    #[test]
-    fn bucket_names() {
-        for ok in ["abc", "my-bucket.v2", &"a".repeat(63)] {
-            assert!(is_valid_bucket_name(ok), "{ok}");
-        }
-        for bad in [
-            "ab",
-            "My-Bucket",
-            "bucket_",
-            "-bucket",
-            "bucket-",
-            "a..b",
-            &"a".repeat(64),
-        ] {
-            assert!(!is_valid_bucket_name(bad), "{bad}");
-        }
     }
 
     #[test]

@@ -316,7 +316,7 @@ async fn a_bucket_that_refuses_uploads_is_a_broken_destination_then_its_events_g
     let p = breaking(
         queue.url(),
         &missing,
-        Duration::from_secs(5),
+        Duration::from_millis(300),
         Duration::from_millis(300),
     )
     .await;
@@ -330,6 +330,24 @@ async fn a_bucket_that_refuses_uploads_is_a_broken_destination_then_its_events_g
         }
         other => panic!("expected Permanent, got {other:?}"),
     }
+    // The bucket comes back past the limit: the probe's success lets the batch's other uploads
+    // through (admitted one by one, they were dead-lettered as "longer than the limit" while the
+    // probe that closed the breaker was under way; black-box run).
+    create_bucket(&s3, &missing).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let mut batch = Vec::new();
+    for n in 0..3 {
+        let mut e = event(
+            "order.created",
+            "order",
+            &format!("late-{n}"),
+            10 + n,
+            json!(null),
+        );
+        e.set_payload(payload(2 * MIB));
+        batch.push(e);
+    }
+    assert_all_published(&p.publish(&batch).await.unwrap());
 }
 
 #[tokio::test]

@@ -47,8 +47,9 @@ fn reason(e: &tokio_postgres::Error, mode: SslMode) -> (ErrorKind, String) {
         return (
             ErrorKind::Config,
             "the server asks for a password and the connection string has none: put it in the \
-             URL (postgres://USER:PASSWORD@HOST/DB, percent-encoded), or give the connector a \
-             password provider (RDS IAM); PGPASSWORD and ~/.pgpass are not read"
+             URL (postgres://USER:PASSWORD@HOST/DB, percent-encoded), or use RDS IAM auth \
+             (`outbox --rds-iam`, `PgConnector::with_rds_iam`); PGPASSWORD and ~/.pgpass are not \
+             read"
                 .to_owned(),
         );
     }

@@ -61,7 +61,8 @@ pub(super) async fn retire(
             tracing::warn!(kept = %kept.join(", "),
                 "partition maintenance kept expired partitions that still hold rows to keep: pending, dead-lettered, or published within the retention");
         } else {
-            tracing::info!(kept = %kept.join(", "),
+            // Each run (a relay's, every minute) until the retention passes: not worth a line.
+            tracing::debug!(kept = %kept.join(", "),
                 "partition maintenance kept expired partitions for rows published within the retention; they go once it passes");
         }
     }
