@@ -17,6 +17,21 @@ use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::gauge::Gauge;
 
+/// Logs at `$level` with the breaker's destination under its own field name: `queue` (a URL),
+/// `topic` (an ARN) or `bucket` (the bucket's name), as the gauges name them.
+macro_rules! log {
+    ($level:ident, $breaker:expr, $($rest:tt)+) => {
+        match $breaker.noun() {
+            SNS_TOPIC => tracing::$level!(topic = %$breaker.url, $($rest)+),
+            S3_BUCKET => tracing::$level!(
+                bucket = %$breaker.url.strip_prefix("s3://").unwrap_or(&$breaker.url),
+                $($rest)+
+            ),
+            _ => tracing::$level!(queue = %$breaker.url, $($rest)+),
+        }
+    };
+}
+
 /// A queue's breaker. Shared by every `publish` of the publisher.
 #[derive(Debug)]
 pub(crate) struct Breaker {
@@ -99,7 +114,7 @@ impl Breaker {
             // Whoever comes first probes; a probe whose caller is cancelled just lets the next
             // probe come one interval later.
             open.next_probe = now + self.probe_interval;
-            tracing::debug!(queue = %self.url, "probing an unavailable destination");
+            log!(debug, self, "probing an unavailable destination");
             return Admit::Probe;
         }
         let (reason, dead_letter) = self.refuse(open, now);
@@ -143,8 +158,10 @@ impl Breaker {
         let mut state = self.lock();
         match state.as_mut() {
             None => {
-                tracing::warn!(
-                    queue = %self.url, error,
+                log!(
+                    warn,
+                    self,
+                    error,
                     probe_every_ms = self.probe_interval.as_millis() as u64,
                     dead_letter_after_secs = self.dead_letter_after.as_secs(),
                     "destination unavailable: circuit opened; its events are put back without \
@@ -181,8 +198,9 @@ impl Breaker {
         let mut state = self.lock();
         if let Some(open) = state.take() {
             self.gauge.set(0);
-            tracing::info!(
-                queue = %self.url,
+            log!(
+                info,
+                self,
                 unavailable_for_ms = now.saturating_duration_since(open.since).as_millis() as u64,
                 "destination available again: circuit closed"
             );
@@ -200,7 +218,7 @@ impl Breaker {
         if dead_letter {
             format!(
                 "{} `{}` unavailable for {} s, longer than the limit of {} s: {last_error}",
-                noun(&self.url),
+                self.noun(),
                 self.url,
                 broken_for.as_secs(),
                 self.dead_letter_after.as_secs()
@@ -208,7 +226,7 @@ impl Breaker {
         } else {
             format!(
                 "{} `{}` unavailable for {} s (circuit open, not called): {last_error}",
-                noun(&self.url),
+                self.noun(),
                 self.url,
                 broken_for.as_secs()
             )
@@ -223,129 +241,23 @@ impl Breaker {
     }
 }
 
-/// What a destination is, for messages: an SNS topic (an ARN), the S3 offload bucket
-/// (`s3://BUCKET`) or an SQS queue (a URL).
-fn noun(destination: &str) -> &'static str {
-    if destination.starts_with("arn:") {
-        "SNS topic"
-    } else if destination.starts_with("s3://") {
-        "S3 offload bucket"
-    } else {
-        "SQS queue"
+const SNS_TOPIC: &str = "SNS topic";
+const S3_BUCKET: &str = "S3 offload bucket";
+const SQS_QUEUE: &str = "SQS queue";
+
+impl Breaker {
+    /// What the destination is, for messages: an SNS topic (an ARN), the S3 offload bucket
+    /// (`s3://BUCKET`) or an SQS queue (a URL).
+    fn noun(&self) -> &'static str {
+        if self.url.starts_with("arn:") {
+            SNS_TOPIC
+        } else if self.url.starts_with("s3://") {
+            S3_BUCKET
+        } else {
+            SQS_QUEUE
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const PROBE: Duration = Duration::from_secs(5);
-    const LIMIT: Duration = Duration::from_secs(60);
-
-    fn breaker() -> Breaker {
-        Breaker::new("https://sqs/q".into(), PROBE, LIMIT, Gauge::default())
-    }
-
-    #[test]
-    fn a_topic_is_called_a_topic() {
-        let topic = Breaker::new(
-            "arn:aws:sns:us-east-1:000000000000:t".into(),
-            PROBE,
-            LIMIT,
-            Gauge::default(),
-        );
-        let reason = topic.reason(Duration::from_secs(20), true, "NotFound");
-        assert!(
-            reason.starts_with("SNS topic `arn:aws:sns:us-east-1:000000000000:t` unavailable"),
-            "{reason}"
-        );
-        let reason = breaker().reason(Duration::from_secs(20), false, "x");
-        assert!(reason.starts_with("SQS queue `https://sqs/q`"), "{reason}");
-    }
-
-    #[test]
-    fn closed_until_a_failure_then_refuses_until_the_probe_is_due() {
-        let b = breaker();
-        let t0 = Instant::now();
-        assert_eq!(b.admit_at(t0), Admit::Call);
-        assert!(!b.failed_at(t0, "QueueDoesNotExist", false));
-        assert!(b.is_open());
-        assert_eq!(b.gauge.get(), 1, "the gauge shows it open");
-        match b.admit_at(t0 + Duration::from_secs(1)) {
-            Admit::Refuse {
-                reason,
-                dead_letter,
-            } => {
-                assert!(!dead_letter);
-                assert!(reason.contains("QueueDoesNotExist"), "{reason}");
-                assert!(reason.contains("https://sqs/q"), "{reason}");
-            }
-            other => panic!("expected Refuse, got {other:?}"),
-        }
-        // One probe when due; the others keep being refused until the next interval.
-        assert_eq!(b.admit_at(t0 + PROBE), Admit::Probe);
-        assert!(matches!(
-            b.admit_at(t0 + PROBE + Duration::from_millis(1)),
-            Admit::Refuse { .. }
-        ));
-        assert_eq!(b.admit_at(t0 + PROBE * 2), Admit::Probe);
-    }
-
-    #[test]
-    fn a_success_closes_it() {
-        let b = breaker();
-        let t0 = Instant::now();
-        b.failed_at(t0, "AccessDenied", false);
-        assert_eq!(b.admit_at(t0 + PROBE), Admit::Probe);
-        b.succeeded_at(t0 + PROBE);
-        assert!(!b.is_open());
-        assert_eq!(b.gauge.get(), 0);
-        assert_eq!(b.admit_at(t0 + PROBE), Admit::Call);
-        // A new failure starts a new open period (the dead-letter clock restarts).
-        assert!(!b.failed_at(t0 + LIMIT * 2, "AccessDenied", false));
-    }
-
-    #[test]
-    fn a_failed_probe_keeps_it_open_and_after_the_limit_events_are_dead_lettered() {
-        let b = breaker();
-        let t0 = Instant::now();
-        b.failed_at(t0, "QueueDoesNotExist", false);
-        assert_eq!(b.admit_at(t0 + PROBE), Admit::Probe);
-        assert!(!b.failed_at(t0 + PROBE, "KMS.DisabledException", false));
-        match b.admit_at(t0 + PROBE + Duration::from_secs(1)) {
-            Admit::Refuse { reason, .. } => assert!(reason.contains("KMS.DisabledException")),
-            other => panic!("expected Refuse, got {other:?}"),
-        }
-        // Past the limit: a failed probe dead-letters, and so does a refusal.
-        assert!(b.failed_at(t0 + LIMIT, "QueueDoesNotExist", false));
-        match b.admit_at(t0 + LIMIT + Duration::from_secs(1)) {
-            Admit::Refuse {
-                reason,
-                dead_letter,
-            } => {
-                assert!(dead_letter);
-                assert!(reason.contains("longer than the limit of 60 s"), "{reason}");
-            }
-            other => panic!("expected Refuse, got {other:?}"),
-        }
-    }
-
-    /// Throttling opens the breaker but never dead-letters: an hour of a shared KMS quota used up
-    /// dead-lettered every event of the queue, though none was at fault. A failure of another
-    /// kind starts the clock from its own time.
-    #[test]
-    fn throttling_alone_never_dead_letters() {
-        let b = breaker();
-        let t0 = Instant::now();
-        assert!(!b.failed_at(t0, "KMS.ThrottlingException", true));
-        assert!(b.is_open());
-        assert!(!b.failed_at(t0 + LIMIT * 10, "ThrottlingException", true));
-        match b.admit_at(t0 + LIMIT * 10 + Duration::from_secs(1)) {
-            Admit::Refuse { dead_letter, .. } => assert!(!dead_letter),
-            other => panic!("expected Refuse, got {other:?}"),
-        }
-        assert!(!b.failed_at(t0 + LIMIT * 11, "AccessDenied", false));
-        assert!(!b.failed_at(t0 + LIMIT * 11 + PROBE, "ThrottlingException", true));
-        assert!(b.failed_at(t0 + LIMIT * 12, "AccessDenied", false));
-    }
-}
+mod tests;

@@ -252,7 +252,7 @@
 //! Connection failures, time-outs, 5xx and credential errors do not open a breaker: they hit every
 //! queue alike (one endpoint, one identity), and the relay treats them as an SQS outage — backing
 //! off, never dead-lettering on a clock. [`SqsPublisher::unavailable_queues`] lists the open
-//! breakers, and [`SqsPublisher::encode_metrics`] exports them as the gauge
+//! breakers ([`SqsPublisher::unavailable_bucket`] the offload bucket's), and [`SqsPublisher::encode_metrics`] exports them as the gauge
 //! `outbox_sqs_queue_unavailable{queue}` (1 while open; `outbox relay --metrics-addr` serves it).
 //!
 //! [`Publisher::check`](outbox_core::Publisher::check) calls `GetQueueAttributes` on every
@@ -324,6 +324,7 @@ mod slow_upload;
 mod sns;
 mod sqs_json;
 mod transport;
+mod unavailable;
 
 pub use batch::{MAX_BATCH_BYTES, MAX_BATCH_ENTRIES};
 pub use classify::{Class, classify, classify_sdk_error, failure_kind};
@@ -342,6 +343,7 @@ pub use offload::{
     EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, OFFLOAD_KEY_PREFIX, OFFLOAD_LIMITS, OFFLOAD_MAX_MESSAGE_BYTES,
     PAYLOAD_POINTER_CLASS, offload_key, pointer_body,
 };
-pub use publisher::{SqsPublisher, SqsPublisherBuilder, UnavailableQueue};
+pub use publisher::{SqsPublisher, SqsPublisherBuilder};
+pub use unavailable::{UnavailableBucket, UnavailableQueue};
 pub use sns::{SNS_LIMITS, SNS_MAX_BATCH_BYTES, SNS_MAX_TOPIC_MESSAGE_BYTES};
 pub use transport::SqsTransport;

@@ -60,20 +60,6 @@ pub(crate) struct Inner {
     pub(crate) keeps_aggregate_order: bool,
 }
 
-/// A queue or topic whose circuit breaker is open (see [`SqsPublisher::unavailable_queues`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct UnavailableQueue {
-    /// The queue's URL, or the topic's ARN.
-    pub url: String,
-    /// A queue or a topic.
-    pub kind: DestinationKind,
-    /// How long since its first failure of this open period.
-    pub unavailable_for: Duration,
-    /// The last SQS or SNS error seen for it.
-    pub last_error: String,
-}
-
 /// A configured destination — an SQS queue or an SNS topic — and its circuit breaker.
 #[derive(Debug)]
 pub(crate) struct Queue {
@@ -182,26 +168,6 @@ impl SqsPublisher {
     /// the default last).
     pub fn queue_urls(&self) -> Vec<&str> {
         self.inner.queues.iter().map(|q| q.url.as_str()).collect()
-    }
-
-    /// The queues and topics whose circuit breaker is open now: they failed as a whole — missing,
-    /// access or key denied, throttled — and have not answered normally since. (The offload
-    /// bucket's breaker shows in the `outbox_s3_bucket_unavailable` gauge.)
-    pub fn unavailable_queues(&self) -> Vec<UnavailableQueue> {
-        self.inner
-            .queues
-            .iter()
-            .filter_map(|q| {
-                q.breaker
-                    .broken_for()
-                    .map(|(unavailable_for, last_error)| UnavailableQueue {
-                        url: q.url.clone(),
-                        kind: q.kind,
-                        unavailable_for,
-                        last_error,
-                    })
-            })
-            .collect()
     }
 
     /// The publisher's metrics in the Prometheus text format (OpenMetrics, ending in `# EOF`):

@@ -292,6 +292,11 @@ async fn a_bucket_that_refuses_uploads_is_a_broken_destination_then_its_events_g
     put_back(&outcomes[0], "not called");
     let gauge = format!("outbox_s3_bucket_unavailable{{bucket=\"{bucket}\"}}");
     assert!(p.encode_metrics().contains(&format!("{gauge} 1")));
+    // A health check sees it: the bucket, not a queue.
+    let open = p.unavailable_bucket().expect("the bucket is unavailable");
+    assert_eq!(open.bucket, bucket);
+    assert!(open.last_error.contains("NoSuchBucket"), "{open:?}");
+    assert!(p.unavailable_queues().is_empty());
     let got = queue.receive_all(1, Duration::from_secs(2)).await;
     assert_eq!(got.len(), 1, "only the small event was sent");
     assert_eq!(got[0].attributes["event_id"], small.id.to_string());
@@ -301,6 +306,7 @@ async fn a_bucket_that_refuses_uploads_is_a_broken_destination_then_its_events_g
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_all_published(&p.publish(std::slice::from_ref(&big)).await.unwrap());
     assert!(p.encode_metrics().contains(&format!("{gauge} 0")));
+    assert_eq!(p.unavailable_bucket(), None);
     let got = queue.receive_all(2, Duration::from_secs(3)).await;
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].attributes["event_id"], big.id.to_string());

@@ -1,0 +1,173 @@
+//! The breaker's states, clocks and log lines.
+
+use super::*;
+
+const PROBE: Duration = Duration::from_secs(5);
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn breaker() -> Breaker {
+    Breaker::new("https://sqs/q".into(), PROBE, LIMIT, Gauge::default())
+}
+
+#[test]
+fn a_topic_is_called_a_topic() {
+    let topic = Breaker::new(
+        "arn:aws:sns:us-east-1:000000000000:t".into(),
+        PROBE,
+        LIMIT,
+        Gauge::default(),
+    );
+    let reason = topic.reason(Duration::from_secs(20), true, "NotFound");
+    assert!(
+        reason.starts_with("SNS topic `arn:aws:sns:us-east-1:000000000000:t` unavailable"),
+        "{reason}"
+    );
+    let reason = breaker().reason(Duration::from_secs(20), false, "x");
+    assert!(reason.starts_with("SQS queue `https://sqs/q`"), "{reason}");
+}
+
+/// A writer into a shared buffer, for the logs of one test.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What `f` logs (every level), as text.
+fn logged(f: impl FnOnce()) -> String {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, f);
+    let text = captured.0.lock().unwrap().clone();
+    String::from_utf8(text).unwrap()
+}
+
+/// Each breaker logs its destination under the field its gauge uses: a bucket's lines said
+/// `queue=s3://…`, and a topic's `queue=arn:…`.
+#[test]
+fn each_kind_of_destination_logs_under_its_own_field() {
+    for (url, field) in [
+        ("https://sqs/q", "queue=https://sqs/q"),
+        (
+            "arn:aws:sns:us-east-1:000000000000:t",
+            "topic=arn:aws:sns:us-east-1:000000000000:t",
+        ),
+        ("s3://offload", "bucket=offload"),
+    ] {
+        let b = Breaker::new(url.into(), PROBE, LIMIT, Gauge::default());
+        let t0 = Instant::now();
+        let lines = logged(|| {
+            b.failed_at(t0, "AccessDenied", false);
+            assert_eq!(b.admit_at(t0 + PROBE), Admit::Probe);
+            b.succeeded_at(t0 + PROBE);
+        });
+        assert_eq!(lines.lines().count(), 3, "opened, probed, closed: {lines}");
+        for line in lines.lines() {
+            assert!(
+                line.split_whitespace().any(|token| token == field),
+                "{field} in {line}"
+            );
+            if !url.starts_with("https:") {
+                assert!(!line.contains("queue="), "{line}");
+            }
+        }
+    }
+}
+
+#[test]
+fn closed_until_a_failure_then_refuses_until_the_probe_is_due() {
+    let b = breaker();
+    let t0 = Instant::now();
+    assert_eq!(b.admit_at(t0), Admit::Call);
+    assert!(!b.failed_at(t0, "QueueDoesNotExist", false));
+    assert!(b.is_open());
+    assert_eq!(b.gauge.get(), 1, "the gauge shows it open");
+    match b.admit_at(t0 + Duration::from_secs(1)) {
+        Admit::Refuse {
+            reason,
+            dead_letter,
+        } => {
+            assert!(!dead_letter);
+            assert!(reason.contains("QueueDoesNotExist"), "{reason}");
+            assert!(reason.contains("https://sqs/q"), "{reason}");
+        }
+        other => panic!("expected Refuse, got {other:?}"),
+    }
+    // One probe when due; the others keep being refused until the next interval.
+    assert_eq!(b.admit_at(t0 + PROBE), Admit::Probe);
+    assert!(matches!(
+        b.admit_at(t0 + PROBE + Duration::from_millis(1)),
+        Admit::Refuse { .. }
+    ));
+    assert_eq!(b.admit_at(t0 + PROBE * 2), Admit::Probe);
+}
+
+#[test]
+fn a_success_closes_it() {
+    let b = breaker();
+    let t0 = Instant::now();
+    b.failed_at(t0, "AccessDenied", false);
+    assert_eq!(b.admit_at(t0 + PROBE), Admit::Probe);
+    b.succeeded_at(t0 + PROBE);
+    assert!(!b.is_open());
+    assert_eq!(b.gauge.get(), 0);
+    assert_eq!(b.admit_at(t0 + PROBE), Admit::Call);
+    // A new failure starts a new open period (the dead-letter clock restarts).
+    assert!(!b.failed_at(t0 + LIMIT * 2, "AccessDenied", false));
+}
+
+#[test]
+fn a_failed_probe_keeps_it_open_and_after_the_limit_events_are_dead_lettered() {
+    let b = breaker();
+    let t0 = Instant::now();
+    b.failed_at(t0, "QueueDoesNotExist", false);
+    assert_eq!(b.admit_at(t0 + PROBE), Admit::Probe);
+    assert!(!b.failed_at(t0 + PROBE, "KMS.DisabledException", false));
+    match b.admit_at(t0 + PROBE + Duration::from_secs(1)) {
+        Admit::Refuse { reason, .. } => assert!(reason.contains("KMS.DisabledException")),
+        other => panic!("expected Refuse, got {other:?}"),
+    }
+    // Past the limit: a failed probe dead-letters, and so does a refusal.
+    assert!(b.failed_at(t0 + LIMIT, "QueueDoesNotExist", false));
+    match b.admit_at(t0 + LIMIT + Duration::from_secs(1)) {
+        Admit::Refuse {
+            reason,
+            dead_letter,
+        } => {
+            assert!(dead_letter);
+            assert!(reason.contains("longer than the limit of 60 s"), "{reason}");
+        }
+        other => panic!("expected Refuse, got {other:?}"),
+    }
+}
+
+/// Throttling opens the breaker but never dead-letters: an hour of a shared KMS quota used up
+/// dead-lettered every event of the queue, though none was at fault. A failure of another
+/// kind starts the clock from its own time.
+#[test]
+fn throttling_alone_never_dead_letters() {
+    let b = breaker();
+    let t0 = Instant::now();
+    assert!(!b.failed_at(t0, "KMS.ThrottlingException", true));
+    assert!(b.is_open());
+    assert!(!b.failed_at(t0 + LIMIT * 10, "ThrottlingException", true));
+    match b.admit_at(t0 + LIMIT * 10 + Duration::from_secs(1)) {
+        Admit::Refuse { dead_letter, .. } => assert!(!dead_letter),
+        other => panic!("expected Refuse, got {other:?}"),
+    }
+    assert!(!b.failed_at(t0 + LIMIT * 11, "AccessDenied", false));
+    assert!(!b.failed_at(t0 + LIMIT * 11 + PROBE, "ThrottlingException", true));
+    assert!(b.failed_at(t0 + LIMIT * 12, "AccessDenied", false));
+}
