@@ -108,7 +108,10 @@ async fn no_trigger_function_runs_while_no_relay_waits() {
             .await
             .unwrap();
         }
-        client.batch_execute("SET track_functions = 'pl'").await.unwrap();
+        client
+            .batch_execute("SET track_functions = 'pl'")
+            .await
+            .unwrap();
         let tx = client.transaction().await.unwrap();
         let before = notify_function_calls(&tx).await;
         for n in 0..5 {

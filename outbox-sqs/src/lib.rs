@@ -344,6 +344,6 @@ pub use offload::{
     PAYLOAD_POINTER_CLASS, offload_key, pointer_body,
 };
 pub use publisher::{SqsPublisher, SqsPublisherBuilder};
-pub use unavailable::{UnavailableBucket, UnavailableQueue};
 pub use sns::{SNS_LIMITS, SNS_MAX_BATCH_BYTES, SNS_MAX_TOPIC_MESSAGE_BYTES};
 pub use transport::SqsTransport;
+pub use unavailable::{UnavailableBucket, UnavailableQueue};
