@@ -2,7 +2,8 @@
 -- itself lives in V4's plpgsql functions; only `DETACH PARTITION … CONCURRENTLY` / `FINALIZE`, which
 -- cannot run inside a function, are issued by outbox_core::partition.
 
--- Converts the plain outbox_events (V4's outbox_partitions_convert), in the caller's transaction.
+-- Converts the plain outbox_events (outbox_partitions_convert: V7's conversion, then V11's trigger
+-- condition), in the caller's transaction.
 --! partitions_convert
 SELECT outbox_partitions_convert(:granularity::text, :ahead::int) AS report;
 

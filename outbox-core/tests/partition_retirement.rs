@@ -219,8 +219,23 @@ async fn v6_upgrades_a_partitioned_database_in_place() {
             "V7__partition_functions_settings",
             "V8__orphaned_head",
             "V9__partition_owner",
-            "V10__published_since"
+            "V10__published_since",
+            "V11__notify_guard"
         ]
+    );
+    // The trigger the V5-era conversion made gets V11's condition.
+    let trigger: String = client
+        .query_one(
+            "SELECT pg_get_triggerdef(oid) FROM pg_trigger \
+              WHERE tgrelid = 'outbox_events'::regclass AND tgname = 'outbox_events_notify'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        trigger.contains("WHEN ((NOT pg_try_advisory_xact_lock_shared(1869968504, 1)))"),
+        "{trigger}"
     );
     let r = maintain(&db, Duration::from_secs(5)).await;
     assert_eq!(r.dropped, ["outbox_events_p_head"], "{r:?}");

@@ -252,8 +252,9 @@
 //! Connection failures, time-outs, 5xx and credential errors do not open a breaker: they hit every
 //! queue alike (one endpoint, one identity), and the relay treats them as an SQS outage — backing
 //! off, never dead-lettering on a clock. [`SqsPublisher::unavailable_queues`] lists the open
-//! breakers ([`SqsPublisher::unavailable_bucket`] the offload bucket's), and [`SqsPublisher::encode_metrics`] exports them as the gauge
-//! `outbox_sqs_queue_unavailable{queue}` (1 while open; `outbox relay --metrics-addr` serves it).
+//! breakers ([`SqsPublisher::unavailable_bucket`] the offload bucket's), and
+//! [`SqsPublisher::encode_metrics`] exports them as the gauge `outbox_sqs_queue_unavailable{queue}`
+//! (1 while open; `outbox relay --metrics-addr` serves it).
 //!
 //! [`Publisher::check`](outbox_core::Publisher::check) calls `GetQueueAttributes` on every
 //! configured queue and fails with an error naming the queue: [`ErrorKind::QueueNotFound`] when it

@@ -3,7 +3,8 @@
 //! A `NOTIFY` makes PostgreSQL take a database-wide lock from the moment the notification is queued
 //! until the commit record is flushed, which serialises committing writers. The insert trigger
 //! (migration V3) therefore notifies only when it cannot take the **waiting lock** — the advisory
-//! lock [`WAITING_LOCK`] — in shared mode, for the rest of the writer's transaction. A relay whose
+//! lock [`WAITING_LOCK`] — in shared mode, for the rest of the writer's transaction. (Since V11 the
+//! trigger's `WHEN` condition tries the lock: while no relay waits, no trigger function runs.) A relay whose
 //! workers are all idle takes that lock exclusively on a connection of its own (it *advertises*
 //! that it waits); a relay that stays busy (for [`HOLD_THROUGH_BUSY`], or three quarters of the time:
 //! [`BusyShare`]) releases it and claims again on its own, so under sustained load writers mostly

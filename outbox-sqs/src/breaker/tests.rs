@@ -26,13 +26,17 @@ fn a_topic_is_called_a_topic() {
     assert!(reason.starts_with("SQS queue `https://sqs/q`"), "{reason}");
 }
 
-/// A writer into a shared buffer, for the logs of one test.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<Mutex<Vec<u8>>>);
+std::thread_local! {
+    /// What this thread (one test) logged.
+    static CAPTURED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
-impl std::io::Write for Captured {
+/// Writes into [`CAPTURED`]: each test thread's log lines apart from the others'.
+struct ThisThread;
+
+impl std::io::Write for ThisThread {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
+        CAPTURED.with(|c| c.borrow_mut().extend_from_slice(buf));
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -40,18 +44,25 @@ impl std::io::Write for Captured {
     }
 }
 
-/// What `f` logs (every level), as text.
+/// What `f` logs (every level), as text. The subscriber is global, for the whole test binary:
+/// a scoped one would race the other tests' threads, which could cache a log call site as
+/// disabled while no subscriber is alive; and the call sites' interest is rebuilt before `f`, for
+/// any cached before the subscriber was set.
 fn logged(f: impl FnOnce()) -> String {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_ansi(false)
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, f);
-    let text = captured.0.lock().unwrap().clone();
-    String::from_utf8(text).unwrap()
+    static INIT: std::sync::Once = std::sync::Once::new();
+    INIT.call_once(|| {
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_max_level(tracing::Level::TRACE)
+            .with_writer(|| ThisThread)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber)
+            .expect("no other test of this binary sets a global subscriber");
+    });
+    tracing::callsite::rebuild_interest_cache();
+    CAPTURED.with(|c| c.borrow_mut().clear());
+    f();
+    String::from_utf8(CAPTURED.with(|c| c.take())).expect("log lines are UTF-8")
 }
 
 /// Each breaker logs its destination under the field its gauge uses: a bucket's lines said
