@@ -2,7 +2,7 @@
 --
 -- The NOTIFY trigger (V3) called its plpgsql function after every inserting statement, which
 -- tried the waiting lock and, with no relay waiting, returned: a trigger event queued and a
--- function call per statement, measured at 3–4 % of throughput with 8 writers. The lock is now
+-- function call per statement, measured at 3-4 % of throughput with 8 writers. The lock is now
 -- tried in the trigger's WHEN condition, which PostgreSQL evaluates at the end of the inserting
 -- statement, when it would queue the trigger's event (the function ran just after, at the end of
 -- the query): while no relay waits, nothing is queued and no function runs. The writer takes the
