@@ -70,27 +70,41 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, attempts, last_error, 
  LIMIT :limit;
 
 -- Makes dead letters claimable again with attempts reset. `ids` NULL = no id filter; every NULL filter
--- matches all dead letters (the caller decides whether that is allowed).
+-- matches all dead letters (the caller decides whether that is allowed). When any is retried, the
+-- relays are notified at commit (no insert does it for an update): an idle relay claims them then,
+-- not at its next poll.
 --! retry_dead_letters (ids?, event_type?, aggregate_type?, aggregate_id?)
-UPDATE outbox_events
-   SET dead_lettered_at = NULL, attempts = 0, retry_after = NULL
- WHERE dead_lettered_at IS NOT NULL
-   AND processed_at IS NULL
-   AND (:ids::uuid[] IS NULL OR id = ANY(:ids))
-   AND (:event_type::text IS NULL OR event_type = :event_type)
-   AND (:aggregate_type::text IS NULL OR aggregate_type = :aggregate_type)
-   AND (:aggregate_id::text IS NULL OR aggregate_id = :aggregate_id)
-RETURNING id;
+WITH retried AS (
+    UPDATE outbox_events
+       SET dead_lettered_at = NULL, attempts = 0, retry_after = NULL
+     WHERE dead_lettered_at IS NOT NULL
+       AND processed_at IS NULL
+       AND (:ids::uuid[] IS NULL OR id = ANY(:ids))
+       AND (:event_type::text IS NULL OR event_type = :event_type)
+       AND (:aggregate_type::text IS NULL OR aggregate_type = :aggregate_type)
+       AND (:aggregate_id::text IS NULL OR aggregate_id = :aggregate_id)
+    RETURNING id
+), woken AS (
+    SELECT count(pg_notify('outbox_events', '')) AS n FROM (SELECT 1 FROM retried LIMIT 1) any_retried
+)
+SELECT id FROM retried, woken;
 
+-- Deletes dead letters; the later events of their aggregates they held back become claimable, so
+-- the relays are notified at commit when any is deleted, as for a retry.
 --! purge_dead_letters (ids?, event_type?, aggregate_type?, aggregate_id?)
-DELETE FROM outbox_events
- WHERE dead_lettered_at IS NOT NULL
-   AND processed_at IS NULL
-   AND (:ids::uuid[] IS NULL OR id = ANY(:ids))
-   AND (:event_type::text IS NULL OR event_type = :event_type)
-   AND (:aggregate_type::text IS NULL OR aggregate_type = :aggregate_type)
-   AND (:aggregate_id::text IS NULL OR aggregate_id = :aggregate_id)
-RETURNING id;
+WITH purged AS (
+    DELETE FROM outbox_events
+     WHERE dead_lettered_at IS NOT NULL
+       AND processed_at IS NULL
+       AND (:ids::uuid[] IS NULL OR id = ANY(:ids))
+       AND (:event_type::text IS NULL OR event_type = :event_type)
+       AND (:aggregate_type::text IS NULL OR aggregate_type = :aggregate_type)
+       AND (:aggregate_id::text IS NULL OR aggregate_id = :aggregate_id)
+    RETURNING id
+), woken AS (
+    SELECT count(pg_notify('outbox_events', '')) AS n FROM (SELECT 1 FROM purged LIMIT 1) any_purged
+)
+SELECT id FROM purged, woken;
 
 -- The ids of the dead letters a filter matches now, oldest first: what an operator is shown and asked
 -- about before a purge, which then deletes exactly these ids (`purge_dead_letters_by_id`).

@@ -111,7 +111,8 @@ pub async fn list_dead_letters<C: GenericClient>(
 }
 
 /// Makes the matching dead letters pending again with attempts reset; returns their ids. The relay
-/// publishes them on its next claim (in order, within their aggregates).
+/// publishes them on its next claim (in order, within their aggregates): when any is retried, the
+/// relays are notified as the transaction commits, so an idle relay claims them then.
 pub async fn retry_dead_letters<C: GenericClient>(
     client: &C,
     filter: &DeadLetterFilter,
@@ -120,7 +121,7 @@ pub async fn retry_dead_letters<C: GenericClient>(
 }
 
 /// Deletes the matching dead letters for good; returns their ids. Later events of their aggregates
-/// are unblocked.
+/// are unblocked (the relays are notified as the transaction commits, as for a retry).
 pub async fn purge_dead_letters<C: GenericClient>(
     client: &C,
     filter: &DeadLetterFilter,

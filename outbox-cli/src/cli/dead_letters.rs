@@ -22,7 +22,8 @@ List dead letters, oldest first, with their last error. Payloads are not shown."
     /// Make dead letters pending again (attempts reset).
     #[command(long_about = "\
 Make dead letters pending again: attempts reset to 0 and retry_after cleared, so the relay publishes
-them on its next claim, in order within their aggregates. Say which: event ids, a filter, or --all.
+them on its next claim, in order within their aggregates; the relays are notified, so an idle one
+claims at once. Say which: event ids, a filter, or --all.
 
 Given ids that are not dead letters (mistyped, or published meanwhile) are named on stderr and make
 the exit status 1; the others are retried all the same, and listed on stdout.")]

@@ -1,5 +1,7 @@
 //! One batch: claim, publish, acknowledge — all inside one transaction.
 
+use std::time::Duration;
+
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -274,6 +276,12 @@ async fn in_transaction<P: Publisher>(
     let (published, mut failures, tallies) = rec.finish();
     storable(inner, tx, &mut failures).await?;
     record_and_commit(tx, &published, &failures, inner.config.deletes_on_ack()).await?;
+    // Committed: claim them again when they are due, not at the next poll of an idle relay.
+    for f in failures.iter().filter(|f| !f.dead) {
+        if let Ok(delay) = Duration::try_from_secs_f64(f.delay_secs) {
+            inner.due.schedule(delay);
+        }
+    }
     tallies.count(inner.metrics.as_ref());
     report.published = published.len();
     if report.deferred > 0 {

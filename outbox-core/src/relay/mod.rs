@@ -5,6 +5,7 @@ mod batch;
 mod claim;
 mod clip;
 mod config;
+mod due;
 mod gauges;
 mod guard;
 mod held;
@@ -74,6 +75,8 @@ pub(crate) struct Inner<P> {
     /// Wakes one idle worker to claim (the worker loop in `worker.rs` says when): a notification,
     /// the claim after the waiting barrier, a full claim that leaves more behind.
     wake: Arc<tokio::sync::Notify>,
+    /// Wakes an idle worker when events this relay put back are due (`due.rs`).
+    due: Arc<due::DueWakes>,
     /// Wakes every worker backing off after failures: the database answers again.
     database_back: Arc<tokio::sync::Notify>,
     /// Whether the database's encoding stores any text (UTF8, SQL_ASCII); read with the first
@@ -238,6 +241,7 @@ impl<P: Publisher> RelayBuilder<P> {
         let deferrals_end = crate::publisher::UNAVAILABLE_RETRY_DELAY
             .max(self.config.poll_interval)
             .saturating_add(Duration::from_secs(5));
+        let wake = Arc::new(tokio::sync::Notify::new());
         Ok(Relay {
             inner: Arc::new(Inner {
                 policy: self.config.retry_policy(),
@@ -251,7 +255,8 @@ impl<P: Publisher> RelayBuilder<P> {
                     .map(|c| c.with_default_application_name(WAITING_APPLICATION_NAME)),
                 metrics: self.metrics,
                 claims: claim::ClaimState::default(),
-                wake: Arc::new(tokio::sync::Notify::new()),
+                wake: wake.clone(),
+                due: Arc::new(due::DueWakes::new(&wake)),
                 database_back: Arc::new(tokio::sync::Notify::new()),
                 any_text: tokio::sync::OnceCell::new(),
                 housekeeping_interval: self.housekeeping_interval,

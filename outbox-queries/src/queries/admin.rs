@@ -915,7 +915,7 @@ impl<
 pub struct RetryDeadLettersStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn retry_dead_letters() -> RetryDeadLettersStmt {
     RetryDeadLettersStmt(
-        "UPDATE outbox_events SET dead_lettered_at = NULL, attempts = 0, retry_after = NULL WHERE dead_lettered_at IS NOT NULL AND processed_at IS NULL AND ($1::uuid[] IS NULL OR id = ANY($1)) AND ($2::text IS NULL OR event_type = $2) AND ($3::text IS NULL OR aggregate_type = $3) AND ($4::text IS NULL OR aggregate_id = $4) RETURNING id",
+        "WITH retried AS ( UPDATE outbox_events SET dead_lettered_at = NULL, attempts = 0, retry_after = NULL WHERE dead_lettered_at IS NOT NULL AND processed_at IS NULL AND ($1::uuid[] IS NULL OR id = ANY($1)) AND ($2::text IS NULL OR event_type = $2) AND ($3::text IS NULL OR aggregate_type = $3) AND ($4::text IS NULL OR aggregate_id = $4) RETURNING id ), woken AS ( SELECT count(pg_notify('outbox_events', '')) AS n FROM (SELECT 1 FROM retried LIMIT 1) any_retried ) SELECT id FROM retried, woken",
         None,
     )
 }
@@ -990,7 +990,7 @@ impl<
 pub struct PurgeDeadLettersStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn purge_dead_letters() -> PurgeDeadLettersStmt {
     PurgeDeadLettersStmt(
-        "DELETE FROM outbox_events WHERE dead_lettered_at IS NOT NULL AND processed_at IS NULL AND ($1::uuid[] IS NULL OR id = ANY($1)) AND ($2::text IS NULL OR event_type = $2) AND ($3::text IS NULL OR aggregate_type = $3) AND ($4::text IS NULL OR aggregate_id = $4) RETURNING id",
+        "WITH purged AS ( DELETE FROM outbox_events WHERE dead_lettered_at IS NOT NULL AND processed_at IS NULL AND ($1::uuid[] IS NULL OR id = ANY($1)) AND ($2::text IS NULL OR event_type = $2) AND ($3::text IS NULL OR aggregate_type = $3) AND ($4::text IS NULL OR aggregate_id = $4) RETURNING id ), woken AS ( SELECT count(pg_notify('outbox_events', '')) AS n FROM (SELECT 1 FROM purged LIMIT 1) any_purged ) SELECT id FROM purged, woken",
         None,
     )
 }
