@@ -23,4 +23,4 @@ pub use delay_proxy::DelayProxy;
 pub use events::{TestEvent, Unserialisable, note};
 pub use proxy::BlackHoleProxy;
 pub use publishers::{FlakyPublisher, RecordingPublisher};
-pub use running::{RunningRelay, eventually};
+pub use running::{RunningRelay, eventually, set_waiting};

@@ -44,3 +44,18 @@ pub async fn eventually(timeout: Duration, mut cond: impl AsyncFnMut() -> bool) 
     }
     cond().await
 }
+
+/// Takes (`true`) or releases (`false`) the waiting lock on `client`'s session, as a relay whose
+/// workers all went idle advertises that it waits (writers then notify), and stops.
+pub async fn set_waiting(client: &tokio_postgres::Client, waiting: bool) {
+    let sql = if waiting {
+        "SELECT pg_advisory_lock($1, $2)"
+    } else {
+        "SELECT pg_advisory_unlock($1, $2)"
+    };
+    let (k1, k2) = outbox_core::WAITING_LOCK;
+    client
+        .execute(sql, &[&k1, &k2])
+        .await
+        .expect("the waiting lock");
+}

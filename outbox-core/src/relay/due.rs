@@ -43,8 +43,12 @@ impl DueWakes {
     }
 
     /// Wakes one idle worker once `after` has passed (rounded up to a slot), unless a wake-up is
-    /// already scheduled for that slot. Needs a tokio runtime (the timer is a task).
+    /// already scheduled for that slot. The timer is a task: outside a tokio runtime nothing is
+    /// scheduled (the poll finds the events).
     pub(crate) fn schedule(self: &Arc<Self>, after: Duration) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         // Further than any clock reaches: the poll finds them.
         let Some(slot) = Instant::now().checked_add(after).map(|at| self.slot_of(at)) else {
             return;
@@ -62,7 +66,7 @@ impl DueWakes {
             }
         }
         let this = Arc::downgrade(self);
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             tokio::time::sleep_until(at).await;
             // The relay may be gone (dropped): nothing to wake.
             let Some(this) = this.upgrade() else { return };

@@ -174,6 +174,12 @@ impl<P: Publisher> Relay<P> {
         let mut infra = InfraBackoff::new(INFRA_BACKOFF_BASE, INFRA_BACKOFF_CAP);
         while !shutdown.is_cancelled() {
             let began = Instant::now();
+            // Busy from the claim on, its batch included: flagged only once the batch had ended,
+            // a relay keeping up with a steady stream (one event per claim, then an empty claim)
+            // counted as busy for the empty claims alone, and advertised waiting throughout, so
+            // every commit notified (`waiting.rs`; the wake-ups test of a relay busy most of the
+            // time failed 2 runs in 6).
+            idle.set(false);
             let delay = match self.run_once_until(&shutdown).await {
                 Ok(report) => {
                     if infra.failures() > 0 {
