@@ -10,6 +10,17 @@ use outbox_core::{
 };
 use outbox_tests::{FlakyPublisher, RunningRelay, TestDb, TestEvent, eventually};
 
+/// A relay over `publisher` that listens and polls every 10 minutes: an event claimed again
+/// within the test's time came by a wake-up, not the poll.
+fn idle_relay(db: &TestDb, publisher: &Arc<FlakyPublisher>) -> RunningRelay {
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(publisher))
+        .listen(db.config().clone())
+        .poll_interval(Duration::from_secs(600))
+        .build()
+        .unwrap();
+    RunningRelay::start(&relay)
+}
+
 /// Each event fails its first publish: put back for a few seconds (its destination unavailable)
 /// or backing off after a retryable failure (1 s at the first attempt). The relay polls every
 /// 10 minutes and nothing else is written, so only a wake-up of its own brings the claim. Black-box
@@ -33,12 +44,7 @@ async fn events_put_back_are_claimed_when_due_not_at_the_next_poll() {
             PublishOutcome::Retry(PublishFailure::new(FailureKind::Throttled, "slow down"))
         })
     }));
-    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
-        .listen(db.config().clone())
-        .poll_interval(Duration::from_secs(600))
-        .build()
-        .unwrap();
-    let running = RunningRelay::start(&relay);
+    let running = idle_relay(&db, &publisher);
     let client = db.pool().get().await.unwrap();
     let started = Instant::now();
     emit(&client, &TestEvent::new("unavailable", 1))
@@ -77,12 +83,7 @@ async fn a_retried_or_purged_dead_letter_wakes_an_idle_relay() {
             PublishOutcome::Permanent(PublishFailure::new(FailureKind::InvalidContent, "refused"))
         })
     }));
-    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
-        .listen(db.config().clone())
-        .poll_interval(Duration::from_secs(600))
-        .build()
-        .unwrap();
-    let running = RunningRelay::start(&relay);
+    let running = idle_relay(&db, &publisher);
     let client = db.pool().get().await.unwrap();
     for aggregate in ["retried", "purged"] {
         emit(&client, &TestEvent::new(aggregate, 1)).await.unwrap();
