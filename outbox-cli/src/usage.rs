@@ -106,19 +106,64 @@ pub fn parse_error(e: clap::Error) -> ExitCode {
         e.exit()
     }
     let path = command_path(&args);
+    let rendered = from_env(&e, &args, &e.render().to_string());
     if !wants_json(&args, std::env::var_os(ENV_LOG_FORMAT)) {
         // clap's text, its hint naming the subcommand: "try '--help'" alone is no command.
         let help = help_command(&path);
         eprint!(
             "{}",
-            e.render()
-                .to_string()
-                .replace("try '--help'", &format!("try '{help}'"))
+            rendered.replace("try '--help'", &format!("try '{help}'"))
         );
         return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
     }
-    let message = clap_message(&e.render().to_string());
+    let message = clap_message(&rendered);
     report(&Usage(message), None, LogFormat::Json, &path)
+}
+
+/// `rendered` (clap's text of `e`) saying where an invalid value came from when it was not the
+/// command line but the flag's environment variable: clap names the flag alone
+/// (`OUTBOX_LOG_FORMAT=xml` read "invalid value 'xml' for '--log-format <LOG_FORMAT>'").
+fn from_env(e: &clap::Error, args: &[OsString], rendered: &str) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return rendered.to_owned();
+    };
+    let Some(flag) = arg.split_whitespace().next() else {
+        return rendered.to_owned();
+    };
+    let Some(ContextValue::String(value)) = e.get(ContextKind::InvalidValue) else {
+        return rendered.to_owned();
+    };
+    // Given on the command line as well, the flag's own value is the one in question, unless
+    // the two differ and the variable's is the one refused.
+    let on_command_line = args
+        .iter()
+        .skip(1)
+        .zip(args.iter().skip(2))
+        .any(|(a, v)| a.to_string_lossy() == flag && v.to_string_lossy() == value.as_str())
+        || args
+            .iter()
+            .any(|a| a.to_string_lossy() == format!("{flag}={value}"));
+    let long = flag.trim_start_matches('-');
+    let env = Cli::command()
+        .get_subcommands()
+        .flat_map(|c| std::iter::once(c).chain(c.get_subcommands()))
+        .flat_map(|c| c.get_arguments())
+        .chain(Cli::command().get_arguments())
+        .find(|a| a.get_long() == Some(long))
+        .and_then(|a| a.get_env().map(|v| v.to_string_lossy().into_owned()));
+    match env {
+        Some(var)
+            if !on_command_line && std::env::var(&var).ok().as_deref() == Some(value.as_str()) =>
+        {
+            rendered.replacen(
+                &format!("for '{arg}'"),
+                &format!("for '{arg}' (from the environment variable {var})"),
+                1,
+            )
+        }
+        _ => rendered.to_owned(),
+    }
 }
 
 /// The command that shows the help of the subcommand `path` (its words; empty: the binary's).

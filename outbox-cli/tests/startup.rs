@@ -470,6 +470,24 @@ fn invalid_settings_are_usage_errors_and_failures_are_not() {
     for (mut cmd, expect) in cases {
         fails_usage(&mut cmd, expect);
     }
+    // A value from a flag's variable is said to come from it (black-box run: clap named the
+    // flag alone, which was not on the command line).
+    fails_usage(
+        outbox(nowhere).env("OUTBOX_LOG_FORMAT", "xml").arg("stats"),
+        "for '--log-format <LOG_FORMAT>' (from the environment variable OUTBOX_LOG_FORMAT)",
+    );
+    fails_usage(
+        relay_cmd(nowhere).env("OUTBOX_METRICS_ADDR", "bad"),
+        "(from the environment variable OUTBOX_METRICS_ADDR)",
+    );
+    // Given on the command line, it is the flag's.
+    let err = fails_usage(
+        outbox(nowhere)
+            .env_remove("OUTBOX_LOG_FORMAT")
+            .args(["--log-format", "yaml", "stats"]),
+        "invalid value 'yaml' for '--log-format <LOG_FORMAT>'",
+    );
+    assert!(!err.contains("environment variable"), "{err}");
     // The help pointer names the subcommand (found after parsing; clap's own say '--help').
     let err = fails_usage(relay_cmd(nowhere).args(["--batch-size", "0"]), "0");
     assert!(err.contains("'outbox relay --help'"), "{err}");
