@@ -9,6 +9,7 @@ use outbox_sqs::Route;
 use crate::{duration, help};
 
 mod dead_letters;
+mod negative;
 
 pub use dead_letters::{DeadLettersCommand, FilterArgs, SelectArgs};
 
@@ -80,7 +81,8 @@ impl Cli {
     /// error is returned, for [`usage::parse_error`](crate::usage::parse_error) to report.
     pub fn parse_args() -> Result<Cli, clap::Error> {
         let command = Cli::command().mut_subcommand("relay", |c| c.long_about(help::relay()));
-        let matches = command.try_get_matches()?;
+        let args = negative::join_negative_values(&command, std::env::args_os().collect());
+        let matches = command.try_get_matches_from(args)?;
         let mut cli = Cli::from_arg_matches(&matches)?;
         let mut words = Vec::new();
         let mut level = &matches;
@@ -264,20 +266,20 @@ pub struct RelayArgs {
     pub offload_bucket: Option<String>,
     /// With --offload-bucket (or OUTBOX_SQS_OFFLOAD_BUCKET): offload messages larger than this many
     /// bytes (default: the queue's or topic's limit, 1 MiB or 256 KiB).
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", value_parser = whole::<usize>)]
     pub offload_threshold: Option<usize>,
     /// With one FIFO queue or topic and per-aggregate order: send several events of one
     /// aggregate in one call (faster for hot aggregates; see the README).
     #[arg(long)]
     pub batch_aggregates: bool,
     /// Events per claim.
-    #[arg(long)]
+    #[arg(long, value_parser = whole::<usize>)]
     pub batch_size: Option<usize>,
     /// Batches in flight at once.
-    #[arg(long)]
+    #[arg(long, value_parser = whole::<usize>)]
     pub concurrency: Option<usize>,
     /// Attempts before an event is dead-lettered.
-    #[arg(long)]
+    #[arg(long, value_parser = whole::<u32>)]
     pub max_attempts: Option<u32>,
     /// Fallback poll interval, e.g. 2s.
     #[arg(long, value_parser = duration::parse)]
@@ -326,6 +328,14 @@ fn ahead(text: &str) -> Result<u32, String> {
             let (min, max) = range.into_inner();
             format!("`{text}`: a number of partitions from {min} to {max}")
         })
+}
+
+/// A count or size (`--batch-size`, `--concurrency`, …): a whole number, 0 or more. Whether it is
+/// in range is the configuration's check (`build()`), which names the setting.
+fn whole<T: std::str::FromStr>(text: &str) -> Result<T, String> {
+    text.trim()
+        .parse::<T>()
+        .map_err(|_| format!("`{text}`: a whole number is needed, 0 or more"))
 }
 
 /// `--route PATTERN=TARGET`, split at its first `=`; a missing side is a usage error (exit 2), like

@@ -50,6 +50,9 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     if text.is_empty() {
         return Err("a duration is needed, e.g. 7d, 12h, 30m, 45s".into());
     }
+    if text.starts_with('-') {
+        return Err(format!("`{text}`: a duration cannot be negative"));
+    }
     let too_large = || format!("`{text}`: too large (at most 100 years)");
     let mut total_ms: u64 = 0;
     let mut rest = text;
@@ -127,6 +130,7 @@ mod tests {
         for bad in ["", "7", "d", "7x", "1h-3m", "99999999999999999999s"] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+        assert!(parse("-1s").unwrap_err().contains("cannot be negative"));
     }
 
     #[test]

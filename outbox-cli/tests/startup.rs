@@ -470,6 +470,49 @@ fn invalid_settings_are_usage_errors_and_failures_are_not() {
     for (mut cmd, expect) in cases {
         fails_usage(&mut cmd, expect);
     }
+    // A negative value is refused for what it is (clap took `-1s` for an unknown flag: "unexpected
+    // argument '-1' found").
+    for (args, expect) in [
+        (
+            &["relay", "--poll-interval", "-1s"][..],
+            "`-1s`: a duration cannot be negative",
+        ),
+        (
+            &["relay", "--shutdown-grace", "-30s"],
+            "`-30s`: a duration cannot be negative",
+        ),
+        (
+            &["cleanup", "--older-than", "-7d"],
+            "`-7d`: a duration cannot be negative",
+        ),
+        (
+            &["relay", "--batch-size", "-5"],
+            "`-5`: a whole number is needed, 0 or more",
+        ),
+        (
+            &["relay", "--concurrency", "-1"],
+            "`-1`: a whole number is needed",
+        ),
+        (
+            &["relay", "--max-attempts", "-3"],
+            "`-3`: a whole number is needed",
+        ),
+        (
+            &["relay", "--offload-threshold", "-1"],
+            "`-1`: a whole number is needed",
+        ),
+        (
+            &["migrate", "--partitioned", "--ahead", "-3"],
+            "`-3`: a number of partitions",
+        ),
+        (
+            &["dead-letters", "list", "--limit", "-1"],
+            "`-1`: a number of dead letters",
+        ),
+    ] {
+        let err = fails_usage(outbox(nowhere).args(args), expect);
+        assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+    }
     // A value from a flag's variable is said to come from it (black-box run: clap named the
     // flag alone, which was not on the command line).
     fails_usage(
