@@ -135,7 +135,9 @@
 //! for [`bad_input_delay`](ConsumerConfig::bad_input_delay) (10 min) and so reaches the
 //! dead-letter queue after `maxReceiveCount` receives, where it waits for a consumer that can read
 //! it — an event is never silently lost because this consumer is older than its producer;
-//! [`Delete`](BadInputPolicy::Delete) deletes it at once. Neither is a hot loop.
+//! [`Delete`](BadInputPolicy::Delete) deletes it at once. Neither is a hot loop. An event the
+//! inbox already holds is a duplicate whatever its type: processed before its type was renamed or
+//! dropped, and delivered again, it is deleted like any duplicate.
 //!
 //! # FIFO queues
 //!

@@ -101,11 +101,7 @@ where
         // A duplicate of an offloaded event is known without reading its payload from S3 (which
         // may be large, or gone by now), S3 down or not.
         if was_processed(shared, env).await {
-            pending.take(receipt).await;
-            shared.metrics.on_duplicate();
-            tracing::debug!("duplicate: skipped");
-            shared.deleter.delete(receipt.to_owned());
-            return (Outcome::Duplicate, false);
+            return (duplicate(shared, receipt, pending).await, false);
         }
         // Kept hidden by the heartbeat while S3 fails, without a handler permit: messages that
         // carry their payload go on meanwhile.
@@ -151,6 +147,11 @@ where
     };
     let event = match T::decode(&env.event_type, &body) {
         Ok(event) => event,
+        Err(_) if was_processed(shared, env).await => {
+            // Processed before its type was renamed or dropped: a redelivery (its delete failed,
+            // or the relay sent it again), not bad input to hide and dead-letter.
+            return (duplicate(shared, receipt, pending).await, false);
+        }
         Err(e) => {
             let bad = match e.kind() {
                 outbox_core::ErrorKind::UnknownEventType => BadInput::UnknownEventType,
@@ -236,6 +237,15 @@ async fn permit(shared: &Shared, turn: Turn<'_>) -> Option<tokio::sync::OwnedSem
             return None;
         }
     }
+}
+
+/// Skips a duplicate: counted, and deleted.
+async fn duplicate(shared: &Shared, receipt: &str, pending: &Pending) -> Outcome {
+    pending.take(receipt).await;
+    shared.metrics.on_duplicate();
+    tracing::debug!("duplicate: skipped");
+    shared.deleter.delete(receipt.to_owned());
+    Outcome::Duplicate
 }
 
 /// Whether the inbox already holds `env`'s event (a hint: see [`outbox_core::was_processed`]);

@@ -176,3 +176,60 @@ async fn bad_input_is_deleted_under_the_delete_policy() {
     );
     assert!(!logs.text().contains(SECRET));
 }
+
+/// An event this consumer processed already is a duplicate, even when its type no longer decodes
+/// (renamed or dropped since): redelivered after its delete failed, it is deleted, not counted as
+/// bad input, hidden and dead-lettered (review: the decode came before the inbox check for
+/// messages that carry their payload, while offloaded ones were checked first).
+#[tokio::test]
+async fn a_processed_event_whose_type_no_longer_decodes_is_a_duplicate() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let id = Uuid::new_v4();
+    let client = db.connect().await;
+    assert!(
+        outbox_core::process_once(&client, "ledger", id)
+            .await
+            .unwrap()
+    );
+    queue
+        .client()
+        .send_message()
+        .queue_url(queue.url())
+        .message_body(r#"{"paid":true}"#)
+        .message_attributes("event_id", attr(&id.to_string()))
+        .message_attributes("event_type", attr("invoice.paid"))
+        .send()
+        .await
+        .unwrap();
+
+    let seen = Seen::default();
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .bad_input(BadInputPolicy::Release, Duration::from_secs(2))
+        .observe(seen.observer())
+        .build()
+        .await
+        .unwrap();
+    let running = Running::start(c, Recorder::default());
+    assert!(
+        eventually(Duration::from_secs(20), async || {
+            !seen.0.lock().unwrap().is_empty()
+        })
+        .await
+    );
+    let c = running.stop().await;
+    let outcomes: Vec<Outcome> = seen.0.lock().unwrap().iter().map(|d| d.outcome).collect();
+    assert!(matches!(outcomes[..], [Outcome::Duplicate]), "{outcomes:?}");
+    let m = c.metrics();
+    assert_eq!(m.duplicates(), 1, "{m:?}");
+    assert_eq!(m.failures("unknown_event_type"), 0, "{m:?}");
+    // Deleted: not back after the bad-input delay nor the visibility time-out.
+    assert!(
+        queue
+            .receive_all(1, Duration::from_secs(3))
+            .await
+            .is_empty()
+    );
+}
