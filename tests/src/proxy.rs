@@ -1,9 +1,10 @@
 //! A TCP proxy between a client and a server that can black-hole its connections: bytes stop
 //! flowing both ways while the sockets stay open, as when a network partition drops every packet.
+//! It can also hold what the client sends for a while, as a slow link or a busy server would.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -14,6 +15,8 @@ use tokio::task::JoinHandle;
 pub struct BlackHoleProxy {
     addr: SocketAddr,
     black_hole: Arc<AtomicBool>,
+    /// Milliseconds each chunk the client sends is held before it is passed on.
+    delay_ms: Arc<AtomicU64>,
     task: JoinHandle<()>,
 }
 
@@ -26,9 +29,12 @@ impl BlackHoleProxy {
         let addr = listener.local_addr().expect("the proxy's address");
         let black_hole = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&black_hole);
+        let delay_ms = Arc::new(AtomicU64::new(0));
+        let delay = Arc::clone(&delay_ms);
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let flag = Arc::clone(&flag);
+                let delay = Arc::clone(&delay);
                 tokio::spawn(async move {
                     if flag.load(Ordering::SeqCst) {
                         // Accept and never answer: a new connection into the partition hangs.
@@ -40,8 +46,8 @@ impl BlackHoleProxy {
                     };
                     let (cr, cw) = client.into_split();
                     let (sr, sw) = server.into_split();
-                    let up = tokio::spawn(pump(cr, sw, Arc::clone(&flag)));
-                    let down = tokio::spawn(pump(sr, cw, flag));
+                    let up = tokio::spawn(pump(cr, sw, Arc::clone(&flag), Some(delay)));
+                    let down = tokio::spawn(pump(sr, cw, flag, None));
                     let _ = tokio::join!(up, down);
                 });
             }
@@ -49,6 +55,7 @@ impl BlackHoleProxy {
         BlackHoleProxy {
             addr,
             black_hole,
+            delay_ms,
             task,
         }
     }
@@ -69,6 +76,13 @@ impl BlackHoleProxy {
     pub fn heal(&self) {
         self.black_hole.store(false, Ordering::SeqCst);
     }
+
+    /// From now on each chunk a client sends reaches the server `delay` later (zero: at once), on
+    /// existing and new connections: every request is answered that much later.
+    pub fn delay_requests(&self, delay: Duration) {
+        let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.delay_ms.store(ms, Ordering::SeqCst);
+    }
 }
 
 impl Drop for BlackHoleProxy {
@@ -77,12 +91,14 @@ impl Drop for BlackHoleProxy {
     }
 }
 
-/// Copies `from` to `to` until either closes or the black hole opens; then holds both open,
-/// silently, forever (the proxy's task ends with the test).
+/// Copies `from` to `to` (each chunk held for `delay` first, when given) until either closes or
+/// the black hole opens; then holds both open, silently, forever (the proxy's task ends with the
+/// test).
 async fn pump(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     black_hole: Arc<AtomicBool>,
+    delay_ms: Option<Arc<AtomicU64>>,
 ) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -100,6 +116,10 @@ async fn pump(
                 return;
             }
             break;
+        }
+        let hold = delay_ms.as_ref().map_or(0, |d| d.load(Ordering::SeqCst));
+        if hold > 0 {
+            tokio::time::sleep(Duration::from_millis(hold)).await;
         }
         if to.write_all(&buf[..n]).await.is_err() {
             return;

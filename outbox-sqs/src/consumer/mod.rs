@@ -280,10 +280,17 @@ impl Shared {
             .await
     }
 
-    /// How long a database step (a connection, a statement, a probe) may take: the call
-    /// time-out, at least 10 s (`call_timeout` is sized for SQS calls, and a probe cut short
-    /// while it connects would never let the gate open).
+    /// How long a database step (a connection, a statement, a probe) may take: see
+    /// [`probe_timeout`](Self::probe_timeout).
     pub(crate) fn database_timeout(&self) -> std::time::Duration {
+        self.probe_timeout()
+    }
+
+    /// How long a probe of a gate (the database's, S3's) may take: the call time-out, at least
+    /// 10 s (`call_timeout` is sized for SQS calls, and a probe cut short while it connects would
+    /// never let the gate open: S3 slower than a short call time-out kept offloaded messages
+    /// waiting until the consumer was restarted).
+    fn probe_timeout(&self) -> std::time::Duration {
         self.config.call_timeout.max(PROBE_TIMEOUT)
     }
 
@@ -293,7 +300,7 @@ impl Shared {
         let Some(bucket) = payload::offloaded_bucket(message) else {
             return true;
         };
-        let timeout = self.config.call_timeout;
+        let timeout = self.probe_timeout();
         self.offload
             .wait_up(&self.config.name, token, || {
                 payload::probe_bucket(&self.s3, &bucket, timeout)

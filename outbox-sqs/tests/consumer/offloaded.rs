@@ -239,3 +239,55 @@ async fn an_s3_outage_costs_each_offloaded_message_one_delivery_at_most() {
         c.metrics()
     );
 }
+
+/// After an S3 failure, the probe that lets offloaded messages through again gets at least the
+/// database probe's 10 s, not the call time-out (sized for SQS calls): with a short call time-out
+/// and an S3 slower than it but well within an object read's time, the gate opened never and the
+/// offloaded messages waited until the consumer was restarted (review).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_s3_reopens_after_a_failure_despite_a_short_call_timeout() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let bucket = bucket().await;
+    let relay = offloading_relay(&db, &queue, &bucket).await;
+    let ids = emit_credits(&db, 4, 1).await;
+    assert!(eventually(Duration::from_secs(20), async || db.pending().await == 0).await);
+    relay.stop().await;
+
+    let upstream = endpoint()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .expect("the SQS endpoint is host:port");
+    let proxy = outbox_tests::BlackHoleProxy::start(upstream).await;
+    proxy.black_hole();
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .s3_client(s3_client(Some(&proxy)).await)
+        .concurrency(1)
+        .call_timeout(Duration::from_millis(400))
+        .retry_backoff(Duration::from_millis(100), Duration::from_millis(500))
+        .build()
+        .await
+        .unwrap();
+    let running = Running::start(c, Arc::new(Recorder::default()));
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            running.consumer.metrics().failures("offload") >= 1
+        })
+        .await,
+        "an object read fails in the black hole: {:?}",
+        running.consumer.metrics()
+    );
+    // S3 answers again, 0.8 s late: longer than the call time-out, well within an object read's
+    // (the call time-out and a second per MiB).
+    proxy.delay_requests(Duration::from_millis(800));
+    proxy.heal();
+    let done = eventually(Duration::from_secs(20), async || {
+        effect_counts(&db).await.0 == ids.len() as i64
+    })
+    .await;
+    let c = running.stop().await;
+    assert!(done, "the offloaded events are applied: {:?}", c.metrics());
+}
