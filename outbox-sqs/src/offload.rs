@@ -22,7 +22,7 @@ use outbox_core::{ClaimedEvent, FailureKind, PublishFailure, PublishOutcome};
 use crate::breaker::{Admit, Breaker};
 use crate::config::ENV_CALL_TIMEOUT_MS;
 use crate::publisher::SqsPublisher;
-use crate::s3::Budget;
+use crate::s3::{Budget, PutFailed};
 use crate::slow_upload::SlowUploads;
 
 /// The message attribute that marks an offloaded message and holds the payload's size in bytes
@@ -201,9 +201,17 @@ impl SqsPublisher {
                 );
             }
             let put = offload.put(&id, e.payload(), budget).await;
+            // Before the probe below, which may use up the rest of the budget: an unanswered
+            // probe after an unanswered upload is an outage, not an upload too long for the
+            // publish timeout (black-box run: S3 black-holed, each event was charged an attempt).
+            let spent = budget.spent();
             match &put {
                 Ok(_) => offload.breaker.succeeded(),
-                Err((FailureKind::Destination, error)) => {
+                Err(PutFailed {
+                    kind: FailureKind::Destination,
+                    error,
+                    ..
+                }) => {
                     offload.slow.ended(e.id);
                     // Its text, not its chain: the chain repeats it in the SDK's debug dump.
                     let message = format!("S3 refused the upload of the payload: {error}");
@@ -222,9 +230,10 @@ impl SqsPublisher {
             // The probe below is no call of the publish's: it does not hold the in-flight permit.
             drop(permit);
             let slow_link = match &put {
-                Err((FailureKind::Timeout, _)) if !budget.spent() => {
-                    offload.check(budget.next(0)).await.is_ok()
-                }
+                Err(PutFailed {
+                    kind: FailureKind::Timeout,
+                    ..
+                }) if !spent => offload.check(budget.next(0)).await.is_ok(),
                 _ => false,
             };
             if slow_link {
@@ -235,7 +244,11 @@ impl SqsPublisher {
             }
             match put {
                 Ok(pointer) => (i, Ok(pointer)),
-                Err((kind, error)) => {
+                Err(PutFailed {
+                    kind,
+                    error,
+                    answered,
+                }) => {
                     // The outcome carries the error: the relay logs it (once per outage for an
                     // event put back; the first few of a batch for a counted attempt).
                     tracing::debug!(
@@ -245,14 +258,14 @@ impl SqsPublisher {
                     // S3 down (unreachable, slow, 5xx): put back without an attempt, like an
                     // outage of the broker (the bucket refusing, above: its breaker). An upload
                     // that needs longer than the time it is given while S3 itself answers (the
-                    // whole publish timeout spent, each call answered in time; or a call timed
-                    // out but a `HeadBucket` right after is answered in time, for the second
-                    // time in a row: the link is too slow for this payload, not S3 down): a
-                    // counted attempt, so that it ends in a visible dead letter instead of being
-                    // uploaded again on every claim. The first such time-out is put back: S3 may
-                    // have just come back while the upload was caught in its outage.
+                    // whole publish timeout spent, earlier calls of the upload answered; or a
+                    // call timed out but a `HeadBucket` right after is answered in time, for the
+                    // second time in a row: the link is too slow for this payload, not S3 down):
+                    // a counted attempt, so that it ends in a visible dead letter instead of
+                    // being uploaded again on every claim. The first such time-out is put back:
+                    // S3 may have just come back while the upload was caught in its outage.
                     let outcome = match kind {
-                        FailureKind::Timeout if budget.spent() => PublishOutcome::retry(
+                        FailureKind::Timeout if spent && answered => PublishOutcome::retry(
                             kind,
                             format!(
                                 "the upload of {} bytes to S3 did not finish within the relay's \

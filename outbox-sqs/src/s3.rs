@@ -26,6 +26,26 @@ const PER_MIB: Duration = Duration::from_secs(1);
 /// A failed S3 call: the failure kind for the event's outcome, and the error.
 type Failed = (FailureKind, Error);
 
+/// A failed upload: how it failed, and whether S3 answered one of its calls first (a multipart
+/// upload's creation or a part). Only then does a time-out at the publish deadline say that the
+/// upload needs longer than the publish timeout: with no call answered, S3 may be down.
+#[derive(Debug)]
+pub(crate) struct PutFailed {
+    pub(crate) kind: FailureKind,
+    pub(crate) error: Error,
+    pub(crate) answered: bool,
+}
+
+impl PutFailed {
+    fn new((kind, error): Failed, answered: bool) -> Self {
+        PutFailed {
+            kind,
+            error,
+            answered,
+        }
+    }
+}
+
 /// The failure kind of an S3 call's error: time-out, unreachable, 5xx (`Broker`), a refusal of
 /// every upload to the bucket (`Destination`: see [`refuses_the_bucket`]), anything else
 /// (`Other`: this request refused — a slow link's `RequestTimeout`, a bad digest, credentials or
@@ -120,7 +140,7 @@ impl Offloader {
         event_id: &str,
         payload: &str,
         budget: Budget,
-    ) -> std::result::Result<Offloaded, Failed> {
+    ) -> std::result::Result<Offloaded, PutFailed> {
         let key = offload_key(event_id);
         if payload.len() > MULTIPART_PART_BYTES {
             self.put_in_parts(&key, payload.as_bytes(), budget).await?;
@@ -137,7 +157,9 @@ impl Offloader {
                 "PutObject of an offloaded payload to bucket `{}`",
                 self.bucket
             );
-            within(&what, budget.next(payload.len()), call).await?;
+            within(&what, budget.next(payload.len()), call)
+                .await
+                .map_err(|f| PutFailed::new(f, false))?;
         }
         Ok(Offloaded {
             body: pointer_body(&self.bucket, &key),
@@ -152,7 +174,7 @@ impl Offloader {
         key: &str,
         payload: &[u8],
         budget: Budget,
-    ) -> std::result::Result<(), Failed> {
+    ) -> std::result::Result<(), PutFailed> {
         let what = format!(
             "multipart upload of an offloaded payload to bucket `{}`",
             self.bucket
@@ -164,15 +186,15 @@ impl Offloader {
             .key(key)
             .content_type("application/json")
             .send();
-        let created = within(&what, budget.next(0), call).await?;
+        let created = within(&what, budget.next(0), call)
+            .await
+            .map_err(|f| PutFailed::new(f, false))?;
         let Some(upload_id) = created.upload_id().map(str::to_owned) else {
-            return Err((
-                FailureKind::Broker,
-                Error::new(
-                    ErrorKind::Service,
-                    format!("{what}: no upload id in the answer"),
-                ),
-            ));
+            let error = Error::new(
+                ErrorKind::Service,
+                format!("{what}: no upload id in the answer"),
+            );
+            return Err(PutFailed::new((FailureKind::Broker, error), true));
         };
         // Best effort: an upload left behind is removed by the bucket's lifecycle rule
         // (`AbortIncompleteMultipartUpload`).
@@ -193,9 +215,11 @@ impl Offloader {
             }
         };
         let unfinished = DropGuard(Some(abort));
+        // The creation was answered: S3 is up, whatever becomes of the parts.
         let result = self
             .upload_parts(key, &upload_id, payload, budget, &what)
-            .await;
+            .await
+            .map_err(|f| PutFailed::new(f, true));
         if result.is_ok() {
             unfinished.disarm();
         }

@@ -176,3 +176,51 @@ async fn an_upload_timing_out_while_s3_does_not_answer_either_is_an_outage() {
         other => panic!("expected an outage (Unavailable), got {other:?}"),
     }
 }
+
+/// S3 black-holed under the relay's deadline: the upload times out with its whole call time-out,
+/// the `HeadBucket` after it is not answered either, and the event is put back uncounted. Before,
+/// the unanswered probe used up the rest of the budget, and the time-out was then taken for an
+/// upload longer than the publish timeout: each event was charged an attempt per claim and
+/// dead-lettered within minutes of an S3 outage (black-box run: `--max-attempts 2`, 40 s).
+#[tokio::test]
+async fn an_upload_in_a_black_hole_under_a_deadline_is_an_outage() {
+    let (bucket, queue) = bucket_and_queue().await;
+    let proxy = BlackHoleProxy::start(upstream()).await;
+    let publisher = offloading_through(proxy.addr(), &queue, &bucket).await;
+    let big = event("order.created", "order", "big", 1, json!("x".repeat(4096)));
+    proxy.black_hole();
+    // The uploads may run until 1 s (the message's call) before the deadline: 2.5 s, room for
+    // the upload's 2 s (1 s and 1 s for the MiB begun) and half a second of probe.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(3_500);
+    let outcomes = publisher
+        .publish_within(std::slice::from_ref(&big), deadline)
+        .await
+        .unwrap();
+    match &outcomes[0] {
+        PublishOutcome::Unavailable(f) => assert_eq!(f.kind(), FailureKind::Timeout, "{f:?}"),
+        other => panic!("expected an outage (Unavailable, no attempt), got {other:?}"),
+    }
+}
+
+/// S3 black-holed, and an upload that starts late in its publish (behind others, for the
+/// in-flight permits), so that the deadline cuts its call short: no call of it was answered, so
+/// nothing says the payload is too large for the publish timeout; an outage, not an attempt.
+#[tokio::test]
+async fn an_upload_cut_short_by_the_deadline_in_a_black_hole_is_an_outage() {
+    let (bucket, queue) = bucket_and_queue().await;
+    let proxy = BlackHoleProxy::start(upstream()).await;
+    let publisher = offloading_through(proxy.addr(), &queue, &bucket).await;
+    let big = event("order.created", "order", "big", 1, json!("x".repeat(4096)));
+    proxy.black_hole();
+    // The uploads may run until 1.5 s (an upload starts only with a call time-out left): less
+    // than the upload's own 2 s.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(2_500);
+    let outcomes = publisher
+        .publish_within(std::slice::from_ref(&big), deadline)
+        .await
+        .unwrap();
+    match &outcomes[0] {
+        PublishOutcome::Unavailable(f) => assert_eq!(f.kind(), FailureKind::Timeout, "{f:?}"),
+        other => panic!("expected an outage (Unavailable, no attempt), got {other:?}"),
+    }
+}
