@@ -297,7 +297,14 @@ impl SqsPublisher {
                             ),
                         ),
                         FailureKind::Timeout | FailureKind::Unreachable | FailureKind::Broker => {
-                            PublishOutcome::unavailable(kind, error.to_string())
+                            // S3 down: the bucket's breaker opens, as for a refusal but without
+                            // the dead-letter clock (as for throttling), so that the next batches
+                            // put their offloaded events back at once instead of each waiting
+                            // for an upload's time-out, and their other events go on; one upload
+                            // per probe interval finds S3 back.
+                            let message = error.to_string();
+                            offload.breaker.failed(&message, true);
+                            PublishOutcome::unavailable(kind, message)
                         }
                         _ => PublishOutcome::retry(kind, error.to_string()),
                     };

@@ -224,3 +224,55 @@ async fn an_upload_cut_short_by_the_deadline_in_a_black_hole_is_an_outage() {
         other => panic!("expected an outage (Unavailable, no attempt), got {other:?}"),
     }
 }
+
+/// S3 not answering opens the bucket's circuit breaker, as a refusal does (without its dead-letter
+/// clock): the next publishes put their offloaded events back at once instead of each waiting for
+/// an upload's time-out, so that the events that carry their payload, published alongside, keep
+/// flowing (each batch with an offloaded event took the upload's time-out and the probe's, about
+/// 19 s at the relay's defaults, during an S3 outage). One upload per probe interval finds S3 back.
+#[tokio::test]
+async fn s3_not_answering_opens_the_buckets_breaker() {
+    let (bucket, queue) = bucket_and_queue().await;
+    let proxy = BlackHoleProxy::start(upstream()).await;
+    let publisher = SqsPublisher::builder()
+        .sdk_config(sdk_config().await)
+        .endpoint_url(format!("http://{}", proxy.addr()))
+        .max_attempts(1)
+        .call_timeout(Duration::from_secs(1))
+        .breaker_probe_interval(Duration::from_secs(3))
+        .default_queue(queue.url())
+        .offload_bucket(&bucket)
+        .offload_threshold(1024)
+        .build()
+        .await
+        .unwrap();
+    let big = event("order.created", "order", "big", 1, json!("x".repeat(4096)));
+    proxy.black_hole();
+    let first = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
+    assert!(
+        matches!(&first[0], PublishOutcome::Unavailable(f) if f.kind() == FailureKind::Timeout),
+        "{first:?}"
+    );
+    let open = publisher
+        .unavailable_bucket()
+        .expect("the bucket's breaker is open");
+    assert_eq!(open.bucket, bucket);
+    // Refused at once while the breaker is open: no upload, no time-out to wait for.
+    let started = std::time::Instant::now();
+    let second = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        matches!(&second[0], PublishOutcome::Unavailable(_)),
+        "put back, never dead-lettered for an outage: {second:?}"
+    );
+    // S3 back: after the probe interval, the probe upload closes the breaker.
+    proxy.heal();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let third = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
+    assert!(matches!(third[0], PublishOutcome::Published), "{third:?}");
+    assert!(publisher.unavailable_bucket().is_none());
+}
