@@ -16,6 +16,11 @@ SELECT outbox_events_ensure_checks()::text AS done;
 SELECT granularity, ahead, maintained_at, retention_secs, kept_partitions, kept_events
   FROM outbox_partitioning;
 
+-- A maintenance run made the partitions ahead: when, for `stats` (a run with a retention sets it too,
+-- with what it kept).
+--! partitions_maintained
+UPDATE outbox_partitioning SET maintained_at = now();
+
 -- The safety net's state (one row; every column NULL on the plain layout).
 --! partitions_tail : (granularity?, wanted?, tail_lo?, tail_rows?, tail_detach_pending?, carve_safe?)
 SELECT granularity, wanted, tail_lo, tail_rows, tail_detach_pending, carve_safe

@@ -33,6 +33,8 @@ async fn relays_started_before_the_conversion_maintain_the_partitions_after_it()
         Granularity::Hourly.default_ahead() + 2
     ))
     .await;
+    let converted_at: chrono::DateTime<chrono::Utc> =
+        client.query_one("SELECT now()", &[]).await.unwrap().get(0);
     let grown = eventually(Duration::from_secs(10), async || {
         db.partition_names().await.len() == before.len() + 2
     })
@@ -42,6 +44,18 @@ async fn relays_started_before_the_conversion_maintain_the_partitions_after_it()
         grown,
         "two more partitions ahead: {before:?} → {:?}",
         db.partition_names().await
+    );
+    // `stats` says when maintenance last ran, retention or not (black-box run: the relay's runs
+    // without a retention left `maintained_at` at the last `partitions maintain --retention`,
+    // or empty for good, useless to alert on a maintenance that stopped).
+    let stats = outbox_core::partition::partition_stats(&client)
+        .await
+        .unwrap()
+        .expect("partitioned");
+    assert!(
+        stats.maintained_at.is_some_and(|t| t > converted_at),
+        "{:?} after {converted_at}",
+        stats.maintained_at
     );
 }
 

@@ -21,7 +21,8 @@ pub struct PartitionStats {
     pub kept_partitions: i32,
     /// The events that keep them.
     pub kept_events: i64,
-    /// When retention last ran (`None`: never).
+    /// When maintenance last made the partitions ahead, the relay's included (`None`: never).
+    /// The kept figures above are the last retention's.
     pub maintained_at: Option<chrono::DateTime<chrono::Utc>>,
     /// Whether `outbox_events_legacy` (the plain table's published rows after a conversion)
     /// still exists.

@@ -1316,6 +1316,25 @@ impl PartitioningSettingsStmt {
         }
     }
 }
+pub struct PartitionsMaintainedStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn partitions_maintained() -> PartitionsMaintainedStmt {
+    PartitionsMaintainedStmt("UPDATE outbox_partitioning SET maintained_at = now()", None)
+}
+impl PartitionsMaintainedStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub async fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+    ) -> Result<u64, tokio_postgres::Error> {
+        client.execute(self.0, &[]).await
+    }
+}
 pub struct PartitionsTailStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn partitions_tail() -> PartitionsTailStmt {
     PartitionsTailStmt(
