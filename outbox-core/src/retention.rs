@@ -100,7 +100,7 @@ pub async fn run_inbox_retention(
     shutdown: CancellationToken,
 ) {
     if let Err(e) = check_inbox_retention(older_than) {
-        tracing::error!(error = %e, "inbox retention not started");
+        tracing::error!(error = %crate::error_chain(&e), "inbox retention not started");
         return;
     }
     loop {
@@ -108,9 +108,11 @@ pub async fn run_inbox_retention(
             Ok(client) => match cleanup_inbox(&**client, older_than).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(deleted = n, "inbox retention deleted processed_events"),
-                Err(e) => tracing::warn!(error = %e, "inbox retention failed"),
+                Err(e) => tracing::warn!(error = %crate::error_chain(&e), "inbox retention failed"),
             },
-            Err(e) => tracing::warn!(error = %e, "inbox retention could not get a connection"),
+            Err(e) => {
+                tracing::warn!(error = %crate::error_chain(&e), "inbox retention could not get a connection")
+            }
         }
         tokio::select! {
             _ = shutdown.cancelled() => return,

@@ -331,7 +331,7 @@ fn connection_ended(e: &tokio_postgres::Error) {
         Some(db) => tracing::debug!(
             sqlstate = db.code().code(), error = %db.message(), "database connection closed"
         ),
-        None => tracing::debug!(error = %e, "database connection closed"),
+        None => tracing::debug!(error = %crate::error_chain(e), "database connection closed"),
     }
 }
 

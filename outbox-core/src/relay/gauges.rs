@@ -60,7 +60,7 @@ impl<P: Publisher> Relay<P> {
                     Ok(Err(e)) => {
                         failures += 1;
                         if outage::warn_now(failures == 1, &mut warned) {
-                            tracing::warn!(error = %e, failures,
+                            tracing::warn!(error = %crate::error_chain(&e), failures,
                                 "could not refresh the outbox gauges (this is logged once a \
                                  minute while it goes on)");
                         }

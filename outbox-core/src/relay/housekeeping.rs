@@ -58,7 +58,7 @@ async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode
     let client = match pool.get().await {
         Ok(c) => deadpool_postgres::Object::take(c),
         Err(e) => {
-            tracing::warn!(error = %e, "housekeeping could not get a connection");
+            tracing::warn!(error = %crate::error_chain(&e), "housekeeping could not get a connection");
             return mode;
         }
     };
@@ -74,7 +74,7 @@ async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode
                     (Mode::Rows, false)
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "housekeeping could not read the table's owner");
+                    tracing::warn!(error = %crate::error_chain(&e), "housekeeping could not read the table's owner");
                     return Mode::Look;
                 }
             },
@@ -87,7 +87,7 @@ async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode
                 (Mode::Rows, false)
             }
             Err(e) => {
-                tracing::warn!(error = %e, "housekeeping could not read the layout");
+                tracing::warn!(error = %crate::error_chain(&e), "housekeeping could not read the layout");
                 return Mode::Look;
             }
         },
@@ -105,14 +105,14 @@ async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode
                 // for, a privilege revoked): rows are deleted instead this round, and the next
                 // looks again — whoever fixes the ownership gets maintenance back.
                 Err(e) if is_denied(&e) || e.kind() == ErrorKind::Config => {
-                    tracing::warn!(error = %e,
+                    tracing::warn!(error = %crate::error_chain(&e),
                         "partition maintenance refused: run `outbox partitions maintain` as the \
                          owner of outbox_events; deleting rows instead");
                     delete_rows(&client, retention).await;
                     return Mode::Look;
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "partition maintenance failed; trying again next round")
+                    tracing::warn!(error = %crate::error_chain(&e), "partition maintenance failed; trying again next round")
                 }
             }
         }
@@ -128,7 +128,7 @@ async fn delete_rows(client: &tokio_postgres::Client, retention: Option<Duration
         match retention::cleanup(client, older_than).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(deleted = n, "retention deleted processed events"),
-            Err(e) => tracing::warn!(error = %e, "retention failed"),
+            Err(e) => tracing::warn!(error = %crate::error_chain(&e), "retention failed"),
         }
     }
 }

@@ -65,19 +65,19 @@ pub(crate) async fn run(connector: PgConnector, wakeups: Wakeups, token: Cancell
         if e.is_retryable() {
             // Once when it is lost (and a reminder a minute), not for every failed reconnect.
             if warn {
-                tracing::warn!(error = %e, retry_in_ms, failed_reconnects = backoff.failures() - 1,
+                tracing::warn!(error = %crate::error_chain(&e), retry_in_ms, failed_reconnects = backoff.failures() - 1,
                     "LISTEN connection lost; falling back to polling until it is back");
             } else {
-                tracing::debug!(error = %e, retry_in_ms, "LISTEN connection: reconnect failed");
+                tracing::debug!(error = %crate::error_chain(&e), retry_in_ms, "LISTEN connection: reconnect failed");
             }
         } else if warn {
             // A certificate or host-name problem: it lasts until someone fixes the server or its
             // certificate (an expired one renewed, say), so keep trying, at the backoff's pace,
             // rather than poll for the rest of the process's life (logged once a minute).
-            tracing::error!(error = %e, retry_in_ms = delay.as_millis() as u64,
+            tracing::error!(error = %crate::error_chain(&e), retry_in_ms = delay.as_millis() as u64,
                 "cannot open the LISTEN connection; relying on polling until it opens");
         } else {
-            tracing::debug!(error = %e, retry_in_ms, "LISTEN connection: reconnect failed");
+            tracing::debug!(error = %crate::error_chain(&e), retry_in_ms, "LISTEN connection: reconnect failed");
         }
         wake(&wakeups.claim);
         tokio::select! {

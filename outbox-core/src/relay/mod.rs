@@ -396,7 +396,7 @@ impl<P: Publisher> Relay<P> {
         tasks.finish(self.inner.config.shutdown_grace).await;
         match &result {
             Ok(()) => tracing::info!("relay stopped"),
-            Err(e) => tracing::error!(error = %e, "relay stopped"),
+            Err(e) => tracing::error!(error = %crate::error_chain(e), "relay stopped"),
         }
         result
     }

@@ -180,21 +180,21 @@ pub(crate) async fn run(
                 let retry_in_ms = delay.as_millis() as u64;
                 if e.is_retryable() {
                     if warn {
-                        tracing::warn!(error = %e, retry_in_ms,
+                        tracing::warn!(error = %crate::error_chain(&e), retry_in_ms,
                             failed_reconnects = backoff.failures() - 1,
                             "the connection advertising waiting was lost; reconnecting");
                     } else {
-                        tracing::debug!(error = %e, retry_in_ms,
+                        tracing::debug!(error = %crate::error_chain(&e), retry_in_ms,
                             "the connection advertising waiting: reconnect failed");
                     }
                 } else if warn {
                     // A certificate or host-name problem: kept trying (see the listener), logged
                     // once a minute.
-                    tracing::error!(error = %e, retry_in_ms = delay.as_millis() as u64,
+                    tracing::error!(error = %crate::error_chain(&e), retry_in_ms = delay.as_millis() as u64,
                         "cannot open the connection to advertise waiting; writers will not wake \
                          this relay until it opens");
                 } else {
-                    tracing::debug!(error = %e, retry_in_ms,
+                    tracing::debug!(error = %crate::error_chain(&e), retry_in_ms,
                         "the connection advertising waiting: reconnect failed");
                 }
                 tokio::select! {
