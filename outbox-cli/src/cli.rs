@@ -37,8 +37,9 @@ ENVIRONMENT:
   OUTBOX_PG_RDS_IAM RDS IAM authentication (like --rds-iam).
   OUTBOX_LOG_FORMAT text or json (like --log-format)
   RUST_LOG          log filter, e.g. `info` or `outbox_core=debug,info` (default: info)
-  AWS_*             the standard AWS variables and files configure SQS credentials, region and
-                    endpoint (AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL_SQS, ...)
+  AWS_*             the standard AWS variables and files configure credentials, region and
+                    endpoints for SQS, SNS and S3 (AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL, or
+                    per service AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_SNS, AWS_ENDPOINT_URL_S3, ...)
   OUTBOX_*          relay and SQS settings; see `outbox relay --help`
 
 EXIT STATUS:
@@ -49,16 +50,22 @@ EXIT STATUS:
   --log-format json. `outbox relay` exits 130 when a second signal cuts its shutdown short.")]
 pub struct Cli {
     /// PostgreSQL connection string of the database holding the outbox.
-    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        global = true,
+        help_heading = "Global options",
+        hide_env_values = true
+    )]
     pub database_url: Option<String>,
 
     /// Authenticate with RDS IAM: the password of every new connection is a fresh auth token signed
     /// with the default AWS credential chain (needs sslmode=require or stronger).
-    #[arg(long, env = ENV_RDS_IAM, global = true, action = clap::ArgAction::SetTrue, value_parser = switch)]
+    #[arg(long, env = ENV_RDS_IAM, global = true, help_heading = "Global options", action = clap::ArgAction::SetTrue, value_parser = switch)]
     pub rds_iam: bool,
 
     /// Log format.
-    #[arg(long, env = ENV_LOG_FORMAT, value_enum, default_value_t = LogFormat::Text, global = true)]
+    #[arg(long, env = ENV_LOG_FORMAT, value_enum, default_value_t = LogFormat::Text, global = true, help_heading = "Global options")]
     pub log_format: LogFormat,
 
     /// What to do.

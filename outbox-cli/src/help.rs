@@ -126,6 +126,11 @@ fn relay_settings() -> Vec<(&'static str, &'static str, &'static str)> {
             sqs::ENV_BREAKER_PROBE_INTERVAL_MS,
             "probe of a broken queue (default 5s)",
         ),
+        (
+            "",
+            sqs::ENV_TRANSPORT,
+            "`direct` (default) or `sdk`: the SQS client's",
+        ),
     ]
 }
 
