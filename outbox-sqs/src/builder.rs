@@ -241,6 +241,10 @@ impl SqsPublisherBuilder {
                     config.broken_queue_dead_letter_after,
                     metrics.bucket_unavailable(bucket.trim()),
                 ),
+                down: std::sync::Arc::new(crate::s3_down::S3Down::new(
+                    bucket.trim(),
+                    config.breaker_probe_interval,
+                )),
             }),
             _ => None,
         };

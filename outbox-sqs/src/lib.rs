@@ -124,9 +124,10 @@
 //!
 //! The object is written before the message is sent; when that fails, the message is not sent.
 //! S3 unreachable, too slow or failing (5xx): the event is `Unavailable` — put back without
-//! counting an attempt, like a broker outage — and the bucket's circuit breaker opens, without a
-//! dead-letter clock: until an upload per probe interval succeeds, the next batches put their
-//! offloaded events back at once, and their other events go on. S3 refusing every upload (bucket missing, access or
+//! counting an attempt, like a broker outage; once a `HeadBucket` right after such a failure is
+//! not answered either, S3 counts as down: until one upload per probe interval succeeds, the next
+//! batches put their offloaded events back at once (never dead-lettered for it), and their other
+//! events go on. S3 refusing every upload (bucket missing, access or
 //! its KMS key denied) opens the bucket's circuit breaker, as a missing queue does: its events are
 //! put back without an upload each (one probe per interval) and dead-lettered once it has refused
 //! longer than [`SqsConfig::broken_queue_dead_letter_after`]. A refusal of one upload (a slow
@@ -319,6 +320,7 @@ mod publisher;
 mod retry_quota;
 mod routing;
 mod s3;
+mod s3_down;
 mod sdk_error;
 mod settle;
 mod signer;
@@ -328,6 +330,7 @@ mod sns;
 mod sqs_json;
 mod transport;
 mod unavailable;
+mod upload_failure;
 
 pub use batch::{MAX_BATCH_BYTES, MAX_BATCH_ENTRIES};
 pub use classify::{Class, classify, classify_sdk_error, failure_kind};

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `outbox_sqs_queue_unavailable{queue}` | gauge | 1 while the queue's circuit breaker is open, else 0 |
 //! | `outbox_sns_topic_unavailable{topic}` | gauge | 1 while the topic's circuit breaker is open, else 0 |
-//! | `outbox_s3_bucket_unavailable{bucket}` | gauge | 1 while the offload bucket's circuit breaker is open (S3 refused an upload: the bucket missing, access denied; or is down: no answer, 5xx), else 0 |
+//! | `outbox_s3_bucket_unavailable{bucket}` | gauge | 1 while the offload bucket's circuit breaker is open (S3 refused an upload: the bucket missing, access denied), else 0 |
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
@@ -56,8 +56,7 @@ impl SqsMetrics {
         registry.register(
             "outbox_s3_bucket_unavailable",
             "1 while the offload bucket's circuit breaker is open (S3 refused an upload: the \
-             bucket missing, access denied; or did not answer, failed with 5xx: down; no upload \
-             has succeeded since), else 0",
+             bucket missing, access denied; not yet answered normally since), else 0",
             bucket_unavailable.clone(),
         );
         SqsMetrics {

@@ -19,10 +19,12 @@ use outbox_core::limits::{CharacterSet, MessageLimits};
 use outbox_core::message::message_size;
 use outbox_core::{ClaimedEvent, FailureKind, PublishFailure, PublishOutcome};
 
+use std::sync::Arc;
+
 use crate::breaker::{Admit, Breaker};
-use crate::config::ENV_CALL_TIMEOUT_MS;
 use crate::publisher::SqsPublisher;
-use crate::s3::{Budget, PutFailed};
+use crate::s3::Budget;
+use crate::s3_down::{Gate, S3Down};
 use crate::slow_upload::SlowUploads;
 
 /// The message attribute that marks an offloaded message and holds the payload's size in bytes
@@ -103,6 +105,18 @@ fn refuse_all(
     out
 }
 
+/// `out` with the events at `indexes` put back, uncounted, while S3 is down.
+fn wait_all(
+    mut out: HashMap<usize, std::result::Result<Offloaded, PublishOutcome>>,
+    indexes: &[usize],
+    failure: &PublishFailure,
+) -> HashMap<usize, std::result::Result<Offloaded, PublishOutcome>> {
+    for &i in indexes {
+        out.insert(i, Err(PublishOutcome::Unavailable(failure.clone())));
+    }
+    out
+}
+
 /// A payload written to S3: what the message carries instead.
 #[derive(Debug, Clone)]
 pub(crate) struct Offloaded {
@@ -123,14 +137,17 @@ pub(crate) struct Offloader {
     pub(crate) slow: SlowUploads,
     /// The bucket's circuit breaker: opened by a refusal (the bucket missing, access denied).
     pub(crate) breaker: Breaker,
+    /// Whether S3 is down (no answer, 5xx): its events wait, uncounted, never dead-lettered.
+    pub(crate) down: Arc<S3Down>,
 }
 
 impl SqsPublisher {
     /// Writes the payloads of the events (by index, in `order`) whose messages are over the
     /// offload threshold to S3, concurrently within the in-flight limit. Returns, by index, the
     /// pointer of each, or the outcome of an event that cannot be sent now (the message is never
-    /// sent without its object): `Unavailable` when S3 is unreachable, too slow or failing (5xx),
-    /// when the deadline would pass first, or when S3 refuses (the bucket missing, access denied:
+    /// sent without its object): `Unavailable` when S3 is unreachable, too slow or failing (5xx)
+    /// — down, once a `HeadBucket` is not answered either (see [`S3Down`]) — when the deadline
+    /// would pass first, or when S3 refuses (the bucket missing, access denied:
     /// the bucket's breaker opens, as a queue's does, and its events become `Permanent` once it
     /// has refused longer than the broken-destination limit); `Permanent` above
     /// [`OFFLOAD_MAX_MESSAGE_BYTES`]. Empty without offload.
@@ -201,116 +218,43 @@ impl SqsPublisher {
                 );
             }
             let put = offload.put(&id, e.payload(), budget).await;
-            // Before the probe below, which may use up the rest of the budget: an unanswered
-            // probe after an unanswered upload is an outage, not an upload too long for the
-            // publish timeout (black-box run: S3 black-holed, each event was charged an attempt).
+            // Before any probe, which may use up the rest of the budget: an unanswered probe
+            // after an unanswered upload is an outage, not an upload too long for the publish
+            // timeout (black-box run: S3 black-holed, each event was charged an attempt).
             let spent = budget.spent();
-            match &put {
-                Ok(_) => offload.breaker.succeeded(),
-                Err(PutFailed {
-                    kind: FailureKind::Destination,
-                    error,
-                    ..
-                }) => {
+            let failed = match put {
+                Ok(pointer) => {
+                    offload.breaker.succeeded();
+                    offload.down.up();
                     offload.slow.ended(e.id);
-                    // Its text, not its chain: the chain repeats it in the SDK's debug dump.
-                    let message = format!("S3 refused the upload of the payload: {error}");
-                    let dead_letter = offload.breaker.failed(&message, false);
-                    let reason = match offload.breaker.broken_for() {
-                        Some((for_, _)) if dead_letter => {
-                            offload.breaker.reason(for_, true, &message)
-                        }
-                        _ => message,
-                    };
-                    let failure = PublishFailure::new(FailureKind::Destination, reason);
-                    return (i, Err(refused(failure, dead_letter)));
+                    return (i, Ok(pointer));
                 }
-                Err(_) => {}
-            }
-            // The probe below is no call of the publish's: it does not hold the in-flight permit.
-            drop(permit);
-            let slow_link = match &put {
-                Err(PutFailed {
-                    kind: FailureKind::Timeout,
-                    ..
-                }) if !spent => offload.check(budget.next(0)).await.is_ok(),
-                _ => false,
+                Err(failed) => failed,
             };
-            if slow_link {
-                // The bucket answers: a probe that timed out on the link closes its breaker.
-                offload.breaker.succeeded();
-            } else {
+            if failed.kind == FailureKind::Destination {
                 offload.slow.ended(e.id);
+                // Its text, not its chain: the chain repeats it in the SDK's debug dump.
+                let message = format!("S3 refused the upload of the payload: {}", failed.error);
+                let dead_letter = offload.breaker.failed(&message, false);
+                let reason = match offload.breaker.broken_for() {
+                    Some((for_, _)) if dead_letter => offload.breaker.reason(for_, true, &message),
+                    _ => message,
+                };
+                let failure = PublishFailure::new(FailureKind::Destination, reason);
+                return (i, Err(refused(failure, dead_letter)));
             }
-            match put {
-                Ok(pointer) => (i, Ok(pointer)),
-                Err(PutFailed {
-                    kind,
-                    error,
-                    answered,
-                }) => {
-                    // The outcome carries the error: the relay logs it (once per outage for an
-                    // event put back; the first few of a batch for a counted attempt).
-                    tracing::debug!(
-                        bucket = %offload.bucket, event_id = %id, error = %error,
-                        "S3 offload failed; the event is not sent now"
-                    );
-                    // S3 down (unreachable, slow, 5xx): put back without an attempt, like an
-                    // outage of the broker (the bucket refusing, above: its breaker). An upload
-                    // that needs longer than the time it is given while S3 itself answers (the
-                    // whole publish timeout spent, earlier calls of the upload answered; or a
-                    // call timed out but a `HeadBucket` right after is answered in time, for the
-                    // second time in a row: the link is too slow for this payload, not S3 down):
-                    // a counted attempt, so that it ends in a visible dead letter instead of
-                    // being uploaded again on every claim. The first such time-out is put back:
-                    // S3 may have just come back while the upload was caught in its outage.
-                    let outcome = match kind {
-                        FailureKind::Timeout if spent && answered => PublishOutcome::retry(
-                            kind,
-                            format!(
-                                "the upload of {} bytes to S3 did not finish within the relay's \
-                                 publish timeout (raise it for payloads this large): {error}",
-                                e.payload().len()
-                            ),
-                        ),
-                        FailureKind::Timeout if slow_link && offload.slow.timed_out(e.id) => {
-                            PublishOutcome::retry(
-                                kind,
-                                format!(
-                                    "the upload of {} bytes to S3 timed out twice in a row while \
-                                     S3 answers (HeadBucket): the link is too slow for a payload \
-                                     this large; raise {ENV_CALL_TIMEOUT_MS} (each S3 call is \
-                                     given it and 1 s more per MiB begun) and the relay's publish \
-                                     timeout with it (the uploads must end a call time-out before \
-                                     that): {error}",
-                                    e.payload().len()
-                                ),
-                            )
-                        }
-                        FailureKind::Timeout if slow_link => PublishOutcome::unavailable(
-                            kind,
-                            format!(
-                                "the upload of {} bytes to S3 timed out while S3 answers \
-                                 (HeadBucket); not counted the first time (S3 may have just \
-                                 come back from an outage the upload was caught in): {error}",
-                                e.payload().len()
-                            ),
-                        ),
-                        FailureKind::Timeout | FailureKind::Unreachable | FailureKind::Broker => {
-                            // S3 down: the bucket's breaker opens, as for a refusal but without
-                            // the dead-letter clock (as for throttling), so that the next batches
-                            // put their offloaded events back at once instead of each waiting
-                            // for an upload's time-out, and their other events go on; one upload
-                            // per probe interval finds S3 back.
-                            let message = error.to_string();
-                            offload.breaker.failed(&message, true);
-                            PublishOutcome::unavailable(kind, message)
-                        }
-                        _ => PublishOutcome::retry(kind, error.to_string()),
-                    };
-                    (i, Err(outcome))
-                }
-            }
+            // A probe below is no call of the publish's: it does not hold the in-flight permit.
+            drop(permit);
+            // The outcome carries the error: the relay logs it (once per outage for an event put
+            // back; the first few of a batch for a counted attempt).
+            tracing::debug!(
+                bucket = %offload.bucket, event_id = %id, error = %failed.error,
+                "S3 offload failed; the event is not sent now"
+            );
+            let outcome = offload
+                .outcome(e.id, e.payload().len(), failed, spent, budget)
+                .await;
+            (i, Err(outcome))
         };
         // The bucket's breaker admits a batch's uploads as a queue's admits a call: all of them;
         // none (put back, or past the limit dead-lettered); or, as its probe, the first, and the
@@ -331,6 +275,22 @@ impl SqsPublisher {
                     return refuse_all(out, &large[1..], &reason, dead_letter);
                 }
                 &large[1..]
+            }
+        };
+        // S3 down: its events put back at once, but for one probe upload per interval.
+        let rest = match offload.down.gate() {
+            Gate::Go => rest,
+            Gate::Wait(failure) => return wait_all(out, rest, &failure),
+            Gate::Probe => {
+                let Some((&first, others)) = rest.split_first() else {
+                    return out;
+                };
+                let (i, outcome) = put_one(first).await;
+                out.insert(i, outcome);
+                if let Gate::Wait(failure) = offload.down.gate() {
+                    return wait_all(out, others, &failure);
+                }
+                others
             }
         };
         out.extend(futures::future::join_all(rest.iter().map(|&i| put_one(i))).await);

@@ -264,6 +264,13 @@ impl Offloader {
         within(what, budget.next(0), call).await.map(|_| ())
     }
 
+    /// Whether S3 answers a `HeadBucket` on the offload bucket within `timeout`: with the bucket's
+    /// metadata or with a refusal (403, 404), anything but a 5xx. A probe after a failed upload:
+    /// S3 answering says the upload failed on its own (a link too slow for it), not S3 down.
+    pub(crate) async fn answers(&self, timeout: Duration) -> bool {
+        answers(&self.client, &self.bucket, timeout).await
+    }
+
     /// `HeadBucket` on the offload bucket: it exists and the credentials reach it.
     pub(crate) async fn check(&self, timeout: Duration) -> Result<()> {
         let call = self.client.head_bucket().bucket(&self.bucket).send();
@@ -282,6 +289,15 @@ impl Offloader {
             Ok(Err(e)) => Err(sdk_error(&what, e)),
             Err(_) => Err(timeout_error(&what, timeout)),
         }
+    }
+}
+
+/// [`Offloader::answers`], for a probe of its own (run in the background).
+pub(crate) async fn answers(client: &aws_sdk_s3::Client, bucket: &str, timeout: Duration) -> bool {
+    match tokio::time::timeout(timeout, client.head_bucket().bucket(bucket).send()).await {
+        Ok(Ok(_)) => true,
+        Ok(Err(SdkError::ServiceError(ctx))) => !ctx.raw().status().is_server_error(),
+        Ok(Err(_)) | Err(_) => false,
     }
 }
 

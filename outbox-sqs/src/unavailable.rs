@@ -54,9 +54,8 @@ impl SqsPublisher {
             .collect()
     }
 
-    /// The offload bucket while its circuit breaker is open — S3 refused an upload as a whole
-    /// (the bucket missing, access or its KMS key denied), or is down (no answer, 5xx) — and no
-    /// upload has succeeded since;
+    /// The offload bucket while its circuit breaker is open — S3 refused an upload as a whole:
+    /// the bucket missing, access or its KMS key denied — and no upload has succeeded since;
     /// `None` while it works, and without offload. Its large events wait meanwhile, as a broken
     /// queue's do (the `outbox_s3_bucket_unavailable` gauge says the same).
     pub fn unavailable_bucket(&self) -> Option<UnavailableBucket> {

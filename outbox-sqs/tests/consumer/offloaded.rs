@@ -280,9 +280,9 @@ async fn a_slow_s3_reopens_after_a_failure_despite_a_short_call_timeout() {
         "an object read fails in the black hole: {:?}",
         running.consumer.metrics()
     );
-    // S3 answers again, 0.8 s late: longer than the call time-out, well within an object read's
+    // S3 answers again, 0.5 s late: longer than the call time-out, well within an object read's
     // (the call time-out and a second per MiB).
-    proxy.delay_requests(Duration::from_millis(800));
+    proxy.delay_requests(Duration::from_millis(500));
     proxy.heal();
     let done = eventually(Duration::from_secs(20), async || {
         effect_counts(&db).await.0 == ids.len() as i64
