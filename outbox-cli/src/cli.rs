@@ -337,12 +337,12 @@ fn ahead(text: &str) -> Result<u32, String> {
         })
 }
 
-/// A count or size (`--batch-size`, `--concurrency`, …): a whole number, 0 or more. Whether it is
-/// in range is the configuration's check (`build()`), which names the setting.
+/// A count or size (`--batch-size`, `--concurrency`, …): a whole number. Whether it is in range
+/// is the configuration's check (`build()`), which names the setting and the range.
 fn whole<T: std::str::FromStr>(text: &str) -> Result<T, String> {
     text.trim()
         .parse::<T>()
-        .map_err(|_| format!("`{text}`: a whole number is needed, 0 or more"))
+        .map_err(|_| format!("`{text}`: a whole number is needed"))
 }
 
 /// `--route PATTERN=TARGET`, split at its first `=`; a missing side is a usage error (exit 2), like

@@ -487,7 +487,7 @@ fn invalid_settings_are_usage_errors_and_failures_are_not() {
         ),
         (
             &["relay", "--batch-size", "-5"],
-            "`-5`: a whole number is needed, 0 or more",
+            "`-5`: a whole number is needed",
         ),
         (
             &["relay", "--concurrency", "-1"],

@@ -134,7 +134,8 @@
 //! link's `RequestTimeout`, credentials): `Retry` — a counted attempt, so a lasting problem ends in
 //! a visible dead letter; so does an upload that times out, twice in a row, while S3 answers a `HeadBucket` right after (a link too
 //! slow for the payload: raise `OUTBOX_SQS_CALL_TIMEOUT_MS`; the first time S3 may have just come
-//! back from an outage), or that outlasts the publish timeout. The next
+//! back from an outage; never an upload that carried less than 32 KiB/s: stalled, not slow), or
+//! that outlasts the publish timeout. The next
 //! attempt writes the object again under the same key. Delivery stays at least once: a crash between the
 //! send and the relay marking the event re-sends the same pointer to the same (rewritten) object.
 //! With offload on, [`Publisher::limits`](outbox_core::Publisher::limits) is [`OFFLOAD_LIMITS`]:

@@ -217,6 +217,7 @@ impl SqsPublisher {
                     )),
                 );
             }
+            let started = std::time::Instant::now();
             let put = offload.put(&id, e.payload(), budget).await;
             // Before any probe, which may use up the rest of the budget: an unanswered probe
             // after an unanswered upload is an outage, not an upload too long for the publish
@@ -252,7 +253,7 @@ impl SqsPublisher {
                 "S3 offload failed; the event is not sent now"
             );
             let outcome = offload
-                .outcome(e.id, e.payload().len(), failed, spent, budget)
+                .outcome(e.id, e.payload().len(), started, failed, spent, budget)
                 .await;
             (i, Err(outcome))
         };

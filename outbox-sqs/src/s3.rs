@@ -85,11 +85,16 @@ impl Budget {
     /// The time-out of the next call, which uploads `bytes`.
     pub(crate) fn next(&self, bytes: usize) -> Duration {
         // Each MiB begun: 1.9 MiB gets 2 s more, not 1.
-        let mib = u32::try_from(bytes.div_ceil(1024 * 1024)).unwrap_or(u32::MAX);
-        let call = self.call.saturating_add(PER_MIB.saturating_mul(mib));
+        let call = self.call_time(bytes);
         self.until.map_or(call, |until| {
             call.min(until.saturating_duration_since(tokio::time::Instant::now()))
         })
+    }
+
+    /// The time a call uploading `bytes` is given, the deadline apart.
+    pub(crate) fn call_time(&self, bytes: usize) -> Duration {
+        let mib = u32::try_from(bytes.div_ceil(1024 * 1024)).unwrap_or(u32::MAX);
+        self.call.saturating_add(PER_MIB.saturating_mul(mib))
     }
 
     /// Whether the whole budget is used up.

@@ -19,7 +19,16 @@ use outbox_core::{FailureKind, PublishFailure};
 pub(crate) struct S3Down {
     bucket: String,
     probe_interval: Duration,
-    state: Mutex<Option<Down>>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    down: Option<Down>,
+    /// When S3 last came back from being down: a failure of a call started before that is
+    /// stale, caught in the outage that ended then. (Not any answer: on a link too slow for one
+    /// payload, the others' uploads go through meanwhile, and its time-out still counts.)
+    recovered_at: Option<Instant>,
 }
 
 #[derive(Debug)]
@@ -47,11 +56,11 @@ impl S3Down {
         S3Down {
             bucket: bucket.to_owned(),
             probe_interval,
-            state: Mutex::new(None),
+            state: Mutex::new(State::default()),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<Down>> {
+    fn lock(&self) -> MutexGuard<'_, State> {
         // A plain value: a panic elsewhere cannot leave it half-written.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -63,7 +72,7 @@ impl S3Down {
 
     fn gate_at(&self, now: Instant) -> Gate {
         let mut state = self.lock();
-        match state.as_mut() {
+        match state.down.as_mut() {
             None => Gate::Go,
             Some(down) if now >= down.next_probe => {
                 down.next_probe = now + self.probe_interval;
@@ -82,14 +91,25 @@ impl S3Down {
 
     /// Whether S3 is known to be down.
     pub(crate) fn is_down(&self) -> bool {
-        self.lock().is_some()
+        self.lock().down.is_some()
     }
 
-    /// S3 did not answer an upload (or failed it with a 5xx), nor a `HeadBucket` after it.
-    pub(crate) fn down(&self, kind: FailureKind, error: &str) {
+    /// Whether S3 has come back from being down since `started`: a failure of a call started
+    /// before is stale.
+    pub(crate) fn recovered_since(&self, started: Instant) -> bool {
+        self.lock().recovered_at.is_some_and(|at| at >= started)
+    }
+
+    /// S3 did not answer an upload started at `started` (or failed it with a 5xx), nor a
+    /// `HeadBucket` after it; or it stalls uploads (see `upload_failure.rs`). Ignored when S3
+    /// has come back since `started`: the outage the call was caught in is over.
+    pub(crate) fn down(&self, started: Instant, kind: FailureKind, error: &str) {
         let now = Instant::now();
         let mut state = self.lock();
-        match state.as_mut() {
+        if state.recovered_at.is_some_and(|at| at >= started) {
+            return;
+        }
+        match state.down.as_mut() {
             Some(down) => {
                 down.kind = kind;
                 down.error = error.to_owned();
@@ -100,7 +120,7 @@ impl S3Down {
                     probe_every_ms = self.probe_interval.as_millis() as u64,
                     "S3 is down: offloaded events are put back without uploading, uncounted, \
                      and one upload per probe interval finds it back");
-                *state = Some(Down {
+                state.down = Some(Down {
                     next_probe: now + self.probe_interval,
                     kind,
                     error: error.to_owned(),
@@ -111,7 +131,9 @@ impl S3Down {
 
     /// S3 answered (an upload went through, or a `HeadBucket` was answered).
     pub(crate) fn up(&self) {
-        if self.lock().take().is_some() {
+        let mut state = self.lock();
+        if state.down.take().is_some() {
+            state.recovered_at = Some(Instant::now());
             tracing::info!(bucket = %self.bucket, "S3 answers again: offloading resumes");
         }
     }
@@ -125,7 +147,8 @@ mod tests {
     fn down_puts_back_until_a_probe_is_due_and_up_ends_it() {
         let d = S3Down::new("b", Duration::from_secs(5));
         assert!(matches!(d.gate(), Gate::Go));
-        d.down(FailureKind::Timeout, "no answer within 2000 ms");
+        let started = Instant::now();
+        d.down(started, FailureKind::Timeout, "no answer within 2000 ms");
         let now = Instant::now();
         match d.gate_at(now) {
             Gate::Wait(f) => {
@@ -146,5 +169,11 @@ mod tests {
         d.up();
         assert!(!d.is_down());
         assert!(matches!(d.gate(), Gate::Go));
+        // A call started before S3 answered again fails late: stale, S3 stays up.
+        assert!(d.recovered_since(started));
+        d.down(started, FailureKind::Timeout, "no answer within 2000 ms");
+        assert!(!d.is_down(), "a stale failure reopened it");
+        d.down(Instant::now(), FailureKind::Timeout, "no answer");
+        assert!(d.is_down());
     }
 }

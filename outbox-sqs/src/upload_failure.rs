@@ -3,7 +3,7 @@
 //! the publish timeout cannot carry: it ends as a visible dead letter instead of being uploaded
 //! again on every claim). A refusal of the bucket is the breaker's (see `offload.rs`).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use outbox_core::{FailureKind, PublishOutcome};
 use uuid::Uuid;
@@ -16,13 +16,26 @@ use crate::s3::{Budget, PutFailed};
 /// under the relay's 5 s before it claims a put-back event again, so that the next claim knows.
 const BACKGROUND_PROBE: Duration = Duration::from_secs(2);
 
+/// The longest `HeadBucket` after a failed upload: a tiny call, which a working S3 answers at
+/// once even on a slow link. (It had the rest of the upload's budget: at the black hole's onset
+/// the batch waited for the upload's time-out and about 10 s more before S3 counted as down.)
+const PROBE_AFTER_FAILURE: Duration = Duration::from_secs(3);
+
+/// An upload that timed out before carrying its payload at this rate (bytes per second, over the
+/// time it was given) was stalled, not on a link too slow for it: no link a relay runs on is
+/// that slow. Never a counted attempt (black-box run: 20 KB uploads black-holed while
+/// `HeadBucket` answered, 1.8 KB/s over their 11 s, were dead-lettered as too large for the link).
+const STALLED_BELOW_BYTES_PER_SEC: f64 = 32.0 * 1024.0;
+
 impl Offloader {
-    /// The outcome of the event `id` (of `bytes`) whose upload failed with `failed`; `spent`: the
-    /// upload's budget was used up when it failed (the deadline cut it short or ended it).
+    /// The outcome of the event `id` (of `bytes`) whose upload, started at `started`, failed with
+    /// `failed`; `spent`: the upload's budget was used up when it failed (the deadline cut it
+    /// short or ended it).
     pub(crate) async fn outcome(
         &self,
         id: Uuid,
         bytes: usize,
+        started: Instant,
         failed: PutFailed,
         spent: bool,
         budget: Budget,
@@ -41,6 +54,12 @@ impl Offloader {
             self.slow.ended(id);
             return PublishOutcome::retry(kind, error);
         }
+        if self.down.recovered_since(started) {
+            // Caught in an outage that ended while it ran.
+            return PublishOutcome::unavailable(kind, error);
+        }
+        let given = budget.call_time(bytes).as_secs_f64();
+        let stalled = bytes as f64 / given.max(0.001) < STALLED_BELOW_BYTES_PER_SEC;
         let too_long = || {
             PublishOutcome::retry(
                 kind,
@@ -62,17 +81,17 @@ impl Offloader {
             if self.down.is_down() {
                 return PublishOutcome::unavailable(kind, error);
             }
-            self.probe_in_background(kind, &error);
-            return if kind == FailureKind::Timeout && self.slow.timed_out(id) {
+            self.probe_in_background(started, kind, &error);
+            return if kind == FailureKind::Timeout && !stalled && self.slow.timed_out(id) {
                 too_long()
             } else {
                 PublishOutcome::unavailable(kind, error)
             };
         }
-        if !self.answers(budget.next(0)).await {
+        if !self.answers(budget.next(0).min(PROBE_AFTER_FAILURE)).await {
             // Neither the upload nor a `HeadBucket` right after: S3 is down.
             self.slow.ended(id);
-            self.down.down(kind, &error);
+            self.down.down(started, kind, &error);
             return PublishOutcome::unavailable(kind, error);
         }
         self.down.up();
@@ -83,6 +102,16 @@ impl Offloader {
         }
         // The bucket answers: a probe that timed out on the link closes its breaker.
         self.breaker.succeeded();
+        if stalled {
+            self.slow.ended(id);
+            return PublishOutcome::unavailable(
+                kind,
+                format!(
+                    "the upload of {bytes} bytes to S3 timed out while S3 answers (HeadBucket): \
+                     stalled, not a link too slow for it; not counted: {error}"
+                ),
+            );
+        }
         if self.slow.timed_out(id) {
             PublishOutcome::retry(
                 kind,
@@ -107,7 +136,7 @@ impl Offloader {
     }
 
     /// A `HeadBucket` run in the background: S3 down when it is not answered.
-    fn probe_in_background(&self, kind: FailureKind, error: &str) {
+    fn probe_in_background(&self, started: Instant, kind: FailureKind, error: &str) {
         let (client, bucket, down) = (self.client.clone(), self.bucket.clone(), self.down.clone());
         let error = error.to_owned();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -115,7 +144,7 @@ impl Offloader {
                 if crate::s3::answers(&client, &bucket, BACKGROUND_PROBE).await {
                     down.up();
                 } else {
-                    down.down(kind, &error);
+                    down.down(started, kind, &error);
                 }
             });
         }
