@@ -5,9 +5,10 @@ use aws_sdk_sqs::types::QueueAttributeName;
 
 use crate::call::direct_error;
 use crate::destination::DestinationKind;
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 use crate::publisher::{Queue, SqsPublisher};
 use crate::sdk_error::{sdk_error, timeout_error};
+use outbox_core::FailureKind;
 
 impl SqsPublisher {
     /// `GetQueueAttributes` on every configured queue and `GetTopicAttributes` on every topic
@@ -19,7 +20,26 @@ impl SqsPublisher {
             result?;
         }
         if let Some(offload) = &self.inner.offload {
-            offload.check(self.inner.call_timeout).await?;
+            let started = std::time::Instant::now();
+            if let Err(e) = offload.check(self.inner.call_timeout).await {
+                // S3 down (no answer, unreachable, a 5xx): start all the same, its offloaded
+                // events waiting until an upload goes through, so that the others are relayed
+                // (black-box run: the relay could not start, or restart, during an S3 outage,
+                // and relayed nothing). A refusal (the bucket missing, access denied) fails.
+                let kind = match e.kind() {
+                    ErrorKind::Timeout => FailureKind::Timeout,
+                    ErrorKind::Unavailable => FailureKind::Unreachable,
+                    ErrorKind::Service if !offload.answers(self.inner.call_timeout).await => {
+                        FailureKind::Broker
+                    }
+                    _ => return Err(e),
+                };
+                let error = outbox_core::error_chain(&e);
+                tracing::warn!(bucket = %offload.bucket, error,
+                    "S3 did not answer the start-up check: starting all the same; offloaded \
+                     events wait until an upload goes through");
+                offload.down.down(started, kind, &error);
+            }
         }
         Ok(())
     }

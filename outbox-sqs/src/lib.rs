@@ -141,7 +141,8 @@
 //! With offload on, [`Publisher::limits`](outbox_core::Publisher::limits) is [`OFFLOAD_LIMITS`]:
 //! messages up to [`OFFLOAD_MAX_MESSAGE_BYTES`] (64 MiB), so build the emitter with
 //! [`Emitter::for_publisher`](outbox_core::Emitter::for_publisher) to emit such events. The start-up
-//! check calls `HeadBucket` ([`ErrorKind::BucketNotFound`]). Credentials, region and endpoint come
+//! check calls `HeadBucket` ([`ErrorKind::BucketNotFound`]; S3 not answering it, down, passes with a
+//! warning: the offloaded events wait, the others are relayed). Credentials, region and endpoint come
 //! from the same AWS configuration as SQS's; with an overridden endpoint S3 uses path-style
 //! addressing. The relay needs `s3:PutObject` on `arn:aws:s3:::BUCKET/outbox/*` (and
 //! `s3:ListBucket` for the `HeadBucket` check).

@@ -12,7 +12,7 @@ use aws::{bucket_name, create_bucket, s3_client};
 use common::event;
 use outbox_core::{FailureKind, PublishOutcome, Publisher};
 use outbox_sqs::SqsPublisher;
-use outbox_tests::sqs::{TestQueue, endpoint, sdk_config};
+use outbox_tests::sqs::{TestQueue, endpoint, sdk_config, sdk_config_for};
 use outbox_tests::{BlackHoleProxy, DelayProxy};
 use serde_json::json;
 
@@ -370,4 +370,50 @@ async fn a_small_upload_timing_out_while_s3_answers_is_never_counted() {
         }
         tokio::time::sleep(Duration::from_millis(1_200)).await;
     }
+}
+
+/// S3 down when the relay starts: the start-up check passes with a warning and S3 counts as down,
+/// so that the events that carry their payload are relayed; the offloaded ones wait, uncounted,
+/// until an upload goes through. A bucket that is missing still fails the check. Before, the
+/// relay could not start, or restart, during an S3 outage, and relayed nothing (black-box run).
+#[tokio::test]
+async fn the_start_up_check_passes_while_s3_is_down() {
+    let (bucket, queue) = bucket_and_queue().await;
+    let proxy = BlackHoleProxy::start(upstream()).await;
+    proxy.black_hole();
+    // SQS answers (its own client, straight to the server); S3 (the configuration's endpoint,
+    // through the proxy) does not.
+    let sqs = aws_sdk_sqs::Client::new(&sdk_config_for(&endpoint()).await);
+    let publisher = SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&format!("http://{}", proxy.addr())).await)
+        .client(sqs)
+        .max_attempts(1)
+        .call_timeout(Duration::from_secs(1))
+        .default_queue(queue.url())
+        .offload_bucket(&bucket)
+        .offload_threshold(1024)
+        .build()
+        .await
+        .unwrap();
+    publisher
+        .check()
+        .await
+        .expect("S3 down does not fail the start-up check");
+    let big = event("order.created", "order", "big", 1, json!("x".repeat(4096)));
+    let small = event("order.created", "order", "small", 2, json!("x"));
+    let started = std::time::Instant::now();
+    let outcomes = publisher.publish(&[big, small]).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
+    match &outcomes[0] {
+        PublishOutcome::Unavailable(f) => assert!(f.message().contains("S3 is down"), "{f:?}"),
+        other => panic!("expected it put back uncounted, got {other:?}"),
+    }
+    assert!(
+        matches!(outcomes[1], PublishOutcome::Published),
+        "{outcomes:?}"
+    );
 }
