@@ -2,44 +2,17 @@
 //! their own words alone ("db error", "error connecting to server"), the server's message or the
 //! socket's error only in their sources.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use outbox_core::Relay;
-use outbox_tests::{RecordingPublisher, RunningRelay, TestDb, eventually};
-
-/// Every log line of the current thread.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
+use outbox_tests::{LogCapture, RecordingPublisher, RunningRelay, TestDb, eventually};
 
 // A current-thread runtime: the relay's tasks run on this thread, under the capturing subscriber.
 #[tokio::test]
 async fn housekeeping_says_why_it_could_not_get_a_connection() {
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_ansi(false)
-        .with_max_level(tracing::Level::WARN)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let logs = LogCapture::default();
+    let _guard = logs.install();
 
     let db = TestDb::new().await;
     let mut config = db.config().clone();

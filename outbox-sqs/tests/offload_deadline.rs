@@ -62,11 +62,28 @@ async fn offloading_through(
     queue: &TestQueue,
     bucket: &str,
 ) -> SqsPublisher {
+    probing_through(
+        proxy,
+        queue,
+        bucket,
+        outbox_sqs::DEFAULT_BREAKER_PROBE_INTERVAL,
+    )
+    .await
+}
+
+/// [`offloading_through`], trying S3 again at most every `probe` once it is down.
+async fn probing_through(
+    proxy: std::net::SocketAddr,
+    queue: &TestQueue,
+    bucket: &str,
+    probe: Duration,
+) -> SqsPublisher {
     SqsPublisher::builder()
         .sdk_config(sdk_config().await)
         .endpoint_url(format!("http://{proxy}"))
         .max_attempts(1)
         .call_timeout(Duration::from_secs(1))
+        .breaker_probe_interval(probe)
         .default_queue(queue.url())
         .offload_bucket(bucket)
         .offload_threshold(1024)
@@ -283,18 +300,7 @@ async fn an_upload_cut_short_by_the_deadline_on_a_slow_link_counts_the_second_ti
 async fn s3_down_puts_offloaded_events_back_at_once_until_an_upload_goes_through() {
     let (bucket, queue) = bucket_and_queue().await;
     let proxy = BlackHoleProxy::start(upstream()).await;
-    let publisher = SqsPublisher::builder()
-        .sdk_config(sdk_config().await)
-        .endpoint_url(format!("http://{}", proxy.addr()))
-        .max_attempts(1)
-        .call_timeout(Duration::from_secs(1))
-        .breaker_probe_interval(Duration::from_secs(3))
-        .default_queue(queue.url())
-        .offload_bucket(&bucket)
-        .offload_threshold(1024)
-        .build()
-        .await
-        .unwrap();
+    let publisher = probing_through(proxy.addr(), &queue, &bucket, Duration::from_secs(3)).await;
     let big = event("order.created", "order", "big", 1, json!("x".repeat(4096)));
     proxy.black_hole();
     let first = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
@@ -338,18 +344,7 @@ async fn a_small_upload_timing_out_while_s3_answers_is_never_counted() {
     // 1 KiB/s up: a `HeadBucket` (under 1 KiB) answers within a second, 4 KiB take 4 s, past the
     // upload's 2 s (1 s and 1 s for the MiB begun).
     let proxy = DelayProxy::slow_upload(upstream(), 1024).await;
-    let publisher = SqsPublisher::builder()
-        .sdk_config(sdk_config().await)
-        .endpoint_url(format!("http://{}", proxy.addr()))
-        .max_attempts(1)
-        .call_timeout(Duration::from_secs(1))
-        .breaker_probe_interval(Duration::from_secs(1))
-        .default_queue(queue.url())
-        .offload_bucket(&bucket)
-        .offload_threshold(1024)
-        .build()
-        .await
-        .unwrap();
+    let publisher = probing_through(proxy.addr(), &queue, &bucket, Duration::from_secs(1)).await;
     let small = event(
         "order.created",
         "order",

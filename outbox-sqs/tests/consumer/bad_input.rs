@@ -1,13 +1,12 @@
 //! Messages the consumer cannot read: counted, logged without their body, never a hot loop.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_sqs::types::MessageAttributeValue;
 use outbox_sqs::consumer::{BadInputPolicy, Outcome};
 use outbox_tests::sqs::TestQueue;
-use outbox_tests::{TestDb, eventually};
+use outbox_tests::{LogCapture, TestDb, eventually};
 use uuid::Uuid;
 
 use crate::support::*;
@@ -54,49 +53,10 @@ async fn send_bad_input(queue: &TestQueue) {
         .unwrap();
 }
 
-/// Captures every log line (all levels) of the current thread.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    /// Captures the outbox crates' own logs at every level. (Not the AWS SDK's: at `trace` it
-    /// logs whole HTTP responses, bodies included — keep `aws_smithy_*` at `info` or above in
-    /// production.)
-    fn install(&self) -> tracing::subscriber::DefaultGuard {
-        use tracing_subscriber::Layer;
-        use tracing_subscriber::layer::SubscriberExt;
-        let logs = self.clone();
-        let ours = tracing_subscriber::filter::Targets::new()
-            .with_target("outbox_sqs", tracing::Level::TRACE)
-            .with_target("outbox_core", tracing::Level::TRACE);
-        let subscriber = tracing_subscriber::registry().with(
-            tracing_subscriber::fmt::layer()
-                .with_ansi(false)
-                .with_writer(move || logs.clone())
-                .with_filter(ours),
-        );
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
 // A current-thread runtime: every task runs on this thread, under the capturing subscriber.
 #[tokio::test]
 async fn bad_input_is_counted_logged_without_body_and_released_with_a_long_delay() {
-    let logs = Logs::default();
+    let logs = LogCapture::default();
     let _guard = logs.install();
     let db = TestDb::new().await;
     create_effects(&db).await;
@@ -144,7 +104,7 @@ async fn bad_input_is_counted_logged_without_body_and_released_with_a_long_delay
 
 #[tokio::test]
 async fn bad_input_is_deleted_under_the_delete_policy() {
-    let logs = Logs::default();
+    let logs = LogCapture::default();
     let _guard = logs.install();
     let db = TestDb::new().await;
     create_effects(&db).await;
