@@ -230,6 +230,12 @@ impl SqsPublisherBuilder {
         };
         let offload = match (clients.s3, &config.offload_bucket) {
             (Some(s3), Some(bucket)) => Some(Offloader {
+                down: std::sync::Arc::new(crate::s3_down::S3Down::new(
+                    s3.clone(),
+                    bucket.trim(),
+                    config.breaker_probe_interval,
+                    config.call_timeout,
+                )),
                 client: s3,
                 bucket: bucket.trim().to_owned(),
                 threshold: config.offload_threshold,
@@ -241,10 +247,6 @@ impl SqsPublisherBuilder {
                     config.broken_queue_dead_letter_after,
                     metrics.bucket_unavailable(bucket.trim()),
                 ),
-                down: std::sync::Arc::new(crate::s3_down::S3Down::new(
-                    bucket.trim(),
-                    config.breaker_probe_interval,
-                )),
             }),
             _ => None,
         };

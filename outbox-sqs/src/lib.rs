@@ -125,9 +125,9 @@
 //! The object is written before the message is sent; when that fails, the message is not sent.
 //! S3 unreachable, too slow or failing (5xx): the event is `Unavailable` — put back without
 //! counting an attempt, like a broker outage; once a `HeadBucket` right after such a failure is
-//! not answered either, S3 counts as down: until one upload per probe interval succeeds, the next
-//! batches put their offloaded events back at once (never dead-lettered for it), and their other
-//! events go on. S3 refusing every upload (bucket missing, access or
+//! not answered either, S3 counts as down: the next batches put their offloaded events back at
+//! once (never dead-lettered for it), and their other events go on, until an empty upload to
+//! `outbox/probe`, tried once per probe interval by a task of its own, goes through. S3 refusing every upload (bucket missing, access or
 //! its KMS key denied) opens the bucket's circuit breaker, as a missing queue does: its events are
 //! put back without an upload each (one probe per interval) and dead-lettered once it has refused
 //! longer than [`SqsConfig::broken_queue_dead_letter_after`]. A refusal of one upload (a slow

@@ -278,22 +278,10 @@ impl SqsPublisher {
                 &large[1..]
             }
         };
-        // S3 down: its events put back at once, but for one probe upload per interval.
-        let rest = match offload.down.gate() {
-            Gate::Go => rest,
-            Gate::Wait(failure) => return wait_all(out, rest, &failure),
-            Gate::Probe => {
-                let Some((&first, others)) = rest.split_first() else {
-                    return out;
-                };
-                let (i, outcome) = put_one(first).await;
-                out.insert(i, outcome);
-                if let Gate::Wait(failure) = offload.down.gate() {
-                    return wait_all(out, others, &failure);
-                }
-                others
-            }
-        };
+        // S3 down: its events put back at once (a task of its own probes it).
+        if let Gate::Wait(failure) = offload.down.gate() {
+            return wait_all(out, rest, &failure);
+        }
         out.extend(futures::future::join_all(rest.iter().map(|&i| put_one(i))).await);
         out
     }

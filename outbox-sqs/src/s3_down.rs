@@ -1,24 +1,33 @@
 //! S3 down: an upload failed without an answer (a time-out, unreachable) or with a 5xx, and a
-//! `HeadBucket` after it was not answered either. Until one upload per probe interval succeeds,
-//! offloaded events are put back at once, uncounted, instead of each waiting for an upload's
-//! time-out, so that the other events of their batches go on (each batch with an offloaded event
-//! waited for an upload's time-out and a probe, about 19 s at the relay's defaults, during an S3
-//! outage).
+//! `HeadBucket` after it was not answered either; or uploads stall while S3 answers `HeadBucket`.
+//! While S3 is down, offloaded events are put back at once, uncounted, without an upload, so that
+//! the other events of their batches go on; a task of its own tries a tiny upload
+//! ([`PROBE_KEY`]) once per probe interval and ends the state when one goes through. (Each batch
+//! with an offloaded event waited for an upload's time-out, about 15 s at the relay's defaults,
+//! during an S3 outage; with a probe upload in a batch every interval, those batches overlapped
+//! and held the heads of every aggregate they had claimed: black-box run.)
 //!
 //! Unlike the bucket's circuit breaker (S3 refusing: the bucket missing, access denied), being down
 //! never dead-letters an event and moves no gauge: the events wait for S3, however long, and count
 //! under `outbox_events_deferred_total` with the outage's reason.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use aws_sdk_s3::primitives::ByteStream;
 use outbox_core::{FailureKind, PublishFailure};
+
+/// The object the probe writes, empty, next to the offloaded payloads (whose keys are event ids).
+pub(crate) const PROBE_KEY: &str = "outbox/probe";
 
 /// Whether S3 is down, for one bucket. Shared by every `publish` of the publisher.
 #[derive(Debug)]
 pub(crate) struct S3Down {
+    client: aws_sdk_s3::Client,
     bucket: String,
     probe_interval: Duration,
+    /// How long the probe's upload may take (the call time-out).
+    probe_timeout: Duration,
     state: Mutex<State>,
 }
 
@@ -29,12 +38,12 @@ struct State {
     /// stale, caught in the outage that ended then. (Not any answer: on a link too slow for one
     /// payload, the others' uploads go through meanwhile, and its time-out still counts.)
     recovered_at: Option<Instant>,
+    /// Whether the probing task runs.
+    probing: bool,
 }
 
 #[derive(Debug)]
 struct Down {
-    /// When the next upload may go through as a probe.
-    next_probe: Instant,
     /// How the upload that found S3 down failed, and its error.
     kind: FailureKind,
     error: String,
@@ -45,44 +54,39 @@ struct Down {
 pub(crate) enum Gate {
     /// S3 is not known to be down.
     Go,
-    /// S3 is down and this upload is its probe.
-    Probe,
     /// S3 is down: do not upload; put the event back with this failure.
     Wait(PublishFailure),
 }
 
 impl S3Down {
-    pub(crate) fn new(bucket: &str, probe_interval: Duration) -> Self {
+    pub(crate) fn new(
+        client: aws_sdk_s3::Client,
+        bucket: &str,
+        probe_interval: Duration,
+        probe_timeout: Duration,
+    ) -> Self {
         S3Down {
+            client,
             bucket: bucket.to_owned(),
             probe_interval,
+            probe_timeout,
             state: Mutex::new(State::default()),
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        // A plain value: a panic elsewhere cannot leave it half-written.
+        // Plain values: a panic elsewhere cannot leave them half-written.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Asks to upload now.
     pub(crate) fn gate(&self) -> Gate {
-        self.gate_at(Instant::now())
-    }
-
-    fn gate_at(&self, now: Instant) -> Gate {
-        let mut state = self.lock();
-        match state.down.as_mut() {
+        match &self.lock().down {
             None => Gate::Go,
-            Some(down) if now >= down.next_probe => {
-                down.next_probe = now + self.probe_interval;
-                Gate::Probe
-            }
             Some(down) => Gate::Wait(PublishFailure::new(
                 down.kind,
                 format!(
-                    "not offloaded now: S3 is down (bucket `{}`; an upload and a HeadBucket were \
-                     not answered): {}",
+                    "not offloaded now: S3 is down (bucket `{}`): {}",
                     self.bucket, down.error
                 ),
             )),
@@ -102,30 +106,29 @@ impl S3Down {
 
     /// S3 did not answer an upload started at `started` (or failed it with a 5xx), nor a
     /// `HeadBucket` after it; or it stalls uploads (see `upload_failure.rs`). Ignored when S3
-    /// has come back since `started`: the outage the call was caught in is over.
-    pub(crate) fn down(&self, started: Instant, kind: FailureKind, error: &str) {
-        let now = Instant::now();
+    /// has come back since `started`: the outage the call was caught in is over. Outside a Tokio
+    /// runtime (no task could probe) nothing changes.
+    pub(crate) fn down(self: &Arc<Self>, started: Instant, kind: FailureKind, error: &str) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         let mut state = self.lock();
         if state.recovered_at.is_some_and(|at| at >= started) {
             return;
         }
-        match state.down.as_mut() {
-            Some(down) => {
-                down.kind = kind;
-                down.error = error.to_owned();
-                down.next_probe = down.next_probe.max(now + self.probe_interval);
-            }
-            None => {
-                tracing::warn!(bucket = %self.bucket, error,
-                    probe_every_ms = self.probe_interval.as_millis() as u64,
-                    "S3 is down: offloaded events are put back without uploading, uncounted, \
-                     and one upload per probe interval finds it back");
-                state.down = Some(Down {
-                    next_probe: now + self.probe_interval,
-                    kind,
-                    error: error.to_owned(),
-                });
-            }
+        if state.down.is_none() {
+            tracing::warn!(bucket = %self.bucket, error,
+                probe_every_ms = self.probe_interval.as_millis() as u64,
+                "S3 is down: offloaded events are put back without uploading, uncounted, and a \
+                 small upload once per probe interval finds it back");
+        }
+        state.down = Some(Down {
+            kind,
+            error: error.to_owned(),
+        });
+        if !state.probing {
+            state.probing = true;
+            runtime.spawn(Arc::clone(self).probe_until_up());
         }
     }
 
@@ -137,42 +140,76 @@ impl S3Down {
             tracing::info!(bucket = %self.bucket, "S3 answers again: offloading resumes");
         }
     }
+
+    /// Once per probe interval, a small upload; ends when S3 is no longer down.
+    async fn probe_until_up(self: Arc<Self>) {
+        loop {
+            tokio::time::sleep(self.probe_interval).await;
+            if self.lock().down.is_some() && self.upload_answered().await {
+                self.up();
+            }
+            let mut state = self.lock();
+            if state.down.is_none() {
+                state.probing = false;
+                return;
+            }
+        }
+    }
+
+    /// Whether S3 answers an upload of [`PROBE_KEY`] within the probe's time-out: it goes
+    /// through, or is refused (a refusal is the bucket's breaker's to handle, not an outage).
+    async fn upload_answered(&self) -> bool {
+        let call = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(PROBE_KEY)
+            .body(ByteStream::from_static(b""))
+            .send();
+        match tokio::time::timeout(self.probe_timeout, call).await {
+            Ok(Ok(_)) => true,
+            Ok(Err(aws_sdk_s3::error::SdkError::ServiceError(ctx))) => {
+                !ctx.raw().status().is_server_error()
+            }
+            Ok(Err(_)) | Err(_) => false,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn down_puts_back_until_a_probe_is_due_and_up_ends_it() {
-        let d = S3Down::new("b", Duration::from_secs(5));
+    fn down_state() -> Arc<S3Down> {
+        let config = aws_sdk_s3::Config::builder()
+            .behavior_version_latest()
+            .region(aws_sdk_s3::config::Region::new("us-east-1"))
+            .build();
+        let client = aws_sdk_s3::Client::from_conf(config);
+        // No probe within the test.
+        let hour = Duration::from_secs(3600);
+        Arc::new(S3Down::new(client, "b", hour, Duration::from_secs(1)))
+    }
+
+    #[tokio::test]
+    async fn down_puts_back_until_up_and_a_stale_failure_does_not_bring_it_back() {
+        let d = down_state();
         assert!(matches!(d.gate(), Gate::Go));
         let started = Instant::now();
         d.down(started, FailureKind::Timeout, "no answer within 2000 ms");
-        let now = Instant::now();
-        match d.gate_at(now) {
+        match d.gate() {
             Gate::Wait(f) => {
                 assert_eq!(f.kind(), FailureKind::Timeout);
                 assert!(f.message().contains("no answer within 2000 ms"), "{f:?}");
             }
             other => panic!("{other:?}"),
         }
-        // One probe per interval: whoever comes first.
-        assert!(matches!(
-            d.gate_at(now + Duration::from_secs(5)),
-            Gate::Probe
-        ));
-        assert!(matches!(
-            d.gate_at(now + Duration::from_secs(6)),
-            Gate::Wait(_)
-        ));
         d.up();
-        assert!(!d.is_down());
         assert!(matches!(d.gate(), Gate::Go));
-        // A call started before S3 answered again fails late: stale, S3 stays up.
+        // A call started before S3 came back fails late: stale, S3 stays up.
         assert!(d.recovered_since(started));
         d.down(started, FailureKind::Timeout, "no answer within 2000 ms");
-        assert!(!d.is_down(), "a stale failure reopened it");
+        assert!(!d.is_down(), "a stale failure brought it back");
         d.down(Instant::now(), FailureKind::Timeout, "no answer");
         assert!(d.is_down());
     }

@@ -103,7 +103,10 @@ impl Offloader {
         // The bucket answers: a probe that timed out on the link closes its breaker.
         self.breaker.succeeded();
         if stalled {
+            // Uploads stall while S3 answers `HeadBucket`: down, until a probe upload goes
+            // through (each claim waited for the upload's time-out again: black-box run).
             self.slow.ended(id);
+            self.down.down(started, kind, &error);
             return PublishOutcome::unavailable(
                 kind,
                 format!(

@@ -147,7 +147,7 @@ async fn an_upload_too_slow_for_the_call_timeout_while_s3_answers_counts_an_atte
 async fn an_upload_caught_in_an_outage_that_ends_before_its_time_out_counts_no_attempt() {
     let (bucket, queue) = bucket_and_queue().await;
     let proxy = BlackHoleProxy::start(upstream()).await;
-    let publisher = offloading_through(proxy.addr(), &queue, &bucket).await;
+    let publisher = probing_through(proxy.addr(), &queue, &bucket, Duration::from_secs(1)).await;
     let big = event("order.created", "order", "big", 1, json!("x".repeat(4096)));
     // The upload starts in a partition (its time-out: 1 s and 1 s for the MiB begun) that heals
     // before the time-out: the `HeadBucket` right after is answered. Before, that was taken for a
@@ -169,13 +169,8 @@ async fn an_upload_caught_in_an_outage_that_ends_before_its_time_out_counts_no_a
         }
         other => panic!("expected an outage (Unavailable, no attempt), got {other:?}"),
     }
-    // S3 is back: the next claim publishes it.
-    let outcomes = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
-    assert!(
-        matches!(outcomes[0], PublishOutcome::Published),
-        "{:?}",
-        outcomes[0]
-    );
+    // S3 is back: once the probe upload has gone through (a second), a claim publishes it.
+    assert!(published_within(&publisher, &big, Duration::from_secs(10)).await);
     assert_eq!(queue.receive_all(1, Duration::from_secs(5)).await.len(), 1);
 }
 
@@ -328,11 +323,42 @@ async fn s3_down_puts_offloaded_events_back_at_once_until_an_upload_goes_through
         }
         other => panic!("put back, never dead-lettered for an outage: {other:?}"),
     }
-    // S3 back: after the probe interval, the probe upload goes through.
+    // Past a probe interval too: the probe is a task of its own, no publish waits for it (a
+    // probe upload in a batch held the batch for the upload's time-out: black-box run).
+    let until = std::time::Instant::now() + Duration::from_secs(4);
+    while std::time::Instant::now() < until {
+        let started = std::time::Instant::now();
+        let outcomes = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
+        assert!(
+            started.elapsed() < Duration::from_millis(500),
+            "a publish waited {:?}: {outcomes:?}",
+            started.elapsed()
+        );
+        assert!(
+            matches!(outcomes[0], PublishOutcome::Unavailable(_)),
+            "{outcomes:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // S3 back: the probe upload, once per interval, goes through; then the event does.
     proxy.heal();
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let third = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
-    assert!(matches!(third[0], PublishOutcome::Published), "{third:?}");
+    assert!(published_within(&publisher, &big, Duration::from_secs(10)).await);
+}
+
+/// Whether `event` is published by one of the publishes tried, a few times a second, for `limit`.
+async fn published_within(
+    publisher: &SqsPublisher,
+    event: &outbox_core::ClaimedEvent,
+    limit: Duration,
+) -> bool {
+    outbox_tests::eventually(limit, async || {
+        let outcomes = publisher
+            .publish(std::slice::from_ref(event))
+            .await
+            .unwrap();
+        matches!(outcomes[0], PublishOutcome::Published)
+    })
+    .await
 }
 
 /// A small payload whose upload times out while S3 answers a `HeadBucket` was stalled, not on a
