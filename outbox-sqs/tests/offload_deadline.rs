@@ -233,12 +233,7 @@ async fn an_upload_cut_short_by_the_deadline_in_a_black_hole_is_an_outage() {
             .publish_within(std::slice::from_ref(&big), deadline)
             .await
             .unwrap();
-        match &outcomes[0] {
-            PublishOutcome::Unavailable(f) => {
-                assert_eq!(f.kind(), FailureKind::Timeout, "{f:?}")
-            }
-            other => panic!("round {round}: expected an outage (Unavailable), got {other:?}"),
-        }
+        assert_put_back(&outcomes[0], round);
         // The background probe's 2 s.
         tokio::time::sleep(Duration::from_millis(2_500)).await;
     }
@@ -345,6 +340,16 @@ async fn s3_down_puts_offloaded_events_back_at_once_until_an_upload_goes_through
     assert!(published_within(&publisher, &big, Duration::from_secs(10)).await);
 }
 
+/// Asserts that `outcome` (of the `round`-th try) puts its event back uncounted, for a time-out.
+fn assert_put_back(outcome: &PublishOutcome, round: usize) {
+    match outcome {
+        PublishOutcome::Unavailable(f) => {
+            assert_eq!(f.kind(), FailureKind::Timeout, "round {round}: {f:?}")
+        }
+        other => panic!("round {round}: expected it put back uncounted, got {other:?}"),
+    }
+}
+
 /// Whether `event` is published by one of the publishes tried, a few times a second, for `limit`.
 async fn published_within(
     publisher: &SqsPublisher,
@@ -383,20 +388,16 @@ async fn a_small_upload_timing_out_while_s3_answers_is_never_counted() {
             .publish(std::slice::from_ref(&small))
             .await
             .unwrap();
-        match &outcomes[0] {
-            PublishOutcome::Unavailable(f) => {
-                assert_eq!(f.kind(), FailureKind::Timeout, "round {round}: {f:?}")
-            }
-            other => panic!("round {round}: expected it put back uncounted, got {other:?}"),
-        }
+        assert_put_back(&outcomes[0], round);
         tokio::time::sleep(Duration::from_millis(1_200)).await;
     }
 }
 
 /// S3 down when the relay starts: the start-up check passes with a warning and S3 counts as down,
 /// so that the events that carry their payload are relayed; the offloaded ones wait, uncounted,
-/// until an upload goes through. A bucket that is missing still fails the check. Before, the
-/// relay could not start, or restart, during an S3 outage, and relayed nothing (black-box run).
+/// until an upload goes through (a missing bucket still fails the check: `offload.rs`). Before,
+/// the relay could not start, or restart, during an S3 outage, and relayed nothing (black-box
+/// run).
 #[tokio::test]
 async fn the_start_up_check_passes_while_s3_is_down() {
     let (bucket, queue) = bucket_and_queue().await;
