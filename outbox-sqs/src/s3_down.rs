@@ -141,10 +141,15 @@ impl S3Down {
         }
     }
 
-    /// Once per probe interval, a small upload; ends when S3 is no longer down.
+    /// Once per probe interval, on a fixed schedule, a small upload given at most the interval
+    /// (an unanswered one pushed the next a whole call time-out later: black-box run); ends when
+    /// S3 is no longer down.
     async fn probe_until_up(self: Arc<Self>) {
+        let every = self.probe_interval;
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tokio::time::sleep(self.probe_interval).await;
+            ticks.tick().await;
             if self.lock().down.is_some() && self.upload_answered().await {
                 self.up();
             }
@@ -156,7 +161,8 @@ impl S3Down {
         }
     }
 
-    /// Whether S3 answers an upload of [`PROBE_KEY`] within the probe's time-out: it goes
+    /// Whether S3 answers an upload of [`PROBE_KEY`] within the probe's time-out (the call
+    /// time-out, at most the probe interval): it goes
     /// through, or is refused (a refusal is the bucket's breaker's to handle, not an outage).
     async fn upload_answered(&self) -> bool {
         let call = self
@@ -166,7 +172,7 @@ impl S3Down {
             .key(PROBE_KEY)
             .body(ByteStream::from_static(b""))
             .send();
-        match tokio::time::timeout(self.probe_timeout, call).await {
+        match tokio::time::timeout(self.probe_timeout.min(self.probe_interval), call).await {
             Ok(Ok(_)) => true,
             Ok(Err(aws_sdk_s3::error::SdkError::ServiceError(ctx))) => {
                 !ctx.raw().status().is_server_error()
@@ -189,6 +195,44 @@ mod tests {
         // No probe within the test.
         let hour = Duration::from_secs(3600);
         Arc::new(S3Down::new(client, "b", hour, Duration::from_secs(1)))
+    }
+
+    /// The probe runs once per interval even while its uploads hang: each is given at most the
+    /// interval (black-box run: an unanswered probe pushed the next a whole call time-out later,
+    /// one every 16 s with a 5 s interval).
+    #[tokio::test]
+    async fn the_probe_keeps_its_interval_while_s3_does_not_answer() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        // A black hole: connections are accepted and never answered.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&accepted);
+        let server = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                held.push(socket);
+            }
+        });
+        let config = aws_sdk_s3::Config::builder()
+            .behavior_version_latest()
+            .region(aws_sdk_s3::config::Region::new("us-east-1"))
+            .endpoint_url(format!("http://{addr}"))
+            .force_path_style(true)
+            .credentials_provider(aws_sdk_s3::config::Credentials::new(
+                "test", "test", None, None, "test",
+            ))
+            .build();
+        let client = aws_sdk_s3::Client::from_conf(config);
+        let interval = Duration::from_millis(500);
+        let d = Arc::new(S3Down::new(client, "b", interval, Duration::from_secs(10)));
+        d.down(Instant::now(), FailureKind::Timeout, "no answer");
+        tokio::time::sleep(Duration::from_millis(2_300)).await;
+        server.abort();
+        let probes = accepted.load(Ordering::SeqCst);
+        assert!(probes >= 3, "{probes} probes in 2.3 s at a 0.5 s interval");
+        assert!(d.is_down());
     }
 
     #[tokio::test]
