@@ -11,7 +11,7 @@
 //! never dead-letters an event and moves no gauge: the events wait for S3, however long, and count
 //! under `outbox_events_deferred_total` with the outage's reason.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use aws_sdk_s3::primitives::ByteStream;
@@ -128,7 +128,7 @@ impl S3Down {
         });
         if !state.probing {
             state.probing = true;
-            runtime.spawn(Arc::clone(self).probe_until_up());
+            runtime.spawn(Self::probe_until_up(Arc::downgrade(self)));
         }
     }
 
@@ -143,21 +143,32 @@ impl S3Down {
 
     /// Once per probe interval, on a fixed schedule, a small upload given at most the interval
     /// (an unanswered one pushed the next a whole call time-out later: black-box run); ends when
-    /// S3 is no longer down.
-    async fn probe_until_up(self: Arc<Self>) {
-        let every = self.probe_interval;
+    /// S3 is no longer down, or when the publisher is gone (it held the state, and probed on, for
+    /// the rest of the process).
+    async fn probe_until_up(down: Weak<Self>) {
+        let Some(every) = down.upgrade().map(|d| d.probe_interval) else {
+            return;
+        };
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticks.tick().await;
-            if self.lock().down.is_some() && self.upload_answered().await {
-                self.up();
-            }
-            let mut state = self.lock();
+            let Some(this) = down.upgrade() else {
+                return;
+            };
+            this.probe_once().await;
+            let mut state = this.lock();
             if state.down.is_none() {
                 state.probing = false;
                 return;
             }
+        }
+    }
+
+    /// One probe: S3 is up again once it answers the probe's upload.
+    async fn probe_once(&self) {
+        if self.lock().down.is_some() && self.upload_answered().await {
+            self.up();
         }
     }
 
@@ -187,14 +198,27 @@ mod tests {
     use super::*;
 
     fn down_state() -> Arc<S3Down> {
+        // No probe within the test.
+        down_state_probing_every(Duration::from_secs(3600))
+    }
+
+    /// A state whose probe (to nowhere: no endpoint answers) runs every `interval`.
+    fn down_state_probing_every(interval: Duration) -> Arc<S3Down> {
         let config = aws_sdk_s3::Config::builder()
             .behavior_version_latest()
             .region(aws_sdk_s3::config::Region::new("us-east-1"))
+            .endpoint_url("http://127.0.0.1:9")
+            .credentials_provider(aws_sdk_s3::config::Credentials::new(
+                "test", "test", None, None, "test",
+            ))
             .build();
         let client = aws_sdk_s3::Client::from_conf(config);
-        // No probe within the test.
-        let hour = Duration::from_secs(3600);
-        Arc::new(S3Down::new(client, "b", hour, Duration::from_secs(1)))
+        Arc::new(S3Down::new(
+            client,
+            "b",
+            interval,
+            Duration::from_millis(100),
+        ))
     }
 
     /// The probe runs once per interval even while its uploads hang: each is given at most the
@@ -233,6 +257,21 @@ mod tests {
         let probes = accepted.load(Ordering::SeqCst);
         assert!(probes >= 3, "{probes} probes in 2.3 s at a 0.5 s interval");
         assert!(d.is_down());
+    }
+
+    /// A publisher dropped while S3 is down takes its probe with it (the probing task held the
+    /// state, and probed on, for the rest of the process).
+    #[tokio::test]
+    async fn the_probe_ends_with_the_publisher() {
+        let d = down_state_probing_every(Duration::from_millis(50));
+        d.down(Instant::now(), FailureKind::Timeout, "no answer");
+        let state = Arc::downgrade(&d);
+        drop(d);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            state.upgrade().is_none(),
+            "the probing task keeps the state alive"
+        );
     }
 
     #[tokio::test]
