@@ -102,6 +102,13 @@ async fn a_retried_or_purged_dead_letter_wakes_an_idle_relay() {
         aggregate_id: Some(aggregate.into()),
         ..DeadLetterFilter::default()
     };
+    // Within 10 s: long before the 10-minute poll.
+    let published = async |n: usize| {
+        eventually(Duration::from_secs(10), async || {
+            publisher.published().len() == n
+        })
+        .await
+    };
     assert_eq!(
         retry_dead_letters(&client, &filter("retried"))
             .await
@@ -110,11 +117,7 @@ async fn a_retried_or_purged_dead_letter_wakes_an_idle_relay() {
         1
     );
     assert!(
-        eventually(Duration::from_secs(10), async || publisher
-            .published()
-            .len()
-            == 2)
-        .await,
+        published(2).await,
         "the retried event and its follower go at once, not at the 10-minute poll"
     );
     assert_eq!(
@@ -125,11 +128,7 @@ async fn a_retried_or_purged_dead_letter_wakes_an_idle_relay() {
         1
     );
     assert!(
-        eventually(Duration::from_secs(10), async || publisher
-            .published()
-            .len()
-            == 3)
-        .await,
+        published(3).await,
         "the purged event's follower goes at once"
     );
     running.stop().await;

@@ -48,6 +48,30 @@ async fn offloading_relay(db: &TestDb, queue: &TestQueue, bucket: &str) -> Runni
     RunningRelay::start(&relay)
 }
 
+/// One offloaded event for each of `accounts` accounts, relayed to a new queue (the relay stopped
+/// once they are all published); their ids.
+async fn relayed_offloaded(db: &TestDb, accounts: usize) -> (TestQueue, Vec<Uuid>) {
+    let queue = TestQueue::standard().await;
+    let bucket = bucket().await;
+    let relay = offloading_relay(db, &queue, &bucket).await;
+    let ids = emit_credits(db, accounts, 1).await;
+    assert!(eventually(Duration::from_secs(20), async || db.pending().await == 0).await);
+    relay.stop().await;
+    (queue, ids)
+}
+
+/// A proxy to the S3 (and SQS) endpoint, black-holed from the start.
+async fn black_holed_s3() -> outbox_tests::BlackHoleProxy {
+    let upstream = endpoint()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .expect("the SQS endpoint is host:port");
+    let proxy = outbox_tests::BlackHoleProxy::start(upstream).await;
+    proxy.black_hole();
+    proxy
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offloaded_events_are_read_from_s3_and_applied() {
     let db = TestDb::new().await;
@@ -156,20 +180,8 @@ async fn an_offloaded_duplicate_is_acknowledged_without_reading_its_object() {
 async fn an_s3_outage_costs_each_offloaded_message_one_delivery_at_most() {
     let db = TestDb::new().await;
     create_effects(&db).await;
-    let queue = TestQueue::standard().await;
-    let bucket = bucket().await;
-    let relay = offloading_relay(&db, &queue, &bucket).await;
-    let ids = emit_credits(&db, 6, 1).await;
-    assert!(eventually(Duration::from_secs(20), async || db.pending().await == 0).await);
-    relay.stop().await;
-
-    let upstream = endpoint()
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .parse()
-        .expect("the SQS endpoint is host:port");
-    let proxy = outbox_tests::BlackHoleProxy::start(upstream).await;
-    proxy.black_hole();
+    let (queue, ids) = relayed_offloaded(&db, 6).await;
+    let proxy = black_holed_s3().await;
     let seen = Seen::default();
     let c = consumer(&db, &queue, "ledger")
         .await
@@ -248,20 +260,8 @@ async fn an_s3_outage_costs_each_offloaded_message_one_delivery_at_most() {
 async fn a_slow_s3_reopens_after_a_failure_despite_a_short_call_timeout() {
     let db = TestDb::new().await;
     create_effects(&db).await;
-    let queue = TestQueue::standard().await;
-    let bucket = bucket().await;
-    let relay = offloading_relay(&db, &queue, &bucket).await;
-    let ids = emit_credits(&db, 4, 1).await;
-    assert!(eventually(Duration::from_secs(20), async || db.pending().await == 0).await);
-    relay.stop().await;
-
-    let upstream = endpoint()
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .parse()
-        .expect("the SQS endpoint is host:port");
-    let proxy = outbox_tests::BlackHoleProxy::start(upstream).await;
-    proxy.black_hole();
+    let (queue, ids) = relayed_offloaded(&db, 4).await;
+    let proxy = black_holed_s3().await;
     let c = consumer(&db, &queue, "ledger")
         .await
         .s3_client(s3_client(Some(&proxy)).await)
