@@ -333,6 +333,7 @@ mod sqs_json;
 mod transport;
 mod unavailable;
 mod upload_failure;
+mod upload_watch;
 
 pub use batch::{MAX_BATCH_BYTES, MAX_BATCH_ENTRIES};
 pub use classify::{Class, classify, classify_sdk_error, failure_kind};

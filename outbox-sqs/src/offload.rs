@@ -26,6 +26,7 @@ use crate::publisher::SqsPublisher;
 use crate::s3::Budget;
 use crate::s3_down::{Gate, S3Down};
 use crate::slow_upload::SlowUploads;
+use crate::upload_watch::Stopped;
 
 /// The message attribute that marks an offloaded message and holds the payload's size in bytes
 /// (data type `Number`): the reserved name of the AWS Extended Client libraries.
@@ -146,7 +147,8 @@ impl SqsPublisher {
     /// offload threshold to S3, concurrently within the in-flight limit. Returns, by index, the
     /// pointer of each, or the outcome of an event that cannot be sent now (the message is never
     /// sent without its object): `Unavailable` when S3 is unreachable, too slow or failing (5xx)
-    /// — down, once a `HeadBucket` is not answered either (see [`S3Down`]) — when the deadline
+    /// — down, once a `HeadBucket` is not answered either (see [`S3Down`]; an upload unanswered
+    /// after a second is checked so while it runs: `upload_watch.rs`) — when the deadline
     /// would pass first, or when S3 refuses (the bucket missing, access denied:
     /// the bucket's breaker opens, as a queue's does, and its events become `Permanent` once it
     /// has refused longer than the broken-destination limit); `Permanent` above
@@ -218,7 +220,7 @@ impl SqsPublisher {
                 );
             }
             let started = std::time::Instant::now();
-            let put = offload.put(&id, e.payload(), budget).await;
+            let put = offload.put_watched(&id, e.payload(), budget, started).await;
             // Before any probe, which may use up the rest of the budget: an unanswered probe
             // after an unanswered upload is an outage, not an upload too long for the publish
             // timeout (black-box run: S3 black-holed, each event was charged an attempt).
@@ -230,7 +232,12 @@ impl SqsPublisher {
                     offload.slow.ended(e.id);
                     return (i, Ok(pointer));
                 }
-                Err(failed) => failed,
+                Err(Stopped::Down(failure)) => {
+                    // Given up by the watch: S3 is down.
+                    offload.slow.ended(e.id);
+                    return (i, Err(PublishOutcome::Unavailable(failure)));
+                }
+                Err(Stopped::Failed(failed)) => failed,
             };
             if failed.kind == FailureKind::Destination {
                 offload.slow.ended(e.id);

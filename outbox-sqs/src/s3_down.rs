@@ -1,5 +1,7 @@
 //! S3 down: an upload failed without an answer (a time-out, unreachable) or with a 5xx, and a
-//! `HeadBucket` after it was not answered either; or uploads stall while S3 answers `HeadBucket`.
+//! `HeadBucket` after it was not answered either; or an upload in flight went unanswered, and so
+//! did a `HeadBucket` its watch sent (`upload_watch.rs`); or uploads stall while S3 answers
+//! `HeadBucket`.
 //! While S3 is down, offloaded events are put back at once, uncounted, without an upload, so that
 //! the other events of their batches go on; a task of its own tries a tiny upload
 //! ([`PROBE_KEY`]) once per probe interval and ends the state when one goes through. (Each batch

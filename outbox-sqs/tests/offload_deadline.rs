@@ -8,11 +8,11 @@ mod common;
 
 use std::time::Duration;
 
-use aws::{bucket_name, create_bucket, s3_client};
+use aws::{bucket_and_queue, upstream};
 use common::event;
 use outbox_core::{FailureKind, PublishOutcome, Publisher};
 use outbox_sqs::SqsPublisher;
-use outbox_tests::sqs::{TestQueue, endpoint, sdk_config, sdk_config_for};
+use outbox_tests::sqs::{TestQueue, sdk_config};
 use outbox_tests::{BlackHoleProxy, DelayProxy};
 use serde_json::json;
 
@@ -45,14 +45,6 @@ async fn an_upload_longer_than_the_publish_timeout_counts_an_attempt() {
         }
         other => panic!("expected a counted attempt (Retry), got {other:?}"),
     }
-}
-
-/// A new bucket and a new standard queue.
-async fn bucket_and_queue() -> (String, TestQueue) {
-    let s3 = s3_client().await;
-    let bucket = bucket_name();
-    create_bucket(&s3, &bucket).await;
-    (bucket, TestQueue::standard().await)
 }
 
 /// A publisher with a 1 s call timeout, offloading every message over 1 KiB, through the proxy
@@ -90,13 +82,6 @@ async fn probing_through(
         .build()
         .await
         .unwrap()
-}
-
-fn upstream() -> std::net::SocketAddr {
-    endpoint()
-        .trim_start_matches("http://")
-        .parse()
-        .expect("the SQS endpoint is http://host:port")
 }
 
 #[tokio::test]
@@ -391,51 +376,4 @@ async fn a_small_upload_timing_out_while_s3_answers_is_never_counted() {
         assert_put_back(&outcomes[0], round);
         tokio::time::sleep(Duration::from_millis(1_200)).await;
     }
-}
-
-/// S3 down when the relay starts: the start-up check passes with a warning and S3 counts as down,
-/// so that the events that carry their payload are relayed; the offloaded ones wait, uncounted,
-/// until an upload goes through (a missing bucket still fails the check: `offload.rs`). Before,
-/// the relay could not start, or restart, during an S3 outage, and relayed nothing (black-box
-/// run).
-#[tokio::test]
-async fn the_start_up_check_passes_while_s3_is_down() {
-    let (bucket, queue) = bucket_and_queue().await;
-    let proxy = BlackHoleProxy::start(upstream()).await;
-    proxy.black_hole();
-    // SQS answers (its own client, straight to the server); S3 (the configuration's endpoint,
-    // through the proxy) does not.
-    let sqs = aws_sdk_sqs::Client::new(&sdk_config_for(&endpoint()).await);
-    let publisher = SqsPublisher::builder()
-        .sdk_config(sdk_config_for(&format!("http://{}", proxy.addr())).await)
-        .client(sqs)
-        .max_attempts(1)
-        .call_timeout(Duration::from_secs(1))
-        .default_queue(queue.url())
-        .offload_bucket(&bucket)
-        .offload_threshold(1024)
-        .build()
-        .await
-        .unwrap();
-    publisher
-        .check()
-        .await
-        .expect("S3 down does not fail the start-up check");
-    let big = event("order.created", "order", "big", 1, json!("x".repeat(4096)));
-    let small = event("order.created", "order", "small", 2, json!("x"));
-    let started = std::time::Instant::now();
-    let outcomes = publisher.publish(&[big, small]).await.unwrap();
-    assert!(
-        started.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        started.elapsed()
-    );
-    match &outcomes[0] {
-        PublishOutcome::Unavailable(f) => assert!(f.message().contains("S3 is down"), "{f:?}"),
-        other => panic!("expected it put back uncounted, got {other:?}"),
-    }
-    assert!(
-        matches!(outcomes[1], PublishOutcome::Published),
-        "{outcomes:?}"
-    );
 }

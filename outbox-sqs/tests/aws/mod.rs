@@ -153,3 +153,19 @@ pub async fn get_object(s3: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Opt
         Err(e) => panic!("GetObject {bucket}/{key}: {}", DisplayErrorContext(&e)),
     }
 }
+
+/// A new bucket and a new standard queue.
+pub async fn bucket_and_queue() -> (String, TestQueue) {
+    let s3 = s3_client().await;
+    let bucket = bucket_name();
+    create_bucket(&s3, &bucket).await;
+    (bucket, TestQueue::standard().await)
+}
+
+/// The emulator's address, for a proxy in front of it.
+pub fn upstream() -> std::net::SocketAddr {
+    endpoint()
+        .trim_start_matches("http://")
+        .parse()
+        .expect("the SQS endpoint is http://host:port")
+}
