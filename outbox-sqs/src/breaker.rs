@@ -54,6 +54,11 @@ struct Open {
     next_probe: Instant,
     /// The last SQS error seen for the queue.
     last_error: String,
+    /// A probe is under way: refusals wait for its verdict and dead-letter nothing (events
+    /// retried by an operator once the destination was fixed were dead-lettered again, in the
+    /// millisecond the probe that closed the breaker was under way: black-box run). Cleared by
+    /// the probe's failure; a probe whose caller is cancelled is followed by the next one.
+    probing: bool,
 }
 
 /// Whether a call may go to SQS.
@@ -114,6 +119,7 @@ impl Breaker {
             // Whoever comes first probes; a probe whose caller is cancelled just lets the next
             // probe come one interval later.
             open.next_probe = now + self.probe_interval;
+            open.probing = true;
             log!(debug, self, "probing an unavailable destination");
             return Admit::Probe;
         }
@@ -132,7 +138,7 @@ impl Breaker {
     }
 
     fn refuse(&self, open: &Open, now: Instant) -> (String, bool) {
-        let dead_letter = self.over_limit(open, now);
+        let dead_letter = self.over_limit(open, now) && !open.probing;
         // Broken for: since the first failure that was not throttling, if any.
         let broken_for = now.saturating_duration_since(open.broken_since.unwrap_or(open.since));
         (
@@ -173,6 +179,7 @@ impl Breaker {
                     broken_since: (!throttled).then_some(now),
                     next_probe: now + self.probe_interval,
                     last_error: error.to_owned(),
+                    probing: false,
                 };
                 let dead = self.over_limit(&open, now);
                 *state = Some(open);
@@ -180,6 +187,7 @@ impl Breaker {
             }
             Some(open) => {
                 open.last_error = error.to_owned();
+                open.probing = false;
                 open.next_probe = open.next_probe.max(now + self.probe_interval);
                 if !throttled {
                     open.broken_since.get_or_insert(now);

@@ -182,3 +182,27 @@ fn throttling_alone_never_dead_letters() {
     assert!(!b.failed_at(t0 + LIMIT * 11 + PROBE, "ThrottlingException", true));
     assert!(b.failed_at(t0 + LIMIT * 12, "AccessDenied", false));
 }
+
+/// While a probe is under way, the others are put back, never dead-lettered, whatever the clock
+/// says: the probe may be finding the destination fixed (black-box run: events retried by an
+/// operator once a deleted topic was back were dead-lettered again in the millisecond the probe
+/// that closed the breaker was under way). Its failure brings dead-lettering back.
+#[test]
+fn past_the_limit_nothing_is_dead_lettered_while_a_probe_is_under_way() {
+    let b = breaker();
+    let t0 = Instant::now();
+    b.failed_at(t0, "NotFound", false);
+    let later = t0 + LIMIT * 2;
+    assert_eq!(b.admit_at(later), Admit::Probe);
+    match b.admit_at(later + Duration::from_millis(1)) {
+        Admit::Refuse { dead_letter, .. } => assert!(!dead_letter, "the probe may close it"),
+        other => panic!("expected Refuse, got {other:?}"),
+    }
+    assert_eq!(b.refusal().map(|(_, dead)| dead), Some(false));
+    // The probe failed: past the limit, refusals dead-letter again.
+    assert!(b.failed_at(later + Duration::from_millis(2), "NotFound", false));
+    match b.admit_at(later + Duration::from_millis(3)) {
+        Admit::Refuse { dead_letter, .. } => assert!(dead_letter),
+        other => panic!("expected Refuse, got {other:?}"),
+    }
+}
