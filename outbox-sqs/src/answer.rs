@@ -139,6 +139,7 @@ mod tests {
                 Duration::from_secs(3600),
                 Default::default(),
             ),
+            crate::destination_down::DestinationDown::for_test("t"),
         );
         let events: Vec<ClaimedEvent> = (0..4)
             .map(|i| {

@@ -14,6 +14,7 @@ use crate::config::{
     MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
 };
 use crate::destination::{DestinationKind, Target, is_fifo, parse_target};
+use crate::destination_down::DestinationDown;
 use crate::error::{Error, ErrorKind, Result, config_error};
 use crate::message::SQS_LIMITS;
 use crate::metrics::SqsMetrics;
@@ -203,7 +204,15 @@ impl SqsPublisherBuilder {
                         config.broken_queue_dead_letter_after,
                         gauge,
                     );
-                    let q = Arc::new(Queue::new(url.clone(), kind, is_fifo(&url), breaker));
+                    let down = DestinationDown::for_destination(
+                        client.clone(),
+                        clients.sns.clone(),
+                        &url,
+                        kind,
+                        config.breaker_probe_interval,
+                        config.call_timeout,
+                    );
+                    let q = Arc::new(Queue::new(url.clone(), kind, is_fifo(&url), breaker, down));
                     queues.push(q.clone());
                     q
                 }
@@ -230,7 +239,7 @@ impl SqsPublisherBuilder {
         };
         let offload = match (clients.s3, &config.offload_bucket) {
             (Some(s3), Some(bucket)) => Some(Offloader {
-                down: std::sync::Arc::new(crate::s3_down::S3Down::new(
+                down: std::sync::Arc::new(crate::s3_down::S3Down::for_bucket(
                     s3.clone(),
                     bucket.trim(),
                     config.breaker_probe_interval,

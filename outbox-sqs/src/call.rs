@@ -3,11 +3,21 @@
 use aws_sdk_sqs::config::http::HttpResponse;
 use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Instant;
+
+use outbox_core::FailureKind;
+
 use crate::answer::BatchAnswer;
 use crate::breaker::Admit;
-use crate::classify::{Class, classify_sdk_error, classify_status, is_throttling};
+use crate::classify::{
+    Class, call_failure_kind, classify_sdk_error, classify_status, is_throttling,
+};
 use crate::destination::DestinationKind;
+use crate::destination_down::{WATCH_AFTER, WATCH_PROBE};
 use crate::direct::DirectError;
+use crate::down::{Gate, Probe};
 use crate::error::{Error, ErrorKind};
 use crate::message::{Entry, Prepared};
 use crate::publisher::{Queue, SqsPublisher};
@@ -15,14 +25,17 @@ use crate::sdk_error::{sdk_error, service_failure, timeout_error};
 use crate::settle::CallFailure;
 use crate::signer::SignError;
 
+/// A call's answer, or how it failed as a whole.
+type Answer = Result<BatchAnswer, CallFailure>;
+
 impl SqsPublisher {
     /// One batch call, within the call timeout (the caller holds an in-flight permit). Refused
-    /// without a call while the destination's circuit breaker is open (bar its probes).
-    pub(crate) async fn call(
-        &self,
-        queue: &Queue,
-        entries: &[Prepared],
-    ) -> Result<BatchAnswer, CallFailure> {
+    /// without a call while the destination is down, or while its circuit breaker is open (bar
+    /// its probes); watched while it runs (see [`watched`](Self::watched)).
+    pub(crate) async fn call(&self, queue: &Queue, entries: &[Prepared]) -> Answer {
+        if let Gate::Wait(failure) = queue.down.gate() {
+            return Err(down_failure(failure.kind(), failure.message(), false));
+        }
         if let Admit::Refuse {
             reason,
             dead_letter,
@@ -33,11 +46,11 @@ impl SqsPublisher {
                 error: Error::new(ErrorKind::QueueUnavailable, reason),
                 dead_letter,
                 called: false,
+                down: false,
             });
         }
         let what = format!("{} to {} `{}`", queue.operation(), queue.kind, queue.url);
-        let timeout = self.inner.call_timeout;
-        let answer = match queue.kind {
+        let request: Pin<Box<dyn Future<Output = Answer> + Send + '_>> = match queue.kind {
             DestinationKind::Topic => {
                 let request = self
                     .inner
@@ -53,12 +66,14 @@ impl SqsPublisher {
                             })
                             .collect(),
                     ));
-                tokio::time::timeout(timeout, request.send())
-                    .await
-                    .map(|r| {
-                        r.map(BatchAnswer::from)
-                            .map_err(|e| failed(queue, &what, e))
-                    })
+                let what = &what;
+                Box::pin(async move {
+                    request
+                        .send()
+                        .await
+                        .map(BatchAnswer::from)
+                        .map_err(|e| failed(queue, what, e))
+                })
             }
             _ => match &self.inner.direct {
                 Some(direct) => {
@@ -66,9 +81,13 @@ impl SqsPublisher {
                         Entry::SqsJson(json) => Some(json.as_str()),
                         _ => None,
                     });
-                    tokio::time::timeout(timeout, direct.send_message_batch(&queue.url, entries))
-                        .await
-                        .map(|r| r.map_err(|e| direct_failed(queue, &what, e)))
+                    let what = &what;
+                    Box::pin(async move {
+                        direct
+                            .send_message_batch(&queue.url, entries)
+                            .await
+                            .map_err(|e| direct_failed(queue, what, e))
+                    })
                 }
                 None => {
                     let request = self
@@ -85,23 +104,120 @@ impl SqsPublisher {
                                 })
                                 .collect(),
                         ));
-                    tokio::time::timeout(timeout, request.send())
-                        .await
-                        .map(|r| {
-                            r.map(BatchAnswer::from)
-                                .map_err(|e| failed(queue, &what, e))
-                        })
+                    let what = &what;
+                    Box::pin(async move {
+                        request
+                            .send()
+                            .await
+                            .map(BatchAnswer::from)
+                            .map_err(|e| failed(queue, what, e))
+                    })
                 }
             },
         };
-        answer.unwrap_or_else(|_| {
+        self.watched(queue, request, &what).await
+    }
+
+    /// Runs `request` within the call timeout, watching its destination: a call unanswered after
+    /// [`WATCH_AFTER`] is checked with a probe of at most [`WATCH_PROBE`], and so is a call that
+    /// failed without an answer or with a 5xx. When the probe is not answered either (or another
+    /// call found the destination down meanwhile), the destination is down: the call is given up
+    /// and its events are put back uncounted, and later calls wait without calling until a probe
+    /// of its own answers. While the destination answers, the call goes on to its time-out.
+    async fn watched(
+        &self,
+        queue: &Queue,
+        mut request: Pin<Box<dyn Future<Output = Answer> + Send + '_>>,
+        what: &str,
+    ) -> Answer {
+        let timeout = self.inner.call_timeout;
+        let started = Instant::now();
+        let deadline = tokio::time::Instant::now() + timeout;
+        let timed_out = || {
             Err(CallFailure {
                 class: Class::Retry,
-                error: timeout_error(&what, timeout),
+                error: timeout_error(what, timeout),
                 dead_letter: false,
                 called: true,
+                down: false,
             })
-        })
+        };
+        let watch_at = (tokio::time::Instant::now() + WATCH_AFTER).min(deadline);
+        tokio::select! {
+            biased;
+            answer = &mut request => return self.answered(queue, answer, started).await,
+            () = tokio::time::sleep_until(watch_at) => {}
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return timed_out();
+        }
+        if let Gate::Wait(failure) = queue.down.gate() {
+            // Another call found it down meanwhile.
+            return Err(down_failure(failure.kind(), failure.message(), true));
+        }
+        tokio::select! {
+            biased;
+            answer = &mut request => return self.answered(queue, answer, started).await,
+            answered = queue.down.probe().answered(WATCH_PROBE) => {
+                if !answered {
+                    let error = format!(
+                        "{what}: no answer within {} ms, nor to a probe within {} ms",
+                        started.elapsed().as_millis(),
+                        WATCH_PROBE.as_millis()
+                    );
+                    queue.down.down(started, FailureKind::Timeout, &error);
+                    return Err(down_failure(FailureKind::Timeout, &error, true));
+                }
+            }
+            () = tokio::time::sleep_until(deadline) => return timed_out(),
+        }
+        tokio::select! {
+            biased;
+            answer = &mut request => self.answered(queue, answer, started).await,
+            () = tokio::time::sleep_until(deadline) => timed_out(),
+        }
+    }
+
+    /// `answer`, of a call started at `started`: one that failed without an answer or with a 5xx
+    /// is followed by a probe; when that is not answered either, the destination is down.
+    async fn answered(&self, queue: &Queue, answer: Answer, started: Instant) -> Answer {
+        let mut failure = match answer {
+            Ok(answer) => {
+                queue.down.up();
+                return Ok(answer);
+            }
+            Err(failure) => failure,
+        };
+        let kind = call_failure_kind(failure.error.kind());
+        let no_answer = matches!(
+            kind,
+            FailureKind::Timeout | FailureKind::Unreachable | FailureKind::Broker
+        );
+        if failure.class == Class::Retry
+            && no_answer
+            && !queue.down.recovered_since(started)
+            && !queue.down.probe().answered(WATCH_PROBE).await
+        {
+            queue.down.down(started, kind, &failure.error.to_string());
+            failure.down = true;
+        }
+        Err(failure)
+    }
+}
+
+/// The failure of a call to a destination that is down: put back uncounted.
+fn down_failure(kind: FailureKind, message: &str, called: bool) -> CallFailure {
+    let error_kind = match kind {
+        FailureKind::Timeout => ErrorKind::Timeout,
+        FailureKind::Unreachable => ErrorKind::Unavailable,
+        _ => ErrorKind::Service,
+    };
+    CallFailure {
+        class: Class::Retry,
+        error: Error::new(error_kind, message.to_owned()),
+        dead_letter: false,
+        called,
+        down: true,
     }
 }
 
@@ -129,6 +245,7 @@ fn whole_failure(queue: &Queue, class: Class, error: Error, throttled: bool) -> 
         error,
         dead_letter,
         called: true,
+        down: false,
     }
 }
 

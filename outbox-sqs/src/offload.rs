@@ -22,9 +22,10 @@ use outbox_core::{ClaimedEvent, FailureKind, PublishFailure, PublishOutcome};
 use std::sync::Arc;
 
 use crate::breaker::{Admit, Breaker};
+use crate::down::Gate;
 use crate::publisher::SqsPublisher;
 use crate::s3::Budget;
-use crate::s3_down::{Gate, S3Down};
+use crate::s3_down::S3Down;
 use crate::slow_upload::SlowUploads;
 use crate::upload_watch::Stopped;
 

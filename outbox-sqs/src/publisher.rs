@@ -18,6 +18,7 @@ use crate::breaker::Breaker;
 pub use crate::builder::SqsPublisherBuilder;
 use crate::classify::Class;
 use crate::destination::DestinationKind;
+use crate::destination_down::DestinationDown;
 use crate::direct::DirectSqs;
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Prepared, SQS_LIMITS, prepare};
@@ -68,6 +69,8 @@ pub(crate) struct Queue {
     pub(crate) kind: DestinationKind,
     pub(crate) fifo: bool,
     pub(crate) breaker: Breaker,
+    /// Whether it answers at all (see `destination_down.rs`).
+    pub(crate) down: Arc<DestinationDown>,
     /// The largest message it takes: the service's default limit until the start-up check has
     /// read the destination's own `MaximumMessageSize` (a queue's may be lower than SQS's; a
     /// topic's anywhere from 1 KiB to 1 MiB, 256 KiB by default).
@@ -75,7 +78,13 @@ pub(crate) struct Queue {
 }
 
 impl Queue {
-    pub(crate) fn new(url: String, kind: DestinationKind, fifo: bool, breaker: Breaker) -> Self {
+    pub(crate) fn new(
+        url: String,
+        kind: DestinationKind,
+        fifo: bool,
+        breaker: Breaker,
+        down: DestinationDown,
+    ) -> Self {
         let limit = match kind {
             DestinationKind::Topic => SNS_LIMITS,
             _ => SQS_LIMITS,
@@ -85,6 +94,7 @@ impl Queue {
             kind,
             fifo,
             breaker,
+            down: Arc::new(down),
             max_message_bytes: AtomicUsize::new(limit.max_message_bytes()),
         }
     }

@@ -1,183 +1,57 @@
-//! S3 down: an upload failed without an answer (a time-out, unreachable) or with a 5xx, and a
-//! `HeadBucket` after it was not answered either; or an upload in flight went unanswered, and so
-//! did a `HeadBucket` its watch sent (`upload_watch.rs`); or uploads stall while S3 answers
-//! `HeadBucket`.
-//! While S3 is down, offloaded events are put back at once, uncounted, without an upload, so that
-//! the other events of their batches go on; a task of its own tries a tiny upload
-//! ([`PROBE_KEY`]) once per probe interval and ends the state when one goes through. (Each batch
-//! with an offloaded event waited for an upload's time-out, about 15 s at the relay's defaults,
-//! during an S3 outage; with a probe upload in a batch every interval, those batches overlapped
-//! and held the heads of every aggregate they had claimed: black-box run.)
-//!
-//! Unlike the bucket's circuit breaker (S3 refusing: the bucket missing, access denied), being down
-//! never dead-letters an event and moves no gauge: the events wait for S3, however long, and count
-//! under `outbox_events_deferred_total` with the outage's reason.
+//! S3 down (see `down.rs`): an upload failed without an answer (a time-out, unreachable) or with a
+//! 5xx, and a `HeadBucket` after it was not answered either; or an upload in flight went
+//! unanswered, and so did a `HeadBucket` its watch sent (`upload_watch.rs`); or uploads stall
+//! while S3 answers `HeadBucket`. While S3 is down, offloaded events are put back at once,
+//! uncounted, without an upload, so that the other events of their batches go on; a task of its
+//! own tries a tiny upload ([`PROBE_KEY`]) once per probe interval and ends the state when one
+//! goes through. (Each batch with an offloaded event waited for an upload's time-out, about 15 s
+//! at the relay's defaults, during an S3 outage; with a probe upload in a batch every interval,
+//! those batches overlapped and held the heads of every aggregate they had claimed: black-box
+//! run.) Unlike the bucket's circuit breaker (S3 refusing: the bucket missing, access denied),
+//! being down never dead-letters an event.
 
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aws_sdk_s3::primitives::ByteStream;
-use outbox_core::{FailureKind, PublishFailure};
+
+use crate::down::{Down, Probe};
 
 /// The object the probe writes, empty, next to the offloaded payloads (whose keys are event ids).
 pub(crate) const PROBE_KEY: &str = "outbox/probe";
 
-/// Whether S3 is down, for one bucket. Shared by every `publish` of the publisher.
+/// Whether S3 is down, for one bucket.
+pub(crate) type S3Down = Down<S3Probe>;
+
+/// Asks S3 with an empty upload of [`PROBE_KEY`]: the relay already needs `s3:PutObject` on
+/// `outbox/*`, and an upload is what must work again (S3 may answer `HeadBucket` while uploads
+/// stall).
 #[derive(Debug)]
-pub(crate) struct S3Down {
+pub(crate) struct S3Probe {
     client: aws_sdk_s3::Client,
     bucket: String,
-    probe_interval: Duration,
-    /// How long the probe's upload may take (the call time-out).
-    probe_timeout: Duration,
-    state: Mutex<State>,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    down: Option<Down>,
-    /// When S3 last came back from being down: a failure of a call started before that is
-    /// stale, caught in the outage that ended then. (Not any answer: on a link too slow for one
-    /// payload, the others' uploads go through meanwhile, and its time-out still counts.)
-    recovered_at: Option<Instant>,
-    /// Whether the probing task runs.
-    probing: bool,
-}
-
-#[derive(Debug)]
-struct Down {
-    /// How the upload that found S3 down failed, and its error.
-    kind: FailureKind,
-    error: String,
-}
-
-/// What an upload may do now.
-#[derive(Debug)]
-pub(crate) enum Gate {
-    /// S3 is not known to be down.
-    Go,
-    /// S3 is down: do not upload; put the event back with this failure.
-    Wait(PublishFailure),
 }
 
 impl S3Down {
-    pub(crate) fn new(
+    /// The state of `bucket`, probed every `probe_interval`, each probe given at most
+    /// `probe_timeout` (and at most the interval).
+    pub(crate) fn for_bucket(
         client: aws_sdk_s3::Client,
         bucket: &str,
         probe_interval: Duration,
         probe_timeout: Duration,
     ) -> Self {
-        S3Down {
+        let probe = S3Probe {
             client,
             bucket: bucket.to_owned(),
-            probe_interval,
-            probe_timeout,
-            state: Mutex::new(State::default()),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // Plain values: a panic elsewhere cannot leave them half-written.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Asks to upload now.
-    pub(crate) fn gate(&self) -> Gate {
-        match &self.lock().down {
-            None => Gate::Go,
-            Some(down) => Gate::Wait(PublishFailure::new(
-                down.kind,
-                format!(
-                    "not offloaded now: S3 is down (bucket `{}`): {}",
-                    self.bucket, down.error
-                ),
-            )),
-        }
-    }
-
-    /// Whether S3 is known to be down.
-    pub(crate) fn is_down(&self) -> bool {
-        self.lock().down.is_some()
-    }
-
-    /// Whether S3 has come back from being down since `started`: a failure of a call started
-    /// before is stale.
-    pub(crate) fn recovered_since(&self, started: Instant) -> bool {
-        self.lock().recovered_at.is_some_and(|at| at >= started)
-    }
-
-    /// S3 did not answer an upload started at `started` (or failed it with a 5xx), nor a
-    /// `HeadBucket` after it; or it stalls uploads (see `upload_failure.rs`). Ignored when S3
-    /// has come back since `started`: the outage the call was caught in is over. Outside a Tokio
-    /// runtime (no task could probe) nothing changes.
-    pub(crate) fn down(self: &Arc<Self>, started: Instant, kind: FailureKind, error: &str) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
         };
-        let mut state = self.lock();
-        if state.recovered_at.is_some_and(|at| at >= started) {
-            return;
-        }
-        if state.down.is_none() {
-            tracing::warn!(bucket = %self.bucket, error,
-                probe_every_ms = self.probe_interval.as_millis() as u64,
-                "S3 is down: offloaded events are put back without uploading, uncounted, and a \
-                 small upload once per probe interval finds it back");
-        }
-        state.down = Some(Down {
-            kind,
-            error: error.to_owned(),
-        });
-        if !state.probing {
-            state.probing = true;
-            runtime.spawn(Self::probe_until_up(Arc::downgrade(self)));
-        }
+        Down::new(probe, probe_interval, probe_timeout)
     }
+}
 
-    /// S3 answered (an upload went through, or a `HeadBucket` was answered).
-    pub(crate) fn up(&self) {
-        let mut state = self.lock();
-        if state.down.take().is_some() {
-            state.recovered_at = Some(Instant::now());
-            tracing::info!(bucket = %self.bucket, "S3 answers again: offloading resumes");
-        }
-    }
-
-    /// Once per probe interval, on a fixed schedule, a small upload given at most the interval
-    /// (an unanswered one pushed the next a whole call time-out later: black-box run); ends when
-    /// S3 is no longer down, or when the publisher is gone (it held the state, and probed on, for
-    /// the rest of the process).
-    async fn probe_until_up(down: Weak<Self>) {
-        let Some(every) = down.upgrade().map(|d| d.probe_interval) else {
-            return;
-        };
-        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticks.tick().await;
-            let Some(this) = down.upgrade() else {
-                return;
-            };
-            this.probe_once().await;
-            let mut state = this.lock();
-            if state.down.is_none() {
-                state.probing = false;
-                return;
-            }
-        }
-    }
-
-    /// One probe: S3 is up again once it answers the probe's upload.
-    async fn probe_once(&self) {
-        if self.lock().down.is_some() && self.upload_answered().await {
-            self.up();
-        }
-    }
-
-    /// Whether S3 answers an upload of [`PROBE_KEY`] within the probe's time-out (the call
-    /// time-out, at most the probe interval): it goes
-    /// through, or is refused (a refusal is the bucket's breaker's to handle, not an outage).
-    async fn upload_answered(&self) -> bool {
+impl Probe for S3Probe {
+    /// Whether S3 answers an upload of [`PROBE_KEY`] within `timeout`: it goes through, or is
+    /// refused (a refusal is the bucket's breaker's to handle, not an outage).
+    async fn answered(&self, timeout: Duration) -> bool {
         let call = self
             .client
             .put_object()
@@ -185,7 +59,7 @@ impl S3Down {
             .key(PROBE_KEY)
             .body(ByteStream::from_static(b""))
             .send();
-        match tokio::time::timeout(self.probe_timeout.min(self.probe_interval), call).await {
+        match tokio::time::timeout(timeout, call).await {
             Ok(Ok(_)) => true,
             Ok(Err(aws_sdk_s3::error::SdkError::ServiceError(ctx))) => {
                 !ctx.raw().status().is_server_error()
@@ -193,11 +67,32 @@ impl S3Down {
             Ok(Err(_)) | Err(_) => false,
         }
     }
+
+    fn waiting(&self, error: &str) -> String {
+        format!(
+            "not offloaded now: S3 is down (bucket `{}`): {error}",
+            self.bucket
+        )
+    }
+
+    fn log_down(&self, error: &str, every: Duration) {
+        tracing::warn!(bucket = %self.bucket, error, probe_every_ms = every.as_millis() as u64,
+            "S3 is down: offloaded events are put back without uploading, uncounted, and a small \
+             upload once per probe interval finds it back");
+    }
+
+    fn log_up(&self) {
+        tracing::info!(bucket = %self.bucket, "S3 answers again: offloading resumes");
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::down::Gate;
+    use outbox_core::FailureKind;
+    use std::sync::Arc;
+    use std::time::Instant;
 
     fn down_state() -> Arc<S3Down> {
         // No probe within the test.
@@ -215,7 +110,7 @@ mod tests {
             ))
             .build();
         let client = aws_sdk_s3::Client::from_conf(config);
-        Arc::new(S3Down::new(
+        Arc::new(S3Down::for_bucket(
             client,
             "b",
             interval,
@@ -252,7 +147,12 @@ mod tests {
             .build();
         let client = aws_sdk_s3::Client::from_conf(config);
         let interval = Duration::from_millis(500);
-        let d = Arc::new(S3Down::new(client, "b", interval, Duration::from_secs(10)));
+        let d = Arc::new(S3Down::for_bucket(
+            client,
+            "b",
+            interval,
+            Duration::from_secs(10),
+        ));
         d.down(Instant::now(), FailureKind::Timeout, "no answer");
         tokio::time::sleep(Duration::from_millis(2_300)).await;
         server.abort();

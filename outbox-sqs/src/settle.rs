@@ -18,8 +18,13 @@ pub(crate) struct CallFailure {
     pub(crate) error: Error,
     /// The queue has been unavailable longer than the dead-letter limit.
     pub(crate) dead_letter: bool,
-    /// Whether the call reached the network (`false`: refused by the breaker).
+    /// Whether the call reached the network (`false`: refused by the breaker, or while the
+    /// destination is down).
     pub(crate) called: bool,
+    /// The destination does not answer (see `destination_down.rs`): its events are put back
+    /// uncounted; the call counts as transient, so that a publish whose calls all failed so is
+    /// an outage of the relay as a whole.
+    pub(crate) down: bool,
 }
 
 /// What the calls of one chain did.
@@ -189,6 +194,7 @@ pub(crate) fn settle(
             );
             for p in &entries {
                 let outcome = match failure.class {
+                    Class::Retry if failure.down => PublishOutcome::Unavailable(reason.clone()),
                     Class::Retry => PublishOutcome::Retry(reason.clone()),
                     Class::Permanent => PublishOutcome::Permanent(reason.clone()),
                     Class::Unavailable => unavailable(reason.clone(), failure.dead_letter),

@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use outbox_core::{FailureKind, PublishFailure};
 
+use crate::down::Gate;
 use crate::offload::{Offloaded, Offloader};
 use crate::s3::{Budget, PutFailed};
-use crate::s3_down::Gate;
 
 /// How long an upload runs unanswered before S3 is asked whether it answers at all.
 pub(crate) const WATCH_AFTER: Duration = Duration::from_secs(1);

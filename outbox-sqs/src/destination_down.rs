@@ -1,0 +1,140 @@
+//! A queue or topic down (see `down.rs`): a call to it went unanswered for a second and so did a
+//! small call sent then (the watch in `call.rs`), or a call failed without an answer or with a
+//! 5xx and a small call right after was not answered either. While it is down its events are put
+//! back at once, uncounted, without a call, and the other destinations' events go on; a task of
+//! its own asks it once per probe interval (`GetQueueAttributes`, `GetTopicAttributes`: what the
+//! start-up check already calls, so no new permission) and ends the state when it answers.
+//!
+//! Why: one destination that stopped answering held every batch with one of its events for its
+//! call's time-out, and through per-aggregate order the heads of the other destinations'
+//! aggregates too: events of healthy queues arrived 30–45 s late while one topic was
+//! black-holed or slow, and the silent destination's events were charged an attempt per claim
+//! (black-box run).
+
+use std::time::Duration;
+
+use aws_sdk_sqs::config::http::HttpResponse;
+use aws_sdk_sqs::error::SdkError;
+use aws_sdk_sqs::types::QueueAttributeName;
+
+use crate::destination::DestinationKind;
+use crate::down::{Down, Probe};
+
+/// How long a call runs unanswered before its destination is asked whether it answers at all.
+pub(crate) const WATCH_AFTER: Duration = Duration::from_secs(1);
+
+/// The longest probe of the watch, or after a failed call: a tiny call, which a working service
+/// answers at once.
+pub(crate) const WATCH_PROBE: Duration = Duration::from_secs(2);
+
+/// Whether a queue or topic is down.
+pub(crate) type DestinationDown = Down<DestinationProbe>;
+
+/// Asks a queue (`GetQueueAttributes` of its `QueueArn`) or a topic (`GetTopicAttributes`).
+#[derive(Debug)]
+pub(crate) struct DestinationProbe {
+    sqs: aws_sdk_sqs::Client,
+    sns: aws_sdk_sns::Client,
+    url: String,
+    kind: DestinationKind,
+}
+
+impl DestinationDown {
+    /// The state of the queue or topic at `url`, probed every `probe_interval`, each probe given
+    /// at most `probe_timeout` (and at most the interval).
+    pub(crate) fn for_destination(
+        sqs: aws_sdk_sqs::Client,
+        sns: aws_sdk_sns::Client,
+        url: &str,
+        kind: DestinationKind,
+        probe_interval: Duration,
+        probe_timeout: Duration,
+    ) -> Self {
+        let probe = DestinationProbe {
+            sqs,
+            sns,
+            url: url.to_owned(),
+            kind,
+        };
+        Down::new(probe, probe_interval, probe_timeout)
+    }
+}
+
+#[cfg(test)]
+impl DestinationDown {
+    /// A state for a queue at `url` whose probe goes nowhere (no endpoint answers).
+    pub(crate) fn for_test(url: &str) -> Self {
+        let creds = aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "test");
+        let sqs = aws_sdk_sqs::Config::builder()
+            .behavior_version_latest()
+            .region(aws_sdk_sqs::config::Region::new("us-east-1"))
+            .endpoint_url("http://127.0.0.1:9")
+            .credentials_provider(creds.clone())
+            .build();
+        let sns = aws_sdk_sns::Config::builder()
+            .behavior_version_latest()
+            .region(aws_sdk_sns::config::Region::new("us-east-1"))
+            .endpoint_url("http://127.0.0.1:9")
+            .credentials_provider(creds)
+            .build();
+        Self::for_destination(
+            aws_sdk_sqs::Client::from_conf(sqs),
+            aws_sdk_sns::Client::from_conf(sns),
+            url,
+            DestinationKind::Queue,
+            Duration::from_secs(3600),
+            Duration::from_millis(100),
+        )
+    }
+}
+
+/// Whether a call's result is an answer: anything but no answer or a 5xx.
+fn answer<T, E>(
+    result: Result<Result<T, SdkError<E, HttpResponse>>, tokio::time::error::Elapsed>,
+) -> bool {
+    match result {
+        Ok(Ok(_)) => true,
+        Ok(Err(SdkError::ServiceError(ctx))) => !ctx.raw().status().is_server_error(),
+        Ok(Err(_)) | Err(_) => false,
+    }
+}
+
+impl Probe for DestinationProbe {
+    /// A refusal (the queue missing, access denied) is an answer: the breaker's to handle.
+    async fn answered(&self, timeout: Duration) -> bool {
+        match self.kind {
+            DestinationKind::Topic => {
+                let call = self.sns.get_topic_attributes().topic_arn(&self.url).send();
+                answer(tokio::time::timeout(timeout, call).await)
+            }
+            _ => {
+                let call = self
+                    .sqs
+                    .get_queue_attributes()
+                    .queue_url(&self.url)
+                    .attribute_names(QueueAttributeName::QueueArn)
+                    .send();
+                answer(tokio::time::timeout(timeout, call).await)
+            }
+        }
+    }
+
+    fn waiting(&self, error: &str) -> String {
+        format!(
+            "not sent now: {} `{}` does not answer: {error}",
+            self.kind, self.url
+        )
+    }
+
+    fn log_down(&self, error: &str, every: Duration) {
+        tracing::warn!(destination = %self.url, kind = %self.kind, error,
+            probe_every_ms = every.as_millis() as u64,
+            "destination does not answer: its events are put back without a call, uncounted, and \
+             a small call once per probe interval finds it back; the other destinations go on");
+    }
+
+    fn log_up(&self) {
+        tracing::info!(destination = %self.url, kind = %self.kind,
+            "destination answers again: its events are sent");
+    }
+}

@@ -1,0 +1,180 @@
+//! A service down: a call to it failed without an answer (a time-out, unreachable) or with a 5xx,
+//! and a small call right after was not answered either (or, for S3, uploads stall while it
+//! answers). While it is down, the events that need it are put back at once, uncounted, without a
+//! call, so that the other events of their batches go on; a task of its own asks the service once
+//! per probe interval ([`Probe`]) and ends the state when it answers. Used for S3 (`s3_down.rs`)
+//! and for each queue and topic (`destination_down.rs`).
+//!
+//! Unlike a circuit breaker (a destination refusing: missing, access denied), being down never
+//! dead-letters an event and moves no gauge: the events wait for the service, however long, and
+//! count under `outbox_events_deferred_total` with the outage's reason.
+
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use outbox_core::{FailureKind, PublishFailure};
+
+/// How a service is asked whether it answers, and how its being down is told.
+pub(crate) trait Probe: std::fmt::Debug + Send + Sync + 'static {
+    /// Whether the service answers a small call within `timeout`: anything but no answer or a
+    /// 5xx (a refusal is an answer: the breaker's to handle, not an outage).
+    fn answered(&self, timeout: Duration) -> impl Future<Output = bool> + Send;
+    /// Why an event waits while the service is down (`error`: how the call that found it down
+    /// failed).
+    fn waiting(&self, error: &str) -> String;
+    /// Logs that the service is down (once per outage), probed every `every`.
+    fn log_down(&self, error: &str, every: Duration);
+    /// Logs that the service answers again.
+    fn log_up(&self);
+}
+
+/// Whether a service is down: S3 for one bucket, or one queue or topic. Shared by every `publish`
+/// of the publisher.
+#[derive(Debug)]
+pub(crate) struct Down<P: Probe> {
+    probe: P,
+    probe_interval: Duration,
+    /// How long the probe may take (the call time-out; at most the interval).
+    probe_timeout: Duration,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    down: Option<Outage>,
+    /// When the service last came back from being down: a failure of a call started before that
+    /// is stale, caught in the outage that ended then. (Not any answer: on a link too slow for
+    /// one S3 payload, the others' uploads go through meanwhile, and its time-out still counts.)
+    recovered_at: Option<Instant>,
+    /// Whether the probing task runs.
+    probing: bool,
+}
+
+#[derive(Debug)]
+struct Outage {
+    /// How the call that found the service down failed, and its error.
+    kind: FailureKind,
+    error: String,
+}
+
+/// What a call may do now.
+#[derive(Debug)]
+pub(crate) enum Gate {
+    /// The service is not known to be down.
+    Go,
+    /// The service is down: do not call; put the event back with this failure.
+    Wait(PublishFailure),
+}
+
+impl<P: Probe> Down<P> {
+    pub(crate) fn new(probe: P, probe_interval: Duration, probe_timeout: Duration) -> Self {
+        Down {
+            probe,
+            probe_interval,
+            probe_timeout,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Plain values: a panic elsewhere cannot leave them half-written.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How the service is asked.
+    pub(crate) fn probe(&self) -> &P {
+        &self.probe
+    }
+
+    /// Asks to call now.
+    pub(crate) fn gate(&self) -> Gate {
+        match &self.lock().down {
+            None => Gate::Go,
+            Some(down) => Gate::Wait(PublishFailure::new(
+                down.kind,
+                self.probe.waiting(&down.error),
+            )),
+        }
+    }
+
+    /// Whether the service is known to be down.
+    pub(crate) fn is_down(&self) -> bool {
+        self.lock().down.is_some()
+    }
+
+    /// Whether the service has come back from being down since `started`: a failure of a call
+    /// started before is stale.
+    pub(crate) fn recovered_since(&self, started: Instant) -> bool {
+        self.lock().recovered_at.is_some_and(|at| at >= started)
+    }
+
+    /// The service did not answer a call started at `started` (or failed it with a 5xx), nor a
+    /// small call after it; or S3 stalls uploads (see `upload_failure.rs`). Ignored when it
+    /// has come back since `started`: the outage the call was caught in is over. Outside a Tokio
+    /// runtime (no task could probe) nothing changes.
+    pub(crate) fn down(self: &Arc<Self>, started: Instant, kind: FailureKind, error: &str) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut state = self.lock();
+        if state.recovered_at.is_some_and(|at| at >= started) {
+            return;
+        }
+        if state.down.is_none() {
+            self.probe.log_down(error, self.probe_interval);
+        }
+        state.down = Some(Outage {
+            kind,
+            error: error.to_owned(),
+        });
+        if !state.probing {
+            state.probing = true;
+            runtime.spawn(Self::probe_until_up(Arc::downgrade(self)));
+        }
+    }
+
+    /// The service answered (a call went through, or a probe was answered).
+    pub(crate) fn up(&self) {
+        let mut state = self.lock();
+        if state.down.take().is_some() {
+            state.recovered_at = Some(Instant::now());
+            self.probe.log_up();
+        }
+    }
+
+    /// Once per probe interval, on a fixed schedule, a probe given at most the interval (an
+    /// unanswered one pushed the next a whole call time-out later: black-box run); ends when the
+    /// service is no longer down, or when the publisher is gone (it held the state, and probed on, for
+    /// the rest of the process).
+    async fn probe_until_up(down: Weak<Self>) {
+        let Some(every) = down.upgrade().map(|d| d.probe_interval) else {
+            return;
+        };
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            let Some(this) = down.upgrade() else {
+                return;
+            };
+            this.probe_once().await;
+            let mut state = this.lock();
+            if state.down.is_none() {
+                state.probing = false;
+                return;
+            }
+        }
+    }
+
+    /// One probe: the service is up again once it answers.
+    async fn probe_once(&self) {
+        if self.lock().down.is_some()
+            && self
+                .probe
+                .answered(self.probe_timeout.min(self.probe_interval))
+                .await
+        {
+            self.up();
+        }
+    }
+}

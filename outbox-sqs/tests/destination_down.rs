@@ -1,0 +1,92 @@
+//! One destination that does not answer (an SNS topic behind a proxy that black-holes it; the
+//! SQS queue straight to the server): found seconds into a call, not at its time-out; its events
+//! are put back uncounted while the other destination's go on; found back by a probe of its own.
+
+mod aws;
+mod common;
+
+use std::time::{Duration, Instant};
+
+use aws::{TestTopic, upstream};
+use common::event;
+use outbox_core::{FailureKind, PublishOutcome, Publisher};
+use outbox_sqs::SqsPublisher;
+use outbox_tests::BlackHoleProxy;
+use outbox_tests::sqs::{TestQueue, endpoint, sdk_config_for};
+use serde_json::json;
+
+/// A black-holed topic held every publish with one of its events for the call's time-out (10 s
+/// by default), and through per-aggregate order the other destinations' aggregates with it; its
+/// events were charged an attempt per claim (black-box run: a healthy queue's events 39 s late
+/// while a topic was black-holed for 40 s).
+#[tokio::test]
+async fn a_destination_that_does_not_answer_holds_up_only_its_own_events() {
+    let queue = TestQueue::standard().await;
+    let topic = TestTopic::standard().await;
+    let subscriber = TestQueue::standard().await;
+    topic.subscribe(&subscriber, true).await;
+    let proxy = BlackHoleProxy::start(upstream()).await;
+    // SQS straight to the server; SNS (the configuration's endpoint) through the proxy.
+    let sqs = aws_sdk_sqs::Client::new(&sdk_config_for(&endpoint()).await);
+    let publisher = SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&format!("http://{}", proxy.addr())).await)
+        .client(sqs)
+        .max_attempts(1)
+        .call_timeout(Duration::from_secs(10))
+        .breaker_probe_interval(Duration::from_secs(1))
+        .route("audit.*", &topic.arn)
+        .default_queue(queue.url())
+        .build()
+        .await
+        .unwrap();
+    publisher.check().await.unwrap();
+    let audit = |seq| event("audit.logged", "audit", "a", seq, json!({"n": seq}));
+    let order = |seq| event("order.placed", "order", "o", seq, json!({"n": seq}));
+
+    proxy.black_hole();
+    let started = Instant::now();
+    let outcomes = publisher.publish(&[audit(1), order(2)]).await.unwrap();
+    // A second before the probe, two for it; the call's own time-out is 10 s.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the publish waited {:?}",
+        started.elapsed()
+    );
+    match &outcomes[0] {
+        PublishOutcome::Unavailable(f) => assert_eq!(f.kind(), FailureKind::Timeout, "{f:?}"),
+        other => panic!("expected it put back uncounted, got {other:?}"),
+    }
+    assert_eq!(outcomes[1], PublishOutcome::Published, "{outcomes:?}");
+
+    // Down: put back at once, without a call, while the queue's events go on.
+    let started = Instant::now();
+    let outcomes = publisher.publish(&[audit(3), order(4)]).await.unwrap();
+    assert!(started.elapsed() < Duration::from_millis(500));
+    match &outcomes[0] {
+        PublishOutcome::Unavailable(f) => {
+            assert!(f.message().contains("does not answer"), "{f:?}")
+        }
+        other => panic!("expected it put back uncounted, got {other:?}"),
+    }
+    assert_eq!(outcomes[1], PublishOutcome::Published, "{outcomes:?}");
+    // A publish with only its events fails as a whole: the relay backs off as in an outage
+    // instead of putting each event back (and writing it) every few seconds.
+    assert!(publisher.publish(&[audit(5)]).await.is_err());
+
+    // Back: its probe finds it, and its events go.
+    proxy.heal();
+    let published = outbox_tests::eventually(Duration::from_secs(15), async || {
+        let outcomes = publisher.publish(&[audit(6)]).await;
+        matches!(outcomes.as_deref(), Ok([PublishOutcome::Published]))
+    })
+    .await;
+    assert!(published);
+    assert_eq!(queue.receive_all(2, Duration::from_secs(5)).await.len(), 2);
+    assert_eq!(
+        subscriber
+            .receive_all(1, Duration::from_secs(5))
+            .await
+            .len(),
+        1
+    );
+}
