@@ -105,6 +105,9 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
         }
         DeadLettersCommand::Purge { select, yes } => {
             let f = selection(&select)?;
+            if !yes {
+                refuse_without_terminal()?;
+            }
             let client = db::connect(url).await?;
             // The ids are captured now: the purge deletes exactly these, not whatever matches the
             // filter by the time the operator answers.
@@ -116,7 +119,6 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             // Named ids that are not dead letters fail the command before anything is deleted.
             unmatched(&select.ids, &ids)?;
             if !yes {
-                refuse_without_terminal()?;
                 show_purge(&client, &ids).await?;
                 if !confirm(&format!(
                     "delete {} for good?",
@@ -227,16 +229,17 @@ async fn show_purge<C: outbox_core::GenericClient>(
     Ok(())
 }
 
-/// Refuses a purge that would have to ask, with no terminal to ask on (use --yes in scripts):
-/// before the list is printed, so that a script sees only the refusal.
+/// Refuses a purge that would have to ask, with no terminal to ask on (use --yes in scripts): a
+/// usage error (exit 2), found before the database is contacted, so that a script sees only the
+/// refusal, whatever matches (black-box run: it exited 1, after connecting, and only when
+/// something matched).
 fn refuse_without_terminal() -> Result<(), Failure> {
     if std::io::stdin().is_terminal() {
         return Ok(());
     }
-    Err(
-        "refusing to purge without confirmation: stdin is not a terminal; pass --yes to confirm"
-            .into(),
-    )
+    Err(crate::usage::usage(
+        "refusing to purge without confirmation: stdin is not a terminal; pass --yes to confirm",
+    ))
 }
 
 /// Asks on the terminal.

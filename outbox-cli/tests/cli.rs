@@ -193,9 +193,25 @@ async fn dead_letter_commands_change_exactly_the_rows_asked_for() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(!refused.status.success());
+    assert_eq!(refused.status.code(), Some(2), "a usage error");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--yes"));
     assert_eq!(dead(ids[1]).await, Some(true));
+    // Found before the database is contacted: the same refusal with no database to reach, and
+    // with nothing that matches.
+    for args in [
+        &["--aggregate-id", "b"][..],
+        &["--aggregate-id", "nothing-matches"][..],
+    ] {
+        let refused = outbox(&db)
+            .args(["dead-letters", "purge"])
+            .args(args)
+            .env("DATABASE_URL", "postgres://postgres@127.0.0.1:9/none")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("--yes"));
+    }
     let purged = stdout(&run(outbox(&db).args([
         "dead-letters",
         "purge",

@@ -275,7 +275,7 @@ async fn dead_letter_listings_escape_control_characters_and_purge_refuses_before
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "a usage error");
     assert!(
         String::from_utf8_lossy(&out.stdout).is_empty(),
         "nothing listed"

@@ -119,8 +119,17 @@ async fn converting_a_plain_table_moves_unpublished_rows_and_keeps_published_one
         !r.legacy_dropped,
         "published less than the retention ago: kept"
     );
+    let logs = outbox_tests::LogCapture::default();
+    let guard = logs.install();
     let r = maintain(&db, Some(Duration::ZERO)).await;
+    drop(guard);
     assert!(r.legacy_dropped, "{r:?}");
+    // Logged, as a partition's drop is (a relay dropped it without a word: black-box run).
+    assert!(
+        logs.text().contains("dropped outbox_events_legacy"),
+        "{}",
+        logs.text()
+    );
     assert!(
         !partition::partition_stats(&c)
             .await

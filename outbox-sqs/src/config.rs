@@ -115,7 +115,8 @@ pub struct SqsConfig {
     /// [`MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER`] (30 days).
     pub broken_queue_dead_letter_after: Duration,
     /// While a queue's circuit breaker is open, its events fail fast without calling SQS, except
-    /// for one probe call per this interval. Default [`DEFAULT_BREAKER_PROBE_INTERVAL`] (5 s); at
+    /// for one probe call per this interval; a queue, topic or S3 that is down is probed once per
+    /// this interval too. Default [`DEFAULT_BREAKER_PROBE_INTERVAL`] (5 s); at
     /// most [`MAX_BREAKER_PROBE_INTERVAL`] (1 h).
     pub breaker_probe_interval: Duration,
     /// The S3 bucket large payloads are written to (see [`offload`](crate#s3-offload-of-large-payloads)).

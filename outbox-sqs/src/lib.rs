@@ -165,7 +165,7 @@
 //! | `OUTBOX_SQS_MAX_IN_FLIGHT`     | most `SendMessageBatch` calls at once    | 8       |
 //! | `OUTBOX_SQS_CALL_TIMEOUT_MS`   | time limit of one call (retries included) | 10000 |
 //! | `OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS` | a queue broken this long dead-letters its events | 3600 |
-//! | `OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS` | one probe call per interval to a broken queue | 5000 |
+//! | `OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS` | one probe call per interval to a broken queue or bucket, and to a queue, topic or S3 that is down | 5000 |
 //! | `OUTBOX_SQS_OFFLOAD_BUCKET` | S3 bucket for large payloads (turns offload on) | none |
 //! | `OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTES` | offload messages larger than this | the destination's limit |
 //! | `OUTBOX_SQS_BATCH_AGGREGATES` | several events of one aggregate in one FIFO call | false |
@@ -226,10 +226,14 @@
 //!   connection and credentials failures → `Retry` for its entries; a broken queue (see below) →
 //!   `Unavailable`. A call refused as a whole for its content is re-sent one entry per call, so
 //!   that only the offending events become `Permanent`.
+//! - A call unanswered after a second, or failed without an answer or with a 5xx, is checked
+//!   with a small call to its destination (`GetQueueAttributes`, `GetTopicAttributes`) of at most
+//!   2 s; unanswered, the destination is **down** (see below) and the call's events are
+//!   `Unavailable`.
 //! - When **every** call of a `publish` failed with a retryable whole-call error (SQS unreachable,
-//!   5xx, time-outs, bad credentials) — calls to broken queues aside — `publish` returns `Err`: the
-//!   relay backs off without counting an attempt. When some calls succeeded, the failed calls'
-//!   events are `Retry`. (With `Err`, the call's unroutable or oversized events are released too;
+//!   5xx, time-outs, bad credentials, destinations down) — calls to broken queues aside —
+//!   `publish` returns `Err`: the relay backs off without counting an attempt. When some calls
+//!   succeeded, the failed calls' events are `Retry` (`Unavailable` for a destination down). (With `Err`, the call's unroutable or oversized events are released too;
 //!   they get their `Permanent` outcome on a later attempt.)
 //!
 //! # A broken queue: circuit breaker
@@ -254,9 +258,12 @@
 //!   once the queue is fixed. Throttling opens the breaker but never dead-letters: the clock
 //!   starts at the first failure that is not throttling.
 //!
-//! Connection failures, time-outs, 5xx and credential errors do not open a breaker: they hit every
-//! queue alike (one endpoint, one identity), and the relay treats them as an SQS outage — backing
-//! off, never dead-lettering on a clock. [`SqsPublisher::unavailable_queues`] lists the open
+//! Connection failures, time-outs, 5xx and credential errors do not open a breaker and never
+//! dead-letter on a clock. A queue or topic that does not answer at all (the check above) is
+//! *down*: its events are `Unavailable` at once, without a call, and the other destinations' go
+//! on, until a probe of its own, once per probe interval, is answered (logged at `warn`:
+//! "destination does not answer", and at `info`: "destination answers again"). When every
+//! destination is down, `publish` returns `Err`, as in an SQS outage. [`SqsPublisher::unavailable_queues`] lists the open
 //! breakers ([`SqsPublisher::unavailable_bucket`] the offload bucket's), and
 //! [`SqsPublisher::encode_metrics`] exports them as the gauge `outbox_sqs_queue_unavailable{queue}`
 //! (1 while open; `outbox relay --metrics-addr` serves it).

@@ -75,6 +75,13 @@ pub(super) async fn retire(
         .bind(client, &retention_secs)
         .one()
         .await?;
+    if report.legacy_dropped {
+        // As a partition's drop is logged (black-box run: a relay dropped the converted table's
+        // legacy rows without a word).
+        tracing::info!(
+            "partition maintenance dropped outbox_events_legacy (the rows from before the              conversion to partitions, all published and past the retention)"
+        );
+    }
     Ok(())
 }
 

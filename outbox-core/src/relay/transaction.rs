@@ -22,7 +22,8 @@ pub(crate) struct ClaimTransaction {
     /// `BEGIN` was sent and no `COMMIT` or `ROLLBACK` has answered since.
     open: bool,
     /// A round trip outlasted its bound: answers may still be on their way, so the conversation is
-    /// out of step and the connection must not be used again.
+    /// out of step and the connection must not be used again. Also set when the session turned
+    /// out read-only (see [`bounded`]).
     stalled: bool,
     /// The longest any round trip may take.
     bound: Duration,
@@ -169,6 +170,19 @@ pub(crate) async fn bounded<T>(
     fut: impl Future<Output = Result<T, Error>>,
 ) -> Result<T, Error> {
     match tokio::time::timeout(bound, fut).await {
+        Ok(Err(e)) if read_only(&e) => {
+            // A session of a server that was primary when it was opened and is read-only now (a
+            // failover: a demoted primary or a replica behind the endpoint), or of a database set
+            // read-only since: it stays so, whatever the server becomes. Closed, not returned to
+            // the pool, so that the next batch connects anew (black-box run: after a database was
+            // read-only for a minute, the relays kept their read-only connections and published
+            // nothing until they were killed).
+            *stalled = true;
+            Err(e.context(
+                "the session is read-only (a failover, or a replica behind the address); its \
+                 connection is discarded and the next batch connects anew",
+            ))
+        }
         Ok(result) => result,
         Err(_) => {
             *stalled = true;
@@ -181,4 +195,12 @@ pub(crate) async fn bounded<T>(
             ))
         }
     }
+}
+
+/// Whether the database refused `e` because the session is read-only (SQLSTATE 25006).
+fn read_only(e: &Error) -> bool {
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<tokio_postgres::Error>())
+        .and_then(|e| e.code())
+        .is_some_and(|c| *c == tokio_postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION)
 }
