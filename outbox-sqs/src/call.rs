@@ -34,7 +34,16 @@ impl SqsPublisher {
     /// its probes); watched while it runs (see [`watched`](Self::watched)).
     pub(crate) async fn call(&self, queue: &Queue, entries: &[Prepared]) -> Answer {
         if let Gate::Wait(failure) = queue.down.gate() {
-            return Err(down_failure(failure.kind(), failure.message(), false));
+            // Put back for a few seconds, as a broken queue's events are, while other destinations
+            // answer: counted as transient (a publish of its events alone failing as a whole, and
+            // released at once) they came back at the head of every claim and starved the
+            // others (review). With every destination down, an outage of the relay as a whole:
+            // it backs off without writing each event back.
+            let mut refused = down_failure(failure.kind(), failure.message(), false);
+            if !self.inner.queues.iter().all(|q| q.down.is_down()) {
+                refused.class = Class::Unavailable;
+            }
+            return Err(refused);
         }
         if let Admit::Refuse {
             reason,
@@ -120,7 +129,7 @@ impl SqsPublisher {
 
     /// Runs `request` within the call timeout, watching its destination: a call unanswered after
     /// [`WATCH_AFTER`] is checked with a probe of at most [`WATCH_PROBE`], and so is a call that
-    /// failed without an answer or with a 5xx. When the probe is not answered either (or another
+    /// timed out. When the probe is not answered either (or another
     /// call found the destination down meanwhile), the destination is down: the call is given up
     /// and its events are put back uncounted, and later calls wait without calling until a probe
     /// of its own answers. While the destination answers, the call goes on to its time-out.
@@ -178,8 +187,8 @@ impl SqsPublisher {
         }
     }
 
-    /// `answer`, of a call started at `started`: one that failed without an answer or with a 5xx
-    /// is followed by a probe; when that is not answered either, the destination is down.
+    /// `answer`, of a call started at `started`: one that timed out is followed by a probe; when
+    /// that is not answered either, the destination is down.
     async fn answered(&self, queue: &Queue, answer: Answer, started: Instant) -> Answer {
         let mut failure = match answer {
             Ok(answer) => {
@@ -189,10 +198,10 @@ impl SqsPublisher {
             Err(failure) => failure,
         };
         let kind = call_failure_kind(failure.error.kind());
-        let no_answer = matches!(
-            kind,
-            FailureKind::Timeout | FailureKind::Unreachable | FailureKind::Broker
-        );
+        // A time-out only (the SDK's own, a connect time-out): a refused connection or a 5xx is
+        // an answer of sorts, and the next call may reach a healthy host; the relay's outage
+        // back-off and the per-event attempts handle those as before.
+        let no_answer = kind == FailureKind::Timeout;
         if failure.class == Class::Retry
             && no_answer
             && !queue.down.recovered_since(started)

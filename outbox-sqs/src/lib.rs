@@ -226,8 +226,8 @@
 //!   connection and credentials failures → `Retry` for its entries; a broken queue (see below) →
 //!   `Unavailable`. A call refused as a whole for its content is re-sent one entry per call, so
 //!   that only the offending events become `Permanent`.
-//! - A call unanswered after a second, or failed without an answer or with a 5xx, is checked
-//!   with a small call to its destination (`GetQueueAttributes`, `GetTopicAttributes`) of at most
+//! - A call unanswered after a second, or timed out, is checked with a small call to its
+//!   destination (`GetQueueAttributes`, `GetTopicAttributes`) of at most
 //!   2 s; unanswered, the destination is **down** (see below) and the call's events are
 //!   `Unavailable`.
 //! - When **every** call of a `publish` failed with a retryable whole-call error (SQS unreachable,

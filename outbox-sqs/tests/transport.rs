@@ -122,7 +122,24 @@ async fn both_transports_send_the_same_correctly_signed_messages() {
 async fn the_direct_transport_retries_as_the_sdk_does() {
     let fx = SqsFixture::start().await;
     let q = fx.create_queue("plain");
-    let p = publisher(&fx, &q, SqsTransport::Direct, 3).await;
+    // Back-offs of tens of milliseconds: the retries end before the publisher's watch would send
+    // its probe (a second into a call), which would take one of the faults injected below.
+    let sdk = sdk_config_for(&fx.endpoint_url())
+        .await
+        .to_builder()
+        .retry_config(
+            aws_sdk_sqs::config::retry::RetryConfig::standard()
+                .with_initial_backoff(std::time::Duration::from_millis(20)),
+        )
+        .build();
+    let p = SqsPublisher::builder()
+        .sdk_config(sdk)
+        .default_queue(q.as_str())
+        .transport(SqsTransport::Direct)
+        .max_attempts(3)
+        .build()
+        .await
+        .unwrap();
 
     // Server errors and throttling are retried within the call, up to the attempts.
     fx.fail_next_calls(2, CallFault::InternalError);
