@@ -54,11 +54,13 @@ struct Open {
     next_probe: Instant,
     /// The last SQS error seen for the queue.
     last_error: String,
-    /// A probe is under way: refusals wait for its verdict and dead-letter nothing (events
-    /// retried by an operator once the destination was fixed were dead-lettered again, in the
-    /// millisecond the probe that closed the breaker was under way: black-box run). Cleared by
-    /// the probe's failure; a probe whose caller is cancelled is followed by the next one.
-    probing: bool,
+    /// Until when a probe may be under way (one probe interval from its start): refusals wait
+    /// for its verdict and dead-letter nothing (events retried by an operator once the
+    /// destination was fixed were dead-lettered again, in the millisecond the probe that closed
+    /// the breaker was under way: black-box run). Ended by a failure (the destination refused
+    /// again, whichever call it answered), or by time: a probe that ends without a verdict (a
+    /// time-out, its caller cancelled) must not hold dead-lettering off for good (review).
+    probing_until: Option<Instant>,
 }
 
 /// Whether a call may go to SQS.
@@ -119,7 +121,7 @@ impl Breaker {
             // Whoever comes first probes; a probe whose caller is cancelled just lets the next
             // probe come one interval later.
             open.next_probe = now + self.probe_interval;
-            open.probing = true;
+            open.probing_until = Some(now + self.probe_interval);
             log!(debug, self, "probing an unavailable destination");
             return Admit::Probe;
         }
@@ -133,12 +135,17 @@ impl Breaker {
     /// While open: why a call is refused now and whether past the dead-letter limit, without
     /// taking the probe (`None` when closed).
     pub(crate) fn refusal(&self) -> Option<(String, bool)> {
+        self.refusal_at(Instant::now())
+    }
+
+    pub(crate) fn refusal_at(&self, now: Instant) -> Option<(String, bool)> {
         let state = self.lock();
-        state.as_ref().map(|open| self.refuse(open, Instant::now()))
+        state.as_ref().map(|open| self.refuse(open, now))
     }
 
     fn refuse(&self, open: &Open, now: Instant) -> (String, bool) {
-        let dead_letter = self.over_limit(open, now) && !open.probing;
+        let probing = open.probing_until.is_some_and(|until| now < until);
+        let dead_letter = self.over_limit(open, now) && !probing;
         // Broken for: since the first failure that was not throttling, if any.
         let broken_for = now.saturating_duration_since(open.broken_since.unwrap_or(open.since));
         (
@@ -179,7 +186,7 @@ impl Breaker {
                     broken_since: (!throttled).then_some(now),
                     next_probe: now + self.probe_interval,
                     last_error: error.to_owned(),
-                    probing: false,
+                    probing_until: None,
                 };
                 let dead = self.over_limit(&open, now);
                 *state = Some(open);
@@ -187,7 +194,7 @@ impl Breaker {
             }
             Some(open) => {
                 open.last_error = error.to_owned();
-                open.probing = false;
+                open.probing_until = None;
                 open.next_probe = open.next_probe.max(now + self.probe_interval);
                 if !throttled {
                     open.broken_since.get_or_insert(now);

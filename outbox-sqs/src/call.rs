@@ -15,7 +15,7 @@ use crate::classify::{
     Class, call_failure_kind, classify_sdk_error, classify_status, is_throttling,
 };
 use crate::destination::DestinationKind;
-use crate::destination_down::{WATCH_AFTER, WATCH_PROBE};
+use crate::destination_down::{WATCH_AFTER, WATCH_MIN_TIMEOUT, WATCH_PROBE};
 use crate::direct::DirectError;
 use crate::down::{Gate, Probe};
 use crate::error::{Error, ErrorKind};
@@ -151,14 +151,21 @@ impl SqsPublisher {
                 down: false,
             })
         };
-        let watch_at = (tokio::time::Instant::now() + WATCH_AFTER).min(deadline);
+        if timeout < WATCH_MIN_TIMEOUT {
+            // Too short a time-out to watch: it ends the call soon enough.
+            return match tokio::time::timeout(timeout, request).await {
+                Ok(answer) => self.answered(queue, answer, started, deadline).await,
+                Err(_) => timed_out(),
+            };
+        }
+        // The watch and its probe fit within the time-out: a time-out under 3 s cut the probe
+        // short, and the watch never found anything (review).
+        let look = WATCH_AFTER.min(timeout / 3);
+        let watch_at = tokio::time::Instant::now() + look;
         tokio::select! {
             biased;
-            answer = &mut request => return self.answered(queue, answer, started).await,
+            answer = &mut request => return self.answered(queue, answer, started, deadline).await,
             () = tokio::time::sleep_until(watch_at) => {}
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return timed_out();
         }
         if let Gate::Wait(failure) = queue.down.gate() {
             // Another call found it down meanwhile.
@@ -166,13 +173,15 @@ impl SqsPublisher {
         }
         tokio::select! {
             biased;
-            answer = &mut request => return self.answered(queue, answer, started).await,
-            answered = queue.down.probe().answered(WATCH_PROBE) => {
+            answer = &mut request => return self.answered(queue, answer, started, deadline).await,
+            answered = queue.down.probe().answered(
+                WATCH_PROBE.min(deadline.saturating_duration_since(tokio::time::Instant::now())),
+            ) => {
                 if !answered {
                     let error = format!(
-                        "{what}: no answer within {} ms, nor to a probe within {} ms",
+                        "{what}: no answer within {} ms, nor to a probe sent after {} ms",
                         started.elapsed().as_millis(),
-                        WATCH_PROBE.as_millis()
+                        look.as_millis()
                     );
                     queue.down.down(started, FailureKind::Timeout, &error);
                     return Err(down_failure(FailureKind::Timeout, &error, true));
@@ -182,14 +191,20 @@ impl SqsPublisher {
         }
         tokio::select! {
             biased;
-            answer = &mut request => self.answered(queue, answer, started).await,
+            answer = &mut request => self.answered(queue, answer, started, deadline).await,
             () = tokio::time::sleep_until(deadline) => timed_out(),
         }
     }
 
-    /// `answer`, of a call started at `started`: one that timed out is followed by a probe; when
-    /// that is not answered either, the destination is down.
-    async fn answered(&self, queue: &Queue, answer: Answer, started: Instant) -> Answer {
+    /// `answer`, of a call started at `started`: one that timed out is followed by a probe, within
+    /// the call's `deadline`; when that is not answered either, the destination is down.
+    async fn answered(
+        &self,
+        queue: &Queue,
+        answer: Answer,
+        started: Instant,
+        deadline: tokio::time::Instant,
+    ) -> Answer {
         let mut failure = match answer {
             Ok(answer) => {
                 queue.down.up();
@@ -202,10 +217,13 @@ impl SqsPublisher {
         // an answer of sorts, and the next call may reach a healthy host; the relay's outage
         // back-off and the per-event attempts handle those as before.
         let no_answer = kind == FailureKind::Timeout;
+        // Within the call's time-out: the publish's deadline leaves a call no more.
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         if failure.class == Class::Retry
             && no_answer
+            && !left.is_zero()
             && !queue.down.recovered_since(started)
-            && !queue.down.probe().answered(WATCH_PROBE).await
+            && !queue.down.probe().answered(WATCH_PROBE.min(left)).await
         {
             queue.down.down(started, kind, &failure.error.to_string());
             failure.down = true;

@@ -23,6 +23,10 @@ use crate::down::{Down, Probe};
 /// How long a call runs unanswered before its destination is asked whether it answers at all.
 pub(crate) const WATCH_AFTER: Duration = Duration::from_secs(1);
 
+/// A call time-out below this is not watched: it ends the call soon enough. (From this one up to
+/// three times [`WATCH_AFTER`], the watch looks at a third of it.)
+pub(crate) const WATCH_MIN_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// The longest probe of the watch, or after a failed call: a tiny call, which a working service
 /// answers at once.
 pub(crate) const WATCH_PROBE: Duration = Duration::from_secs(2);

@@ -21,25 +21,13 @@ use serde_json::json;
 /// while a topic was black-holed for 40 s).
 #[tokio::test]
 async fn a_destination_that_does_not_answer_holds_up_only_its_own_events() {
-    let queue = TestQueue::standard().await;
-    let topic = TestTopic::standard().await;
-    let subscriber = TestQueue::standard().await;
-    topic.subscribe(&subscriber, true).await;
-    let proxy = BlackHoleProxy::start(upstream()).await;
-    // SQS straight to the server; SNS (the configuration's endpoint) through the proxy.
-    let sqs = aws_sdk_sqs::Client::new(&sdk_config_for(&endpoint()).await);
-    let publisher = SqsPublisher::builder()
-        .sdk_config(sdk_config_for(&format!("http://{}", proxy.addr())).await)
-        .client(sqs)
-        .max_attempts(1)
-        .call_timeout(Duration::from_secs(10))
-        .breaker_probe_interval(Duration::from_secs(1))
-        .route("audit.*", &topic.arn)
-        .default_queue(queue.url())
-        .build()
-        .await
-        .unwrap();
-    publisher.check().await.unwrap();
+    let Setup {
+        queue,
+        subscriber,
+        proxy,
+        publisher,
+        _topic,
+    } = Setup::new(Duration::from_secs(10)).await;
     let audit = |seq| event("audit.logged", "audit", "a", seq, json!({"n": seq}));
     let order = |seq| event("order.placed", "order", "o", seq, json!({"n": seq}));
 
@@ -94,4 +82,71 @@ async fn a_destination_that_does_not_answer_holds_up_only_its_own_events() {
             .len(),
         1
     );
+}
+
+/// A queue, and a topic subscribed by another queue behind a proxy, and a publisher routing
+/// `audit.*` to the topic and the rest to the queue.
+struct Setup {
+    queue: TestQueue,
+    subscriber: TestQueue,
+    proxy: BlackHoleProxy,
+    publisher: SqsPublisher,
+    _topic: TestTopic,
+}
+
+impl Setup {
+    async fn new(call_timeout: Duration) -> Setup {
+        let queue = TestQueue::standard().await;
+        let topic = TestTopic::standard().await;
+        let subscriber = TestQueue::standard().await;
+        topic.subscribe(&subscriber, true).await;
+        let proxy = BlackHoleProxy::start(upstream()).await;
+        // SQS straight to the server; SNS (the configuration's endpoint) through the proxy.
+        let sqs = aws_sdk_sqs::Client::new(&sdk_config_for(&endpoint()).await);
+        let publisher = SqsPublisher::builder()
+            .sdk_config(sdk_config_for(&format!("http://{}", proxy.addr())).await)
+            .client(sqs)
+            .max_attempts(1)
+            .call_timeout(call_timeout)
+            .breaker_probe_interval(Duration::from_secs(1))
+            .route("audit.*", &topic.arn)
+            .default_queue(queue.url())
+            .build()
+            .await
+            .unwrap();
+        publisher.check().await.unwrap();
+        Setup {
+            queue,
+            subscriber,
+            proxy,
+            publisher,
+            _topic: topic,
+        }
+    }
+}
+
+/// A call time-out under 3 s: the watch looks at a third of it, and its probe ends with it (at
+/// 1 s and 2 s, the time-out cut the probe short: the destination was never found down, and its
+/// events were charged an attempt per claim, as before the watch; review).
+#[tokio::test]
+async fn a_short_call_timeout_still_finds_a_silent_destination_down() {
+    // Bound whole: a queue or topic dropped is deleted.
+    let setup = Setup::new(Duration::from_millis(1_500)).await;
+    let (proxy, publisher) = (&setup.proxy, &setup.publisher);
+    proxy.black_hole();
+    let audit = event("audit.logged", "audit", "a", 1, json!({}));
+    let outcomes = publisher.publish(&[audit.clone()]).await;
+    // Alone in its publish: every call failed, an outage; put back, never counted.
+    assert!(outcomes.is_err(), "{outcomes:?}");
+    let outcomes = publisher
+        .publish(&[audit, event("order.placed", "order", "o", 2, json!({}))])
+        .await
+        .unwrap();
+    match &outcomes[0] {
+        PublishOutcome::Unavailable(f) => {
+            assert!(f.message().contains("does not answer"), "{f:?}")
+        }
+        other => panic!("expected it put back uncounted, got {other:?}"),
+    }
+    assert_eq!(outcomes[1], PublishOutcome::Published, "{outcomes:?}");
 }

@@ -197,10 +197,18 @@ pub(crate) async fn bounded<T>(
     }
 }
 
-/// Whether the database refused `e` because the session is read-only (SQLSTATE 25006).
+/// Whether the database refused `e` because the session is read-only (SQLSTATE 25006), however
+/// deep in its sources the server's error is.
 fn read_only(e: &Error) -> bool {
-    std::error::Error::source(e)
-        .and_then(|s| s.downcast_ref::<tokio_postgres::Error>())
-        .and_then(|e| e.code())
-        .is_some_and(|c| *c == tokio_postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION)
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(code) = s
+            .downcast_ref::<tokio_postgres::Error>()
+            .and_then(|e| e.code())
+        {
+            return *code == tokio_postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION;
+        }
+        source = s.source();
+    }
+    false
 }

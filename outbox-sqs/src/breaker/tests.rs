@@ -198,11 +198,35 @@ fn past_the_limit_nothing_is_dead_lettered_while_a_probe_is_under_way() {
         Admit::Refuse { dead_letter, .. } => assert!(!dead_letter, "the probe may close it"),
         other => panic!("expected Refuse, got {other:?}"),
     }
-    assert_eq!(b.refusal().map(|(_, dead)| dead), Some(false));
-    // The probe failed: past the limit, refusals dead-letter again.
+    assert_eq!(
+        b.refusal_at(later + Duration::from_millis(1))
+            .map(|(_, dead)| dead),
+        Some(false)
+    );
+    // A refusal answered since (the probe's, or another call's): still broken, dead-lettering
+    // again.
     assert!(b.failed_at(later + Duration::from_millis(2), "NotFound", false));
     match b.admit_at(later + Duration::from_millis(3)) {
         Admit::Refuse { dead_letter, .. } => assert!(dead_letter),
         other => panic!("expected Refuse, got {other:?}"),
     }
+}
+
+/// A probe that ends without a verdict (a time-out, its caller cancelled) holds dead-lettering
+/// off for one probe interval, not for good.
+#[test]
+fn a_probe_without_a_verdict_holds_dead_lettering_off_for_one_interval_only() {
+    let b = breaker();
+    let t0 = Instant::now();
+    b.failed_at(t0, "NotFound", false);
+    let later = t0 + LIMIT * 2;
+    assert_eq!(b.admit_at(later), Admit::Probe);
+    match b.admit_at(later + PROBE / 2) {
+        Admit::Refuse { dead_letter, .. } => assert!(!dead_letter),
+        other => panic!("expected Refuse, got {other:?}"),
+    }
+    assert_eq!(
+        b.refusal_at(later + PROBE).map(|(_, dead)| dead),
+        Some(true)
+    );
 }
