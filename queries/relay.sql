@@ -174,59 +174,73 @@ SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, att
 -- in `seq` order instead, one of three hot aggregates often got half of the batch (about 40 waves for
 -- 100 events where 34 do). Each aggregate is read through its own index range, at most `limit` rows.
 --! fetch_outbox_followers : ClaimedRow
+WITH chosen AS MATERIALIZED (
+       SELECT f.id, f.created_at, f.seq, h.aggregate_type, h.aggregate_id
+         FROM unnest(:aggregate_types::text[], :aggregate_ids::text[], :head_seqs::bigint[])
+              AS h(aggregate_type, aggregate_id, seq)
+        -- The first event after the head that holds the rest back (waiting for a
+        -- retry, or dead): one probe of the small blocking index per head, however
+        -- many followers (a check per follower cost a probe each when the planner
+        -- did not keep its result: 582 of the claim's 1 243 buffers with 1 000 000
+        -- published rows in the table, benchmark 5).
+        CROSS JOIN LATERAL (
+              SELECT coalesce(min(b.seq), 9223372036854775807) AS seq
+                FROM outbox_events b
+               WHERE b.aggregate_type = h.aggregate_type
+                 AND b.aggregate_id = h.aggregate_id
+                 AND b.processed_at IS NULL
+                 AND (b.dead_lettered_at IS NOT NULL OR b.retry_after IS NOT NULL)
+                 AND b.seq > h.seq
+                 AND (b.dead_lettered_at IS NOT NULL OR b.retry_after > now())) blocked
+        CROSS JOIN LATERAL (
+              SELECT r.id, r.created_at, r.seq, row_number() OVER (ORDER BY r.seq) AS rank
+                FROM (SELECT o.id, o.created_at, o.seq
+                        FROM outbox_events o
+                       -- The row comparisons (with the equalities) bound the
+                       -- aggregate index's range, head to blocker, and nothing
+                       -- else: walking the pending index from the head's `seq`
+                       -- instead, which the planner prefers when its statistics
+                       -- show few aggregates, reads the whole backlog behind a head
+                       -- with few followers.
+                       WHERE o.aggregate_type = h.aggregate_type
+                         AND o.aggregate_id = h.aggregate_id
+                         AND (o.aggregate_type, o.aggregate_id, o.seq)
+                             > (h.aggregate_type, h.aggregate_id, h.seq)
+                         AND (o.aggregate_type, o.aggregate_id, o.seq)
+                             < (h.aggregate_type, h.aggregate_id, blocked.seq)
+                         AND o.processed_at IS NULL
+                         AND o.dead_lettered_at IS NULL
+                         AND (o.retry_after IS NULL OR o.retry_after <= now())
+                       ORDER BY o.aggregate_type, o.aggregate_id, o.seq
+                       LIMIT :limit) r) f
+        ORDER BY f.rank, f.seq
+        LIMIT :limit),
+     -- Locked without waiting: a row another transaction holds (an operator's `SELECT … FOR
+     -- UPDATE`, a retry or purge under way) is skipped, and so is every later one of its aggregate
+     -- (below), so that none is published ahead of it. Waiting for it held the whole batch up to
+     -- the statement timeout and then rolled it back, again at every claim, and stalled the other
+     -- aggregates the batch had claimed (black-box run).
+     locked AS (
+       -- By the primary key: (id, created_at) on the partitioned layout.
+       SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload,
+              e.metadata::text AS metadata, e.attempts, e.created_at
+         FROM chosen
+         JOIN outbox_events e ON e.id = chosen.id AND e.created_at = chosen.created_at
+        WHERE e.processed_at IS NULL
+          AND e.dead_lettered_at IS NULL
+          FOR UPDATE OF e SKIP LOCKED),
+     -- Per aggregate, the first chosen follower not locked here (held elsewhere, or no longer
+     -- pending): nothing from it on is taken.
+     gaps AS (
+       SELECT c.aggregate_type, c.aggregate_id, min(c.seq) AS seq
+         FROM chosen c
+        WHERE NOT EXISTS (SELECT 1 FROM locked l WHERE l.id = c.id AND l.created_at = c.created_at)
+        GROUP BY c.aggregate_type, c.aggregate_id)
 SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, metadata, attempts, created_at
-  FROM (SELECT c.*, sum(octet_length(c.payload)) OVER (ORDER BY c.seq) AS running_bytes
-          FROM (
-               SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.payload::text AS payload,
-                      e.metadata::text AS metadata, e.attempts,
-                      e.created_at
-                 FROM (SELECT f.id, f.created_at
-                         FROM unnest(:aggregate_types::text[], :aggregate_ids::text[], :head_seqs::bigint[])
-                              AS h(aggregate_type, aggregate_id, seq)
-                        -- The first event after the head that holds the rest back (waiting for a
-                        -- retry, or dead): one probe of the small blocking index per head, however
-                        -- many followers (a check per follower cost a probe each when the planner
-                        -- did not keep its result: 582 of the claim's 1 243 buffers with 1 000 000
-                        -- published rows in the table, benchmark 5).
-                        CROSS JOIN LATERAL (
-                              SELECT coalesce(min(b.seq), 9223372036854775807) AS seq
-                                FROM outbox_events b
-                               WHERE b.aggregate_type = h.aggregate_type
-                                 AND b.aggregate_id = h.aggregate_id
-                                 AND b.processed_at IS NULL
-                                 AND (b.dead_lettered_at IS NOT NULL OR b.retry_after IS NOT NULL)
-                                 AND b.seq > h.seq
-                                 AND (b.dead_lettered_at IS NOT NULL OR b.retry_after > now())) blocked
-                        CROSS JOIN LATERAL (
-                              SELECT r.id, r.created_at, r.seq, row_number() OVER (ORDER BY r.seq) AS rank
-                                FROM (SELECT o.id, o.created_at, o.seq
-                                        FROM outbox_events o
-                                       -- The row comparisons (with the equalities) bound the
-                                       -- aggregate index's range, head to blocker, and nothing
-                                       -- else: walking the pending index from the head's `seq`
-                                       -- instead, which the planner prefers when its statistics
-                                       -- show few aggregates, reads the whole backlog behind a head
-                                       -- with few followers.
-                                       WHERE o.aggregate_type = h.aggregate_type
-                                         AND o.aggregate_id = h.aggregate_id
-                                         AND (o.aggregate_type, o.aggregate_id, o.seq)
-                                             > (h.aggregate_type, h.aggregate_id, h.seq)
-                                         AND (o.aggregate_type, o.aggregate_id, o.seq)
-                                             < (h.aggregate_type, h.aggregate_id, blocked.seq)
-                                         AND o.processed_at IS NULL
-                                         AND o.dead_lettered_at IS NULL
-                                         AND (o.retry_after IS NULL OR o.retry_after <= now())
-                                       ORDER BY o.aggregate_type, o.aggregate_id, o.seq
-                                       LIMIT :limit) r) f
-                        ORDER BY f.rank, f.seq
-                        LIMIT :limit) chosen
-                 -- By the primary key: (id, created_at) on the partitioned layout.
-                 JOIN outbox_events e ON e.id = chosen.id AND e.created_at = chosen.created_at
-                WHERE e.processed_at IS NULL
-                  AND e.dead_lettered_at IS NULL
-                ORDER BY e.seq
-                  FOR UPDATE OF e
-               ) c) w
+  FROM (SELECT l.*, sum(octet_length(l.payload)) OVER (ORDER BY l.seq) AS running_bytes
+          FROM locked l
+          LEFT JOIN gaps g ON g.aggregate_type = l.aggregate_type AND g.aggregate_id = l.aggregate_id
+         WHERE g.seq IS NULL OR l.seq < g.seq) w
  WHERE w.running_bytes - octet_length(w.payload) < :max_bytes
  ORDER BY w.seq;
 
