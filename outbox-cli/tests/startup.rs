@@ -99,6 +99,14 @@ async fn relay_start_up_checks_fail_fast_with_one_line() {
         &mut relay_cmd(&role_url("relay_ro", "right-password")),
         &["role relay_ro lacks UPDATE (attempts, retry_after", "GRANT"],
     );
+    // A replica, or a session set read-only: every claim would fail while it reported ready.
+    fails_fast(
+        &mut relay_cmd(&format!(
+            "{}&options=-c%20default_transaction_read_only%3Don",
+            pg.url("postgres", "app", &vf)
+        )),
+        &["database app is read-only", "primary"],
+    );
     fails_fast(
         &mut relay_cmd(&role_url("relay_nohist", "right-password")),
         &["role relay_nohist lacks SELECT ON outbox_schema_history"],

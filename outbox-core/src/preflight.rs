@@ -44,12 +44,28 @@ pub async fn check_relay_database(
                     coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false),
                     current_setting('server_version'),
                     to_regclass('outbox_events') IS NOT NULL,
-                    to_regclass($1::text) IS NOT NULL",
+                    to_regclass($1::text) IS NOT NULL,
+                    current_setting('transaction_read_only') = 'on',
+                    pg_is_in_recovery()",
             &[&SCHEMA_HISTORY_TABLE],
         )
         .await?;
     let user: String = row.try_get(0)?;
     let database: String = row.try_get(1)?;
+    let (read_only, replica): (bool, bool) = (row.try_get(6)?, row.try_get(7)?);
+    if read_only {
+        // Every claim would fail (SQLSTATE 25006) while the relay reported itself ready
+        // (black-box run).
+        let why = if replica {
+            "the server is a replica (in recovery)"
+        } else {
+            "default_transaction_read_only is on for this session"
+        };
+        return Err(config(format!(
+            "database {database} is read-only for role {user}: {why}; point the relay at the \
+             primary (the cluster's writer endpoint)"
+        )));
+    }
     let (has_events, has_history): (bool, bool) = (row.try_get(4)?, row.try_get(5)?);
     if !has_events || !has_history {
         return Err(config(format!(

@@ -160,6 +160,15 @@ impl Breaker {
             .is_some_and(|b| now.saturating_duration_since(b) >= self.dead_letter_after)
     }
 
+    /// Whether the breaker is open and no call has probed the destination for a whole probe
+    /// interval after a probe was due: nothing is sent to it (its events dead-lettered, or held
+    /// back behind those), so only a probe of its own can find it back (`idle_breakers.rs`).
+    pub(crate) fn idle_at(&self, now: Instant) -> bool {
+        self.lock()
+            .as_ref()
+            .is_some_and(|open| now >= open.next_probe + self.probe_interval)
+    }
+
     /// Records a whole-queue failure (`throttled`: the queue or its key throttled the call);
     /// returns `true` when the queue has now been broken longer than the dead-letter limit (its
     /// events are to be dead-lettered).

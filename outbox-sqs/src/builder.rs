@@ -280,22 +280,22 @@ impl SqsPublisherBuilder {
                  {why}; each position in the aggregates is sent in its own wave"
             );
         }
-        Ok(SqsPublisher {
-            inner: Arc::new(Inner {
-                keeps_aggregate_order,
-                client,
-                direct,
-                sns: clients.sns,
-                offload,
-                limits,
-                router,
-                queues,
-                permits: Semaphore::new(config.max_in_flight),
-                max_in_flight: config.max_in_flight,
-                call_timeout: config.call_timeout,
-                metrics,
-            }),
-        })
+        let inner = Arc::new(Inner {
+            keeps_aggregate_order,
+            client,
+            direct,
+            sns: clients.sns,
+            offload,
+            limits,
+            router,
+            queues,
+            permits: Semaphore::new(config.max_in_flight),
+            max_in_flight: config.max_in_flight,
+            call_timeout: config.call_timeout,
+            metrics,
+        });
+        crate::idle_breakers::spawn(&inner, config.breaker_probe_interval);
+        Ok(SqsPublisher { inner })
     }
 }
 

@@ -1,5 +1,6 @@
 //! The start-up check: every configured queue and topic exists, the offload bucket too, and the
-//! credentials work.
+//! credentials work. A queue or topic that does not answer (while another does), or S3, is not a
+//! failure: the relay starts with it down.
 
 use aws_sdk_sqs::types::QueueAttributeName;
 
@@ -15,9 +16,29 @@ impl SqsPublisher {
     /// (both also read its `MaximumMessageSize`), `HeadBucket` on the offload bucket; the first failure,
     /// naming its queue, topic or bucket.
     pub(crate) async fn check_queues(&self) -> Result<()> {
+        let started = std::time::Instant::now();
         let checks = self.inner.queues.iter().map(|q| self.check_queue(q));
-        for result in futures::future::join_all(checks).await {
-            result?;
+        let results = futures::future::join_all(checks).await;
+        let answered = results.iter().filter(|r| r.is_ok()).count();
+        let mut silent = Vec::new();
+        for (queue, result) in self.inner.queues.iter().zip(results) {
+            match result {
+                Ok(()) => {}
+                // A destination that does not answer, while another does: start with it down,
+                // its events waiting uncounted, so that the others' are relayed (black-box run:
+                // one black-holed queue failed every relay's restart, and all delivery with it).
+                // None answering fails: a wrong endpoint, or SQS or SNS down as a whole.
+                Err(e) if e.kind() == ErrorKind::Timeout && answered > 0 => silent.push((queue, e)),
+                // A refusal (missing, access denied) or bad credentials: a setting to fix.
+                Err(e) => return Err(e),
+            }
+        }
+        for (queue, e) in silent {
+            let error = outbox_core::error_chain(&e);
+            tracing::warn!(destination = %queue.url, kind = %queue.kind, error,
+                "a destination did not answer the start-up check: starting all the same, with it \
+                 down; its events wait, uncounted, until it answers");
+            queue.down.down(started, FailureKind::Timeout, &error);
         }
         if let Some(offload) = &self.inner.offload {
             let started = std::time::Instant::now();

@@ -103,6 +103,28 @@ fn answer<T, E>(
     }
 }
 
+impl DestinationProbe {
+    /// Whether the destination works: it answers the probe's call within `timeout` without a
+    /// refusal (it exists, and the relay may use it).
+    pub(crate) async fn works(&self, timeout: Duration) -> bool {
+        match self.kind {
+            DestinationKind::Topic => {
+                let call = self.sns.get_topic_attributes().topic_arn(&self.url).send();
+                matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_)))
+            }
+            _ => {
+                let call = self
+                    .sqs
+                    .get_queue_attributes()
+                    .queue_url(&self.url)
+                    .attribute_names(QueueAttributeName::QueueArn)
+                    .send();
+                matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_)))
+            }
+        }
+    }
+}
+
 impl Probe for DestinationProbe {
     /// A refusal (the queue missing, access denied) is an answer: the breaker's to handle.
     async fn answered(&self, timeout: Duration) -> bool {

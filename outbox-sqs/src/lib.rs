@@ -323,6 +323,7 @@ mod direct;
 mod down;
 mod endpoint;
 mod error;
+mod idle_breakers;
 mod message;
 mod metrics;
 mod offload;

@@ -310,3 +310,30 @@ async fn events_held_back_behind_a_broken_fifo_queue_are_unavailable_too() {
         "the second call is not made"
     );
 }
+
+/// A breaker nothing calls (its events dead-lettered, or held back behind them) is probed by a
+/// task of its own and closes once the queue works: it stayed open, and its gauge at 1, however
+/// long ago the queue was fixed (black-box run: the alert fired on for a topic that was back).
+#[tokio::test]
+async fn an_open_breaker_that_nothing_calls_closes_once_its_queue_works() {
+    let fx = SqsFixture::start().await;
+    let healthy = fx.create_queue("healthy");
+    let publisher = publisher(&fx, &healthy, Duration::from_secs(3600)).await;
+    let outcomes = publisher.publish(&mixed(1, 0)).await.unwrap();
+    assert!(unavailable(&outcomes[0]).contains("does not exist"));
+    assert_eq!(publisher.unavailable_queues().len(), 1);
+
+    // Still missing: probed in the background, it stays open.
+    tokio::time::sleep(PROBE * 3).await;
+    assert_eq!(publisher.unavailable_queues().len(), 1);
+    assert!(fx.calls_to("GetQueueAttributes") > 0, "probed while idle");
+
+    // Back, and nothing published: found by its probe.
+    fx.create_queue("broken");
+    let closed = outbox_tests::eventually(PROBE * 4, async || {
+        publisher.unavailable_queues().is_empty()
+    })
+    .await;
+    assert!(closed, "{:?}", publisher.unavailable_queues());
+    assert_eq!(fx.calls_to("SendMessageBatch"), 1, "nothing sent meanwhile");
+}

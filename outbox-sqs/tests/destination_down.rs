@@ -96,6 +96,13 @@ struct Setup {
 
 impl Setup {
     async fn new(call_timeout: Duration) -> Setup {
+        let setup = Setup::unchecked(call_timeout).await;
+        setup.publisher.check().await.unwrap();
+        setup
+    }
+
+    /// Without the start-up check.
+    async fn unchecked(call_timeout: Duration) -> Setup {
         let queue = TestQueue::standard().await;
         let topic = TestTopic::standard().await;
         let subscriber = TestQueue::standard().await;
@@ -114,7 +121,6 @@ impl Setup {
             .build()
             .await
             .unwrap();
-        publisher.check().await.unwrap();
         Setup {
             queue,
             subscriber,
@@ -149,4 +155,47 @@ async fn a_short_call_timeout_still_finds_a_silent_destination_down() {
         other => panic!("expected it put back uncounted, got {other:?}"),
     }
     assert_eq!(outcomes[1], PublishOutcome::Published, "{outcomes:?}");
+}
+
+/// A destination silent at start-up, while another answers: the relay starts with it down
+/// (black-box run: one black-holed queue failed every relay's restart, and all delivery with it).
+/// None answering still fails the check: a wrong endpoint, or SQS or SNS down as a whole.
+#[tokio::test]
+async fn a_destination_silent_at_start_up_starts_down_while_another_answers() {
+    let setup = Setup::unchecked(Duration::from_millis(1_500)).await;
+    setup.proxy.black_hole();
+    setup
+        .publisher
+        .check()
+        .await
+        .expect("the queue answers: the relay starts");
+    let started = Instant::now();
+    let outcomes = setup
+        .publisher
+        .publish(&[
+            event("audit.logged", "audit", "a", 1, json!({})),
+            event("order.placed", "order", "o", 2, json!({})),
+        ])
+        .await
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_millis(500));
+    match &outcomes[0] {
+        PublishOutcome::Unavailable(f) => {
+            assert!(f.message().contains("does not answer"), "{f:?}")
+        }
+        other => panic!("expected it put back uncounted, got {other:?}"),
+    }
+    assert_eq!(outcomes[1], PublishOutcome::Published, "{outcomes:?}");
+
+    // Its only destination silent: the check fails.
+    let alone = SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&format!("http://{}", setup.proxy.addr())).await)
+        .max_attempts(1)
+        .call_timeout(Duration::from_millis(1_500))
+        .default_queue(&setup._topic.arn)
+        .build()
+        .await
+        .unwrap();
+    let err = alone.check().await.expect_err("nothing answers");
+    assert_eq!(err.kind(), outbox_sqs::ErrorKind::Timeout, "{err}");
 }
