@@ -141,7 +141,7 @@ async fn a_short_call_timeout_still_finds_a_silent_destination_down() {
     let (proxy, publisher) = (&setup.proxy, &setup.publisher);
     proxy.black_hole();
     let audit = event("audit.logged", "audit", "a", 1, json!({}));
-    let outcomes = publisher.publish(&[audit.clone()]).await;
+    let outcomes = publisher.publish(std::slice::from_ref(&audit)).await;
     // Alone in its publish: every call failed, an outage; put back, never counted.
     assert!(outcomes.is_err(), "{outcomes:?}");
     let outcomes = publisher
