@@ -54,6 +54,12 @@ struct Open {
     next_probe: Instant,
     /// The last SQS error seen for the queue.
     last_error: String,
+    /// When the last failure was recorded.
+    last_failure: Instant,
+    /// Whether the last failure said the destination is missing (SQS `QueueDoesNotExist`, SNS
+    /// `NotFound`): the one refusal a probe of its own (`idle_breakers.rs`) can see end. A key or
+    /// a policy that refuses sends only is not seen by `GetQueueAttributes`.
+    missing: bool,
     /// Until when a probe may be under way (one probe interval from its start): refusals wait
     /// for its verdict and dead-letter nothing (events retried by an operator once the
     /// destination was fixed were dead-lettered again, in the millisecond the probe that closed
@@ -166,7 +172,31 @@ impl Breaker {
     pub(crate) fn idle_at(&self, now: Instant) -> bool {
         self.lock()
             .as_ref()
-            .is_some_and(|open| now >= open.next_probe + self.probe_interval)
+            .is_some_and(|open| self.idle(open, now))
+    }
+
+    fn idle(&self, open: &Open, now: Instant) -> bool {
+        open.missing && now >= open.next_probe + self.probe_interval
+    }
+
+    /// Records that the last failure said the destination is missing (see [`Open::missing`]).
+    pub(crate) fn missing(&self) {
+        if let Some(open) = self.lock().as_mut() {
+            open.missing = true;
+        }
+    }
+
+    /// Closes the breaker after a probe of its own found the destination back, `started` when the
+    /// probe began, unless a call failed since (it may have found it missing again while the probe
+    /// ran: review) or it is no longer idle.
+    pub(crate) fn found_back(&self, started: Instant) {
+        let closable = self
+            .lock()
+            .as_ref()
+            .is_some_and(|open| open.last_failure <= started && self.idle(open, started));
+        if closable {
+            self.succeeded();
+        }
     }
 
     /// Records a whole-queue failure (`throttled`: the queue or its key throttled the call);
@@ -195,6 +225,8 @@ impl Breaker {
                     broken_since: (!throttled).then_some(now),
                     next_probe: now + self.probe_interval,
                     last_error: error.to_owned(),
+                    missing: false,
+                    last_failure: now,
                     probing_until: None,
                 };
                 let dead = self.over_limit(&open, now);
@@ -203,6 +235,8 @@ impl Breaker {
             }
             Some(open) => {
                 open.last_error = error.to_owned();
+                open.missing = false;
+                open.last_failure = now;
                 open.probing_until = None;
                 open.next_probe = open.next_probe.max(now + self.probe_interval);
                 if !throttled {

@@ -267,6 +267,14 @@ where
 fn whole_failure(queue: &Queue, class: Class, error: Error, throttled: bool) -> CallFailure {
     let dead_letter =
         class == Class::Unavailable && queue.breaker.failed(&error.to_string(), throttled);
+    if class == Class::Unavailable
+        && matches!(
+            error.kind(),
+            ErrorKind::QueueNotFound | ErrorKind::TopicNotFound
+        )
+    {
+        queue.breaker.missing();
+    }
     CallFailure {
         class,
         error,

@@ -19,16 +19,34 @@ impl SqsPublisher {
         let started = std::time::Instant::now();
         let checks = self.inner.queues.iter().map(|q| self.check_queue(q));
         let results = futures::future::join_all(checks).await;
-        let answered = results.iter().filter(|r| r.is_ok()).count();
+        // Per service: SQS answering says nothing of an SNS endpoint (review).
+        let answers = |kind: DestinationKind| {
+            self.inner
+                .queues
+                .iter()
+                .zip(&results)
+                .any(|(q, r)| q.kind == kind && r.is_ok())
+        };
+        let (queues_answer, topics_answer) = (
+            answers(DestinationKind::Queue),
+            answers(DestinationKind::Topic),
+        );
+        let answered = |kind: DestinationKind| match kind {
+            DestinationKind::Topic => topics_answer,
+            _ => queues_answer,
+        };
         let mut silent = Vec::new();
         for (queue, result) in self.inner.queues.iter().zip(results) {
             match result {
                 Ok(()) => {}
-                // A destination that does not answer, while another does: start with it down,
-                // its events waiting uncounted, so that the others' are relayed (black-box run:
-                // one black-holed queue failed every relay's restart, and all delivery with it).
-                // None answering fails: a wrong endpoint, or SQS or SNS down as a whole.
-                Err(e) if e.kind() == ErrorKind::Timeout && answered > 0 => silent.push((queue, e)),
+                // A destination that does not answer, while another of its service does: start
+                // with it down, its events waiting uncounted, so that the others' are relayed
+                // (black-box run: one black-holed queue failed every relay's restart, and all
+                // delivery with it). None of its service answering fails: a wrong endpoint, or
+                // SQS or SNS down as a whole.
+                Err(e) if e.kind() == ErrorKind::Timeout && answered(queue.kind) => {
+                    silent.push((queue, e))
+                }
                 // A refusal (missing, access denied) or bad credentials: a setting to fix.
                 Err(e) => return Err(e),
             }

@@ -3,7 +3,10 @@
 //! breaker and gauge stayed open however long ago it was fixed (black-box run: the
 //! `OutboxQueueUnavailable` alert fired on for a topic that was back). Once per probe interval, a
 //! task asks each such destination (`GetQueueAttributes`, `GetTopicAttributes`) and closes its
-//! breaker when it works; the task ends with the publisher.
+//! breaker when it works; the task ends with the publisher. Only a breaker opened because its
+//! destination was missing: those calls cannot see a key or a policy that refuses sends only (a
+//! breaker closed so reopened at the next send, again and again, its dead-letter clock restarted
+//! each time: review).
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -28,8 +31,9 @@ async fn run(inner: Weak<Inner>, every: Duration) {
         };
         let timeout = inner.call_timeout.min(every);
         for queue in &inner.queues {
-            if queue.breaker.idle_at(Instant::now()) && queue.down.probe().works(timeout).await {
-                queue.breaker.succeeded();
+            let started = Instant::now();
+            if queue.breaker.idle_at(started) && queue.down.probe().works(timeout).await {
+                queue.breaker.found_back(started);
             }
         }
     }

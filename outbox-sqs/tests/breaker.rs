@@ -255,6 +255,15 @@ async fn an_entry_failed_for_its_queues_key_opens_the_breaker() {
         );
     }
     assert_eq!(publisher.unavailable_queues().len(), 1);
+    // Nothing sent: a probe of its own cannot see a key that refuses sends only
+    // (`GetQueueAttributes` works), so only a send closes it (closed so, it reopened at the next
+    // send, its dead-letter clock restarted each time: review).
+    tokio::time::sleep(PROBE * 4).await;
+    assert_eq!(
+        publisher.unavailable_queues().len(),
+        1,
+        "closed by a probe that cannot see the refusal"
+    );
 }
 
 #[tokio::test]

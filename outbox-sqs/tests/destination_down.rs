@@ -11,6 +11,7 @@ use aws::{TestTopic, upstream};
 use common::event;
 use outbox_core::{FailureKind, PublishOutcome, Publisher};
 use outbox_sqs::SqsPublisher;
+use outbox_sqs_fixture::SqsFixture;
 use outbox_tests::BlackHoleProxy;
 use outbox_tests::sqs::{TestQueue, endpoint, sdk_config_for};
 use serde_json::json;
@@ -157,25 +158,44 @@ async fn a_short_call_timeout_still_finds_a_silent_destination_down() {
     assert_eq!(outcomes[1], PublishOutcome::Published, "{outcomes:?}");
 }
 
-/// A destination silent at start-up, while another answers: the relay starts with it down
-/// (black-box run: one black-holed queue failed every relay's restart, and all delivery with it).
-/// None answering still fails the check: a wrong endpoint, or SQS or SNS down as a whole.
+/// SNS silent at start-up while SQS answers: SQS answering says nothing of SNS's endpoint (a
+/// wrong one, or one a security group blocks), so the start fails, as it does when nothing
+/// answers (review: it started with every topic down, its events waiting without a limit).
 #[tokio::test]
-async fn a_destination_silent_at_start_up_starts_down_while_another_answers() {
+async fn a_silent_service_fails_the_start_up_check_whatever_the_others_do() {
     let setup = Setup::unchecked(Duration::from_millis(1_500)).await;
     setup.proxy.black_hole();
-    setup
-        .publisher
+    let err = setup.publisher.check().await.expect_err("no topic answers");
+    assert_eq!(err.kind(), outbox_sqs::ErrorKind::Timeout, "{err}");
+}
+
+/// A queue silent at start-up while another queue answers: the relay starts with it down, its
+/// events waiting uncounted (black-box run: one black-holed queue failed every relay's restart,
+/// and all delivery with it).
+#[tokio::test]
+async fn a_queue_silent_at_start_up_starts_down_while_another_answers() {
+    let fx = SqsFixture::start().await;
+    let a = fx.create_queue("a");
+    let b = fx.create_queue("b");
+    fx.silence_queue("b");
+    let publisher = SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&fx.endpoint_url()).await)
+        .max_attempts(1)
+        .call_timeout(Duration::from_millis(1_500))
+        .breaker_probe_interval(Duration::from_secs(1))
+        .route("b.*", b.as_str())
+        .default_queue(a.as_str())
+        .build()
+        .await
+        .unwrap();
+    publisher
         .check()
         .await
-        .expect("the queue answers: the relay starts");
+        .expect("queue a answers: the relay starts");
+    let to_b = event("b.thing", "x", "1", 1, json!({}));
     let started = Instant::now();
-    let outcomes = setup
-        .publisher
-        .publish(&[
-            event("audit.logged", "audit", "a", 1, json!({})),
-            event("order.placed", "order", "o", 2, json!({})),
-        ])
+    let outcomes = publisher
+        .publish(&[to_b.clone(), event("a.thing", "y", "1", 2, json!({}))])
         .await
         .unwrap();
     assert!(started.elapsed() < Duration::from_millis(500));
@@ -186,16 +206,12 @@ async fn a_destination_silent_at_start_up_starts_down_while_another_answers() {
         other => panic!("expected it put back uncounted, got {other:?}"),
     }
     assert_eq!(outcomes[1], PublishOutcome::Published, "{outcomes:?}");
-
-    // Its only destination silent: the check fails.
-    let alone = SqsPublisher::builder()
-        .sdk_config(sdk_config_for(&format!("http://{}", setup.proxy.addr())).await)
-        .max_attempts(1)
-        .call_timeout(Duration::from_millis(1_500))
-        .default_queue(&setup._topic.arn)
-        .build()
-        .await
-        .unwrap();
-    let err = alone.check().await.expect_err("nothing answers");
-    assert_eq!(err.kind(), outbox_sqs::ErrorKind::Timeout, "{err}");
+    // Back: found by its probe.
+    fx.answer_queue("b");
+    let published = outbox_tests::eventually(Duration::from_secs(10), async || {
+        let outcomes = publisher.publish(std::slice::from_ref(&to_b)).await;
+        matches!(outcomes.as_deref(), Ok([PublishOutcome::Published]))
+    })
+    .await;
+    assert!(published);
 }

@@ -199,6 +199,7 @@ impl SqsFixture {
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
             latency_nanos: AtomicU64::new(0),
+            silent: Mutex::new(Vec::new()),
             faults: Mutex::new(Faults::default()),
             queues: Mutex::new(HashMap::new()),
             recording: AtomicBool::new(true),
@@ -247,6 +248,17 @@ impl SqsFixture {
     pub fn set_latency(&self, latency: Duration) {
         let nanos = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
         self.state.latency_nanos.store(nanos, Ordering::Relaxed);
+    }
+
+    /// Leaves every call naming the queue `name` unanswered (connection open, no answer), until
+    /// [`answer_queue`](Self::answer_queue): one queue silent while the others answer.
+    pub fn silence_queue(&self, name: &str) {
+        lock(&self.state.silent).push(name.to_owned());
+    }
+
+    /// Answers the queue `name` again (the calls held meanwhile too).
+    pub fn answer_queue(&self, name: &str) {
+        lock(&self.state.silent).retain(|n| n != name);
     }
 
     /// Fails the next `n` calls (of any action) with `fault`. Replaces an earlier count.

@@ -34,6 +34,8 @@ pub(crate) struct State {
     pub(crate) last_user_agent: Mutex<Option<String>>,
     /// How far the fixture's clock is ahead of the machine's, in seconds (negative: behind).
     pub(crate) clock_skew_secs: std::sync::atomic::AtomicI64,
+    /// Queues whose calls are not answered while they are here (by name).
+    pub(crate) silent: Mutex<Vec<String>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -151,5 +153,19 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl State {
+    /// Whether a call with this body names a silenced queue (its URL ends in `/name`).
+    pub(crate) fn silenced(&self, body: &[u8]) -> bool {
+        let silent = lock(&self.silent);
+        if silent.is_empty() {
+            return false;
+        }
+        let body = String::from_utf8_lossy(body);
+        silent
+            .iter()
+            .any(|name| body.contains(&format!("/{name}\"")))
     }
 }
