@@ -92,25 +92,37 @@ impl DestinationDown {
     }
 }
 
-/// Whether a call's result is an answer: anything but no answer or a 5xx.
-fn answer<T, E>(
+/// What the probe's call got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Heard {
+    /// The destination's attributes: it works.
+    Works,
+    /// A refusal (missing, access denied): an answer all the same.
+    Refused,
+    /// No answer in time, unreachable, or a 5xx.
+    Nothing,
+}
+
+/// What a call's result says.
+fn heard<T, E>(
     result: Result<Result<T, SdkError<E, HttpResponse>>, tokio::time::error::Elapsed>,
-) -> bool {
+) -> Heard {
     match result {
-        Ok(Ok(_)) => true,
-        Ok(Err(SdkError::ServiceError(ctx))) => !ctx.raw().status().is_server_error(),
-        Ok(Err(_)) | Err(_) => false,
+        Ok(Ok(_)) => Heard::Works,
+        Ok(Err(SdkError::ServiceError(ctx))) if !ctx.raw().status().is_server_error() => {
+            Heard::Refused
+        }
+        Ok(Err(_)) | Err(_) => Heard::Nothing,
     }
 }
 
 impl DestinationProbe {
-    /// Whether the destination works: it answers the probe's call within `timeout` without a
-    /// refusal (it exists, and the relay may use it).
-    pub(crate) async fn works(&self, timeout: Duration) -> bool {
+    /// Asks the destination, within `timeout`.
+    async fn ask(&self, timeout: Duration) -> Heard {
         match self.kind {
             DestinationKind::Topic => {
                 let call = self.sns.get_topic_attributes().topic_arn(&self.url).send();
-                matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_)))
+                heard(tokio::time::timeout(timeout, call).await)
             }
             _ => {
                 let call = self
@@ -119,30 +131,22 @@ impl DestinationProbe {
                     .queue_url(&self.url)
                     .attribute_names(QueueAttributeName::QueueArn)
                     .send();
-                matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_)))
+                heard(tokio::time::timeout(timeout, call).await)
             }
         }
+    }
+
+    /// Whether the destination works: it answers the probe's call within `timeout` without a
+    /// refusal (it exists, and the relay may use it).
+    pub(crate) async fn works(&self, timeout: Duration) -> bool {
+        self.ask(timeout).await == Heard::Works
     }
 }
 
 impl Probe for DestinationProbe {
     /// A refusal (the queue missing, access denied) is an answer: the breaker's to handle.
     async fn answered(&self, timeout: Duration) -> bool {
-        match self.kind {
-            DestinationKind::Topic => {
-                let call = self.sns.get_topic_attributes().topic_arn(&self.url).send();
-                answer(tokio::time::timeout(timeout, call).await)
-            }
-            _ => {
-                let call = self
-                    .sqs
-                    .get_queue_attributes()
-                    .queue_url(&self.url)
-                    .attribute_names(QueueAttributeName::QueueArn)
-                    .send();
-                answer(tokio::time::timeout(timeout, call).await)
-            }
-        }
+        self.ask(timeout).await != Heard::Nothing
     }
 
     fn waiting(&self, error: &str) -> String {
