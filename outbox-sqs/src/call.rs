@@ -15,7 +15,7 @@ use crate::classify::{
     Class, call_failure_kind, classify_sdk_error, classify_status, is_throttling,
 };
 use crate::destination::DestinationKind;
-use crate::destination_down::{WATCH_AFTER, WATCH_MIN_TIMEOUT, WATCH_PROBE};
+use crate::destination_down::{SILENT_AFTER, WATCH_AFTER, WATCH_MIN_TIMEOUT, WATCH_PROBE};
 use crate::direct::DirectError;
 use crate::down::{Gate, Probe};
 use crate::error::{Error, ErrorKind};
@@ -161,38 +161,49 @@ impl SqsPublisher {
         // The watch and its probe fit within the time-out: a time-out under 3 s cut the probe
         // short, and the watch never found anything (review).
         let look = WATCH_AFTER.min(timeout / 3);
-        let watch_at = tokio::time::Instant::now() + look;
-        tokio::select! {
-            biased;
-            answer = &mut request => return self.answered(queue, answer, started, deadline).await,
-            () = tokio::time::sleep_until(watch_at) => {}
-        }
-        if let Gate::Wait(failure) = queue.down.gate() {
-            // Another call found it down meanwhile.
-            return Err(down_failure(failure.kind(), failure.message(), true));
-        }
-        tokio::select! {
-            biased;
-            answer = &mut request => return self.answered(queue, answer, started, deadline).await,
-            answered = queue.down.probe().answered(
-                WATCH_PROBE.min(deadline.saturating_duration_since(tokio::time::Instant::now())),
-            ) => {
-                if !answered {
-                    let error = format!(
-                        "{what}: no answer within {} ms, nor to a probe sent after {} ms",
-                        started.elapsed().as_millis(),
-                        look.as_millis()
-                    );
-                    queue.down.down(started, FailureKind::Timeout, &error);
-                    return Err(down_failure(FailureKind::Timeout, &error, true));
+        let mut watch_at = tokio::time::Instant::now() + look;
+        loop {
+            tokio::select! {
+                biased;
+                answer = &mut request => {
+                    return self.answered(queue, answer, started, deadline).await;
                 }
+                () = tokio::time::sleep_until(watch_at.min(deadline)) => {}
             }
-            () = tokio::time::sleep_until(deadline) => return timed_out(),
-        }
-        tokio::select! {
-            biased;
-            answer = &mut request => self.answered(queue, answer, started, deadline).await,
-            () = tokio::time::sleep_until(deadline) => timed_out(),
+            if tokio::time::Instant::now() >= deadline {
+                return timed_out();
+            }
+            if let Gate::Wait(failure) = queue.down.gate() {
+                // Another call found it down meanwhile.
+                return Err(down_failure(failure.kind(), failure.message(), true));
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            tokio::select! {
+                biased;
+                answer = &mut request => {
+                    return self.answered(queue, answer, started, deadline).await;
+                }
+                answered = queue.down.probe().answered(WATCH_PROBE.min(left)) => {
+                    if answered {
+                        queue.down.heard();
+                    } else if !queue.down.heard_within(SILENT_AFTER) {
+                        // Neither the call, nor the probe, nor anything else for a while: silent.
+                        // (A destination that answers slowly, but answers, goes on to the call's
+                        // time-out: one answering in 2-12 s was taken for down at every probe
+                        // and got almost nothing through: black-box run.)
+                        let error = format!(
+                            "{what}: no answer within {} ms, nor to a probe, nor to anything for \
+                             {} ms",
+                            started.elapsed().as_millis(),
+                            SILENT_AFTER.as_millis()
+                        );
+                        queue.down.down(started, FailureKind::Timeout, &error);
+                        return Err(down_failure(FailureKind::Timeout, &error, true));
+                    }
+                }
+                () = tokio::time::sleep_until(deadline) => return timed_out(),
+            }
+            watch_at = tokio::time::Instant::now() + look;
         }
     }
 
@@ -224,6 +235,7 @@ impl SqsPublisher {
             && !left.is_zero()
             && !queue.down.recovered_since(started)
             && !queue.down.probe().answered(WATCH_PROBE.min(left)).await
+            && !queue.down.heard_within(SILENT_AFTER)
         {
             queue.down.down(started, kind, &failure.error.to_string());
             failure.down = true;

@@ -23,6 +23,10 @@ use crate::down::{Down, Probe};
 /// How long a call runs unanswered before its destination is asked whether it answers at all.
 pub(crate) const WATCH_AFTER: Duration = Duration::from_secs(1);
 
+/// A destination that answered a call or a probe within this is slow, not silent: never taken
+/// for down, its calls go on to their time-out.
+pub(crate) const SILENT_AFTER: Duration = Duration::from_secs(5);
+
 /// A call time-out below this is not watched: it ends the call soon enough. (From this one up to
 /// three times [`WATCH_AFTER`], the watch looks at a third of it.)
 pub(crate) const WATCH_MIN_TIMEOUT: Duration = Duration::from_secs(1);
@@ -45,7 +49,7 @@ pub(crate) struct DestinationProbe {
 
 impl DestinationDown {
     /// The state of the queue or topic at `url`, probed every `probe_interval`, each probe given
-    /// at most `probe_timeout` (and at most the interval).
+    /// at most `probe_timeout`.
     pub(crate) fn for_destination(
         sqs: aws_sdk_sqs::Client,
         sns: aws_sdk_sns::Client,

@@ -34,7 +34,7 @@ pub(crate) trait Probe: std::fmt::Debug + Send + Sync + 'static {
 pub(crate) struct Down<P: Probe> {
     probe: P,
     probe_interval: Duration,
-    /// How long the probe may take (the call time-out; at most the interval).
+    /// How long a probe may take (the call time-out).
     probe_timeout: Duration,
     state: Mutex<State>,
 }
@@ -46,6 +46,8 @@ struct State {
     /// is stale, caught in the outage that ended then. (Not any answer: on a link too slow for
     /// one S3 payload, the others' uploads go through meanwhile, and its time-out still counts.)
     recovered_at: Option<Instant>,
+    /// When the service last answered a call or a probe.
+    heard_at: Option<Instant>,
     /// Whether the probing task runs.
     probing: bool,
 }
@@ -136,16 +138,31 @@ impl<P: Probe> Down<P> {
     /// The service answered (a call went through, or a probe was answered).
     pub(crate) fn up(&self) {
         let mut state = self.lock();
+        state.heard_at = Some(Instant::now());
         if state.down.take().is_some() {
             state.recovered_at = Some(Instant::now());
             self.probe.log_up();
         }
     }
 
-    /// Once per probe interval, on a fixed schedule, a probe given at most the interval (an
-    /// unanswered one pushed the next a whole call time-out later: black-box run); ends when the
-    /// service is no longer down, or when the publisher is gone (it held the state, and probed on, for
-    /// the rest of the process).
+    /// Records that the service answered (a probe), without ending an outage.
+    pub(crate) fn heard(&self) {
+        self.lock().heard_at = Some(Instant::now());
+    }
+
+    /// Whether the service answered a call or a probe within `recently` of now: slow, not silent.
+    pub(crate) fn heard_within(&self, recently: Duration) -> bool {
+        self.lock()
+            .heard_at
+            .is_some_and(|at| at.elapsed() < recently)
+    }
+
+    /// Once per probe interval, on a fixed schedule, a probe of its own task, given the whole
+    /// probe time-out: a slow service answers it (given at most the interval, a service answering
+    /// in 2-12 s stayed down: black-box run), and the next still goes on schedule (one awaited in
+    /// turn pushed the next a whole call time-out later: black-box run). Ends when the service is
+    /// no longer down, or when the publisher is gone (it held the state, and probed on, for the
+    /// rest of the process).
     async fn probe_until_up(down: Weak<Self>) {
         let Some(every) = down.upgrade().map(|d| d.probe_interval) else {
             return;
@@ -157,23 +174,20 @@ impl<P: Probe> Down<P> {
             let Some(this) = down.upgrade() else {
                 return;
             };
-            this.probe_once().await;
-            let mut state = this.lock();
-            if state.down.is_none() {
-                state.probing = false;
-                return;
+            {
+                let mut state = this.lock();
+                if state.down.is_none() {
+                    state.probing = false;
+                    return;
+                }
             }
+            tokio::spawn(async move { this.probe_once().await });
         }
     }
 
     /// One probe: the service is up again once it answers.
     async fn probe_once(&self) {
-        if self.lock().down.is_some()
-            && self
-                .probe
-                .answered(self.probe_timeout.min(self.probe_interval))
-                .await
-        {
+        if self.lock().down.is_some() && self.probe.answered(self.probe_timeout).await {
             self.up();
         }
     }

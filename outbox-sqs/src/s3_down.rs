@@ -33,7 +33,7 @@ pub(crate) struct S3Probe {
 
 impl S3Down {
     /// The state of `bucket`, probed every `probe_interval`, each probe given at most
-    /// `probe_timeout` (and at most the interval).
+    /// `probe_timeout`.
     pub(crate) fn for_bucket(
         client: aws_sdk_s3::Client,
         bucket: &str,

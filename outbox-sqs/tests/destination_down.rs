@@ -215,3 +215,40 @@ async fn a_queue_silent_at_start_up_starts_down_while_another_answers() {
     .await;
     assert!(published);
 }
+
+/// A queue that answers, however slowly, is not down for long: once it has answered, a call past
+/// the watch's probe goes on to its time-out, and its probe is given the call time-out. Before, a
+/// destination answering in 2-12 s was taken for down at every probe, and its probe (given at
+/// most the probe interval) seldom found it back: almost nothing got through (black-box run).
+#[tokio::test]
+async fn a_slow_queue_is_not_taken_for_down() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("slow");
+    let publisher = SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&fx.endpoint_url()).await)
+        .max_attempts(1)
+        .call_timeout(Duration::from_secs(10))
+        .breaker_probe_interval(Duration::from_secs(1))
+        .default_queue(q.as_str())
+        .build()
+        .await
+        .unwrap();
+    publisher.check().await.unwrap();
+    // Every answer 4 s late: past the watch's look (1 s) and its probe (2 s).
+    fx.set_latency(Duration::from_secs(4));
+    let until = Instant::now() + Duration::from_secs(16);
+    let mut published = 0;
+    let mut seq = 0;
+    while Instant::now() < until {
+        seq += 1;
+        let outcomes = publisher
+            .publish(&[event("order.placed", "order", "o", seq, json!({}))])
+            .await;
+        if matches!(outcomes.as_deref(), Ok([PublishOutcome::Published])) {
+            published += 1;
+        } else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    assert!(published >= 2, "{published} published in 16 s");
+}
