@@ -332,10 +332,16 @@ async fn an_open_breaker_that_nothing_calls_closes_once_its_queue_works() {
     assert!(unavailable(&outcomes[0]).contains("does not exist"));
     assert_eq!(publisher.unavailable_queues().len(), 1);
 
-    // Still missing: probed in the background, it stays open.
-    tokio::time::sleep(PROBE * 3).await;
+    // Still missing: probed in the background (idle from two probe intervals after it opened, on
+    // the task's next tick; waited for, not slept: a slow first call on a loaded CI machine moved
+    // the tick past a fixed sleep), it stays open.
+    let probed = outbox_tests::eventually(PROBE * 10, async || {
+        fx.calls_to("GetQueueAttributes") > 0
+    })
+    .await;
+    assert!(probed, "probed while idle");
+    tokio::time::sleep(PROBE).await;
     assert_eq!(publisher.unavailable_queues().len(), 1);
-    assert!(fx.calls_to("GetQueueAttributes") > 0, "probed while idle");
 
     // Back, and nothing published: found by its probe.
     fx.create_queue("broken");
