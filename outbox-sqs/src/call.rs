@@ -5,7 +5,7 @@ use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use outbox_core::FailureKind;
 
@@ -15,7 +15,7 @@ use crate::classify::{
     Class, call_failure_kind, classify_sdk_error, classify_status, is_throttling,
 };
 use crate::destination::DestinationKind;
-use crate::destination_down::{SILENT_AFTER, WATCH_AFTER, WATCH_MIN_TIMEOUT, WATCH_PROBE};
+use crate::destination_down::WATCH_MIN_TIMEOUT;
 use crate::direct::DirectError;
 use crate::down::{Gate, Probe};
 use crate::error::{Error, ErrorKind};
@@ -24,6 +24,7 @@ use crate::publisher::{Queue, SqsPublisher};
 use crate::sdk_error::{sdk_error, service_failure, timeout_error};
 use crate::settle::CallFailure;
 use crate::signer::SignError;
+use crate::watch::{Looks, SILENT_AFTER, WATCH_AFTER, WATCH_PROBE, Watched};
 
 /// A call's answer, or how it failed as a whole.
 type Answer = Result<BatchAnswer, CallFailure>;
@@ -127,16 +128,17 @@ impl SqsPublisher {
         self.watched(queue, request, &what).await
     }
 
-    /// Runs `request` within the call timeout, watching its destination: a call unanswered after
-    /// [`WATCH_AFTER`] is checked with a probe of at most [`WATCH_PROBE`], and so is a call that
-    /// timed out. When the probe is not answered either (or another
-    /// call found the destination down meanwhile), the destination is down: the call is given up
-    /// and its events are put back uncounted, and later calls wait without calling until a probe
-    /// of its own answers. While the destination answers, the call goes on to its time-out.
+    /// Runs `request` within the call timeout, watching its destination (see `watch.rs`): a call
+    /// unanswered after [`WATCH_AFTER`] (a third of a time-out under 3 s) is checked with a probe,
+    /// and again as often while it runs; so is a call that timed out. When the destination answers
+    /// neither, nor anything else for a while (or another call found it down meanwhile), it is
+    /// down: the call is given up and its events are put back uncounted, and later calls wait
+    /// without calling until a probe of its own answers. While the destination answers, however
+    /// slowly, the call goes on to its time-out.
     async fn watched(
         &self,
         queue: &Queue,
-        mut request: Pin<Box<dyn Future<Output = Answer> + Send + '_>>,
+        request: Pin<Box<dyn Future<Output = Answer> + Send + '_>>,
         what: &str,
     ) -> Answer {
         let timeout = self.inner.call_timeout;
@@ -161,49 +163,29 @@ impl SqsPublisher {
         // The watch and its probe fit within the time-out: a time-out under 3 s cut the probe
         // short, and the watch never found anything (review).
         let look = WATCH_AFTER.min(timeout / 3);
-        let mut watch_at = tokio::time::Instant::now() + look;
-        loop {
-            tokio::select! {
-                biased;
-                answer = &mut request => {
-                    return self.answered(queue, answer, started, deadline).await;
-                }
-                () = tokio::time::sleep_until(watch_at.min(deadline)) => {}
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return timed_out();
-            }
-            if let Gate::Wait(failure) = queue.down.gate() {
-                // Another call found it down meanwhile.
-                return Err(down_failure(failure.kind(), failure.message(), true));
-            }
+        let looks = Looks {
+            first: look,
+            every: look,
+        };
+        let ask = |probe: Duration| {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            tokio::select! {
-                biased;
-                answer = &mut request => {
-                    return self.answered(queue, answer, started, deadline).await;
-                }
-                answered = queue.down.probe().answered(WATCH_PROBE.min(left)) => {
-                    if answered {
-                        queue.down.heard();
-                    } else if !queue.down.heard_within(SILENT_AFTER) {
-                        // Neither the call, nor the probe, nor anything else for a while: silent.
-                        // (A destination that answers slowly, but answers, goes on to the call's
-                        // time-out: one answering in 2-12 s was taken for down at every probe
-                        // and got almost nothing through: black-box run.)
-                        let error = format!(
-                            "{what}: no answer within {} ms, nor to a probe, nor to anything for \
-                             {} ms",
-                            started.elapsed().as_millis(),
-                            SILENT_AFTER.as_millis()
-                        );
-                        queue.down.down(started, FailureKind::Timeout, &error);
-                        return Err(down_failure(FailureKind::Timeout, &error, true));
-                    }
-                }
-                () = tokio::time::sleep_until(deadline) => return timed_out(),
+            queue.down.probe().answered(probe.min(left))
+        };
+        let silent = |ran: Duration| {
+            format!(
+                "{what}: no answer within {} ms, nor to a probe, nor to anything for {} ms",
+                ran.as_millis(),
+                SILENT_AFTER.as_millis()
+            )
+        };
+        let watch = queue.down.watch(request, started, looks, ask, silent);
+        match tokio::time::timeout_at(deadline, watch).await {
+            Err(_) => timed_out(),
+            Ok(Watched::Done(answer)) => self.answered(queue, answer, started, deadline).await,
+            Ok(Watched::Found(failure)) => {
+                Err(down_failure(failure.kind(), failure.message(), true))
             }
-            watch_at = tokio::time::Instant::now() + look;
+            Ok(Watched::Silent(error)) => Err(down_failure(FailureKind::Timeout, &error, true)),
         }
     }
 

@@ -1,5 +1,5 @@
 //! A queue or topic down (see `down.rs`): a call to it went unanswered for a second and so did a
-//! small call sent then (the watch in `call.rs`), or a call timed out and a small call right
+//! small call sent then (`watch.rs`, for `call.rs`), or a call timed out and a small call right
 //! after was not answered either. While it is down its events are put
 //! back at once, uncounted, without a call, and the other destinations' events go on; a task of
 //! its own asks it once per probe interval (`GetQueueAttributes`, `GetTopicAttributes`: what the
@@ -20,20 +20,9 @@ use aws_sdk_sqs::types::QueueAttributeName;
 use crate::destination::DestinationKind;
 use crate::down::{Down, Probe};
 
-/// How long a call runs unanswered before its destination is asked whether it answers at all.
-pub(crate) const WATCH_AFTER: Duration = Duration::from_secs(1);
-
-/// A destination that answered a call or a probe within this is slow, not silent: never taken
-/// for down, its calls go on to their time-out.
-pub(crate) const SILENT_AFTER: Duration = Duration::from_secs(5);
-
 /// A call time-out below this is not watched: it ends the call soon enough. (From this one up to
-/// three times [`WATCH_AFTER`], the watch looks at a third of it.)
+/// three times the watch's first look, 1 s, the watch looks at a third of it: `call.rs`.)
 pub(crate) const WATCH_MIN_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// The longest probe of the watch, or after a failed call: a tiny call, which a working service
-/// answers at once.
-pub(crate) const WATCH_PROBE: Duration = Duration::from_secs(2);
 
 /// Whether a queue or topic is down.
 pub(crate) type DestinationDown = Down<DestinationProbe>;

@@ -344,6 +344,7 @@ mod transport;
 mod unavailable;
 mod upload_failure;
 mod upload_watch;
+mod watch;
 
 pub use batch::{MAX_BATCH_BYTES, MAX_BATCH_ENTRIES};
 pub use classify::{Class, classify, classify_sdk_error, failure_kind};

@@ -1,10 +1,10 @@
-//! The watch over an upload in flight: S3 down is found a few seconds into an outage, not at the
-//! upload's time-out. An upload not answered after [`WATCH_AFTER`] is checked with a `HeadBucket`
-//! (at most [`WATCH_PROBE`]), and again every [`WATCH_EVERY`] while it runs; when S3 does not
-//! answer that either, or when another upload has found S3 down meanwhile, the upload is given up
-//! (its future dropped: a multipart upload is aborted), S3 counts as down and the event is put
-//! back, uncounted. While S3 answers, the upload goes on to its own time-out (a large payload on
-//! a slow link).
+//! The watch over an upload in flight (see `watch.rs`): S3 down is found a few seconds into an
+//! outage, not at the upload's time-out. An upload not answered after [`WATCH_AFTER`] is checked
+//! with a `HeadBucket`, and again every [`WATCH_EVERY`] while it runs; when S3 answers neither,
+//! and nothing else for a while, or when another upload has found S3 down meanwhile, the upload is
+//! given up (its future dropped: a multipart upload is aborted), S3 counts as down and the event
+//! is put back, uncounted. While S3 answers, the upload goes on to its own time-out (a large
+//! payload on a slow link, or S3 answering slowly).
 //!
 //! Why: the batch that met an outage waited for its upload's time-out (the call time-out, 10 s
 //! by default, and 1 s per MiB) and a `HeadBucket` of up to 3 s; at a steady stream that batch
@@ -15,16 +15,9 @@ use std::time::{Duration, Instant};
 
 use outbox_core::{FailureKind, PublishFailure};
 
-use crate::down::Gate;
 use crate::offload::{Offloaded, Offloader};
 use crate::s3::{Budget, PutFailed};
-
-/// How long an upload runs unanswered before S3 is asked whether it answers at all.
-pub(crate) const WATCH_AFTER: Duration = Duration::from_secs(1);
-
-/// The longest `HeadBucket` of the watch: a tiny call, which a working S3 answers at once, even
-/// on a link busy with uploads.
-pub(crate) const WATCH_PROBE: Duration = Duration::from_secs(2);
+use crate::watch::{Looks, SILENT_AFTER, WATCH_AFTER, Watched};
 
 /// How often S3 is asked again while an upload it answered about runs on.
 pub(crate) const WATCH_EVERY: Duration = Duration::from_secs(3);
@@ -50,39 +43,31 @@ impl Offloader {
     ) -> Result<Offloaded, Stopped> {
         // On the heap: held across the watch's awaits, the upload's future inline overflowed a
         // test thread's 2 MiB stack in a debug build (a 20 MiB multipart upload).
-        let mut upload = Box::pin(self.put(event_id, payload, budget));
-        let mut next = tokio::time::Instant::now() + WATCH_AFTER;
-        loop {
-            tokio::select! {
-                biased;
-                done = &mut upload => return done.map_err(Stopped::Failed),
-                () = tokio::time::sleep_until(next) => {}
-            }
-            if let Gate::Wait(failure) = self.down.gate() {
-                // Another upload, or the watch of one, found S3 down meanwhile.
-                return Err(Stopped::Down(failure));
-            }
-            tokio::select! {
-                biased;
-                done = &mut upload => return done.map_err(Stopped::Failed),
-                answered = self.answers(WATCH_PROBE) => {
-                    if !answered {
-                        let error = format!(
-                            "S3 answered neither an upload to bucket `{}` within {} ms nor a \
-                             HeadBucket within {} ms",
-                            self.bucket,
-                            started.elapsed().as_millis(),
-                            WATCH_PROBE.as_millis()
-                        );
-                        self.down.down(started, FailureKind::Timeout, &error);
-                        return Err(Stopped::Down(PublishFailure::new(
-                            FailureKind::Timeout,
-                            format!("not offloaded now: {error}"),
-                        )));
-                    }
-                }
-            }
-            next = tokio::time::Instant::now() + WATCH_EVERY;
+        let upload = Box::pin(self.put(event_id, payload, budget));
+        let looks = Looks {
+            first: WATCH_AFTER,
+            every: WATCH_EVERY,
+        };
+        let silent = |ran: Duration| {
+            format!(
+                "S3 answered neither an upload to bucket `{}` within {} ms, nor a HeadBucket, nor \
+                 anything for {} ms",
+                self.bucket,
+                ran.as_millis(),
+                SILENT_AFTER.as_millis()
+            )
+        };
+        match self
+            .down
+            .watch(upload, started, looks, |t| self.answers(t), silent)
+            .await
+        {
+            Watched::Done(done) => done.map_err(Stopped::Failed),
+            Watched::Found(failure) => Err(Stopped::Down(failure)),
+            Watched::Silent(error) => Err(Stopped::Down(PublishFailure::new(
+                FailureKind::Timeout,
+                format!("not offloaded now: {error}"),
+            ))),
         }
     }
 }

@@ -335,10 +335,8 @@ async fn an_open_breaker_that_nothing_calls_closes_once_its_queue_works() {
     // Still missing: probed in the background (idle from two probe intervals after it opened, on
     // the task's next tick; waited for, not slept: a slow first call on a loaded CI machine moved
     // the tick past a fixed sleep), it stays open.
-    let probed = outbox_tests::eventually(PROBE * 10, async || {
-        fx.calls_to("GetQueueAttributes") > 0
-    })
-    .await;
+    let probed =
+        outbox_tests::eventually(PROBE * 10, async || fx.calls_to("GetQueueAttributes") > 0).await;
     assert!(probed, "probed while idle");
     tokio::time::sleep(PROBE).await;
     assert_eq!(publisher.unavailable_queues().len(), 1);

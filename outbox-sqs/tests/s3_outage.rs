@@ -121,6 +121,43 @@ async fn a_slow_upload_goes_on_while_s3_answers() {
     assert_eq!(queue.receive_all(1, Duration::from_secs(5)).await.len(), 1);
 }
 
+/// S3 answering every request slowly, `HeadBucket` too, is slow, not down: an upload it answers
+/// after 3.5 s goes through. The watch gave up each upload 3 s in (its `HeadBucket` unanswered
+/// within 2 s), took S3 for down, and nothing was offloaded while S3 answered so: S3 had no
+/// "answered within 5 s" rule, the queues and topics had (review).
+#[tokio::test]
+async fn a_slow_s3_is_not_taken_for_down() {
+    let (bucket, queue) = bucket_and_queue().await;
+    let proxy = BlackHoleProxy::start(upstream()).await;
+    let publisher = publisher(proxy.addr(), &queue, &bucket, Duration::from_secs(10)).await;
+    let big = |n: i64| {
+        event(
+            "order.created",
+            "order",
+            &format!("big-{n}"),
+            n,
+            json!("x".repeat(4096)),
+        )
+    };
+    let outcomes = publisher.publish(&[big(0)]).await.unwrap();
+    assert!(
+        matches!(outcomes[0], PublishOutcome::Published),
+        "{outcomes:?}"
+    );
+    proxy.delay_requests(Duration::from_millis(3500));
+    for n in 1..=2 {
+        let started = Instant::now();
+        let outcomes = publisher.publish(&[big(n)]).await.unwrap();
+        assert!(
+            matches!(outcomes[0], PublishOutcome::Published),
+            "upload {n}, after {:?}: {outcomes:?}",
+            started.elapsed()
+        );
+        assert!(started.elapsed() >= Duration::from_secs(3), "S3 is slow");
+    }
+    assert_eq!(queue.receive_all(3, Duration::from_secs(5)).await.len(), 3);
+}
+
 /// S3 down when the relay starts: the start-up check passes with a warning and S3 counts as down,
 /// so that the events that carry their payload are relayed; the offloaded ones wait, uncounted,
 /// until an upload goes through (a missing bucket still fails the check: `offload.rs`). Before,

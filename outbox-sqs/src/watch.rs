@@ -1,0 +1,100 @@
+//! The watch over a call in flight, for S3 uploads (`upload_watch.rs`) and for batch calls to a
+//! queue or topic (`call.rs`): a service that stops answering is found down seconds into the
+//! call, not at its time-out. The call, unanswered after a first look, is checked with a small
+//! call of at most [`WATCH_PROBE`], and again at each later look while it runs. The service is
+//! down, and the call given up (its future dropped), when that is not answered either and nothing
+//! else was heard from the service for [`SILENT_AFTER`]; or when another call found it down
+//! meanwhile. A service that answers, however slowly, is slow, not silent: the call goes on to its
+//! own time-out.
+//!
+//! Why: a batch that met an outage waited for the call's time-out, and per-aggregate order held
+//! the heads of every aggregate it had claimed behind it (black-box runs: about 15 s at an S3
+//! outage's onset, 39 s for a black-holed topic). And why heard-within: a topic answering in
+//! 2-12 s was taken for down at every probe and got almost nothing through (black-box run); S3
+//! answering so was given up at each look the same way (test).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use outbox_core::{FailureKind, PublishFailure};
+
+use crate::down::{Down, Gate, Probe};
+
+/// How long a call runs unanswered before its service is first asked whether it answers at all.
+pub(crate) const WATCH_AFTER: Duration = Duration::from_secs(1);
+
+/// The longest probe of the watch, or after a failed call: a tiny call, which a working service
+/// answers at once, even on a link busy with uploads.
+pub(crate) const WATCH_PROBE: Duration = Duration::from_secs(2);
+
+/// A service that answered a call or a probe within this is slow, not silent: never taken for
+/// down, its calls go on to their time-out.
+pub(crate) const SILENT_AFTER: Duration = Duration::from_secs(5);
+
+/// When a watch looks at its call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Looks {
+    /// The first look, after the call started.
+    pub(crate) first: Duration,
+    /// Each later look, after the last one's probe.
+    pub(crate) every: Duration,
+}
+
+/// How a watched call ended.
+#[derive(Debug)]
+pub(crate) enum Watched<T> {
+    /// The call ended on its own, with this.
+    Done(T),
+    /// Another call found the service down meanwhile: given up, with the down state's failure.
+    Found(PublishFailure),
+    /// Neither the call, nor the probe, nor anything else answered for a while: given up, the
+    /// service now down, with this error.
+    Silent(String),
+}
+
+impl<P: Probe> Down<P> {
+    /// Runs `call` (started at `started`), watched at `looks`: each look asks the service with
+    /// `ask` (given at most [`WATCH_PROBE`]: whether it answered). `silent` says, from how long
+    /// the call ran, why the service counts as down. The caller bounds the whole with the call's
+    /// time-out (and caps `ask` by it), or the call does.
+    pub(crate) async fn watch<T, F, A, AF>(
+        self: &Arc<Self>,
+        mut call: F,
+        started: Instant,
+        looks: Looks,
+        mut ask: A,
+        silent: impl FnOnce(Duration) -> String,
+    ) -> Watched<T>
+    where
+        F: Future<Output = T> + Unpin,
+        A: FnMut(Duration) -> AF,
+        AF: Future<Output = bool>,
+    {
+        let mut look_at = tokio::time::Instant::now() + looks.first;
+        loop {
+            tokio::select! {
+                biased;
+                done = &mut call => return Watched::Done(done),
+                () = tokio::time::sleep_until(look_at) => {}
+            }
+            if let Gate::Wait(failure) = self.gate() {
+                return Watched::Found(failure);
+            }
+            tokio::select! {
+                biased;
+                done = &mut call => return Watched::Done(done),
+                answered = ask(WATCH_PROBE) => {
+                    if answered {
+                        self.heard();
+                    } else if !self.heard_within(SILENT_AFTER) {
+                        let error = silent(started.elapsed());
+                        self.down(started, FailureKind::Timeout, &error);
+                        return Watched::Silent(error);
+                    }
+                }
+            }
+            look_at = tokio::time::Instant::now() + looks.every;
+        }
+    }
+}
