@@ -11,6 +11,7 @@
 //! black-holed or slow, and the silent destination's events were charged an attempt per claim
 //! (black-box run).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_sqs::config::http::HttpResponse;
@@ -19,6 +20,7 @@ use aws_sdk_sqs::types::QueueAttributeName;
 
 use crate::destination::DestinationKind;
 use crate::down::{Down, Probe};
+use crate::max_message::MaxMessage;
 
 /// A call time-out below this is not watched: it ends the call soon enough. (From this one up to
 /// three times the watch's first look, 1 s, the watch looks at a third of it: `call.rs`.)
@@ -34,6 +36,8 @@ pub(crate) struct DestinationProbe {
     sns: aws_sdk_sns::Client,
     url: String,
     kind: DestinationKind,
+    /// Its largest message, read from each answer with its attributes.
+    max_message: Arc<MaxMessage>,
 }
 
 impl DestinationDown {
@@ -52,6 +56,7 @@ impl DestinationDown {
             sns,
             url: url.to_owned(),
             kind,
+            max_message: Arc::new(MaxMessage::new(kind)),
         };
         Down::new(probe, probe_interval, probe_timeout)
     }
@@ -96,12 +101,17 @@ enum Heard {
     Nothing,
 }
 
-/// What a call's result says.
+/// What a call's result says; `attributes` of an answer go to `max_message`.
 fn heard<T, E>(
     result: Result<Result<T, SdkError<E, HttpResponse>>, tokio::time::error::Elapsed>,
+    max_message: &MaxMessage,
+    attribute: impl FnOnce(&T) -> Option<&str>,
 ) -> Heard {
     match result {
-        Ok(Ok(_)) => Heard::Works,
+        Ok(Ok(out)) => {
+            max_message.take(attribute(&out));
+            Heard::Works
+        }
         Ok(Err(SdkError::ServiceError(ctx))) if !ctx.raw().status().is_server_error() => {
             Heard::Refused
         }
@@ -110,12 +120,25 @@ fn heard<T, E>(
 }
 
 impl DestinationProbe {
-    /// Asks the destination, within `timeout`.
+    /// The destination's largest message, which each answer of the probe updates.
+    pub(crate) fn max_message(&self) -> &Arc<MaxMessage> {
+        &self.max_message
+    }
+
+    /// Asks the destination, within `timeout`; an answer's `MaximumMessageSize` is taken.
     async fn ask(&self, timeout: Duration) -> Heard {
         match self.kind {
             DestinationKind::Topic => {
                 let call = self.sns.get_topic_attributes().topic_arn(&self.url).send();
-                heard(tokio::time::timeout(timeout, call).await)
+                heard(
+                    tokio::time::timeout(timeout, call).await,
+                    &self.max_message,
+                    |out| {
+                        out.attributes()
+                            .and_then(|a| a.get("MaximumMessageSize"))
+                            .map(String::as_str)
+                    },
+                )
             }
             _ => {
                 let call = self
@@ -123,8 +146,17 @@ impl DestinationProbe {
                     .get_queue_attributes()
                     .queue_url(&self.url)
                     .attribute_names(QueueAttributeName::QueueArn)
+                    .attribute_names(QueueAttributeName::MaximumMessageSize)
                     .send();
-                heard(tokio::time::timeout(timeout, call).await)
+                heard(
+                    tokio::time::timeout(timeout, call).await,
+                    &self.max_message,
+                    |out| {
+                        out.attributes()
+                            .and_then(|a| a.get(&QueueAttributeName::MaximumMessageSize))
+                            .map(String::as_str)
+                    },
+                )
             }
         }
     }

@@ -324,6 +324,7 @@ mod down;
 mod endpoint;
 mod error;
 mod idle_breakers;
+mod max_message;
 mod message;
 mod metrics;
 mod offload;

@@ -4,7 +4,6 @@ use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use aws_sdk_sqs::Client;
@@ -21,12 +20,13 @@ use crate::destination::DestinationKind;
 use crate::destination_down::DestinationDown;
 use crate::direct::DirectSqs;
 use crate::error::{Error, ErrorKind, Result};
+use crate::max_message::MaxMessage;
 use crate::message::{Prepared, SQS_LIMITS, prepare};
 use crate::metrics::SqsMetrics;
 use crate::offload::Offloader;
 use crate::routing::Router;
 use crate::settle::{Report, held_back, settle};
-use crate::sns::{SNS_LIMITS, SNS_MAX_TOPIC_MESSAGE_BYTES};
+use crate::sns::SNS_LIMITS;
 
 /// Publishes outbox events to Amazon SQS queues with `SendMessageBatch` and to Amazon SNS topics
 /// with `PublishBatch`, optionally offloading large payloads to S3. See the [crate docs](crate) for
@@ -71,10 +71,8 @@ pub(crate) struct Queue {
     pub(crate) breaker: Breaker,
     /// Whether it answers at all (see `destination_down.rs`).
     pub(crate) down: Arc<DestinationDown>,
-    /// The largest message it takes: the service's default limit until the start-up check has
-    /// read the destination's own `MaximumMessageSize` (a queue's may be lower than SQS's; a
-    /// topic's anywhere from 1 KiB to 1 MiB, 256 KiB by default).
-    max_message_bytes: AtomicUsize,
+    /// The largest message it takes (see `max_message.rs`; shared with `down`'s probe).
+    max_message: Arc<MaxMessage>,
 }
 
 impl Queue {
@@ -85,45 +83,25 @@ impl Queue {
         breaker: Breaker,
         down: DestinationDown,
     ) -> Self {
-        let limit = match kind {
-            DestinationKind::Topic => SNS_LIMITS,
-            _ => SQS_LIMITS,
-        };
         Queue {
             url,
             kind,
             fifo,
             breaker,
+            max_message: Arc::clone(down.probe().max_message()),
             down: Arc::new(down),
-            max_message_bytes: AtomicUsize::new(limit.max_message_bytes()),
         }
     }
 
-    /// Takes the destination's own `MaximumMessageSize`: for a queue, never above SQS's limit;
-    /// for a topic, up to the 1 MiB SNS allows a topic to be raised to.
-    fn set_max_message_bytes(&self, bytes: usize) {
-        match self.kind {
-            DestinationKind::Topic => self.max_message_bytes.store(
-                bytes.clamp(1024, SNS_MAX_TOPIC_MESSAGE_BYTES),
-                Ordering::Relaxed,
-            ),
-            _ => {
-                self.max_message_bytes.fetch_min(bytes, Ordering::Relaxed);
-            }
-        }
-    }
-
-    /// Takes a `MaximumMessageSize` attribute as the destination answered it (ignored when absent
-    /// or not a number).
+    /// Takes a `MaximumMessageSize` attribute as the destination answered it (see
+    /// [`MaxMessage::take`]).
     pub(crate) fn take_max_message_size(&self, attribute: Option<&str>) {
-        if let Some(max) = attribute.and_then(|v| v.trim().parse::<usize>().ok()) {
-            self.set_max_message_bytes(max);
-        }
+        self.max_message.take(attribute);
     }
 
     /// What the destination accepts in one message.
     pub(crate) fn limits(&self) -> MessageLimits {
-        let bytes = self.max_message_bytes.load(Ordering::Relaxed);
+        let bytes = self.max_message.bytes();
         match self.kind {
             DestinationKind::Topic => SNS_LIMITS.with_max_message_bytes(bytes),
             _ => SQS_LIMITS.with_max_message_bytes(bytes),
@@ -134,7 +112,7 @@ impl Queue {
     /// than the queue's own message limit if it is lower; for a topic, its message limit
     /// ([`SNS_MAX_BATCH_BYTES`](crate::SNS_MAX_BATCH_BYTES) by default).
     pub(crate) fn max_batch_bytes(&self) -> usize {
-        let bytes = self.max_message_bytes.load(Ordering::Relaxed);
+        let bytes = self.max_message.bytes();
         match self.kind {
             DestinationKind::Topic => bytes,
             _ => MAX_BATCH_BYTES.min(bytes),

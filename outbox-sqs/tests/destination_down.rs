@@ -216,6 +216,47 @@ async fn a_queue_silent_at_start_up_starts_down_while_another_answers() {
     assert!(published);
 }
 
+/// A queue silent at start-up has its own `MaximumMessageSize` read once its probe finds it back:
+/// it kept SQS's 1 MiB for the rest of the process, and a message over the queue's own limit was
+/// sent, for SQS to refuse, instead of being offloaded or refused without a call.
+#[tokio::test]
+async fn a_queue_found_back_has_its_own_message_limit_read() {
+    let fx = SqsFixture::start().await;
+    let a = fx.create_queue("a");
+    let b = fx.create_queue("b");
+    fx.set_max_message_size("b", 2048);
+    fx.silence_queue("b");
+    let publisher = SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&fx.endpoint_url()).await)
+        .max_attempts(1)
+        .call_timeout(Duration::from_millis(1_500))
+        .breaker_probe_interval(Duration::from_secs(1))
+        .route("b.*", b.as_str())
+        .default_queue(a.as_str())
+        .build()
+        .await
+        .unwrap();
+    publisher.check().await.expect("queue a answers");
+    fx.answer_queue("b");
+    let big = event("b.thing", "x", "1", 1, json!("x".repeat(4096)));
+    let mut last = None;
+    let answered = outbox_tests::eventually(Duration::from_secs(10), async || {
+        let outcomes = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
+        let waiting = matches!(outcomes[0], PublishOutcome::Unavailable(_));
+        last = Some(outcomes);
+        !waiting
+    })
+    .await;
+    assert!(answered, "{last:?}");
+    match last.as_deref() {
+        Some([PublishOutcome::Permanent(f)]) => {
+            assert_eq!(f.kind(), FailureKind::TooLarge, "{f:?}");
+            assert!(f.message().contains("at most 2048"), "{f:?}");
+        }
+        other => panic!("expected it refused as too large for the queue, got {other:?}"),
+    }
+}
+
 /// A queue that answers, however slowly, is not down for long: once it has answered, a call past
 /// the watch's probe goes on to its time-out, and its probe is given the call time-out. Before, a
 /// destination answering in 2-12 s was taken for down at every probe, and its probe (given at

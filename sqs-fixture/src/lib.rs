@@ -237,6 +237,14 @@ impl SqsFixture {
         self.state.create_queue(name)
     }
 
+    /// Sets the `MaximumMessageSize` attribute the queue `name` answers with (SQS's limit unless
+    /// set; reported only: the fixture takes any message up to SQS's limit).
+    pub fn set_max_message_size(&self, name: &str, bytes: usize) {
+        if let Some(q) = lock(&self.state.queues).get_mut(name) {
+            q.max_message_bytes = bytes;
+        }
+    }
+
     /// The URL a queue named `name` has (or would have) on this server.
     pub fn queue_url(&self, name: &str) -> String {
         self.state.queue_url(name)

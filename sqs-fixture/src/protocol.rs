@@ -382,10 +382,13 @@ fn get_queue_url(state: &State, input: QueueNameInput) -> Result<Value, SqsError
 
 fn get_queue_attributes(state: &State, input: QueueUrlInput) -> Result<Value, SqsError> {
     let name = queue_name(&input.queue_url);
-    let fifo = queue_is_fifo(state, &input.queue_url)?;
+    let (fifo, max_message_bytes) = lock(&state.queues)
+        .get(name)
+        .map(|q| (q.fifo, q.max_message_bytes))
+        .ok_or_else(SqsError::no_queue)?;
     let mut attributes = json!({
         "QueueArn": format!("arn:aws:sqs:us-east-1:{ACCOUNT_ID}:{name}"),
-        "MaximumMessageSize": MAX_MESSAGE_BYTES.to_string(),
+        "MaximumMessageSize": max_message_bytes.to_string(),
         "ApproximateNumberOfMessages": "0",
     });
     if fifo {

@@ -11,6 +11,8 @@ pub(crate) struct Queue {
     pub(crate) url: String,
     pub(crate) fifo: bool,
     pub(crate) sequence: u64,
+    /// Its `MaximumMessageSize` attribute (SQS's limit unless set).
+    pub(crate) max_message_bytes: usize,
 }
 
 pub(crate) struct State {
@@ -64,6 +66,7 @@ impl State {
                 url: url.clone(),
                 fifo: name.ends_with(".fifo"),
                 sequence: 0,
+                max_message_bytes: crate::protocol::MAX_MESSAGE_BYTES,
             })
             .url
             .clone()
