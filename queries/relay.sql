@@ -307,3 +307,9 @@ RETURNING id;
 -- statement and roll the whole batch back, for ever.
 --! server_takes_any_text
 SELECT current_setting('server_encoding') IN ('UTF8', 'SQL_ASCII') AS any_text;
+
+-- Whether this session may write: not on a read-only server (a failover's demoted primary, a replica
+-- behind the address, `default_transaction_read_only`). The probe that finds the database back while
+-- the relay's workers back off after database failures.
+--! session_writable
+SELECT current_setting('transaction_read_only') = 'off' AS writable;

@@ -210,6 +210,9 @@ impl<P: Publisher> Relay<P> {
                 Err(e) => {
                     // This worker backs off: the wake-up it may have been given goes to another.
                     self.inner.wake.notify_one();
+                    if matches!(e.kind(), ErrorKind::Database | ErrorKind::Pool) {
+                        self.watch_database(&shutdown);
+                    }
                     let delay = infra.failed();
                     let stopping = shutdown.is_cancelled();
                     self.inner

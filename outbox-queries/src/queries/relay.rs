@@ -1002,3 +1002,32 @@ impl ServerTakesAnyTextStmt {
         }
     }
 }
+pub struct SessionWritableStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn session_writable() -> SessionWritableStmt {
+    SessionWritableStmt(
+        "SELECT current_setting('transaction_read_only') = 'off' AS writable",
+        None,
+    )
+}
+impl SessionWritableStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+    ) -> BoolQuery<'c, 'a, 's, C, bool, 0> {
+        BoolQuery {
+            client,
+            params: [],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
