@@ -139,7 +139,7 @@ mod tests {
                 Duration::from_secs(3600),
                 Default::default(),
             ),
-            crate::destination_down::DestinationDown::for_test("t"),
+            crate::destination_down::DestinationDown::for_test("t", DestinationKind::Topic),
         );
         let events: Vec<ClaimedEvent> = (0..4)
             .map(|i| {

@@ -19,8 +19,12 @@ use aws_sdk_sqs::error::SdkError;
 use aws_sdk_sqs::types::QueueAttributeName;
 
 use crate::destination::DestinationKind;
-use crate::down::{Down, Probe};
+use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome};
+
+use crate::down::{Down, Gate, Probe};
+use crate::error::{Error, ErrorKind, Result};
 use crate::max_message::MaxMessage;
+use crate::publisher::SqsPublisher;
 
 /// A call time-out below this is not watched: it ends the call soon enough. (From this one up to
 /// three times the watch's first look, 1 s, the watch looks at a third of it: `call.rs`.)
@@ -62,10 +66,56 @@ impl DestinationDown {
     }
 }
 
+impl SqsPublisher {
+    /// Puts back, before anything is done for them, the events at `order` whose destination is
+    /// down: their payloads were offloaded to S3 again at every claim while it was down, and its
+    /// message limit, read by the probe that finds it back, could change between the offload and
+    /// the call (review). With every destination down, the publish fails as a whole, as its calls
+    /// would: the relay's outage back-off, no row written per event.
+    pub(crate) fn put_back_the_down(
+        &self,
+        events: &[ClaimedEvent],
+        order: &mut Vec<usize>,
+        outcomes: &mut [Option<PublishOutcome>],
+    ) -> Result<()> {
+        if self.inner.queues.iter().all(|q| q.down.is_down()) {
+            let failure = self.inner.queues.iter().find_map(|q| match q.down.gate() {
+                Gate::Wait(failure) => Some(failure),
+                Gate::Go => None,
+            });
+            if let Some(failure) = failure {
+                let kind = match failure.kind() {
+                    FailureKind::Timeout => ErrorKind::Timeout,
+                    FailureKind::Unreachable => ErrorKind::Unavailable,
+                    _ => ErrorKind::Service,
+                };
+                return Err(Error::new(
+                    kind,
+                    format!("every queue and topic is down: {}", failure.message()),
+                ));
+            }
+        }
+        order.retain(|&i| {
+            let Some(queue) = self.inner.router.route(&events[i].event_type) else {
+                return true;
+            };
+            match queue.down.gate() {
+                Gate::Go => true,
+                Gate::Wait(failure) => {
+                    outcomes[i] = Some(PublishOutcome::Unavailable(failure));
+                    false
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 impl DestinationDown {
-    /// A state for a queue at `url` whose probe goes nowhere (no endpoint answers).
-    pub(crate) fn for_test(url: &str) -> Self {
+    /// A state for a destination of `kind` at `url` whose probe goes nowhere (no endpoint
+    /// answers).
+    pub(crate) fn for_test(url: &str, kind: DestinationKind) -> Self {
         let creds = aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "test");
         let sqs = aws_sdk_sqs::Config::builder()
             .behavior_version_latest()
@@ -83,7 +133,7 @@ impl DestinationDown {
             aws_sdk_sqs::Client::from_conf(sqs),
             aws_sdk_sns::Client::from_conf(sns),
             url,
-            DestinationKind::Queue,
+            kind,
             Duration::from_secs(3600),
             Duration::from_millis(100),
         )
@@ -120,6 +170,11 @@ fn heard<T, E>(
 }
 
 impl DestinationProbe {
+    /// What the probe asks: a queue or a topic.
+    pub(crate) fn kind(&self) -> DestinationKind {
+        self.kind
+    }
+
     /// The destination's largest message, which each answer of the probe updates.
     pub(crate) fn max_message(&self) -> &Arc<MaxMessage> {
         &self.max_message

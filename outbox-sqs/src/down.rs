@@ -150,6 +150,11 @@ impl<P: Probe> Down<P> {
         self.lock().heard_at = Some(Instant::now());
     }
 
+    /// When the service last answered a call or a probe.
+    pub(crate) fn heard_at(&self) -> Option<Instant> {
+        self.lock().heard_at
+    }
+
     /// Whether the service answered a call or a probe within `recently` of now: slow, not silent.
     pub(crate) fn heard_within(&self, recently: Duration) -> bool {
         self.lock()

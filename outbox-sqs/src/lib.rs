@@ -92,7 +92,8 @@
 //! is deleted (`NotFound`), denied (`AuthorizationError`) or has its KMS key disabled (`KMS…`) is a
 //! broken destination with its own circuit breaker, like a broken queue (gauge
 //! `outbox_sns_topic_unavailable{topic}`). The start-up check calls `GetTopicAttributes` on every
-//! topic ([`ErrorKind::TopicNotFound`] when one is missing) and reads its `MaximumMessageSize`. A
+//! topic ([`ErrorKind::TopicNotFound`] when one is missing) and reads its `MaximumMessageSize`
+//! (so does the probe that finds a topic back when it did not answer then). A
 //! topic accepts 256 KiB per message by default ([`SNS_LIMITS`]), or what its `MaximumMessageSize`
 //! says (1 KiB to 1 MiB): a publisher with a route to a topic states that limit to `emit` (the
 //! default before its check, the topic's own after).

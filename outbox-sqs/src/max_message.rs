@@ -37,8 +37,8 @@ impl MaxMessage {
     }
 
     /// Takes a `MaximumMessageSize` attribute as the destination answered it (ignored when absent
-    /// or not a number): for a queue, never above SQS's limit; for a topic, up to the 1 MiB SNS
-    /// allows a topic to be raised to.
+    /// or not a number), within what the service lets the attribute be: for a queue 1 KiB to
+    /// SQS's limit; for a topic 1 KiB to the 1 MiB SNS allows a topic to be raised to.
     pub(crate) fn take(&self, attribute: Option<&str>) {
         let Some(bytes) = attribute.and_then(|v| v.trim().parse::<usize>().ok()) else {
             return;
@@ -49,8 +49,10 @@ impl MaxMessage {
                 Ordering::Relaxed,
             ),
             _ => {
-                self.bytes
-                    .store(bytes.min(SQS_LIMITS.max_message_bytes()), Ordering::Relaxed);
+                // SQS's own bounds for the attribute: a server answering less (a stand-in's
+                // `0`) would have every message refused (review).
+                let bytes = bytes.clamp(1024, SQS_LIMITS.max_message_bytes());
+                self.bytes.store(bytes, Ordering::Relaxed);
             }
         }
     }
@@ -70,6 +72,9 @@ mod tests {
         assert_eq!(q.bytes(), 4096, "raised since: the queue's own, read again");
         q.take(Some("99999999"));
         assert_eq!(q.bytes(), SQS_LIMITS.max_message_bytes());
+        q.take(Some("0"));
+        assert_eq!(q.bytes(), 1024, "SQS's least");
+        q.take(Some("99999999"));
         q.take(Some("nonsense"));
         q.take(None);
         assert_eq!(q.bytes(), SQS_LIMITS.max_message_bytes());

@@ -168,7 +168,7 @@ impl SqsPublisher {
             self.inner.router.route(&e.event_type).is_some_and(|queue| {
                 // A threshold set above what the queue or topic takes (checked against the
                 // service's limit at build; the queue's own `MaximumMessageSize` is read later,
-                // by the start-up check) gives way to that limit: a message between the two is
+                // by the start-up check or a probe: `max_message.rs`) gives way to that limit: a message between the two is
                 // offloaded, not refused as too large.
                 let limit = queue.limits().max_message_bytes();
                 let threshold = offload.threshold.map_or(limit, |t| t.min(limit));

@@ -76,6 +76,8 @@ pub(crate) struct Queue {
 }
 
 impl Queue {
+    /// `down`: its state, whose probe shares the destination's largest message (of the same
+    /// `kind`).
     pub(crate) fn new(
         url: String,
         kind: DestinationKind,
@@ -83,6 +85,7 @@ impl Queue {
         breaker: Breaker,
         down: DestinationDown,
     ) -> Self {
+        debug_assert_eq!(down.probe().kind(), kind, "the probe asks a {kind}");
         Queue {
             url,
             kind,
@@ -188,6 +191,9 @@ impl SqsPublisher {
         // Route and build the messages, per queue, in `seq` order; large payloads go to S3 first.
         let mut order: Vec<usize> = (0..events.len()).collect();
         order.sort_by_key(|&i| events[i].seq);
+        if self.inner.queues.iter().any(|q| q.down.is_down()) {
+            self.put_back_the_down(events, &mut order, &mut outcomes)?;
+        }
         let mut offloaded = self.offload_large(events, &order, deadline).await;
         let mut failed_groups: HashSet<String> = HashSet::new();
         let mut per_queue: Vec<(Arc<Queue>, Vec<Prepared>)> = Vec::new();

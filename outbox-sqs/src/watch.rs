@@ -53,6 +53,17 @@ pub(crate) enum Watched<T> {
     Silent(String),
 }
 
+/// The next look after a probe went unanswered while the service was `heard_at` lately: when a
+/// probe started then ends as [`SILENT_AFTER`] has passed since (at once if that is past), and no
+/// later than `every` from now.
+fn next_look_when_unanswered(heard_at: Option<Instant>, every: Duration) -> tokio::time::Instant {
+    let now = Instant::now();
+    let wait = heard_at.map_or(Duration::ZERO, |at| {
+        (at + SILENT_AFTER).saturating_duration_since(now + WATCH_PROBE)
+    });
+    tokio::time::Instant::now() + wait.min(every)
+}
+
 impl<P: Probe> Down<P> {
     /// Runs `call` (started at `started`), watched at `looks`: each look asks the service with
     /// `ask` (given at most [`WATCH_PROBE`]: whether it answered). `silent` says, from how long
@@ -91,6 +102,13 @@ impl<P: Probe> Down<P> {
                         let error = silent(started.elapsed());
                         self.down(started, FailureKind::Timeout, &error);
                         return Watched::Silent(error);
+                    } else {
+                        // Unanswered, but heard from lately: looked at again so that the probe
+                        // ends as the service turns silent, not a whole `every` later (S3 went
+                        // unanswered for 8 s after an upload that went through, instead of 5 s:
+                        // review).
+                        look_at = next_look_when_unanswered(self.heard_at(), looks.every);
+                        continue;
                     }
                 }
             }

@@ -257,6 +257,54 @@ async fn a_queue_found_back_has_its_own_message_limit_read() {
     }
 }
 
+/// While a queue is down, its events are put back before their payloads are offloaded: each
+/// claim uploaded them to S3 again, for nothing, while it was down. The other queue's go on.
+#[tokio::test]
+async fn a_down_queues_large_events_are_not_offloaded_while_it_is_down() {
+    let fx = SqsFixture::start().await;
+    let a = fx.create_queue("a");
+    let b = fx.create_queue("b");
+    fx.silence_queue("b");
+    let s3 = aws::s3_client().await;
+    let bucket = aws::bucket_name();
+    aws::create_bucket(&s3, &bucket).await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk_config_for(&fx.endpoint_url()).await);
+    let publisher = SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&endpoint()).await)
+        .client(sqs)
+        .max_attempts(1)
+        .call_timeout(Duration::from_millis(1_500))
+        .breaker_probe_interval(Duration::from_secs(3600))
+        .route("b.*", b.as_str())
+        .default_queue(a.as_str())
+        .offload_bucket(&bucket)
+        .offload_threshold(1024)
+        .build()
+        .await
+        .unwrap();
+    publisher.check().await.expect("queue a answers");
+    let to_b = event("b.thing", "x", "1", 1, json!("x".repeat(4096)));
+    let to_a = event("a.thing", "y", "1", 2, json!("y".repeat(4096)));
+    let started = Instant::now();
+    let outcomes = publisher
+        .publish(&[to_b.clone(), to_a.clone()])
+        .await
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(
+        matches!(&outcomes[0], PublishOutcome::Unavailable(f) if f.message().contains("does not answer")),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[1], PublishOutcome::Published, "{outcomes:?}");
+    let key = |e: &outbox_core::ClaimedEvent| outbox_sqs::offload_key(&e.id.to_string());
+    assert!(aws::get_object(&s3, &bucket, &key(&to_a)).await.is_some());
+    assert_eq!(
+        aws::get_object(&s3, &bucket, &key(&to_b)).await,
+        None,
+        "uploaded for a queue that is down"
+    );
+}
+
 /// A queue that answers, however slowly, is not down for long: once it has answered, a call past
 /// the watch's probe goes on to its time-out, and its probe is given the call time-out. Before, a
 /// destination answering in 2-12 s was taken for down at every probe, and its probe (given at

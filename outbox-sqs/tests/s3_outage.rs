@@ -92,6 +92,43 @@ async fn an_outage_is_found_seconds_into_an_upload_not_at_its_time_out() {
     assert_eq!(queue.receive_all(2, Duration::from_secs(5)).await.len(), 2);
 }
 
+/// S3 turning silent right after an upload went through is found down as soon as nothing has
+/// been heard from it for 5 s (a slow S3 is not taken for down: below), not a whole look later:
+/// the batch at such an outage's onset waited 8 s (review).
+#[tokio::test]
+async fn an_outage_right_after_an_upload_is_found_once_s3_is_silent_for_5_s() {
+    let (bucket, queue) = bucket_and_queue().await;
+    let proxy = BlackHoleProxy::start(upstream()).await;
+    let publisher = publisher(proxy.addr(), &queue, &bucket, Duration::from_secs(20)).await;
+    let big = |n: i64| {
+        event(
+            "order.created",
+            "order",
+            &format!("big-{n}"),
+            n,
+            json!("x".repeat(4096)),
+        )
+    };
+    let outcomes = publisher.publish(&[big(1)]).await.unwrap();
+    assert!(
+        matches!(outcomes[0], PublishOutcome::Published),
+        "{outcomes:?}"
+    );
+    proxy.black_hole();
+    let started = Instant::now();
+    let outcomes = publisher.publish(&[big(2)]).await.unwrap();
+    assert!(
+        matches!(&outcomes[0], PublishOutcome::Unavailable(f) if f.kind() == FailureKind::Timeout),
+        "{outcomes:?}"
+    );
+    // Silent for 5 s from the last upload's answer, and at most one probe (2 s) more.
+    assert!(
+        started.elapsed() < Duration::from_millis(6_500),
+        "the batch waited {:?}",
+        started.elapsed()
+    );
+}
+
 /// The watch gives up an upload only when S3 does not answer: a payload that takes seconds on a
 /// slow link, while S3 answers its `HeadBucket`s, goes through.
 #[tokio::test]
