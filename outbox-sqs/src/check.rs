@@ -9,6 +9,7 @@ use crate::destination::DestinationKind;
 use crate::error::{ErrorKind, Result};
 use crate::publisher::{Queue, SqsPublisher};
 use crate::sdk_error::{sdk_error, timeout_error};
+use crate::watch::{WATCH_AFTER, WATCH_PROBE};
 use outbox_core::FailureKind;
 
 impl SqsPublisher {
@@ -18,7 +19,14 @@ impl SqsPublisher {
     pub(crate) async fn check_queues(&self) -> Result<()> {
         let started = std::time::Instant::now();
         let checks = self.inner.queues.iter().map(|q| self.check_queue(q));
-        let results = futures::future::join_all(checks).await;
+        // S3 alongside: it answering or not never decides whether the relay starts.
+        let s3_check = async {
+            match &self.inner.offload {
+                Some(offload) => Some(offload.check(self.s3_check_timeout()).await),
+                None => None,
+            }
+        };
+        let (results, s3_result) = futures::join!(futures::future::join_all(checks), s3_check);
         // Per service: SQS answering says nothing of an SNS endpoint (review).
         let answers = |kind: DestinationKind| {
             self.inner
@@ -58,29 +66,34 @@ impl SqsPublisher {
                  down; its events wait, uncounted, until it answers");
             queue.down.down(started, FailureKind::Timeout, &error);
         }
-        if let Some(offload) = &self.inner.offload {
-            let started = std::time::Instant::now();
-            if let Err(e) = offload.check(self.inner.call_timeout).await {
-                // S3 down (no answer, unreachable, a 5xx): start all the same, its offloaded
-                // events waiting until an upload goes through, so that the others are relayed
-                // (black-box run: the relay could not start, or restart, during an S3 outage,
-                // and relayed nothing). A refusal (the bucket missing, access denied) fails.
-                let kind = match e.kind() {
-                    ErrorKind::Timeout => FailureKind::Timeout,
-                    ErrorKind::Unavailable => FailureKind::Unreachable,
-                    ErrorKind::Service if !offload.answers(self.inner.call_timeout).await => {
-                        FailureKind::Broker
-                    }
-                    _ => return Err(e),
-                };
-                let error = outbox_core::error_chain(&e);
-                tracing::warn!(bucket = %offload.bucket, error,
-                    "S3 did not answer the start-up check: starting all the same; offloaded \
-                     events wait until an upload goes through");
-                offload.down.down(started, kind, &error);
-            }
+        if let (Some(offload), Some(Err(e))) = (&self.inner.offload, s3_result) {
+            // S3 down (no answer, unreachable, a 5xx): start all the same, its offloaded
+            // events waiting until an upload goes through, so that the others are relayed
+            // (black-box run: the relay could not start, or restart, during an S3 outage,
+            // and relayed nothing). A refusal (the bucket missing, access denied) fails.
+            let kind = match e.kind() {
+                ErrorKind::Timeout => FailureKind::Timeout,
+                ErrorKind::Unavailable => FailureKind::Unreachable,
+                ErrorKind::Service if !offload.answers(self.s3_check_timeout()).await => {
+                    FailureKind::Broker
+                }
+                _ => return Err(e),
+            };
+            let error = outbox_core::error_chain(&e);
+            tracing::warn!(bucket = %offload.bucket, error,
+                "S3 did not answer the start-up check: starting all the same; offloaded \
+                 events wait until an upload goes through");
+            offload.down.down(started, kind, &error);
         }
         Ok(())
+    }
+
+    /// How long the start-up check waits for S3: no more than the in-flight watch gives an
+    /// upload before S3 counts as down (its first look and its probe). S3 not answering starts the
+    /// relay with S3 down, and each start during an S3 outage waited the whole call time-out
+    /// first, relaying nothing meanwhile (black-box run: 10 s per restart).
+    fn s3_check_timeout(&self) -> std::time::Duration {
+        self.inner.call_timeout.min(WATCH_AFTER + WATCH_PROBE)
     }
 
     async fn check_queue(&self, queue: &Queue) -> Result<()> {
