@@ -336,6 +336,7 @@ mod routing;
 mod s3;
 mod s3_down;
 mod sdk_error;
+mod send;
 mod settle;
 mod signer;
 mod sigv4;

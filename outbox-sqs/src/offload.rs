@@ -12,7 +12,7 @@
 //! `amazon-sqs-extended-client` reads (it also accepts the legacy attribute `SQSLargePayloadSize`;
 //! this crate writes the current name only).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use aws_sdk_s3::Client;
 use outbox_core::limits::{CharacterSet, MessageLimits};
@@ -144,6 +144,40 @@ pub(crate) struct Offloader {
 }
 
 impl SqsPublisher {
+    /// The events (by index, of those at `order`) whose messages are over the offload threshold:
+    /// their payloads go to S3 before they are sent. Empty without offload.
+    pub(crate) fn to_offload(&self, events: &[ClaimedEvent], order: &[usize]) -> HashSet<usize> {
+        let Some(offload) = &self.inner.offload else {
+            return HashSet::new();
+        };
+        order
+            .iter()
+            .copied()
+            .filter(|&i| self.over_threshold(offload, &events[i]))
+            .collect()
+    }
+
+    /// Whether the message of `e` is over the offload threshold of its destination.
+    fn over_threshold(&self, offload: &Offloader, e: &ClaimedEvent) -> bool {
+        self.inner.router.route(&e.event_type).is_some_and(|queue| {
+            // A threshold set above what the queue or topic takes (checked against the
+            // service's limit at build; the queue's own `MaximumMessageSize` is read later,
+            // by the start-up check or a probe: `max_message.rs`) gives way to that limit: a
+            // message between the two is offloaded, not refused as too large.
+            let limit = queue.limits().max_message_bytes();
+            let threshold = offload.threshold.map_or(limit, |t| t.min(limit));
+            let trace = e.traceparent().filter(|t| !t.is_empty());
+            let size = message_size(
+                e.payload().len(),
+                &e.event_type,
+                &e.aggregate_type,
+                &e.aggregate_id,
+                trace,
+            );
+            size > threshold
+        })
+    }
+
     /// Writes the payloads of the events (by index, in `order`) whose messages are over the
     /// offload threshold to S3, concurrently within the in-flight limit. Returns, by index, the
     /// pointer of each, or the outcome of an event that cannot be sent now (the message is never
@@ -163,26 +197,10 @@ impl SqsPublisher {
         let Some(offload) = &self.inner.offload else {
             return HashMap::new();
         };
-        let large = order.iter().copied().filter(|&i| {
-            let e = &events[i];
-            self.inner.router.route(&e.event_type).is_some_and(|queue| {
-                // A threshold set above what the queue or topic takes (checked against the
-                // service's limit at build; the queue's own `MaximumMessageSize` is read later,
-                // by the start-up check or a probe: `max_message.rs`) gives way to that limit: a message between the two is
-                // offloaded, not refused as too large.
-                let limit = queue.limits().max_message_bytes();
-                let threshold = offload.threshold.map_or(limit, |t| t.min(limit));
-                let trace = e.traceparent().filter(|t| !t.is_empty());
-                let size = message_size(
-                    e.payload().len(),
-                    &e.event_type,
-                    &e.aggregate_type,
-                    &e.aggregate_id,
-                    trace,
-                );
-                size > threshold
-            })
-        });
+        let large = order
+            .iter()
+            .copied()
+            .filter(|&i| self.over_threshold(offload, &events[i]));
         let mut out = HashMap::new();
         let (too_large, large): (Vec<usize>, Vec<usize>) =
             large.partition(|&i| events[i].payload().len() > OFFLOAD_MAX_MESSAGE_BYTES);

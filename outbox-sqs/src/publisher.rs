@@ -11,8 +11,8 @@ use outbox_core::limits::MessageLimits;
 use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome, Publisher};
 use tokio::sync::Semaphore;
 
+use crate::batch::Chain;
 use crate::batch::MAX_BATCH_BYTES;
-use crate::batch::{Chain, plan};
 use crate::breaker::Breaker;
 pub use crate::builder::SqsPublisherBuilder;
 use crate::classify::Class;
@@ -21,7 +21,7 @@ use crate::destination_down::DestinationDown;
 use crate::direct::DirectSqs;
 use crate::error::{Error, ErrorKind, Result};
 use crate::max_message::MaxMessage;
-use crate::message::{Prepared, SQS_LIMITS, prepare};
+use crate::message::{Prepared, SQS_LIMITS};
 use crate::metrics::SqsMetrics;
 use crate::offload::Offloader;
 use crate::routing::Router;
@@ -188,83 +188,13 @@ impl SqsPublisher {
     ) -> Result<Vec<PublishOutcome>> {
         let mut outcomes: Vec<Option<PublishOutcome>> = vec![None; events.len()];
 
-        // Route and build the messages, per queue, in `seq` order; large payloads go to S3 first.
+        // In `seq` order; the events of destinations that are down put back first (see `send.rs`).
         let mut order: Vec<usize> = (0..events.len()).collect();
         order.sort_by_key(|&i| events[i].seq);
         if self.inner.queues.iter().any(|q| q.down.is_down()) {
             self.put_back_the_down(events, &mut order, &mut outcomes)?;
         }
-        let mut offloaded = self.offload_large(events, &order, deadline).await;
-        let mut failed_groups: HashSet<String> = HashSet::new();
-        let mut per_queue: Vec<(Arc<Queue>, Vec<Prepared>)> = Vec::new();
-        for i in order {
-            let event = &events[i];
-            let Some(queue) = self.inner.router.route(&event.event_type) else {
-                outcomes[i] = Some(PublishOutcome::permanent(
-                    FailureKind::NoRoute,
-                    format!("no SQS route for event type `{}`", event.event_type),
-                ));
-                // Its group's later events in this publish wait, so none overtakes it (only FIFO
-                // queues look the group up).
-                failed_groups.insert(group_of(event));
-                continue;
-            };
-            // Nothing offloaded (the common case): no hash per event.
-            let offload = if offloaded.is_empty() {
-                None
-            } else {
-                offloaded.remove(&i)
-            };
-            let pointer = match offload {
-                None => None,
-                Some(Ok(pointer)) => Some(pointer),
-                Some(Err(outcome)) => {
-                    // Its group's later events in this publish wait, so none overtakes it.
-                    if queue.fifo {
-                        failed_groups.insert(group_of(event));
-                    }
-                    outcomes[i] = Some(outcome);
-                    continue;
-                }
-            };
-            if queue.fifo && failed_groups.contains(&group_of(event)) {
-                outcomes[i] = Some(held_back(&group_of(event)));
-                continue;
-            }
-            match prepare(
-                i,
-                event,
-                queue,
-                pointer.as_ref(),
-                self.inner.direct.is_some(),
-            ) {
-                Err(failure) => {
-                    if queue.fifo {
-                        failed_groups.insert(group_of(event));
-                    }
-                    outcomes[i] = Some(PublishOutcome::Permanent(failure));
-                }
-                Ok(prepared) => match per_queue.iter_mut().find(|(q, _)| Arc::ptr_eq(q, queue)) {
-                    Some((_, list)) => list.push(prepared),
-                    None => per_queue.push((queue.clone(), vec![prepared])),
-                },
-            }
-        }
-
-        let chains = per_queue.into_iter().flat_map(|(queue, items)| {
-            plan(items, queue.fifo, queue.max_batch_bytes())
-                .into_iter()
-                .map(move |chain| (queue.clone(), chain))
-        });
-        let reports = futures::future::join_all(
-            chains.map(|(queue, chain)| self.run_chain(queue, chain, deadline)),
-        )
-        .await;
-        let mut total = Report::default();
-        total.outcomes.reserve(events.len());
-        for report in reports {
-            total.merge(report);
-        }
+        let total = self.send_events(events, order, deadline).await;
 
         // SQS down as a whole (every call failed transiently, bar those to unavailable queues): the
         // relay backs off without counting an attempt. Calls failed only by unavailable queues get
@@ -303,7 +233,7 @@ impl SqsPublisher {
     ///
     /// A batch that could not be answered before `deadline` (a call timeout from now would pass
     /// it) is not sent: its events are put back without an attempt, and what was sent is kept.
-    async fn run_chain(
+    pub(crate) async fn run_chain(
         &self,
         queue: Arc<Queue>,
         chain: Chain<Prepared>,
@@ -464,6 +394,6 @@ impl Publisher for SqsPublisher {
 }
 
 /// The `MessageGroupId` of an event on a FIFO destination.
-fn group_of(event: &ClaimedEvent) -> String {
+pub(crate) fn group_of(event: &ClaimedEvent) -> String {
     crate::message::message_group_id(&event.aggregate_type, &event.aggregate_id)
 }
