@@ -204,13 +204,17 @@ impl SqsPublisherBuilder {
                         config.broken_queue_dead_letter_after,
                         gauge,
                     );
+                    let down_gauge = match kind {
+                        DestinationKind::Topic => metrics.topic_down(&url),
+                        _ => metrics.queue_down(&url),
+                    };
                     let down = DestinationDown::for_destination(
                         client.clone(),
                         clients.sns.clone(),
                         &url,
                         kind,
-                        config.breaker_probe_interval,
-                        config.call_timeout,
+                        (config.breaker_probe_interval, config.call_timeout),
+                        down_gauge,
                     );
                     let q = Arc::new(Queue::new(url.clone(), kind, is_fifo(&url), breaker, down));
                     queues.push(q.clone());
@@ -242,8 +246,8 @@ impl SqsPublisherBuilder {
                 down: std::sync::Arc::new(crate::s3_down::S3Down::for_bucket(
                     s3.clone(),
                     bucket.trim(),
-                    config.breaker_probe_interval,
-                    config.call_timeout,
+                    (config.breaker_probe_interval, config.call_timeout),
+                    metrics.s3_down(bucket.trim()),
                 )),
                 client: s3,
                 bucket: bucket.trim().to_owned(),

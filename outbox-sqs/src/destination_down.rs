@@ -21,6 +21,8 @@ use aws_sdk_sqs::types::QueueAttributeName;
 use crate::destination::DestinationKind;
 use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome};
 
+use prometheus_client::metrics::gauge::Gauge;
+
 use crate::down::{Down, Gate, Probe};
 use crate::error::{Error, ErrorKind, Result};
 use crate::max_message::MaxMessage;
@@ -46,14 +48,14 @@ pub(crate) struct DestinationProbe {
 
 impl DestinationDown {
     /// The state of the queue or topic at `url`, probed every `probe_interval`, each probe given
-    /// at most `probe_timeout`.
+    /// at most `probe_timeout`; `gauge` is 1 while it is down.
     pub(crate) fn for_destination(
         sqs: aws_sdk_sqs::Client,
         sns: aws_sdk_sns::Client,
         url: &str,
         kind: DestinationKind,
-        probe_interval: Duration,
-        probe_timeout: Duration,
+        (probe_interval, probe_timeout): (Duration, Duration),
+        gauge: Gauge,
     ) -> Self {
         let probe = DestinationProbe {
             sqs,
@@ -62,7 +64,7 @@ impl DestinationDown {
             kind,
             max_message: Arc::new(MaxMessage::new(kind)),
         };
-        Down::new(probe, probe_interval, probe_timeout)
+        Down::new(probe, probe_interval, probe_timeout, gauge)
     }
 }
 
@@ -134,8 +136,8 @@ impl DestinationDown {
             aws_sdk_sns::Client::from_conf(sns),
             url,
             kind,
-            Duration::from_secs(3600),
-            Duration::from_millis(100),
+            (Duration::from_secs(3600), Duration::from_millis(100)),
+            Gauge::default(),
         )
     }
 }

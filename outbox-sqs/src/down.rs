@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use outbox_core::{FailureKind, PublishFailure};
+use prometheus_client::metrics::gauge::Gauge;
 
 /// How a service is asked whether it answers, and how its being down is told.
 pub(crate) trait Probe: std::fmt::Debug + Send + Sync + 'static {
@@ -36,6 +37,8 @@ pub(crate) struct Down<P: Probe> {
     probe_interval: Duration,
     /// How long a probe may take (the call time-out).
     probe_timeout: Duration,
+    /// 1 while down (`outbox_sqs_queue_down`, `outbox_sns_topic_down`, `outbox_s3_down`).
+    gauge: Gauge,
     state: Mutex<State>,
 }
 
@@ -69,11 +72,18 @@ pub(crate) enum Gate {
 }
 
 impl<P: Probe> Down<P> {
-    pub(crate) fn new(probe: P, probe_interval: Duration, probe_timeout: Duration) -> Self {
+    /// `gauge`: 1 while down.
+    pub(crate) fn new(
+        probe: P,
+        probe_interval: Duration,
+        probe_timeout: Duration,
+        gauge: Gauge,
+    ) -> Self {
         Down {
             probe,
             probe_interval,
             probe_timeout,
+            gauge,
             state: Mutex::new(State::default()),
         }
     }
@@ -124,6 +134,7 @@ impl<P: Probe> Down<P> {
         }
         if state.down.is_none() {
             self.probe.log_down(error, self.probe_interval);
+            self.gauge.set(1);
         }
         state.down = Some(Outage {
             kind,
@@ -141,6 +152,7 @@ impl<P: Probe> Down<P> {
         state.heard_at = Some(Instant::now());
         if state.down.take().is_some() {
             state.recovered_at = Some(Instant::now());
+            self.gauge.set(0);
             self.probe.log_up();
         }
     }

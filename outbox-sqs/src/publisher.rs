@@ -164,7 +164,8 @@ impl SqsPublisher {
     /// The publisher's metrics in the Prometheus text format (OpenMetrics, ending in `# EOF`):
     /// `outbox_sqs_queue_unavailable{queue}`, `outbox_sns_topic_unavailable{topic}` and
     /// `outbox_s3_bucket_unavailable{bucket}`, 1 while the queue's, topic's or offload bucket's
-    /// circuit breaker is open, else 0.
+    /// circuit breaker is open, else 0; `outbox_sqs_queue_down{queue}`,
+    /// `outbox_sns_topic_down{topic}` and `outbox_s3_down{bucket}`, 1 while it does not answer.
     pub fn encode_metrics(&self) -> String {
         self.inner.metrics.encode()
     }

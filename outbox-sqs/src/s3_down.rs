@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use aws_sdk_s3::primitives::ByteStream;
 
+use prometheus_client::metrics::gauge::Gauge;
+
 use crate::down::{Down, Probe};
 
 /// The object the probe writes, empty, next to the offloaded payloads (whose keys are event ids).
@@ -37,14 +39,14 @@ impl S3Down {
     pub(crate) fn for_bucket(
         client: aws_sdk_s3::Client,
         bucket: &str,
-        probe_interval: Duration,
-        probe_timeout: Duration,
+        (probe_interval, probe_timeout): (Duration, Duration),
+        gauge: Gauge,
     ) -> Self {
         let probe = S3Probe {
             client,
             bucket: bucket.to_owned(),
         };
-        Down::new(probe, probe_interval, probe_timeout)
+        Down::new(probe, probe_interval, probe_timeout, gauge)
     }
 }
 
@@ -113,8 +115,8 @@ mod tests {
         Arc::new(S3Down::for_bucket(
             client,
             "b",
-            interval,
-            Duration::from_millis(100),
+            (interval, Duration::from_millis(100)),
+            Gauge::default(),
         ))
     }
 
@@ -150,8 +152,8 @@ mod tests {
         let d = Arc::new(S3Down::for_bucket(
             client,
             "b",
-            interval,
-            Duration::from_secs(10),
+            (interval, Duration::from_secs(10)),
+            Gauge::default(),
         ));
         d.down(Instant::now(), FailureKind::Timeout, "no answer");
         tokio::time::sleep(Duration::from_millis(2_300)).await;

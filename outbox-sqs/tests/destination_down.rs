@@ -206,6 +206,18 @@ async fn a_queue_silent_at_start_up_starts_down_while_another_answers() {
         other => panic!("expected it put back uncounted, got {other:?}"),
     }
     assert_eq!(outcomes[1], PublishOutcome::Published, "{outcomes:?}");
+    // Down shows (the breaker's gauges stayed at 0 through black holes: black-box run).
+    let down_gauge = |v: u8| format!("outbox_sqs_queue_down{{queue=\"{b}\"}} {v}");
+    assert!(
+        publisher.encode_metrics().contains(&down_gauge(1)),
+        "{}",
+        publisher.encode_metrics()
+    );
+    assert!(
+        publisher
+            .encode_metrics()
+            .contains(&format!("outbox_sqs_queue_down{{queue=\"{a}\"}} 0"))
+    );
     // Back: found by its probe.
     fx.answer_queue("b");
     let published = outbox_tests::eventually(Duration::from_secs(10), async || {
@@ -214,6 +226,7 @@ async fn a_queue_silent_at_start_up_starts_down_while_another_answers() {
     })
     .await;
     assert!(published);
+    assert!(publisher.encode_metrics().contains(&down_gauge(0)));
 }
 
 /// A queue silent at start-up has its own `MaximumMessageSize` read once its probe finds it back:

@@ -73,6 +73,12 @@ async fn an_outage_is_found_seconds_into_an_upload_not_at_its_time_out() {
         matches!(outcomes[1], PublishOutcome::Published),
         "{outcomes:?}"
     );
+    let down_gauge = |v: u8| format!("outbox_s3_down{{bucket=\"{bucket}\"}} {v}");
+    assert!(
+        publisher.encode_metrics().contains(&down_gauge(1)),
+        "{}",
+        publisher.encode_metrics()
+    );
     // S3 is down: put back at once.
     let started = Instant::now();
     let outcomes = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
@@ -89,6 +95,7 @@ async fn an_outage_is_found_seconds_into_an_upload_not_at_its_time_out() {
     })
     .await;
     assert!(published);
+    assert!(publisher.encode_metrics().contains(&down_gauge(0)));
     assert_eq!(queue.receive_all(2, Duration::from_secs(5)).await.len(), 2);
 }
 
