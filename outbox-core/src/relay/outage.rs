@@ -22,6 +22,10 @@ pub(crate) const REMINDER_EVERY: Duration = Duration::from_secs(60);
 /// back-off and publish timeout together ([`Outage::new`]).
 pub(crate) const QUIET_END: Duration = Duration::from_secs(35);
 
+/// An outage that was not warned about (another was, less than [`REMINDER_EVERY`] before) and
+/// lasted this long logs its end all the same.
+pub(crate) const QUIET_RECOVERY: Duration = Duration::from_secs(15);
+
 /// The failures since the last batch that succeeded.
 #[derive(Debug, Clone, Copy)]
 struct Failing {
@@ -139,7 +143,13 @@ impl Outage {
                     since: began.min(now),
                     last: now,
                     batches: 1,
-                    reminded: now,
+                    // Not warned (another outage was, less than a minute ago): its first line is
+                    // due a minute after that warning, not after its own start (black-box run: a
+                    // relay stalled a minute by an outage 15 s after another logged nothing).
+                    reminded: match state.last_warned {
+                        Some(warned) if recent => warned,
+                        _ => now,
+                    },
                     publisher,
                     warned: !recent,
                 });
@@ -184,7 +194,8 @@ impl Outage {
             return Report::Quiet;
         };
         state.failing = None;
-        if f.warned {
+        // An outage not warned about says that it ended when it lasted a while: it was one.
+        if f.warned || until.saturating_duration_since(f.since) >= QUIET_RECOVERY {
             Report::Recovered {
                 after: until.saturating_duration_since(f.since),
                 batches: f.batches,

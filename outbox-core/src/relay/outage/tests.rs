@@ -74,6 +74,48 @@ fn outages_by_turns_warn_once_a_minute() {
     assert_eq!(o.failed_at(at(61), true), Report::Started);
 }
 
+/// An outage that starts less than a minute after another's warning is quiet at first, but not
+/// for more than a minute after that warning, and says that it ended when it lasted a while
+/// (black-box run: a minute's stall 15 s after a short outage logged nothing at all).
+#[test]
+fn an_outage_soon_after_another_is_told_within_a_minute_of_the_last_warning() {
+    let o = Outage::default();
+    let t0 = Instant::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    assert_eq!(o.failed_at(t0, false), Report::Started);
+    assert!(matches!(
+        o.succeeded_at(at(1), false, true),
+        Report::Recovered { .. }
+    ));
+    assert_eq!(o.failed_at(at(15), false), Report::Quiet);
+    for s in 16..60 {
+        assert_eq!(o.failed_at(at(s), false), Report::Quiet, "{s}");
+    }
+    assert_eq!(
+        o.failed_at(at(60), false),
+        Report::StillFailing {
+            for_: Duration::from_secs(45),
+            batches: 46
+        }
+    );
+    assert!(matches!(
+        o.succeeded_at(at(61), false, true),
+        Report::Recovered { .. }
+    ));
+    // Not warned, but 20 s long: its end is told.
+    assert_eq!(o.failed_at(at(70), false), Report::Quiet);
+    assert_eq!(
+        o.succeeded_at(at(90), false, true),
+        Report::Recovered {
+            after: Duration::from_secs(20),
+            batches: 1
+        }
+    );
+    // Short and not warned: quiet.
+    assert_eq!(o.failed_at(at(95), false), Report::Quiet);
+    assert_eq!(o.succeeded_at(at(96), false, true), Report::Quiet);
+}
+
 #[test]
 fn put_back_events_are_counted_in_a_line_a_minute() {
     let o = Outage::default();
