@@ -294,6 +294,7 @@ impl SqsPublisherBuilder {
             router,
             queues,
             permits: Semaphore::new(config.max_in_flight),
+            upload_permits: Semaphore::new(config.max_in_flight),
             max_in_flight: config.max_in_flight,
             call_timeout: config.call_timeout,
             metrics,

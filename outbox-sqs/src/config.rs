@@ -90,8 +90,9 @@ pub struct SqsConfig {
     pub default_queue: Option<String>,
     /// Routes by event type. Default: none.
     pub routes: Vec<Route>,
-    /// The most `SendMessageBatch` calls in flight at once, across every `publish` of this
-    /// publisher. Default [`DEFAULT_MAX_IN_FLIGHT`] (8).
+    /// The most `SendMessageBatch` (and `PublishBatch`) calls in flight at once, across every
+    /// `publish` of this publisher; S3 uploads have as many slots of their own. Default
+    /// [`DEFAULT_MAX_IN_FLIGHT`] (8).
     pub max_in_flight: usize,
     /// The time limit of one call, retries included; a call that exceeds it counts as failed
     /// and its events are retried. An S3 upload of the offload gets a second more per MiB

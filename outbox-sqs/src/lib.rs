@@ -163,7 +163,7 @@
 //! |--------------------------------|------------------------------------------|---------|
 //! | `OUTBOX_SQS_DEFAULT_QUEUE_URL` | queue for event types no route matches   | none    |
 //! | `OUTBOX_SQS_ROUTES`            | `pattern=queue,pattern=queue,…`           | none    |
-//! | `OUTBOX_SQS_MAX_IN_FLIGHT`     | most `SendMessageBatch` calls at once    | 8       |
+//! | `OUTBOX_SQS_MAX_IN_FLIGHT`     | most batch calls at once (S3 uploads: as many again) | 8 |
 //! | `OUTBOX_SQS_CALL_TIMEOUT_MS`   | time limit of one call (retries included) | 10000 |
 //! | `OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS` | a queue broken this long dead-letters its events | 3600 |
 //! | `OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS` | one probe call per interval to a broken queue or bucket, and to a queue, topic or S3 that is down | 5000 |

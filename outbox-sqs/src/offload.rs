@@ -221,7 +221,7 @@ impl SqsPublisher {
         let put_one = |i: usize| async move {
             let e = &events[i];
             let id = e.id.hyphenated().to_string();
-            let permit = self.inner.permits.acquire().await.ok();
+            let permit = self.inner.upload_permits.acquire().await.ok();
             let timeout = self.inner.call_timeout;
             // The uploads must leave the message's own call its time before the deadline.
             let until = deadline.map(|d| d.checked_sub(timeout).unwrap_or(d));

@@ -54,6 +54,9 @@ pub(crate) struct Inner {
     /// Every distinct queue and topic, in configuration order (the default last).
     pub(crate) queues: Vec<Arc<Queue>>,
     pub(crate) permits: Semaphore,
+    /// As many slots for S3 uploads, of their own: sharing the calls' slots, slow uploads held
+    /// them, and the events that need no upload waited for those (review).
+    pub(crate) upload_permits: Semaphore,
     pub(crate) max_in_flight: usize,
     pub(crate) call_timeout: Duration,
     pub(crate) metrics: SqsMetrics,

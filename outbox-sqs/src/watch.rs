@@ -53,15 +53,19 @@ pub(crate) enum Watched<T> {
     Silent(String),
 }
 
+/// The least time between two looks: probes that fail at once (a 503, a refused connection)
+/// followed each other without a pause until the service counted as silent (review).
+const LEAST_GAP: Duration = Duration::from_millis(500);
+
 /// The next look after a probe went unanswered while the service was `heard_at` lately: when a
-/// probe started then ends as [`SILENT_AFTER`] has passed since (at once if that is past), and no
-/// later than `every` from now.
+/// probe started then ends as [`SILENT_AFTER`] has passed since, and no later than `every` from
+/// now; [`LEAST_GAP`] at the soonest.
 fn next_look_when_unanswered(heard_at: Option<Instant>, every: Duration) -> tokio::time::Instant {
     let now = Instant::now();
     let wait = heard_at.map_or(Duration::ZERO, |at| {
         (at + SILENT_AFTER).saturating_duration_since(now + WATCH_PROBE)
     });
-    tokio::time::Instant::now() + wait.min(every)
+    tokio::time::Instant::now() + wait.min(every).max(LEAST_GAP)
 }
 
 impl<P: Probe> Down<P> {

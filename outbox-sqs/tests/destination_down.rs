@@ -318,6 +318,39 @@ async fn a_down_queues_large_events_are_not_offloaded_while_it_is_down() {
     );
 }
 
+/// With every destination down, a publish of events with no route alone settles them (dead
+/// letters, "no SQS route") instead of failing as a whole (review).
+#[tokio::test]
+async fn events_with_no_route_are_settled_while_every_destination_is_down() {
+    let fx = SqsFixture::start().await;
+    let b = fx.create_queue("b");
+    let publisher = SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&fx.endpoint_url()).await)
+        .max_attempts(1)
+        .call_timeout(Duration::from_millis(1_500))
+        .breaker_probe_interval(Duration::from_secs(3600))
+        .route("b.*", b.as_str())
+        .build()
+        .await
+        .unwrap();
+    fx.silence_queue("b");
+    let to_b = event("b.thing", "x", "1", 1, json!({}));
+    let down_gauge = format!("outbox_sqs_queue_down{{queue=\"{b}\"}} 1");
+    let down = outbox_tests::eventually(Duration::from_secs(15), async || {
+        let failed = publisher.publish(std::slice::from_ref(&to_b)).await;
+        failed.is_err() && publisher.encode_metrics().contains(&down_gauge)
+    })
+    .await;
+    assert!(down, "the only queue is down");
+    let lost = event("nowhere.thing", "y", "1", 2, json!({}));
+    let outcomes = publisher.publish(&[lost]).await.unwrap();
+    assert!(
+        matches!(&outcomes[0], PublishOutcome::Permanent(f) if f.kind() == FailureKind::NoRoute),
+        "{outcomes:?}"
+    );
+    assert!(publisher.publish(&[to_b]).await.is_err(), "still down");
+}
+
 /// A queue that answers, however slowly, is not down for long: once it has answered, a call past
 /// the watch's probe goes on to its time-out, and its probe is given the call time-out. Before, a
 /// destination answering in 2-12 s was taken for down at every probe, and its probe (given at

@@ -204,7 +204,8 @@ async fn a_slow_s3_is_not_taken_for_down() {
 
 /// The events of a publish that need no upload are sent while its uploads run: a slow S3
 /// (answering in 3-4 s) held the small events of healthy queues behind them, 15 s at the median
-/// through per-aggregate order (black-box run).
+/// through per-aggregate order (black-box run). Uploads have in-flight slots of their own: with
+/// the calls' slots all held by slow uploads, the others waited all the same (review).
 #[tokio::test]
 async fn a_slow_upload_does_not_hold_the_events_that_need_none() {
     let fx = outbox_sqs_fixture::SqsFixture::start().await;
@@ -219,6 +220,7 @@ async fn a_slow_upload_does_not_hold_the_events_that_need_none() {
         .client(sqs)
         .max_attempts(1)
         .call_timeout(Duration::from_secs(10))
+        .max_in_flight(1)
         .default_queue(q.as_str())
         .offload_bucket(&bucket)
         .offload_threshold(1024)
@@ -258,6 +260,42 @@ async fn a_slow_upload_does_not_hold_the_events_that_need_none() {
     assert!(
         small_sent_after < Duration::from_secs(1),
         "the small event waited {small_sent_after:?}"
+    );
+
+    // Another publish's upload under way (another worker's batch): the only call slot is not
+    // its to hold.
+    let uploading = [event(
+        "order.created",
+        "order",
+        "big-2",
+        3,
+        json!("x".repeat(4096)),
+    )];
+    let small = [event("order.created", "order", "small-2", 4, json!("y"))];
+    let (first, second) = tokio::join!(publisher.publish(&uploading), async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let started = Instant::now();
+        let outcomes = publisher.publish(&small).await;
+        (outcomes, started.elapsed())
+    });
+    assert!(
+        first
+            .unwrap()
+            .iter()
+            .all(|o| matches!(o, PublishOutcome::Published)),
+        "the upload"
+    );
+    let (outcomes, took) = second;
+    assert!(
+        outcomes
+            .unwrap()
+            .iter()
+            .all(|o| matches!(o, PublishOutcome::Published)),
+        "the small event"
+    );
+    assert!(
+        took < Duration::from_secs(1),
+        "the small event waited {took:?} for another publish's upload"
     );
 }
 

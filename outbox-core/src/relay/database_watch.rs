@@ -9,12 +9,13 @@
 //! once it can after it could not.
 
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use outbox_queries::queries::relay as sql;
 use tokio_util::sync::CancellationToken;
 
-use super::Relay;
+use super::{Inner, Relay};
 use crate::publisher::Publisher;
 
 /// How often the database is asked while the relay's workers back off after its failures.
@@ -23,63 +24,103 @@ pub(crate) const WATCH_EVERY: Duration = Duration::from_secs(1);
 /// The longest the watch waits for a connection and for its answer.
 const ASK_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// What the watch heard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Heard {
+    /// A session that can write.
+    Writable,
+    /// No answer, an error, or a read-only session.
+    Down,
+    /// No connection free in the pool: the workers hold them, which says nothing of the database.
+    Busy,
+}
+
 impl<P: Publisher> Relay<P> {
-    /// Starts the watch after a batch failed with a database or pool error, unless one runs; it
-    /// ends once the database answers, or with `stop`.
+    /// Starts the watch after a batch failed with a database, pool or time-out error, unless one
+    /// runs; it ends once the database answers, with `stop`, or with the relay.
     pub(super) fn watch_database(&self, stop: &CancellationToken) {
-        if self.inner.database_watch.swap(true, Ordering::AcqRel) {
+        // Wanted from now: a watch about to end (its last look under way, the failure in it or
+        // after) watches again instead of leaving this failure unwatched (review).
+        self.inner
+            .database_watch_wanted
+            .store(true, Ordering::SeqCst);
+        if self.inner.database_watch.swap(true, Ordering::SeqCst) {
             return;
         }
-        let relay = self.clone();
+        // Not the relay itself: a relay whose `run` was dropped without its token cancelled is
+        // not kept alive, nor asked about, by its watch (review).
+        let inner = Arc::downgrade(&self.inner);
         let stop = stop.clone();
         tokio::spawn(async move {
-            relay.watch_until_back(&stop).await;
-            relay.inner.database_watch.store(false, Ordering::Release);
+            loop {
+                watch_until_back(&inner, &stop).await;
+                let Some(this) = inner.upgrade() else {
+                    return;
+                };
+                this.database_watch.store(false, Ordering::SeqCst);
+                if stop.is_cancelled()
+                    || !this.database_watch_wanted.load(Ordering::SeqCst)
+                    || this.database_watch.swap(true, Ordering::SeqCst)
+                {
+                    return;
+                }
+            }
         });
     }
+}
 
-    /// Asks the database every [`WATCH_EVERY`] until a session can write; wakes the workers then
-    /// if one could not before (a failure that is not the database's, found writable at once,
-    /// wakes nobody: the workers' back-off stands).
-    async fn watch_until_back(&self, stop: &CancellationToken) {
-        let mut was_down = false;
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(WATCH_EVERY) => {}
-            }
-            if self.writable().await {
+/// Asks the database every [`WATCH_EVERY`] until a session can write; wakes the workers then if
+/// one could not before (a failure that is not the database's, found writable at once, wakes
+/// nobody: the workers' back-off stands).
+async fn watch_until_back<P: Publisher>(inner: &Weak<Inner<P>>, stop: &CancellationToken) {
+    let mut was_down = false;
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(WATCH_EVERY) => {}
+        }
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        inner.database_watch_wanted.store(false, Ordering::SeqCst);
+        match writable(&inner.pool).await {
+            Heard::Writable => {
                 if was_down {
                     tracing::debug!("the database answers again: waking the relay's workers");
-                    self.inner.database_back.notify_waiters();
+                    inner.database_back.notify_waiters();
                 }
                 return;
             }
-            was_down = true;
+            Heard::Down => was_down = true,
+            Heard::Busy => {}
         }
     }
+}
 
-    /// Whether a pooled session answers and can write. A read-only session is closed, not
-    /// returned: it stays read-only whatever the server becomes (`transaction.rs`).
-    async fn writable(&self) -> bool {
-        let Ok(Ok(client)) = tokio::time::timeout(ASK_TIMEOUT, self.inner.pool.get()).await else {
-            return false;
-        };
-        let asked =
-            tokio::time::timeout(ASK_TIMEOUT, sql::session_writable().bind(&**client).one()).await;
-        match asked {
-            Ok(Ok(true)) => true,
-            Ok(Ok(false)) => {
-                drop(deadpool_postgres::Client::take(client));
-                false
-            }
-            // Unanswered in time: closed, its answer may come later on a connection another
-            // batch would take.
-            Err(_) => {
-                drop(deadpool_postgres::Client::take(client));
-                false
-            }
-            Ok(Err(_)) => false,
+/// Whether a pooled session answers and can write. A read-only session is closed, not returned:
+/// it stays read-only whatever the server becomes (`transaction.rs`).
+async fn writable(pool: &deadpool_postgres::Pool) -> Heard {
+    let client = match tokio::time::timeout(ASK_TIMEOUT, pool.get()).await {
+        Ok(Ok(client)) => client,
+        _ => {
+            let status = pool.status();
+            return if status.available == 0 && status.size >= status.max_size {
+                Heard::Busy
+            } else {
+                Heard::Down
+            };
         }
+    };
+    let asked =
+        tokio::time::timeout(ASK_TIMEOUT, sql::session_writable().bind(&**client).one()).await;
+    match asked {
+        Ok(Ok(true)) => Heard::Writable,
+        // Read-only, or unanswered in time (its answer may come later, on a connection another
+        // batch would take): closed.
+        Ok(Ok(false)) | Err(_) => {
+            drop(deadpool_postgres::Client::take(client));
+            Heard::Down
+        }
+        Ok(Err(_)) => Heard::Down,
     }
 }

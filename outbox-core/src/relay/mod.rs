@@ -80,8 +80,10 @@ pub(crate) struct Inner<P> {
     due: Arc<due::DueWakes>,
     /// Wakes every worker backing off after failures: the database answers again.
     database_back: Arc<tokio::sync::Notify>,
-    /// Whether the watch for the database coming back runs (`database_watch.rs`).
+    /// Whether the watch for the database coming back runs (`database_watch.rs`)…
     database_watch: std::sync::atomic::AtomicBool,
+    /// …and whether a batch failed since its last look began.
+    database_watch_wanted: std::sync::atomic::AtomicBool,
     /// Whether the database's encoding stores any text (UTF8, SQL_ASCII); read with the first
     /// failure to record (`batch.rs`, `storable`).
     any_text: tokio::sync::OnceCell<bool>,
@@ -262,6 +264,7 @@ impl<P: Publisher> RelayBuilder<P> {
                 due: Arc::new(due::DueWakes::new(&wake)),
                 database_back: Arc::new(tokio::sync::Notify::new()),
                 database_watch: std::sync::atomic::AtomicBool::new(false),
+                database_watch_wanted: std::sync::atomic::AtomicBool::new(false),
                 any_text: tokio::sync::OnceCell::new(),
                 housekeeping_interval: self.housekeeping_interval,
                 outage: outage::Outage::new(longest_batch, deferrals_end),

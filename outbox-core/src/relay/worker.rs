@@ -210,7 +210,10 @@ impl<P: Publisher> Relay<P> {
                 Err(e) => {
                     // This worker backs off: the wake-up it may have been given goes to another.
                     self.inner.wake.notify_one();
-                    if matches!(e.kind(), ErrorKind::Database | ErrorKind::Pool) {
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::Database | ErrorKind::Pool | ErrorKind::Timeout
+                    ) {
                         self.watch_database(&shutdown);
                     }
                     let delay = infra.failed();
