@@ -95,8 +95,13 @@ pub(crate) enum Report {
     /// Nothing at `warn` or `info`: another failure within the minute, a claim that found nothing
     /// while the publisher fails, the end of an outage that was not warned about.
     Quiet,
-    /// The first success after failures that were warned about: an info line.
-    Recovered { after: Duration, batches: u64 },
+    /// The first success after failures that were warned about, or lasted
+    /// [`QUIET_RECOVERY`]: an info line, or a warning when no line told of the outage (`warned`).
+    Recovered {
+        after: Duration,
+        batches: u64,
+        warned: bool,
+    },
     /// A success after a success: nothing.
     Fine,
 }
@@ -199,6 +204,7 @@ impl Outage {
             Report::Recovered {
                 after: until.saturating_duration_since(f.since),
                 batches: f.batches,
+                warned: f.warned,
             }
         } else {
             Report::Quiet
@@ -299,12 +305,29 @@ impl Outage {
     /// none), and logs the end of an outage.
     pub(crate) fn succeeded(&self, published: bool, empty: bool) {
         let report = self.succeeded_at(Instant::now(), published, empty);
-        if let Report::Recovered { after, batches } = report {
-            tracing::info!(
+        match report {
+            Report::Recovered {
+                after,
+                batches,
+                warned: true,
+            } => tracing::info!(
                 failed_for_ms = after.as_millis() as u64,
                 failed_batches = batches,
                 "relay batches succeed again"
-            );
+            ),
+            // The only line of this outage: at `warn`, where an operator looks (black-box run: a
+            // 35 s stall was told at `info` alone).
+            Report::Recovered {
+                after,
+                batches,
+                warned: false,
+            } => tracing::warn!(
+                failed_for_ms = after.as_millis() as u64,
+                failed_batches = batches,
+                "relay batches failed for a while and succeed again (not warned about when they \
+                 started: another outage was, less than a minute before)"
+            ),
+            _ => {}
         }
     }
 

@@ -25,7 +25,8 @@ fn one_warning_a_reminder_a_minute_and_one_recovery_line() {
         o.succeeded_at(at(70_000), true, false),
         Report::Recovered {
             after: Duration::from_secs(70),
-            batches: 42
+            batches: 42,
+            warned: true
         }
     );
     assert_eq!(o.succeeded_at(at(71_000), true, false), Report::Fine);
@@ -41,7 +42,8 @@ fn a_database_outage_ends_with_any_claim_a_publisher_outage_with_a_publish() {
         o.succeeded_at(at(1), false, true),
         Report::Recovered {
             after: Duration::from_secs(1),
-            batches: 1
+            batches: 1,
+            warned: true
         }
     );
     // The publisher failed once in this outage, then the database: still the publisher's until
@@ -108,7 +110,8 @@ fn an_outage_soon_after_another_is_told_within_a_minute_of_the_last_warning() {
         o.succeeded_at(at(90), false, true),
         Report::Recovered {
             after: Duration::from_secs(20),
-            batches: 1
+            batches: 1,
+            warned: false
         }
     );
     // Short and not warned: quiet.
@@ -219,7 +222,8 @@ fn an_outage_is_dated_from_the_start_of_its_first_batch() {
         o.succeeded_at(at(40), true, false),
         Report::Recovered {
             after: Duration::from_secs(40),
-            batches: 1
+            batches: 1,
+            warned: true
         }
     );
 }
@@ -243,7 +247,8 @@ fn a_publisher_outage_ends_after_a_quiet_while_of_empty_claims() {
         o.succeeded_at(at(20) + QUIET_END, false, true),
         Report::Recovered {
             after: Duration::from_secs(20),
-            batches: 2
+            batches: 2,
+            warned: true
         }
     );
 }
