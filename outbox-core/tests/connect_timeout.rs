@@ -119,3 +119,33 @@ async fn a_pool_refused_a_connection_says_the_servers_reason() {
     db.execute(&format!("DROP ROLE {role}")).await;
     assert!(text.contains("too many connections for role"), "{text}");
 }
+
+/// The relay's pool connections are named (`outbox-relay`), unless the connection string names
+/// them: an operator counting who holds the server's connection slots saw them unnamed, the
+/// LISTEN and waiting connections alone named (black-box run).
+#[tokio::test]
+async fn the_relays_pool_connections_are_named() {
+    let db = outbox_tests::TestDb::new().await;
+    let name_of = async |url: &str| {
+        let pool = PgConnector::from_url(url)
+            .unwrap()
+            .relay_pool(1, Duration::from_secs(30))
+            .unwrap();
+        let client = pool.get().await.unwrap();
+        let row = client
+            .query_one("SHOW application_name", &[])
+            .await
+            .unwrap();
+        row.get::<_, String>(0)
+    };
+    assert_eq!(
+        name_of(&db.url()).await,
+        outbox_core::RELAY_APPLICATION_NAME
+    );
+    let named = format!(
+        "{}{}application_name=billing",
+        db.url(),
+        if db.url().contains('?') { "&" } else { "?" }
+    );
+    assert_eq!(name_of(&named).await, "billing");
+}

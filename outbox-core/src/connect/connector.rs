@@ -215,7 +215,9 @@ impl PgConnector {
         self
     }
 
-    /// Like [`pool`](Self::pool), with the relay's pool time-outs
+    /// Like [`pool`](Self::pool), its connections named
+    /// [`RELAY_APPLICATION_NAME`](crate::RELAY_APPLICATION_NAME) unless the connection string
+    /// names them, with the relay's pool time-outs
     /// ([`connect::pool_timeouts`](crate::connect::pool_timeouts)): waiting for a connection
     /// at most `publish_timeout`, recycling one within seconds. Creating one is bounded by this
     /// connector itself — `connect_timeout` for each host and address it tries — not by the pool,
@@ -226,8 +228,13 @@ impl PgConnector {
         max_size: usize,
         publish_timeout: std::time::Duration,
     ) -> Result<Pool, Error> {
+        // Named (unless the connection string names them): an operator counting who holds the
+        // server's connections saw the relays' pools unnamed (black-box run).
+        let named = self
+            .clone()
+            .with_default_application_name(crate::relay::RELAY_APPLICATION_NAME);
         crate::connect::pool_timeouts(
-            Pool::builder(self.manager(ManagerConfig {
+            Pool::builder(named.manager(ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             }))
             .max_size(max_size),

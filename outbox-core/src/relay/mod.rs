@@ -33,6 +33,12 @@ pub use config::{
 };
 pub(crate) use guard::panic_message;
 pub use listener::LISTENER_APPLICATION_NAME;
+
+/// The `application_name` of the connections of a relay's pool
+/// ([`PgConnector::relay_pool`](crate::connect::PgConnector::relay_pool)), unless the connection
+/// string sets one; its LISTEN connection and the one advertising waiting have their own
+/// ([`LISTENER_APPLICATION_NAME`], [`WAITING_APPLICATION_NAME`]).
+pub const RELAY_APPLICATION_NAME: &str = "outbox-relay";
 use listener::ListenTarget;
 pub use outcome::MAX_LAST_ERROR_CHARS;
 pub use waiting::{WAITING_APPLICATION_NAME, WAITING_LOCK};
