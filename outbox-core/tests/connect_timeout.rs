@@ -148,4 +148,11 @@ async fn the_relays_pool_connections_are_named() {
         if db.url().contains('?') { "&" } else { "?" }
     );
     assert_eq!(name_of(&named).await, "billing");
+    // Named in `options`: the start-up packet's default would win over it (review).
+    let in_options = format!(
+        "{}{}options=-c%20application_name%3Dledger",
+        db.url(),
+        if db.url().contains('?') { "&" } else { "?" }
+    );
+    assert_eq!(name_of(&in_options).await, "ledger");
 }

@@ -169,6 +169,21 @@ async fn a_silent_service_fails_the_start_up_check_whatever_the_others_do() {
     assert_eq!(err.kind(), outbox_sqs::ErrorKind::Timeout, "{err}");
 }
 
+/// A publisher of the fixture's queues `a` (the default) and `b` (`b.*`), with a 1.5 s call
+/// time-out and a probe a second.
+async fn a_and_b(fx: &SqsFixture, a: &str, b: &str) -> SqsPublisher {
+    SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&fx.endpoint_url()).await)
+        .max_attempts(1)
+        .call_timeout(Duration::from_millis(1_500))
+        .breaker_probe_interval(Duration::from_secs(1))
+        .route("b.*", b)
+        .default_queue(a)
+        .build()
+        .await
+        .unwrap()
+}
+
 /// A queue silent at start-up while another queue answers: the relay starts with it down, its
 /// events waiting uncounted (black-box run: one black-holed queue failed every relay's restart,
 /// and all delivery with it).
@@ -178,16 +193,7 @@ async fn a_queue_silent_at_start_up_starts_down_while_another_answers() {
     let a = fx.create_queue("a");
     let b = fx.create_queue("b");
     fx.silence_queue("b");
-    let publisher = SqsPublisher::builder()
-        .sdk_config(sdk_config_for(&fx.endpoint_url()).await)
-        .max_attempts(1)
-        .call_timeout(Duration::from_millis(1_500))
-        .breaker_probe_interval(Duration::from_secs(1))
-        .route("b.*", b.as_str())
-        .default_queue(a.as_str())
-        .build()
-        .await
-        .unwrap();
+    let publisher = a_and_b(&fx, &a, &b).await;
     publisher
         .check()
         .await
@@ -239,16 +245,7 @@ async fn a_queue_found_back_has_its_own_message_limit_read() {
     let b = fx.create_queue("b");
     fx.set_max_message_size("b", 2048);
     fx.silence_queue("b");
-    let publisher = SqsPublisher::builder()
-        .sdk_config(sdk_config_for(&fx.endpoint_url()).await)
-        .max_attempts(1)
-        .call_timeout(Duration::from_millis(1_500))
-        .breaker_probe_interval(Duration::from_secs(1))
-        .route("b.*", b.as_str())
-        .default_queue(a.as_str())
-        .build()
-        .await
-        .unwrap();
+    let publisher = a_and_b(&fx, &a, &b).await;
     publisher.check().await.expect("queue a answers");
     fx.answer_queue("b");
     let big = event("b.thing", "x", "1", 1, json!("x".repeat(4096)));

@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use aws::{bucket_and_queue, upstream};
 use common::event;
-use outbox_core::{FailureKind, PublishOutcome, Publisher};
-use outbox_sqs::SqsPublisher;
+use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome, Publisher};
+use outbox_sqs::{SqsPublisher, SqsPublisherBuilder};
+use outbox_sqs_fixture::SqsFixture;
 use outbox_tests::sqs::{TestQueue, endpoint, sdk_config_for};
 use outbox_tests::{BlackHoleProxy, DelayProxy};
 use serde_json::json;
@@ -38,6 +39,40 @@ async fn publisher(
         .build()
         .await
         .unwrap()
+}
+
+/// An event of aggregate `big-{n}` whose 4 KiB payload is offloaded (the threshold is 1 KiB).
+fn big(n: i64) -> ClaimedEvent {
+    event(
+        "order.created",
+        "order",
+        &format!("big-{n}"),
+        n,
+        json!("x".repeat(4096)),
+    )
+}
+
+/// A publisher sending to the fixture's queue `queue` and offloading every message over 1 KiB to
+/// a new bucket of the emulator's S3 through the proxy at `s3`, with a 10 s call time-out and
+/// `configure`d further.
+async fn fixture_publisher(
+    fx: &SqsFixture,
+    queue: &str,
+    s3: SocketAddr,
+    configure: impl FnOnce(SqsPublisherBuilder) -> SqsPublisherBuilder,
+) -> SqsPublisher {
+    let bucket = aws::bucket_name();
+    aws::create_bucket(&aws::s3_client().await, &bucket).await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk_config_for(&fx.endpoint_url()).await);
+    let builder = SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&format!("http://{s3}")).await)
+        .client(sqs)
+        .max_attempts(1)
+        .call_timeout(Duration::from_secs(10))
+        .default_queue(queue)
+        .offload_bucket(&bucket)
+        .offload_threshold(1024);
+    configure(builder).build().await.unwrap()
 }
 
 /// An outage's onset costs seconds, not the upload's time-out: an upload unanswered after a
@@ -107,15 +142,6 @@ async fn an_outage_right_after_an_upload_is_found_once_s3_is_silent_for_5_s() {
     let (bucket, queue) = bucket_and_queue().await;
     let proxy = BlackHoleProxy::start(upstream()).await;
     let publisher = publisher(proxy.addr(), &queue, &bucket, Duration::from_secs(20)).await;
-    let big = |n: i64| {
-        event(
-            "order.created",
-            "order",
-            &format!("big-{n}"),
-            n,
-            json!("x".repeat(4096)),
-        )
-    };
     let outcomes = publisher.publish(&[big(1)]).await.unwrap();
     assert!(
         matches!(outcomes[0], PublishOutcome::Published),
@@ -174,15 +200,6 @@ async fn a_slow_s3_is_not_taken_for_down() {
     let (bucket, queue) = bucket_and_queue().await;
     let proxy = BlackHoleProxy::start(upstream()).await;
     let publisher = publisher(proxy.addr(), &queue, &bucket, Duration::from_secs(10)).await;
-    let big = |n: i64| {
-        event(
-            "order.created",
-            "order",
-            &format!("big-{n}"),
-            n,
-            json!("x".repeat(4096)),
-        )
-    };
     let outcomes = publisher.publish(&[big(0)]).await.unwrap();
     assert!(
         matches!(outcomes[0], PublishOutcome::Published),
@@ -208,25 +225,10 @@ async fn a_slow_s3_is_not_taken_for_down() {
 /// the calls' slots all held by slow uploads, the others waited all the same (review).
 #[tokio::test]
 async fn a_slow_upload_does_not_hold_the_events_that_need_none() {
-    let fx = outbox_sqs_fixture::SqsFixture::start().await;
+    let fx = SqsFixture::start().await;
     let q = fx.create_queue("q");
-    let s3 = aws::s3_client().await;
-    let bucket = aws::bucket_name();
-    aws::create_bucket(&s3, &bucket).await;
     let proxy = BlackHoleProxy::start(upstream()).await;
-    let sqs = aws_sdk_sqs::Client::new(&sdk_config_for(&fx.endpoint_url()).await);
-    let publisher = SqsPublisher::builder()
-        .sdk_config(sdk_config_for(&format!("http://{}", proxy.addr())).await)
-        .client(sqs)
-        .max_attempts(1)
-        .call_timeout(Duration::from_secs(10))
-        .max_in_flight(1)
-        .default_queue(q.as_str())
-        .offload_bucket(&bucket)
-        .offload_threshold(1024)
-        .build()
-        .await
-        .unwrap();
+    let publisher = fixture_publisher(&fx, &q, proxy.addr(), |b| b.max_in_flight(1)).await;
     proxy.delay_requests(Duration::from_millis(2_500));
     let big = event("order.created", "order", "big", 1, json!("x".repeat(4096)));
     let small = event("order.created", "order", "small", 2, json!("x"));
@@ -304,25 +306,10 @@ async fn a_slow_upload_does_not_hold_the_events_that_need_none() {
 /// once.
 #[tokio::test]
 async fn a_slow_upload_holds_its_own_groups_later_events_in_order() {
-    let fx = outbox_sqs_fixture::SqsFixture::start().await;
+    let fx = SqsFixture::start().await;
     let q = fx.create_queue("q.fifo");
-    let s3 = aws::s3_client().await;
-    let bucket = aws::bucket_name();
-    aws::create_bucket(&s3, &bucket).await;
     let proxy = BlackHoleProxy::start(upstream()).await;
-    let sqs = aws_sdk_sqs::Client::new(&sdk_config_for(&fx.endpoint_url()).await);
-    let publisher = SqsPublisher::builder()
-        .sdk_config(sdk_config_for(&format!("http://{}", proxy.addr())).await)
-        .client(sqs)
-        .max_attempts(1)
-        .call_timeout(Duration::from_secs(10))
-        .default_queue(q.as_str())
-        .batch_aggregates(true)
-        .offload_bucket(&bucket)
-        .offload_threshold(1024)
-        .build()
-        .await
-        .unwrap();
+    let publisher = fixture_publisher(&fx, &q, proxy.addr(), |b| b.batch_aggregates(true)).await;
     proxy.delay_requests(Duration::from_millis(1_500));
     let events = [
         event("order.created", "order", "g", 1, json!("x".repeat(4096))),

@@ -285,7 +285,13 @@ impl PgConnector {
 
     /// The same connector with `application_name` set, unless the connection string sets one.
     pub fn with_default_application_name(mut self, name: &str) -> PgConnector {
-        if self.pg.get_application_name().is_none() {
+        // A name given in `options` (`-c application_name=…`) would lose to the start-up packet's
+        // (review).
+        let in_options = self
+            .pg
+            .get_options()
+            .is_some_and(|o| o.contains("application_name"));
+        if self.pg.get_application_name().is_none() && !in_options {
             self.pg.application_name(name);
         }
         self

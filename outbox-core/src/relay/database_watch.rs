@@ -52,8 +52,12 @@ impl<P: Publisher> Relay<P> {
         let inner = Arc::downgrade(&self.inner);
         let stop = stop.clone();
         tokio::spawn(async move {
+            // Carried into a watch re-armed by a failure during the last look: it wakes the
+            // workers too once the database answers (a worker that failed after the wake-up slept
+            // its whole back-off: review).
+            let mut was_down = false;
             loop {
-                watch_until_back(&inner, &stop).await;
+                was_down = watch_until_back(&inner, &stop, was_down).await;
                 let Some(this) = inner.upgrade() else {
                     return;
                 };
@@ -70,17 +74,21 @@ impl<P: Publisher> Relay<P> {
 }
 
 /// Asks the database every [`WATCH_EVERY`] until a session can write; wakes the workers then if
-/// one could not before (a failure that is not the database's, found writable at once, wakes
-/// nobody: the workers' back-off stands).
-async fn watch_until_back<P: Publisher>(inner: &Weak<Inner<P>>, stop: &CancellationToken) {
-    let mut was_down = false;
+/// one could not before (`was_down`: before this watch, in the one it re-arms). A failure that is
+/// not the database's, found writable at once, wakes nobody: the workers' back-off stands.
+/// Returns whether it found the database down.
+async fn watch_until_back<P: Publisher>(
+    inner: &Weak<Inner<P>>,
+    stop: &CancellationToken,
+    mut was_down: bool,
+) -> bool {
     loop {
         tokio::select! {
-            () = stop.cancelled() => return,
+            () = stop.cancelled() => return was_down,
             () = tokio::time::sleep(WATCH_EVERY) => {}
         }
         let Some(inner) = inner.upgrade() else {
-            return;
+            return was_down;
         };
         inner.database_watch_wanted.store(false, Ordering::SeqCst);
         match writable(&inner.pool).await {
@@ -89,7 +97,7 @@ async fn watch_until_back<P: Publisher>(inner: &Weak<Inner<P>>, stop: &Cancellat
                     tracing::debug!("the database answers again: waking the relay's workers");
                     inner.database_back.notify_waiters();
                 }
-                return;
+                return was_down;
             }
             Heard::Down => was_down = true,
             Heard::Busy => {}

@@ -210,10 +210,14 @@ impl<P: Publisher> Relay<P> {
                 Err(e) => {
                     // This worker backs off: the wake-up it may have been given goes to another.
                     self.inner.wake.notify_one();
-                    if matches!(
-                        e.kind(),
-                        ErrorKind::Database | ErrorKind::Pool | ErrorKind::Timeout
-                    ) {
+                    // Not a publish past its time limit: the broker's, not the database's
+                    // (review).
+                    let database = match e.kind() {
+                        ErrorKind::Database | ErrorKind::Pool => true,
+                        ErrorKind::Timeout => !e.is_publishers(),
+                        _ => false,
+                    };
+                    if database {
                         self.watch_database(&shutdown);
                     }
                     let delay = infra.failed();
