@@ -2,6 +2,7 @@
 //! [`PublishOutcome`](crate::PublishOutcome) carries.
 
 use std::fmt;
+use std::time::Duration;
 
 /// What kind of failure a publisher reports for one event. The outcome's variant
 /// ([`Retry`](crate::PublishOutcome::Retry), [`Permanent`](crate::PublishOutcome::Permanent),
@@ -31,6 +32,9 @@ pub enum FailureKind {
     /// The event was not sent: the batch's deadline came first, or an earlier event of its
     /// aggregate failed in the same call.
     NotSent,
+    /// The publisher is still preparing the event (an upload of its payload runs on): put back
+    /// briefly, for the next claim to send it. Not an outage.
+    InProgress,
     /// The publisher panicked while publishing the event.
     Panic,
     /// Any other failure.
@@ -40,7 +44,7 @@ pub enum FailureKind {
 impl FailureKind {
     /// A short name, as logs and the `reason` label of metrics use it: `throttled`, `broker`,
     /// `timeout`, `unreachable`, `credentials`, `invalid_content`, `too_large`, `no_route`,
-    /// `destination`, `not_sent`, `panic`, `other`.
+    /// `destination`, `not_sent`, `in_progress`, `panic`, `other`.
     pub fn as_str(self) -> &'static str {
         match self {
             FailureKind::Throttled => "throttled",
@@ -53,6 +57,7 @@ impl FailureKind {
             FailureKind::NoRoute => "no_route",
             FailureKind::Destination => "destination",
             FailureKind::NotSent => "not_sent",
+            FailureKind::InProgress => "in_progress",
             FailureKind::Panic => "panic",
             FailureKind::Other => "other",
         }
@@ -82,6 +87,7 @@ impl fmt::Display for FailureKind {
 pub struct PublishFailure {
     kind: FailureKind,
     message: String,
+    put_back: Option<Duration>,
 }
 
 impl PublishFailure {
@@ -90,7 +96,35 @@ impl PublishFailure {
         PublishFailure {
             kind,
             message: message.into(),
+            put_back: None,
         }
+    }
+
+    /// This failure, for an [`Unavailable`](crate::PublishOutcome::Unavailable) outcome: put the
+    /// event back for `delay` instead of
+    /// [`UNAVAILABLE_RETRY_DELAY`](crate::UNAVAILABLE_RETRY_DELAY) (e.g. shorter, when the
+    /// publisher expects to send it soon), at most [`MAX_PUT_BACK`](crate::MAX_PUT_BACK). The
+    /// other outcomes ignore it: a counted attempt backs
+    /// off by the relay's retry policy.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use outbox_core::{FailureKind, PublishFailure, PublishOutcome};
+    ///
+    /// let failure = PublishFailure::new(FailureKind::InProgress, "its payload is still uploading")
+    ///     .with_put_back(Duration::from_secs(1));
+    /// assert_eq!(failure.put_back(), Some(Duration::from_secs(1)));
+    /// let outcome = PublishOutcome::Unavailable(failure);
+    /// ```
+    pub fn with_put_back(mut self, delay: Duration) -> Self {
+        self.put_back = Some(delay);
+        self
+    }
+
+    /// How long an event put back with this failure waits, when the publisher said (see
+    /// [`with_put_back`](Self::with_put_back)).
+    pub fn put_back(&self) -> Option<Duration> {
+        self.put_back
     }
 
     /// What kind of failure it is.

@@ -35,6 +35,10 @@ pub const PUBLISH_OVERRUN: std::time::Duration = std::time::Duration::from_secs(
 /// [unavailable](PublishOutcome::Unavailable) (less up to 20 % jitter).
 pub const UNAVAILABLE_RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// The longest an event [unavailable](PublishOutcome::Unavailable) is put back for when its
+/// failure names its own delay ([`PublishFailure::with_put_back`]): one hour.
+pub const MAX_PUT_BACK: std::time::Duration = std::time::Duration::from_secs(3600);
+
 impl PublishOutcome {
     /// [`Retry`](PublishOutcome::Retry) with a failure of `kind`.
     pub fn retry(kind: FailureKind, message: impl Into<String>) -> Self {

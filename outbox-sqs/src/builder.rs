@@ -99,6 +99,13 @@ impl SqsPublisherBuilder {
         self
     }
 
+    /// With [`offload_bucket`](Self::offload_bucket): how long a publish waits for an upload
+    /// before its event is put back while the upload goes on. See [`SqsConfig::offload_wait`].
+    pub fn offload_wait(mut self, wait: Duration) -> Self {
+        self.config.offload_wait = wait;
+        self
+    }
+
     /// Sends several events of one aggregate in one FIFO call when the relay keeps per-aggregate
     /// order and there is a single FIFO destination. See [`SqsConfig::batch_aggregates`].
     pub fn batch_aggregates(mut self, on: bool) -> Self {
@@ -242,7 +249,7 @@ impl SqsPublisherBuilder {
             (None, false) => SQS_LIMITS,
         };
         let offload = match (clients.s3, &config.offload_bucket) {
-            (Some(s3), Some(bucket)) => Some(Offloader {
+            (Some(s3), Some(bucket)) => Some(Arc::new(Offloader {
                 down: std::sync::Arc::new(crate::s3_down::S3Down::for_bucket(
                     s3.clone(),
                     bucket.trim(),
@@ -260,7 +267,10 @@ impl SqsPublisherBuilder {
                     config.broken_queue_dead_letter_after,
                     metrics.bucket_unavailable(bucket.trim()),
                 ),
-            }),
+                permits: Arc::new(Semaphore::new(config.max_in_flight)),
+                wait: config.offload_wait,
+                detached: Default::default(),
+            })),
             _ => None,
         };
 
@@ -294,7 +304,6 @@ impl SqsPublisherBuilder {
             router,
             queues,
             permits: Semaphore::new(config.max_in_flight),
-            upload_permits: Semaphore::new(config.max_in_flight),
             max_in_flight: config.max_in_flight,
             call_timeout: config.call_timeout,
             metrics,

@@ -28,6 +28,9 @@ pub const ENV_OFFLOAD_BUCKET: &str = "OUTBOX_SQS_OFFLOAD_BUCKET";
 /// destination's limit).
 pub const ENV_OFFLOAD_THRESHOLD_BYTES: &str = "OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTES";
 
+/// Environment variable: how long a publish waits for an offloaded payload's upload before its
+/// event is put back while the upload goes on, in milliseconds.
+pub const ENV_OFFLOAD_WAIT_MS: &str = "OUTBOX_SQS_OFFLOAD_WAIT_MS";
 /// Environment variable: `true` to send several events of one aggregate in one FIFO call (see
 /// [`SqsConfig::batch_aggregates`]).
 pub const ENV_BATCH_AGGREGATES: &str = "OUTBOX_SQS_BATCH_AGGREGATES";
@@ -48,6 +51,8 @@ pub const MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER: Duration = Duration::from_secs(30 
 /// [`UNAVAILABLE_RETRY_DELAY`](outbox_core::UNAVAILABLE_RETRY_DELAY), so the events put back come
 /// round about when the next probe is due.
 pub const DEFAULT_BREAKER_PROBE_INTERVAL: Duration = outbox_core::UNAVAILABLE_RETRY_DELAY;
+/// Default of [`SqsConfig::offload_wait`]: one second.
+pub const DEFAULT_OFFLOAD_WAIT: Duration = Duration::from_secs(1);
 /// Upper bound of [`SqsConfig::breaker_probe_interval`]: one hour.
 pub const MAX_BREAKER_PROBE_INTERVAL: Duration = Duration::from_secs(3600);
 
@@ -129,6 +134,13 @@ pub struct SqsConfig {
     /// topics, or their `MaximumMessageSize`); at most 1 MiB. `None` (the default): each
     /// destination's own limit.
     pub offload_threshold: Option<usize>,
+    /// With an offload bucket: how long a publish waits for an upload. An upload still running
+    /// then goes on without it: its event is put back for a second, uncounted, and sent at its
+    /// next claim once the upload is done (see [the crate docs](crate#s3-offload-of-large-payloads)),
+    /// so that a slow S3 does not hold the batch's other events, nor, through per-aggregate order,
+    /// their aggregates. The publish deadline bounds it too. Default [`DEFAULT_OFFLOAD_WAIT`]
+    /// (1 s).
+    pub offload_wait: Duration,
     /// With per-aggregate order on and a single FIFO destination (queue or topic): send several
     /// events of one aggregate in one `SendMessageBatch` / `PublishBatch` call, in order (the
     /// relay then hands a whole claimed batch to one publish instead of one wave per position in
@@ -159,6 +171,7 @@ impl Default for SqsConfig {
             breaker_probe_interval: DEFAULT_BREAKER_PROBE_INTERVAL,
             offload_bucket: None,
             offload_threshold: None,
+            offload_wait: DEFAULT_OFFLOAD_WAIT,
             batch_aggregates: false,
             transport: SqsTransport::Direct,
         }
@@ -195,8 +208,9 @@ impl SqsConfig {
     /// [`OUTBOX_SQS_CALL_TIMEOUT_MS`](ENV_CALL_TIMEOUT_MS),
     /// [`OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS`](ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS) and
     /// [`OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS`](ENV_BREAKER_PROBE_INTERVAL_MS),
-    /// [`OUTBOX_SQS_OFFLOAD_BUCKET`](ENV_OFFLOAD_BUCKET) and
-    /// [`OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTES`](ENV_OFFLOAD_THRESHOLD_BYTES),
+    /// [`OUTBOX_SQS_OFFLOAD_BUCKET`](ENV_OFFLOAD_BUCKET),
+    /// [`OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTES`](ENV_OFFLOAD_THRESHOLD_BYTES) and
+    /// [`OUTBOX_SQS_OFFLOAD_WAIT_MS`](ENV_OFFLOAD_WAIT_MS),
     /// [`OUTBOX_SQS_BATCH_AGGREGATES`](ENV_BATCH_AGGREGATES),
     /// [`OUTBOX_SQS_TRANSPORT`](ENV_TRANSPORT). AWS settings are read later, by
     /// `aws-config`, from the standard AWS variables.
@@ -258,6 +272,14 @@ impl SqsConfig {
                     "{ENV_OFFLOAD_THRESHOLD_BYTES}: `{bytes}` is not a whole number of bytes"
                 ))
             })?);
+        }
+        if let Some(ms) = var(ENV_OFFLOAD_WAIT_MS) {
+            let ms: u64 = ms.trim().parse().map_err(|_| {
+                config_error(format!(
+                    "{ENV_OFFLOAD_WAIT_MS}: `{ms}` is not a whole number of milliseconds"
+                ))
+            })?;
+            config.offload_wait = Duration::from_millis(ms);
         }
         if let Some(on) = var(ENV_BATCH_AGGREGATES) {
             config.batch_aggregates = match on.trim().to_ascii_lowercase().as_str() {
@@ -344,6 +366,7 @@ mod tests {
             (ENV_CALL_TIMEOUT_MS, "2500"),
             (ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, "600"),
             (ENV_BREAKER_PROBE_INTERVAL_MS, "750"),
+            (ENV_OFFLOAD_WAIT_MS, "2500"),
             (ENV_OFFLOAD_BUCKET, " payloads "),
             (ENV_OFFLOAD_THRESHOLD_BYTES, "200000"),
             (ENV_BATCH_AGGREGATES, " TRUE "),
@@ -367,6 +390,7 @@ mod tests {
         assert_eq!(c.call_timeout, Duration::from_millis(2500));
         assert_eq!(c.broken_queue_dead_letter_after, Duration::from_secs(600));
         assert_eq!(c.breaker_probe_interval, Duration::from_millis(750));
+        assert_eq!(c.offload_wait, Duration::from_millis(2500));
         assert_eq!(c.offload_bucket.as_deref(), Some("payloads"));
         assert_eq!(c.offload_threshold, Some(200_000));
         assert!(c.batch_aggregates);
@@ -406,6 +430,8 @@ mod tests {
         );
         let e = SqsConfig::from_vars(vars(&[(ENV_BREAKER_PROBE_INTERVAL_MS, "-1")])).unwrap_err();
         assert!(e.to_string().contains(ENV_BREAKER_PROBE_INTERVAL_MS), "{e}");
+        let e = SqsConfig::from_vars(vars(&[(ENV_OFFLOAD_WAIT_MS, "1s")])).unwrap_err();
+        assert!(e.to_string().contains(ENV_OFFLOAD_WAIT_MS), "{e}");
         let e = SqsConfig::from_vars(vars(&[(ENV_OFFLOAD_THRESHOLD_BYTES, "1MiB")])).unwrap_err();
         assert!(e.to_string().contains(ENV_OFFLOAD_THRESHOLD_BYTES), "{e}");
         let e = SqsConfig::from_vars(vars(&[(ENV_ROUTES, "order.*")])).unwrap_err();

@@ -320,6 +320,7 @@ mod config;
 pub mod consumer;
 mod destination;
 mod destination_down;
+mod detached;
 mod direct;
 mod down;
 mod endpoint;
@@ -345,6 +346,7 @@ mod sns;
 mod sqs_json;
 mod transport;
 mod unavailable;
+mod upload;
 mod upload_failure;
 mod upload_watch;
 mod watch;
@@ -353,9 +355,9 @@ pub use batch::{MAX_BATCH_BYTES, MAX_BATCH_ENTRIES};
 pub use classify::{Class, classify, classify_sdk_error, failure_kind};
 pub use config::{
     DEFAULT_BREAKER_PROBE_INTERVAL, DEFAULT_BROKEN_QUEUE_DEAD_LETTER_AFTER, DEFAULT_CALL_TIMEOUT,
-    DEFAULT_MAX_IN_FLIGHT, ENV_BATCH_AGGREGATES, ENV_BREAKER_PROBE_INTERVAL_MS,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_OFFLOAD_WAIT, ENV_BATCH_AGGREGATES, ENV_BREAKER_PROBE_INTERVAL_MS,
     ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, ENV_CALL_TIMEOUT_MS, ENV_DEFAULT_QUEUE_URL,
-    ENV_MAX_IN_FLIGHT, ENV_OFFLOAD_BUCKET, ENV_OFFLOAD_THRESHOLD_BYTES, ENV_ROUTES, ENV_TRANSPORT,
+    ENV_MAX_IN_FLIGHT, ENV_OFFLOAD_BUCKET, ENV_OFFLOAD_THRESHOLD_BYTES, ENV_OFFLOAD_WAIT_MS, ENV_ROUTES, ENV_TRANSPORT,
     MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
 };
 pub use consumer::{Consumer, ConsumerBuilder, ConsumerConfig, Envelope, Handler};

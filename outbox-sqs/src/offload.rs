@@ -20,14 +20,16 @@ use outbox_core::message::message_size;
 use outbox_core::{ClaimedEvent, FailureKind, PublishFailure, PublishOutcome};
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
 
 use crate::breaker::{Admit, Breaker};
+use crate::detached::{DetachedUploads, Known, still_uploading};
 use crate::down::Gate;
 use crate::publisher::SqsPublisher;
-use crate::s3::Budget;
 use crate::s3_down::S3Down;
 use crate::slow_upload::SlowUploads;
-use crate::upload_watch::Stopped;
 
 /// The message attribute that marks an offloaded message and holds the payload's size in bytes
 /// (data type `Number`): the reserved name of the AWS Extended Client libraries.
@@ -85,7 +87,7 @@ pub(crate) fn size_attribute_len(payload_len: usize) -> usize {
 
 /// The outcome of an event whose upload the bucket refused, or whose bucket's breaker is open:
 /// put back, or dead-lettered once the bucket has refused longer than the limit.
-fn refused(failure: PublishFailure, dead_letter: bool) -> PublishOutcome {
+pub(crate) fn refused(failure: PublishFailure, dead_letter: bool) -> PublishOutcome {
     if dead_letter {
         PublishOutcome::Permanent(failure)
     } else {
@@ -141,6 +143,14 @@ pub(crate) struct Offloader {
     pub(crate) breaker: Breaker,
     /// Whether S3 is down (no answer, 5xx): its events wait, uncounted, never dead-lettered.
     pub(crate) down: Arc<S3Down>,
+    /// The uploads in flight at once, across publishes: as many as the calls', of their own
+    /// (sharing the calls' slots, slow uploads held them and the events that need no upload
+    /// waited: review). A running upload holds one, its publish gone or not.
+    pub(crate) permits: Arc<Semaphore>,
+    /// How long a publish waits for an upload (see `detached.rs`).
+    pub(crate) wait: Duration,
+    /// The uploads going on without their publish, and their results.
+    pub(crate) detached: Arc<DetachedUploads>,
 }
 
 impl SqsPublisher {
@@ -218,71 +228,27 @@ impl SqsPublisher {
         if large.is_empty() {
             return out;
         }
-        let put_one = |i: usize| async move {
+        // What became of the uploads that went on without their publish: their pointers are
+        // sent without uploading again, and a counted failure counts now. An upload put back
+        // uncounted (S3 down, a first slow-link time-out) starts over, as a new one would.
+        let mut fresh = Vec::with_capacity(large.len());
+        for i in large {
             let e = &events[i];
-            let id = e.id.hyphenated().to_string();
-            let permit = self.inner.upload_permits.acquire().await.ok();
-            let timeout = self.inner.call_timeout;
-            // The uploads must leave the message's own call its time before the deadline.
-            let until = deadline.map(|d| d.checked_sub(timeout).unwrap_or(d));
-            let budget = Budget {
-                call: timeout,
-                until,
-            };
-            if self.late(until) {
-                return (
-                    i,
-                    Err(PublishOutcome::unavailable(
-                        FailureKind::NotSent,
-                        "not offloaded to S3: the relay's publish deadline would pass first",
-                    )),
-                );
-            }
-            let started = std::time::Instant::now();
-            let put = offload.put_watched(&id, e.payload(), budget, started).await;
-            // Before any probe, which may use up the rest of the budget: an unanswered probe
-            // after an unanswered upload is an outage, not an upload too long for the publish
-            // timeout (black-box run: S3 black-holed, each event was charged an attempt).
-            let spent = budget.spent();
-            let failed = match put {
-                Ok(pointer) => {
-                    offload.breaker.succeeded();
-                    offload.down.up();
-                    offload.slow.ended(e.id);
-                    return (i, Ok(pointer));
+            match offload.detached.take(e.id) {
+                Known::Done(Err(PublishOutcome::Unavailable(_))) | Known::Nothing => fresh.push(i),
+                Known::Done(result) => {
+                    out.insert(i, result);
                 }
-                Err(Stopped::Down(failure)) => {
-                    // Given up by the watch: S3 is down.
-                    offload.slow.ended(e.id);
-                    return (i, Err(PublishOutcome::Unavailable(failure)));
+                Known::Running => {
+                    out.insert(i, Err(still_uploading(e.payload().len(), Duration::ZERO)));
                 }
-                Err(Stopped::Failed(failed)) => failed,
-            };
-            if failed.kind == FailureKind::Destination {
-                offload.slow.ended(e.id);
-                // Its text, not its chain: the chain repeats it in the SDK's debug dump.
-                let message = format!("S3 refused the upload of the payload: {}", failed.error);
-                let dead_letter = offload.breaker.failed(&message, false);
-                let reason = match offload.breaker.broken_for() {
-                    Some((for_, _)) if dead_letter => offload.breaker.reason(for_, true, &message),
-                    _ => message,
-                };
-                let failure = PublishFailure::new(FailureKind::Destination, reason);
-                return (i, Err(refused(failure, dead_letter)));
             }
-            // A probe below is no call of the publish's: it does not hold the in-flight permit.
-            drop(permit);
-            // The outcome carries the error: the relay logs it (once per outage for an event put
-            // back; the first few of a batch for a counted attempt).
-            tracing::debug!(
-                bucket = %offload.bucket, event_id = %id, error = %failed.error,
-                "S3 offload failed; the event is not sent now"
-            );
-            let outcome = offload
-                .outcome(e.id, e.payload().len(), started, failed, spent, budget)
-                .await;
-            (i, Err(outcome))
-        };
+        }
+        let large = fresh;
+        if large.is_empty() {
+            return out;
+        }
+        let put_one = |i: usize| async move { (i, self.offload_one(offload, &events[i], deadline).await) };
         // The bucket's breaker admits a batch's uploads as a queue's admits a call: all of them;
         // none (put back, or past the limit dead-lettered); or, as its probe, the first, and the
         // others once the probe closed it (admitted one by one, the others were dead-lettered

@@ -47,16 +47,13 @@ pub(crate) struct Inner {
     pub(crate) direct: Option<DirectSqs>,
     pub(crate) sns: aws_sdk_sns::Client,
     /// Writes large payloads to S3, when configured.
-    pub(crate) offload: Option<Offloader>,
+    pub(crate) offload: Option<Arc<Offloader>>,
     /// What `emit` should accept (see [`Publisher::limits`]).
     pub(crate) limits: MessageLimits,
     pub(crate) router: Router<Arc<Queue>>,
     /// Every distinct queue and topic, in configuration order (the default last).
     pub(crate) queues: Vec<Arc<Queue>>,
     pub(crate) permits: Semaphore,
-    /// As many slots for S3 uploads, of their own: sharing the calls' slots, slow uploads held
-    /// them, and the events that need no upload waited for those (review).
-    pub(crate) upload_permits: Semaphore,
     pub(crate) max_in_flight: usize,
     pub(crate) call_timeout: Duration,
     pub(crate) metrics: SqsMetrics,

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use aws_sdk_s3::operation::head_bucket::HeadBucketError;
+use bytes::Bytes;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use aws_sdk_sqs::config::http::HttpResponse;
@@ -143,12 +144,13 @@ impl Offloader {
     pub(crate) async fn put(
         &self,
         event_id: &str,
-        payload: &str,
+        payload: Bytes,
         budget: Budget,
     ) -> std::result::Result<Offloaded, PutFailed> {
         let key = offload_key(event_id);
-        if payload.len() > MULTIPART_PART_BYTES {
-            self.put_in_parts(&key, payload.as_bytes(), budget).await?;
+        let payload_len = payload.len();
+        if payload_len > MULTIPART_PART_BYTES {
+            self.put_in_parts(&key, payload, budget).await?;
         } else {
             let call = self
                 .client
@@ -156,19 +158,19 @@ impl Offloader {
                 .bucket(&self.bucket)
                 .key(&key)
                 .content_type("application/json")
-                .body(ByteStream::from(payload.as_bytes().to_vec()))
+                .body(ByteStream::from(payload))
                 .send();
             let what = format!(
                 "PutObject of an offloaded payload to bucket `{}`",
                 self.bucket
             );
-            within(&what, budget.next(payload.len()), call)
+            within(&what, budget.next(payload_len), call)
                 .await
                 .map_err(|f| PutFailed::new(f, false))?;
         }
         Ok(Offloaded {
             body: pointer_body(&self.bucket, &key),
-            payload_len: payload.len(),
+            payload_len,
         })
     }
 
@@ -177,7 +179,7 @@ impl Offloader {
     async fn put_in_parts(
         &self,
         key: &str,
-        payload: &[u8],
+        payload: Bytes,
         budget: Budget,
     ) -> std::result::Result<(), PutFailed> {
         let what = format!(
@@ -235,12 +237,17 @@ impl Offloader {
         &self,
         key: &str,
         upload_id: &str,
-        payload: &[u8],
+        payload: Bytes,
         budget: Budget,
         what: &str,
     ) -> std::result::Result<(), Failed> {
         let mut done = CompletedMultipartUpload::builder();
-        for (n, chunk) in payload.chunks(MULTIPART_PART_BYTES).enumerate() {
+        // Parts share the payload's buffer: no copy.
+        let parts = (0..payload.len()).step_by(MULTIPART_PART_BYTES).map(|start| {
+            payload.slice(start..payload.len().min(start + MULTIPART_PART_BYTES))
+        });
+        for (n, chunk) in parts.enumerate() {
+            let len = chunk.len();
             let number = i32::try_from(n + 1).unwrap_or(i32::MAX);
             let call = self
                 .client
@@ -249,9 +256,9 @@ impl Offloader {
                 .key(key)
                 .upload_id(upload_id)
                 .part_number(number)
-                .body(ByteStream::from(chunk.to_vec()))
+                .body(ByteStream::from(chunk))
                 .send();
-            let part = within(what, budget.next(chunk.len()), call).await?;
+            let part = within(what, budget.next(len), call).await?;
             let mut completed = CompletedPart::builder().part_number(number);
             if let Some(tag) = part.e_tag() {
                 completed = completed.e_tag(tag);

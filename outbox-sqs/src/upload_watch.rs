@@ -13,6 +13,8 @@
 
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+
 use outbox_core::{FailureKind, PublishFailure};
 
 use crate::offload::{Offloaded, Offloader};
@@ -37,7 +39,7 @@ impl Offloader {
     pub(crate) async fn put_watched(
         &self,
         event_id: &str,
-        payload: &str,
+        payload: Bytes,
         budget: Budget,
         started: Instant,
     ) -> Result<Offloaded, Stopped> {

@@ -63,7 +63,10 @@ async fn offloading_through(
     .await
 }
 
-/// [`offloading_through`], trying S3 again at most every `probe` once it is down.
+/// [`offloading_through`], trying S3 again at most every `probe` once it is down. Its publishes
+/// wait for their uploads (an hour's offload wait, the deadline bounding it): these tests look
+/// at what an upload's end means for its event (`detached_upload.rs` covers uploads that go on
+/// without their publish).
 async fn probing_through(
     proxy: std::net::SocketAddr,
     queue: &TestQueue,
@@ -79,6 +82,7 @@ async fn probing_through(
         .default_queue(queue.url())
         .offload_bucket(bucket)
         .offload_threshold(1024)
+        .offload_wait(Duration::from_secs(3600))
         .build()
         .await
         .unwrap()

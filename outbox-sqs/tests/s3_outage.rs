@@ -19,7 +19,9 @@ use serde_json::json;
 
 /// A publisher with `call_timeout`, offloading every message over 1 KiB to `bucket` through the
 /// proxy at `s3`, probing S3 once a second while it is down; its SQS calls go straight to the
-/// server.
+/// server. Its publishes wait for their uploads (an hour's offload wait): these tests look at
+/// what the watch over an upload finds (`detached_upload.rs` covers uploads that go on without
+/// their publish).
 async fn publisher(
     s3: SocketAddr,
     queue: &TestQueue,
@@ -36,6 +38,7 @@ async fn publisher(
         .default_queue(queue.url())
         .offload_bucket(bucket)
         .offload_threshold(1024)
+        .offload_wait(Duration::from_secs(3600))
         .build()
         .await
         .unwrap()
@@ -53,8 +56,8 @@ fn big(n: i64) -> ClaimedEvent {
 }
 
 /// A publisher sending to the fixture's queue `queue` and offloading every message over 1 KiB to
-/// a new bucket of the emulator's S3 through the proxy at `s3`, with a 10 s call time-out and
-/// `configure`d further.
+/// a new bucket of the emulator's S3 through the proxy at `s3`, with a 10 s call time-out, its
+/// publishes waiting for their uploads, and `configure`d further.
 async fn fixture_publisher(
     fx: &SqsFixture,
     queue: &str,
@@ -71,7 +74,8 @@ async fn fixture_publisher(
         .call_timeout(Duration::from_secs(10))
         .default_queue(queue)
         .offload_bucket(&bucket)
-        .offload_threshold(1024);
+        .offload_threshold(1024)
+        .offload_wait(Duration::from_secs(3600));
     configure(builder).build().await.unwrap()
 }
 

@@ -284,7 +284,10 @@ async fn in_transaction<P: Publisher>(
     }
     tallies.count(inner.metrics.as_ref());
     report.published = published.len();
-    if report.deferred > 0 {
+    // Put back for an unavailable destination: not those the publisher is still preparing (an
+    // upload running on), which it sends at their next claim.
+    let put_back = failures.iter().filter(|f| f.outage).count();
+    if put_back > 0 {
         // Not per event, nor per batch: a broken destination (or S3) holds back thousands of
         // events, claimed again every few seconds (see `outage.rs`).
         // The line names one reason (the last event put back): "destination unavailable" alone
@@ -292,11 +295,11 @@ async fn in_transaction<P: Publisher>(
         let reason = failures
             .iter()
             .rev()
-            .find(|f| !f.counted)
+            .find(|f| f.outage)
             .map_or("", |f| f.error.as_str());
         inner
             .outage
-            .deferred(report.deferred, UNAVAILABLE_RETRY_DELAY, reason);
+            .deferred(put_back, UNAVAILABLE_RETRY_DELAY, reason);
     }
     match whole_failure {
         // The publisher's failure (kind `Publish`, or `Timeout` for a publish over its time

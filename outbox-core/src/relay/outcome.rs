@@ -12,7 +12,9 @@ use super::clip::Clipped;
 use crate::backoff::{Disposition, RetryPolicy};
 use crate::failure::FailureKind;
 use crate::metrics::RelayMetrics;
-use crate::publisher::{ClaimedEvent, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY};
+use crate::publisher::{
+    ClaimedEvent, MAX_PUT_BACK, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY,
+};
 
 /// The longest `last_error` stored, in characters; longer errors are cut at a character boundary.
 pub const MAX_LAST_ERROR_CHARS: usize = 2_000;
@@ -35,6 +37,10 @@ pub(crate) struct Failure {
     pub(crate) dead: bool,
     /// Whether the failure counts as an attempt (not when the destination was unavailable).
     pub(crate) counted: bool,
+    /// Put back uncounted because its destination was unavailable (or the deadline came first):
+    /// what the relay warns about (see `outage.rs`); not an event the publisher is still
+    /// preparing ([`FailureKind::InProgress`]).
+    pub(crate) outage: bool,
 }
 
 /// What one outcome adds to the metrics, once the batch has committed.
@@ -233,13 +239,16 @@ impl<'a> Recorder<'a> {
             PublishOutcome::Permanent(e) => (e, true),
             PublishOutcome::Unavailable(e) => {
                 report.deferred += 1;
-                let delay = UNAVAILABLE_RETRY_DELAY.mul_f64(1.0 - 0.2 * rand::random::<f64>());
+                let delay = e.put_back().map_or_else(
+                    || UNAVAILABLE_RETRY_DELAY.mul_f64(1.0 - 0.2 * rand::random::<f64>()),
+                    |d| d.min(MAX_PUT_BACK),
+                );
                 let error = clean_error(e.message());
                 tracing::debug!(
                     event_id = %event.id, event_type = %Clipped(&event.event_type),
                     aggregate_id = %Clipped(&event.aggregate_id), attempt,
                     retry_in_ms = delay.as_millis() as u64, error = %error,
-                    "destination unavailable; event put back without counting an attempt"
+                    "event put back without counting an attempt (destination unavailable, or in progress)"
                 );
                 if self.metered {
                     self.tallies.push(Tally::Deferred {
@@ -255,6 +264,7 @@ impl<'a> Recorder<'a> {
                     delay_secs: delay.as_secs_f64(),
                     dead: false,
                     counted: false,
+                    outage: e.kind() != FailureKind::InProgress,
                 });
                 return;
             }
@@ -316,6 +326,7 @@ impl<'a> Recorder<'a> {
             delay_secs,
             dead,
             counted: true,
+            outage: false,
         });
     }
 
