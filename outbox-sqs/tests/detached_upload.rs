@@ -1,0 +1,233 @@
+//! Uploads that go on without their publish (the default offload wait, 1 s): a slow S3 holds
+//! only the offloaded event (and, through per-aggregate order, its aggregate), not the batch's
+//! other events nor their aggregates; the event's next claim sends the pointer without
+//! uploading again, or counts the upload's failure.
+
+mod aws;
+mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use aws::{bucket_and_queue, upstream};
+use common::event;
+use outbox_core::{Emitter, FailureKind, PublishOutcome, Publisher, Relay};
+use outbox_sqs::{SqsPublisher, offload_key};
+use outbox_tests::sqs::{TestQueue, endpoint, sdk_config_for};
+use outbox_tests::{BlackHoleProxy, DelayProxy, RunningRelay, TestDb, TestEvent, eventually};
+use serde_json::json;
+
+/// A publisher offloading every message over 1 KiB to `bucket` through the proxy at `s3`, with
+/// the default offload wait; its SQS calls go straight to the server.
+async fn publisher(
+    s3: SocketAddr,
+    queue: &TestQueue,
+    bucket: &str,
+    call_timeout: Duration,
+) -> SqsPublisher {
+    let sqs = aws_sdk_sqs::Client::new(&sdk_config_for(&endpoint()).await);
+    SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&format!("http://{s3}")).await)
+        .client(sqs)
+        .max_attempts(1)
+        .call_timeout(call_timeout)
+        .default_queue(queue.url())
+        .offload_bucket(bucket)
+        .offload_threshold(1024)
+        .build()
+        .await
+        .unwrap()
+}
+
+/// Whether `outcome` puts its event back for a second, uncounted, its upload going on.
+fn still_uploading(outcome: &PublishOutcome) -> bool {
+    matches!(outcome, PublishOutcome::Unavailable(f)
+        if f.kind() == FailureKind::InProgress && f.put_back() == Some(Duration::from_secs(1)))
+}
+
+#[tokio::test]
+async fn an_upload_slower_than_the_wait_goes_on_and_the_next_publish_sends_its_pointer() {
+    let (bucket, queue) = bucket_and_queue().await;
+    let proxy = BlackHoleProxy::start(upstream()).await;
+    let publisher = publisher(proxy.addr(), &queue, &bucket, Duration::from_secs(10)).await;
+    proxy.delay_requests(Duration::from_millis(2_500));
+    let big = event("order.created", "order", "big", 1, json!("x".repeat(4096)));
+    let small = event("order.created", "order", "small", 2, json!("x"));
+
+    let started = Instant::now();
+    let outcomes = publisher.publish(&[big.clone(), small]).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(2_000),
+        "the publish waited {:?} for a 2.5 s upload",
+        started.elapsed()
+    );
+    assert!(still_uploading(&outcomes[0]), "{outcomes:?}");
+    assert!(
+        matches!(outcomes[1], PublishOutcome::Published),
+        "{outcomes:?}"
+    );
+    // Claimed again while it runs: put back at once, no second upload.
+    let again = Instant::now();
+    let outcomes = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
+    assert!(still_uploading(&outcomes[0]), "{outcomes:?}");
+    assert!(again.elapsed() < Duration::from_millis(500));
+
+    // Once it is done, the next publish sends the pointer without uploading (which takes 2.5 s).
+    tokio::time::sleep(Duration::from_millis(3_000).saturating_sub(started.elapsed())).await;
+    let last = Instant::now();
+    let outcomes = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
+    assert!(
+        matches!(outcomes[0], PublishOutcome::Published),
+        "{outcomes:?}"
+    );
+    assert!(
+        last.elapsed() < Duration::from_millis(1_000),
+        "uploaded again: {:?}",
+        last.elapsed()
+    );
+    let received = queue.receive_all(2, Duration::from_secs(5)).await;
+    assert_eq!(received.len(), 2);
+    assert!(
+        received.iter().any(|m| m.body.contains("s3BucketName")),
+        "the pointer"
+    );
+    let key = offload_key(&big.id.hyphenated().to_string());
+    let object = aws::get_object(&aws::s3_client().await, &bucket, &key).await;
+    assert_eq!(object.as_deref(), Some(big.payload().as_bytes()));
+}
+
+/// A detached upload's counted failure is not lost with its publish: the event's next claim
+/// counts it (a link too slow for the payload, the second time in a row), so that such an event
+/// still ends as a dead letter instead of being uploaded for ever.
+#[tokio::test]
+async fn a_detached_uploads_counted_failure_counts_at_a_later_publish() {
+    let (bucket, queue) = bucket_and_queue().await;
+    // 200 KiB/s up: 600 KiB need 3 s; a 1 s call time-out gives the upload 2 s.
+    let proxy = DelayProxy::slow_upload(upstream(), 200 * 1024).await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk_config_for(&endpoint()).await);
+    let publisher = SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&format!("http://{}", proxy.addr())).await)
+        .client(sqs)
+        .max_attempts(1)
+        .call_timeout(Duration::from_secs(1))
+        .default_queue(queue.url())
+        .offload_bucket(&bucket)
+        .offload_threshold(1024)
+        .build()
+        .await
+        .unwrap();
+    let big = event(
+        "order.created",
+        "order",
+        "big",
+        1,
+        json!("x".repeat(600 * 1024)),
+    );
+    let mut seen = Vec::new();
+    let counted = eventually(Duration::from_secs(20), async || {
+        let outcomes = publisher.publish(std::slice::from_ref(&big)).await.unwrap();
+        let outcome = outcomes.into_iter().next().unwrap();
+        let done = matches!(&outcome, PublishOutcome::Retry(f)
+            if f.kind() == FailureKind::Timeout && f.message().contains("OUTBOX_SQS_CALL_TIMEOUT_MS"));
+        if !done {
+            assert!(
+                matches!(outcome, PublishOutcome::Unavailable(_)),
+                "put back uncounted until then: {outcome:?}"
+            );
+            seen.push(outcome);
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        done
+    })
+    .await;
+    assert!(counted, "never counted: {seen:?}");
+    assert!(
+        seen.iter().any(still_uploading),
+        "the uploads went on without their publishes: {seen:?}"
+    );
+    assert!(
+        queue
+            .receive_all(1, Duration::from_millis(500))
+            .await
+            .is_empty(),
+        "a message is never sent without its object"
+    );
+}
+
+/// Through the relay, with per-aggregate order: a slow S3 (3 s an answer) holds the aggregate of
+/// the offloaded event, in order, and no other. The batch waited for its upload, and the next
+/// events of every aggregate it held waited for the batch (black-box run: small events of healthy
+/// queues 8 s late at the median, 30 s at p99).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_s3_holds_only_the_offloaded_events_aggregate() {
+    let db = TestDb::new().await;
+    let (bucket, queue) = (aws::bucket_name(), TestQueue::fifo().await);
+    aws::create_bucket(&aws::s3_client().await, &bucket).await;
+    let proxy = BlackHoleProxy::start(upstream()).await;
+    let publisher = publisher(proxy.addr(), &queue, &bucket, Duration::from_secs(10)).await;
+    let relay = Relay::builder(db.pool().clone(), publisher.clone())
+        .listen(db.config().clone())
+        .poll_interval(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let running = RunningRelay::start(&relay);
+    let processed = async |ids: &[uuid::Uuid]| {
+        for &id in ids {
+            if db.event(id).await.processed_at.is_none() {
+                return false;
+            }
+        }
+        true
+    };
+    // Past its start-up check (which gives S3 3 s), its pool warm, and S3 heard from just before
+    // it turns slow (S3 silent for 5 s is taken for down: `s3_outage.rs`).
+    let emitter = Emitter::for_publisher(&publisher);
+    let mut client = db.pool().get().await.unwrap();
+    let warm = emitter
+        .emit(&**client, &TestEvent::new("warm", 1).note("x".repeat(4096)))
+        .await
+        .unwrap();
+    assert!(eventually(Duration::from_secs(10), async || processed(&[warm]).await).await);
+    proxy.delay_requests(Duration::from_millis(3_000));
+
+    // One transaction: `a` 1 (offloaded) and 2, `b` 1 to 4, interleaved.
+    let tx = client.transaction().await.unwrap();
+    let a1 = emitter
+        .emit(&tx, &TestEvent::new("a", 1).note("x".repeat(4096)))
+        .await
+        .unwrap();
+    let mut b = Vec::new();
+    b.push(emitter.emit(&tx, &TestEvent::new("b", 1)).await.unwrap());
+    let a2 = emitter.emit(&tx, &TestEvent::new("a", 2)).await.unwrap();
+    for n in 2..=4 {
+        b.push(emitter.emit(&tx, &TestEvent::new("b", n)).await.unwrap());
+    }
+    tx.commit().await.unwrap();
+    let started = Instant::now();
+    let b_done = eventually(Duration::from_secs(10), async || processed(&b).await).await;
+    let b_took = started.elapsed();
+    assert!(b_done, "b's events were not published");
+    assert!(
+        b_took < Duration::from_millis(2_500),
+        "b's events waited {b_took:?} for `a`'s 3 s upload"
+    );
+    let a_done = eventually(Duration::from_secs(20), async || processed(&[a1, a2]).await).await;
+    eprintln!("b published after {b_took:?}, a after {:?}", started.elapsed());
+    running.stop().await;
+    assert!(a_done, "a's events were not published");
+    let (e1, e2) = (db.event(a1).await, db.event(a2).await);
+    assert!(e1.processed_at <= e2.processed_at, "a's events in order");
+    assert_eq!((e1.attempts, e2.attempts), (0, 0), "nothing counted");
+    let received = queue.receive_all(7, Duration::from_secs(10)).await;
+    let a1_key = offload_key(&a1.hyphenated().to_string());
+    let a_bodies: Vec<&str> = received
+        .iter()
+        .map(|m| m.body.as_str())
+        .filter(|b| {
+            b.contains(&a1_key)
+                || serde_json::from_str::<serde_json::Value>(b).is_ok_and(|v| v["order_id"] == "a")
+        })
+        .collect();
+    assert_eq!(a_bodies.len(), 2, "{a_bodies:?}");
+    assert!(a_bodies[0].contains(&a1_key), "a 1 first: {a_bodies:?}");
+}
