@@ -128,6 +128,11 @@ fn relay_settings() -> Vec<(&'static str, &'static str, &'static str)> {
         ),
         (
             "",
+            sqs::ENV_OFFLOAD_WAIT_MS,
+            "wait for an upload, then let it go on (default 1s)",
+        ),
+        (
+            "",
             sqs::ENV_TRANSPORT,
             "`direct` (default) or `sdk`: the SQS client's",
         ),

@@ -48,7 +48,7 @@ struct FailureLabel {
 /// | `outbox_events_published_total{event_type}` | counter | events the broker accepted |
 /// | `outbox_events_failed_total{event_type,reason}` | counter | failed publish attempts of single events, by [`FailureKind`](crate::FailureKind) (`throttled`, `too_large`, …) |
 /// | `outbox_events_dead_lettered_total{event_type}` | counter | events dead-lettered |
-/// | `outbox_events_deferred_total{event_type,reason}` | counter | events put back unsent without counting an attempt: their destination unavailable (an open circuit breaker, S3 down for an offloaded payload: `reason` as above) or the publish deadline first (`not_sent`) |
+/// | `outbox_events_deferred_total{event_type,reason}` | counter | events put back unsent without counting an attempt: their destination unavailable (an open circuit breaker, S3 down for an offloaded payload: `reason` as above) or the publish deadline first (`not_sent`), or the publisher still preparing them (`in_progress`: an S3 upload going on past the offload wait) |
 /// | `outbox_relay_errors_total` | counter | batches failed by the database or the broker as a whole |
 /// | `outbox_relay_worker_restarts_total` | counter | relay workers that died (panic, fatal error) and were restarted |
 /// | `outbox_pending_events` | gauge | events not yet published (excluding dead letters) |

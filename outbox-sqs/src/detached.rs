@@ -103,7 +103,9 @@ impl DetachedUploads {
             None => Known::Nothing,
             Some(Slot::Running) => Known::Running,
             Some(Slot::Done { .. }) => match slots.remove(&event) {
-                Some(Slot::Done { result, at }) if now.saturating_duration_since(at) <= REMEMBER => {
+                Some(Slot::Done { result, at })
+                    if now.saturating_duration_since(at) <= REMEMBER =>
+                {
                     Known::Done(result)
                 }
                 _ => Known::Nothing,
@@ -205,7 +207,11 @@ mod tests {
         assert!(uploads.start(id).is_none(), "it runs");
         assert!(matches!(uploads.take(id), Known::Running));
         started.finish(pointer(3));
-        assert!(woken.try_recv().is_err(), "the sender is gone: the waiter wakes");
+        assert_eq!(
+            woken.try_recv(),
+            Err(oneshot::error::TryRecvError::Closed),
+            "the sender is gone: the waiter wakes"
+        );
         match uploads.take(id) {
             Known::Done(Ok(p)) => assert_eq!(p.payload_len, 3),
             other => panic!("{other:?}"),
@@ -217,8 +223,14 @@ mod tests {
     fn an_upload_dropped_unfinished_is_forgotten() {
         let uploads = Arc::new(DetachedUploads::default());
         let id = Uuid::from_u128(8);
-        let (started, _woken) = uploads.start(id).expect("start");
+        let (started, mut woken) = uploads.start(id).expect("start");
+        assert_eq!(woken.try_recv(), Err(oneshot::error::TryRecvError::Empty));
         drop(started);
+        assert_eq!(
+            woken.try_recv(),
+            Err(oneshot::error::TryRecvError::Closed),
+            "woken"
+        );
         assert!(matches!(uploads.take(id), Known::Nothing));
         assert!(uploads.start(id).is_some(), "can start again");
     }
@@ -227,17 +239,27 @@ mod tests {
     fn results_stay_bounded_and_expire() {
         let uploads = DetachedUploads::default();
         let t0 = Instant::now();
+        let at = |n: usize| t0 + Duration::from_micros(n as u64);
         for n in 0..CAPACITY + 5 {
-            uploads.store(Uuid::from_u128(n as u128), pointer(n), t0);
+            uploads.store(Uuid::from_u128(n as u128), pointer(n), at(n));
         }
         assert_eq!(uploads.slots.lock().unwrap().len(), CAPACITY);
-        let old = Uuid::from_u128(1_000_000);
-        uploads.store(old, pointer(1), t0);
-        assert_eq!(uploads.slots.lock().unwrap().len(), CAPACITY, "the oldest went");
+        // The oldest went.
+        for n in 0..5 {
+            assert!(matches!(
+                uploads.take_at(Uuid::from_u128(n), t0),
+                Known::Nothing
+            ));
+        }
+        assert!(matches!(
+            uploads.take_at(Uuid::from_u128(5), t0),
+            Known::Done(Ok(p)) if p.payload_len == 5
+        ));
         // Looked at too late: expired.
         let late = t0 + REMEMBER + Duration::from_secs(1);
-        assert!(matches!(uploads.take_at(old, late), Known::Nothing));
-        let fresh = Uuid::from_u128(3);
-        assert!(matches!(uploads.take_at(fresh, t0), Known::Done(Ok(_))));
+        assert!(matches!(
+            uploads.take_at(Uuid::from_u128(100), late),
+            Known::Nothing
+        ));
     }
 }

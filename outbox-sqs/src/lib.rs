@@ -124,6 +124,15 @@
 //! subscription (the library reads message attributes, which SNS's envelope would wrap).
 //!
 //! The object is written before the message is sent; when that fails, the message is not sent.
+//! The events that need no upload are sent meanwhile. A publish waits for an upload at most
+//! [`SqsConfig::offload_wait`] (1 s, `OUTBOX_SQS_OFFLOAD_WAIT_MS`): an upload still running then
+//! goes on without it, its event is put back for a second without counting an attempt
+//! ([`FailureKind::InProgress`](outbox_core::FailureKind::InProgress); not an outage), and its
+//! next claim sends the pointer once the upload is done, or counts the upload's failure — so a
+//! slow S3 holds the offloaded event and, through per-aggregate order, its aggregate, not the
+//! batch's other events nor their aggregates. (Each publisher remembers those uploads in memory,
+//! up to 10 000 for 10 minutes; another relay claiming the event meanwhile uploads it again, to
+//! the same key.)
 //! S3 unreachable, too slow or failing (5xx): the event is `Unavailable` — put back without
 //! counting an attempt, like a broker outage; once a `HeadBucket` right after such a failure is
 //! not answered either, S3 counts as down: the next batches put their offloaded events back at
@@ -169,6 +178,7 @@
 //! | `OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS` | one probe call per interval to a broken queue or bucket, and to a queue, topic or S3 that is down | 5000 |
 //! | `OUTBOX_SQS_OFFLOAD_BUCKET` | S3 bucket for large payloads (turns offload on) | none |
 //! | `OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTES` | offload messages larger than this | the destination's limit |
+//! | `OUTBOX_SQS_OFFLOAD_WAIT_MS` | how long a publish waits for an upload before its event is put back while the upload goes on | 1000 |
 //! | `OUTBOX_SQS_BATCH_AGGREGATES` | several events of one aggregate in one FIFO call | false |
 //! | `OUTBOX_SQS_TRANSPORT` | `direct` or `sdk` (how `SendMessageBatch` is sent, see [`SqsTransport`]) | direct |
 //!
@@ -355,10 +365,11 @@ pub use batch::{MAX_BATCH_BYTES, MAX_BATCH_ENTRIES};
 pub use classify::{Class, classify, classify_sdk_error, failure_kind};
 pub use config::{
     DEFAULT_BREAKER_PROBE_INTERVAL, DEFAULT_BROKEN_QUEUE_DEAD_LETTER_AFTER, DEFAULT_CALL_TIMEOUT,
-    DEFAULT_MAX_IN_FLIGHT, DEFAULT_OFFLOAD_WAIT, ENV_BATCH_AGGREGATES, ENV_BREAKER_PROBE_INTERVAL_MS,
-    ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, ENV_CALL_TIMEOUT_MS, ENV_DEFAULT_QUEUE_URL,
-    ENV_MAX_IN_FLIGHT, ENV_OFFLOAD_BUCKET, ENV_OFFLOAD_THRESHOLD_BYTES, ENV_OFFLOAD_WAIT_MS, ENV_ROUTES, ENV_TRANSPORT,
-    MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_OFFLOAD_WAIT, ENV_BATCH_AGGREGATES,
+    ENV_BREAKER_PROBE_INTERVAL_MS, ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, ENV_CALL_TIMEOUT_MS,
+    ENV_DEFAULT_QUEUE_URL, ENV_MAX_IN_FLIGHT, ENV_OFFLOAD_BUCKET, ENV_OFFLOAD_THRESHOLD_BYTES,
+    ENV_OFFLOAD_WAIT_MS, ENV_ROUTES, ENV_TRANSPORT, MAX_BREAKER_PROBE_INTERVAL,
+    MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
 };
 pub use consumer::{Consumer, ConsumerBuilder, ConsumerConfig, Envelope, Handler};
 pub use destination::DestinationKind;

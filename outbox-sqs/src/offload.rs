@@ -248,7 +248,8 @@ impl SqsPublisher {
         if large.is_empty() {
             return out;
         }
-        let put_one = |i: usize| async move { (i, self.offload_one(offload, &events[i], deadline).await) };
+        let put_one =
+            |i: usize| async move { (i, self.offload_one(offload, &events[i], deadline).await) };
         // The bucket's breaker admits a batch's uploads as a queue's admits a call: all of them;
         // none (put back, or past the limit dead-lettered); or, as its probe, the first, and the
         // others once the probe closed it (admitted one by one, the others were dead-lettered

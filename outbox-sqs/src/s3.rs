@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use aws_sdk_s3::operation::head_bucket::HeadBucketError;
-use bytes::Bytes;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use aws_sdk_sqs::config::http::HttpResponse;
 use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
+use bytes::Bytes;
 use outbox_core::FailureKind;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -243,9 +243,9 @@ impl Offloader {
     ) -> std::result::Result<(), Failed> {
         let mut done = CompletedMultipartUpload::builder();
         // Parts share the payload's buffer: no copy.
-        let parts = (0..payload.len()).step_by(MULTIPART_PART_BYTES).map(|start| {
-            payload.slice(start..payload.len().min(start + MULTIPART_PART_BYTES))
-        });
+        let parts = (0..payload.len())
+            .step_by(MULTIPART_PART_BYTES)
+            .map(|start| payload.slice(start..payload.len().min(start + MULTIPART_PART_BYTES)));
         for (n, chunk) in parts.enumerate() {
             let len = chunk.len();
             let number = i32::try_from(n + 1).unwrap_or(i32::MAX);

@@ -212,7 +212,10 @@ async fn a_slow_s3_holds_only_the_offloaded_events_aggregate() {
         "b's events waited {b_took:?} for `a`'s 3 s upload"
     );
     let a_done = eventually(Duration::from_secs(20), async || processed(&[a1, a2]).await).await;
-    eprintln!("b published after {b_took:?}, a after {:?}", started.elapsed());
+    eprintln!(
+        "b published after {b_took:?}, a after {:?}",
+        started.elapsed()
+    );
     running.stop().await;
     assert!(a_done, "a's events were not published");
     let (e1, e2) = (db.event(a1).await, db.event(a2).await);
