@@ -415,7 +415,9 @@ async fn an_event_put_back_with_its_own_delay_is_due_then_and_is_no_outage() {
         "at most an hour: {later_ms} ms"
     );
     assert!(
-        !logs.text().contains("events put back without counting an attempt"),
+        !logs
+            .text()
+            .contains("events put back without counting an attempt"),
         "{}",
         logs.text()
     );

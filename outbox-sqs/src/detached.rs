@@ -60,9 +60,10 @@ pub(crate) struct DetachedUploads {
     slots: Mutex<HashMap<Uuid, Slot>>,
 }
 
-/// A running upload's registration: [`finish`](Started::finish) it with its result; dropped
-/// unfinished (the task panicked, or the runtime stopped), it forgets the upload, so that the
-/// next claim uploads again. Either way the waiting publish is woken.
+/// A running upload's registration: [`finish`](Started::finish) it with its result. Dropped
+/// unfinished, it keeps a counted failure when the upload panicked, and otherwise (the runtime
+/// stopped) forgets the upload, so that the next claim uploads again. Either way the waiting
+/// publish is woken.
 pub(crate) struct Started {
     uploads: Arc<DetachedUploads>,
     event: Uuid,
@@ -79,11 +80,20 @@ impl Started {
 
 impl Drop for Started {
     fn drop(&mut self) {
-        if self.done.is_some() {
-            if let Ok(mut slots) = self.uploads.slots.lock() {
-                if matches!(slots.get(&self.event), Some(Slot::Running)) {
-                    slots.remove(&self.event);
-                }
+        if self.done.is_none() {
+            return;
+        }
+        if std::thread::panicking() {
+            // The upload panicked: a counted attempt, as a panic in a publish is (put back
+            // uncounted, such an event was uploaded again every second, for ever).
+            let failure = PublishOutcome::retry(
+                FailureKind::Panic,
+                "the upload of its payload to S3 panicked",
+            );
+            self.uploads.store(self.event, Err(failure), Instant::now());
+        } else if let Ok(mut slots) = self.uploads.slots.lock() {
+            if matches!(slots.get(&self.event), Some(Slot::Running)) {
+                slots.remove(&self.event);
             }
         }
     }
@@ -233,6 +243,22 @@ mod tests {
         );
         assert!(matches!(uploads.take(id), Known::Nothing));
         assert!(uploads.start(id).is_some(), "can start again");
+    }
+
+    #[test]
+    fn an_upload_that_panicked_is_a_counted_failure() {
+        let uploads = Arc::new(DetachedUploads::default());
+        let id = Uuid::from_u128(9);
+        let (started, _woken) = uploads.start(id).expect("start");
+        let task = std::thread::spawn(move || {
+            let _started = started;
+            panic!("in the upload");
+        });
+        assert!(task.join().is_err());
+        match uploads.take(id) {
+            Known::Done(Err(PublishOutcome::Retry(f))) => assert_eq!(f.kind(), FailureKind::Panic),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
