@@ -103,7 +103,8 @@ impl PublishFailure {
     /// This failure, for an [`Unavailable`](crate::PublishOutcome::Unavailable) outcome: put the
     /// event back for `delay` instead of
     /// [`UNAVAILABLE_RETRY_DELAY`](crate::UNAVAILABLE_RETRY_DELAY) (e.g. shorter, when the
-    /// publisher expects to send it soon), at most [`MAX_PUT_BACK`](crate::MAX_PUT_BACK). The
+    /// publisher expects to send it soon), within [`MIN_PUT_BACK`](crate::MIN_PUT_BACK) and
+    /// [`MAX_PUT_BACK`](crate::MAX_PUT_BACK). The
     /// other outcomes ignore it: a counted attempt backs
     /// off by the relay's retry policy.
     ///

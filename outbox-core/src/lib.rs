@@ -122,7 +122,8 @@ pub use preflight::{
     DatabaseReport, check_inbox_retention_database, check_listen_connection, check_relay_database,
 };
 pub use publisher::{
-    ClaimedEvent, MAX_PUT_BACK, PUBLISH_OVERRUN, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY,
+    ClaimedEvent, MAX_PUT_BACK, MIN_PUT_BACK, PUBLISH_OVERRUN, PublishOutcome, Publisher,
+    UNAVAILABLE_RETRY_DELAY,
 };
 pub use relay::{
     BatchReport, CLAIM_IDLE_MARGIN, LISTENER_APPLICATION_NAME, MAX_BACKOFF, MAX_BATCH_MAX_BYTES,

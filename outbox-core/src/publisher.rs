@@ -39,6 +39,11 @@ pub const UNAVAILABLE_RETRY_DELAY: std::time::Duration = std::time::Duration::fr
 /// failure names its own delay ([`PublishFailure::with_put_back`]): one hour.
 pub const MAX_PUT_BACK: std::time::Duration = std::time::Duration::from_secs(3600);
 
+/// The shortest an event [unavailable](PublishOutcome::Unavailable) is put back for when its
+/// failure names its own delay ([`PublishFailure::with_put_back`]): 100 ms (a zero delay had a
+/// worker claim the event again at once, in a loop).
+pub const MIN_PUT_BACK: std::time::Duration = std::time::Duration::from_millis(100);
+
 impl PublishOutcome {
     /// [`Retry`](PublishOutcome::Retry) with a failure of `kind`.
     pub fn retry(kind: FailureKind, message: impl Into<String>) -> Self {

@@ -366,63 +366,6 @@ async fn an_unavailable_destination_puts_its_events_back_without_an_attempt_and_
     assert!(r.processed_at.is_some());
 }
 
-/// A publisher that names how long to put an event back ([`PublishFailure::with_put_back`]: an
-/// S3 upload going on without its publish, due a second later) gets that delay, not the default
-/// 4-5 s, at most an hour; an event still in progress is no outage to warn about.
-#[tokio::test]
-async fn an_event_put_back_with_its_own_delay_is_due_then_and_is_no_outage() {
-    let logs = outbox_tests::LogCapture::default();
-    let _guard = logs.install();
-    let db = TestDb::new().await;
-    let publisher = Arc::new(FlakyPublisher::new(|e| {
-        let delay = match outbox_tests::note(e).as_deref() {
-            Some("soon") => Duration::from_millis(300),
-            _ => Duration::MAX,
-        };
-        let failure = outbox_core::PublishFailure::new(FailureKind::InProgress, "uploading")
-            .with_put_back(delay);
-        Some(PublishOutcome::Unavailable(failure))
-    }));
-    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
-        .build()
-        .unwrap();
-    let client = db.pool().get().await.unwrap();
-    let soon = emit(&client, &TestEvent::new("a", 1).note("soon"))
-        .await
-        .unwrap();
-    let later = emit(&client, &TestEvent::new("b", 1).note("later"))
-        .await
-        .unwrap();
-    let report = relay.run_once().await.unwrap();
-    assert_eq!(report.deferred, 2, "{report:?}");
-    let in_ms = async |id: Uuid| {
-        let row = client
-            .query_one(
-                "SELECT (extract(epoch FROM retry_after - clock_timestamp()) * 1000)::float8, \
-                        attempts FROM outbox_events WHERE id = $1",
-                &[&id],
-            )
-            .await
-            .unwrap();
-        (row.get::<_, f64>(0), row.get::<_, i32>(1))
-    };
-    let (soon_ms, soon_attempts) = in_ms(soon).await;
-    assert!(soon_ms > 0.0 && soon_ms <= 300.0, "due in {soon_ms} ms");
-    assert_eq!(soon_attempts, 0);
-    let (later_ms, _) = in_ms(later).await;
-    assert!(
-        later_ms > 3_500_000.0 && later_ms <= 3_600_000.0,
-        "at most an hour: {later_ms} ms"
-    );
-    assert!(
-        !logs
-            .text()
-            .contains("events put back without counting an attempt"),
-        "{}",
-        logs.text()
-    );
-}
-
 /// A gauge refresh stuck behind a lock does not hold shutdown up: an idle relay stops at once, not
 /// at the end of its grace period (before, the refresh was awaited to its end or the grace).
 #[tokio::test]

@@ -14,7 +14,7 @@
 //! next claim uploads again.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use outbox_core::{FailureKind, PublishFailure, PublishOutcome};
@@ -34,12 +34,18 @@ const REMEMBER: Duration = Duration::from_secs(600);
 /// At most this many results are kept; beyond, the oldest go (their events upload again).
 const CAPACITY: usize = 10_000;
 
+/// Expired results are swept out at most this often (when a result is stored).
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
 /// What an upload came to: the pointer, or the outcome of its event.
 pub(crate) type UploadResult = Result<Offloaded, PublishOutcome>;
 
+/// An event's upload, as known here.
 #[derive(Debug)]
 enum Slot {
+    /// It runs, in a task of its own.
     Running,
+    /// It ended, at `at`, with `result`.
     Done { result: UploadResult, at: Instant },
 }
 
@@ -47,17 +53,25 @@ enum Slot {
 #[derive(Debug)]
 pub(crate) enum Known {
     /// Nothing: upload it.
-    Nothing,
+    Unknown,
     /// Its upload still runs.
     Running,
-    /// Its upload ended with this (taken: the next look finds nothing).
+    /// Its upload ended with this. A pointer stays for the event's later claims (its message
+    /// may not be sent this time: held back, or its call failing); a failure is taken.
     Done(UploadResult),
+}
+
+/// The slots, and when expired results were last swept out.
+#[derive(Debug, Default)]
+struct State {
+    slots: HashMap<Uuid, Slot>,
+    swept: Option<Instant>,
 }
 
 /// The uploads running without their publish, and the results of those that ended.
 #[derive(Debug, Default)]
 pub(crate) struct DetachedUploads {
-    slots: Mutex<HashMap<Uuid, Slot>>,
+    state: Mutex<State>,
 }
 
 /// A running upload's registration: [`finish`](Started::finish) it with its result. Dropped
@@ -91,34 +105,40 @@ impl Drop for Started {
                 "the upload of its payload to S3 panicked",
             );
             self.uploads.store(self.event, Err(failure), Instant::now());
-        } else if let Ok(mut slots) = self.uploads.slots.lock() {
-            if matches!(slots.get(&self.event), Some(Slot::Running)) {
-                slots.remove(&self.event);
+        } else {
+            let mut state = self.uploads.lock();
+            if matches!(state.slots.get(&self.event), Some(Slot::Running)) {
+                state.slots.remove(&self.event);
             }
         }
     }
 }
 
 impl DetachedUploads {
-    /// What is known of the upload of `event`; a result is taken.
+    /// The state, even after a panic while it was held: a lock refused would put every large
+    /// event back for ever, uncounted.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What is known of the upload of `event`.
     pub(crate) fn take(&self, event: Uuid) -> Known {
         self.take_at(event, Instant::now())
     }
 
     fn take_at(&self, event: Uuid, now: Instant) -> Known {
-        let Ok(mut slots) = self.slots.lock() else {
-            return Known::Nothing;
-        };
-        match slots.get(&event) {
-            None => Known::Nothing,
+        let mut state = self.lock();
+        let fresh = |at: &Instant| now.saturating_duration_since(*at) <= REMEMBER;
+        match state.slots.get(&event) {
+            None => Known::Unknown,
             Some(Slot::Running) => Known::Running,
-            Some(Slot::Done { .. }) => match slots.remove(&event) {
-                Some(Slot::Done { result, at })
-                    if now.saturating_duration_since(at) <= REMEMBER =>
-                {
-                    Known::Done(result)
-                }
-                _ => Known::Nothing,
+            Some(Slot::Done {
+                result: Ok(pointer),
+                at,
+            }) if fresh(at) => Known::Done(Ok(pointer.clone())),
+            Some(Slot::Done { .. }) => match state.slots.remove(&event) {
+                Some(Slot::Done { result, at }) if fresh(&at) => Known::Done(result),
+                _ => Known::Unknown,
             },
         }
     }
@@ -126,11 +146,11 @@ impl DetachedUploads {
     /// Registers the upload of `event` as running, and what wakes its publish once it ends;
     /// `None` when it already runs.
     pub(crate) fn start(self: &Arc<Self>, event: Uuid) -> Option<(Started, oneshot::Receiver<()>)> {
-        let mut slots = self.slots.lock().ok()?;
-        if matches!(slots.get(&event), Some(Slot::Running)) {
+        let mut state = self.lock();
+        if matches!(state.slots.get(&event), Some(Slot::Running)) {
             return None;
         }
-        slots.insert(event, Slot::Running);
+        state.slots.insert(event, Slot::Running);
         let (tx, rx) = oneshot::channel();
         let started = Started {
             uploads: Arc::clone(self),
@@ -141,18 +161,22 @@ impl DetachedUploads {
     }
 
     fn store(&self, event: Uuid, result: UploadResult, now: Instant) {
-        let Ok(mut slots) = self.slots.lock() else {
-            return;
-        };
-        if slots.len() >= CAPACITY {
-            slots.retain(|_, slot| match slot {
+        let mut state = self.lock();
+        let sweep = state.slots.len() >= CAPACITY
+            || state
+                .swept
+                .is_none_or(|t| now.saturating_duration_since(t) >= SWEEP_EVERY);
+        if sweep {
+            state.swept = Some(now);
+            state.slots.retain(|_, slot| match slot {
                 Slot::Running => true,
                 Slot::Done { at, .. } => now.saturating_duration_since(*at) <= REMEMBER,
             });
         }
-        if slots.len() >= CAPACITY {
+        if state.slots.len() >= CAPACITY {
             // Still full of fresh results: the oldest goes.
-            let oldest = slots
+            let oldest = state
+                .slots
                 .iter()
                 .filter_map(|(id, slot)| match slot {
                     Slot::Done { at, .. } => Some((*at, *id)),
@@ -160,10 +184,10 @@ impl DetachedUploads {
                 })
                 .min();
             if let Some((_, id)) = oldest {
-                slots.remove(&id);
+                state.slots.remove(&id);
             }
         }
-        slots.insert(event, Slot::Done { result, at: now });
+        state.slots.insert(event, Slot::Done { result, at: now });
     }
 }
 
@@ -183,13 +207,47 @@ pub(crate) fn still_uploading(bytes: usize, waited: Duration) -> PublishOutcome 
     )
 }
 
-/// The outcome of an event that found every upload slot busy for the whole wait.
-pub(crate) fn no_upload_slot(waited: Duration) -> PublishOutcome {
+/// The outcome of an event claimed again while its upload still runs: put back for
+/// [`STILL_UPLOADING_PUT_BACK`], uncounted.
+pub(crate) fn uploading_still(bytes: usize) -> PublishOutcome {
     PublishOutcome::Unavailable(
         PublishFailure::new(
             FailureKind::InProgress,
             format!(
-                "every S3 upload slot was busy for {} ms (uploads running on); not uploaded now",
+                "the upload of its payload ({bytes} bytes) to S3 still runs; the event is sent at \
+                 its next claim once it is done"
+            ),
+        )
+        .with_put_back(STILL_UPLOADING_PUT_BACK),
+    )
+}
+
+/// The outcome of an event behind one of its FIFO message group whose upload goes on: put back
+/// with it, uncounted.
+pub(crate) fn behind_an_upload(group: &str) -> PublishOutcome {
+    PublishOutcome::Unavailable(
+        PublishFailure::new(
+            FailureKind::InProgress,
+            format!("not sent: the upload of an earlier event of message group `{group}` goes on"),
+        )
+        .with_put_back(STILL_UPLOADING_PUT_BACK),
+    )
+}
+
+/// Whether `outcome` puts its event back while its upload goes on.
+pub(crate) fn in_progress(outcome: &PublishOutcome) -> bool {
+    matches!(outcome, PublishOutcome::Unavailable(f) if f.kind() == FailureKind::InProgress)
+}
+
+/// The outcome of an event that found every upload slot busy for the whole wait: put back,
+/// and warned about (an outage of sorts: the uploads need more slots, or S3 is too slow).
+pub(crate) fn no_upload_slot(waited: Duration) -> PublishOutcome {
+    PublishOutcome::Unavailable(
+        PublishFailure::new(
+            FailureKind::NotSent,
+            format!(
+                "not offloaded now: every S3 upload slot was busy for {} ms (slow uploads; raise \
+                 OUTBOX_SQS_MAX_IN_FLIGHT, the uploads' slots)",
                 waited.as_millis()
             ),
         )
@@ -209,10 +267,10 @@ mod tests {
     }
 
     #[test]
-    fn a_result_is_taken_once_and_a_running_upload_is_not_started_twice() {
+    fn a_pointer_stays_a_failure_is_taken_once_and_a_running_upload_is_not_started_twice() {
         let uploads = Arc::new(DetachedUploads::default());
         let id = Uuid::from_u128(7);
-        assert!(matches!(uploads.take(id), Known::Nothing));
+        assert!(matches!(uploads.take(id), Known::Unknown));
         let (started, mut woken) = uploads.start(id).expect("first start");
         assert!(uploads.start(id).is_none(), "it runs");
         assert!(matches!(uploads.take(id), Known::Running));
@@ -222,11 +280,20 @@ mod tests {
             Err(oneshot::error::TryRecvError::Closed),
             "the sender is gone: the waiter wakes"
         );
-        match uploads.take(id) {
-            Known::Done(Ok(p)) => assert_eq!(p.payload_len, 3),
-            other => panic!("{other:?}"),
+        for _ in 0..2 {
+            match uploads.take(id) {
+                Known::Done(Ok(p)) => assert_eq!(p.payload_len, 3),
+                other => panic!("the pointer stays for later claims: {other:?}"),
+            }
         }
-        assert!(matches!(uploads.take(id), Known::Nothing), "taken");
+        let failed = Uuid::from_u128(17);
+        let (started, _woken) = uploads.start(failed).expect("start");
+        started.finish(Err(PublishOutcome::retry(FailureKind::Timeout, "slow")));
+        assert!(matches!(uploads.take(failed), Known::Done(Err(_))));
+        assert!(
+            matches!(uploads.take(failed), Known::Unknown),
+            "counted once"
+        );
     }
 
     #[test]
@@ -241,7 +308,7 @@ mod tests {
             Err(oneshot::error::TryRecvError::Closed),
             "woken"
         );
-        assert!(matches!(uploads.take(id), Known::Nothing));
+        assert!(matches!(uploads.take(id), Known::Unknown));
         assert!(uploads.start(id).is_some(), "can start again");
     }
 
@@ -269,12 +336,12 @@ mod tests {
         for n in 0..CAPACITY + 5 {
             uploads.store(Uuid::from_u128(n as u128), pointer(n), at(n));
         }
-        assert_eq!(uploads.slots.lock().unwrap().len(), CAPACITY);
+        assert_eq!(uploads.lock().slots.len(), CAPACITY);
         // The oldest went.
         for n in 0..5 {
             assert!(matches!(
                 uploads.take_at(Uuid::from_u128(n), t0),
-                Known::Nothing
+                Known::Unknown
             ));
         }
         assert!(matches!(
@@ -285,7 +352,19 @@ mod tests {
         let late = t0 + REMEMBER + Duration::from_secs(1);
         assert!(matches!(
             uploads.take_at(Uuid::from_u128(100), late),
-            Known::Nothing
+            Known::Unknown
         ));
+        // Swept out by a later store, a running upload kept.
+        let running = Arc::new(DetachedUploads::default());
+        let (_started, _woken) = running.start(Uuid::from_u128(1)).expect("start");
+        running.store(Uuid::from_u128(2), pointer(2), t0);
+        running.store(Uuid::from_u128(3), pointer(3), late);
+        let state = running.lock();
+        assert!(matches!(
+            state.slots.get(&Uuid::from_u128(1)),
+            Some(Slot::Running)
+        ));
+        assert!(!state.slots.contains_key(&Uuid::from_u128(2)), "swept");
+        assert_eq!(state.slots.len(), 2);
     }
 }

@@ -25,7 +25,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use crate::breaker::{Admit, Breaker};
-use crate::detached::{DetachedUploads, Known, still_uploading};
+use crate::detached::{DetachedUploads, Known, uploading_still};
 use crate::down::Gate;
 use crate::publisher::SqsPublisher;
 use crate::s3_down::S3Down;
@@ -235,12 +235,12 @@ impl SqsPublisher {
         for i in large {
             let e = &events[i];
             match offload.detached.take(e.id) {
-                Known::Done(Err(PublishOutcome::Unavailable(_))) | Known::Nothing => fresh.push(i),
+                Known::Done(Err(PublishOutcome::Unavailable(_))) | Known::Unknown => fresh.push(i),
                 Known::Done(result) => {
                     out.insert(i, result);
                 }
                 Known::Running => {
-                    out.insert(i, Err(still_uploading(e.payload().len(), Duration::ZERO)));
+                    out.insert(i, Err(uploading_still(e.payload().len())));
                 }
             }
         }

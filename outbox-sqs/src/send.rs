@@ -11,6 +11,7 @@ use std::sync::Arc;
 use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome};
 
 use crate::batch::plan;
+use crate::detached::{behind_an_upload, in_progress};
 use crate::message::{Prepared, prepare};
 use crate::offload::Offloaded;
 use crate::publisher::{Queue, SqsPublisher, group_of};
@@ -78,6 +79,9 @@ impl SqsPublisher {
     ) -> Report {
         let mut report = Report::default();
         let mut failed_groups: HashSet<String> = HashSet::new();
+        // Groups whose offloaded event's upload goes on: their later events are put back with
+        // it, for as long (not as behind a failure: no outage).
+        let mut uploading_groups: HashSet<String> = HashSet::new();
         let mut per_queue: Vec<(Arc<Queue>, Vec<Prepared>)> = Vec::new();
         for i in order {
             let event = &events[i];
@@ -105,7 +109,9 @@ impl SqsPublisher {
                 Some(Ok(pointer)) => Some(pointer),
                 Some(Err(outcome)) => {
                     // Its group's later events in this publish wait, so none overtakes it.
-                    if queue.fifo {
+                    if queue.fifo && in_progress(&outcome) {
+                        uploading_groups.insert(group_of(event));
+                    } else if queue.fifo {
                         failed_groups.insert(group_of(event));
                     }
                     report.outcomes.push((i, outcome));
@@ -114,6 +120,12 @@ impl SqsPublisher {
             };
             if queue.fifo && failed_groups.contains(&group_of(event)) {
                 report.outcomes.push((i, held_back(&group_of(event))));
+                continue;
+            }
+            if queue.fifo && uploading_groups.contains(&group_of(event)) {
+                report
+                    .outcomes
+                    .push((i, behind_an_upload(&group_of(event))));
                 continue;
             }
             match prepare(

@@ -9,7 +9,7 @@ use outbox_core::{ClaimedEvent, FailureKind, PublishFailure, PublishOutcome};
 use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 
-use crate::detached::{Known, UploadResult, no_upload_slot, still_uploading};
+use crate::detached::{Known, UploadResult, no_upload_slot, still_uploading, uploading_still};
 use crate::offload::{Offloader, refused};
 use crate::publisher::SqsPublisher;
 use crate::s3::Budget;
@@ -29,10 +29,7 @@ impl SqsPublisher {
         // The uploads must leave the message's own call its time before the deadline.
         let until = deadline.map(|d| d.checked_sub(timeout).unwrap_or(d));
         if self.late(until) {
-            return Err(PublishOutcome::unavailable(
-                FailureKind::NotSent,
-                "not offloaded to S3: the relay's publish deadline would pass first",
-            ));
+            return Err(too_late());
         }
         // The wait ends with the deadline at the latest: the upload's own budget ends a call
         // time-out before it, so an upload given up there is still waited for.
@@ -49,8 +46,12 @@ impl SqsPublisher {
             },
             None => permit.await.ok(),
         };
+        if self.late(until) {
+            // The slot came too late to start an upload in time (a long offload wait).
+            return Err(too_late());
+        }
         let Some((started, done)) = offload.detached.start(event.id) else {
-            return Err(still_uploading(event.payload().len(), waited()));
+            return Err(uploading_still(event.payload().len()));
         };
         let budget = Budget {
             call: timeout,
@@ -63,11 +64,8 @@ impl SqsPublisher {
             let result = task.upload(id, payload, budget, permit).await;
             started.finish(result);
         };
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn(upload)),
-            // No runtime to go on in: the publish waits for it.
-            Err(_) => upload.await,
-        }
+        // Not awaited: it goes on whether the publish waits for it or not.
+        drop(tokio::spawn(upload));
         match wait_end {
             Some(end) => {
                 let _ = tokio::time::timeout_at(end, done).await;
@@ -78,7 +76,7 @@ impl SqsPublisher {
         }
         match offload.detached.take(event.id) {
             Known::Done(result) => result,
-            Known::Running | Known::Nothing => {
+            Known::Running | Known::Unknown => {
                 tracing::debug!(
                     event_id = %event.id, waited_ms = waited().as_millis() as u64,
                     "the upload of an offloaded payload goes on without its publish; the event \
@@ -88,6 +86,15 @@ impl SqsPublisher {
             }
         }
     }
+}
+
+/// The outcome of an event whose upload would not end before the publish deadline: put back,
+/// uncounted.
+fn too_late() -> PublishOutcome {
+    PublishOutcome::unavailable(
+        FailureKind::NotSent,
+        "not offloaded to S3: the relay's publish deadline would pass first",
+    )
 }
 
 impl Offloader {

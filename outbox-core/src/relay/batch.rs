@@ -19,6 +19,7 @@ use outbox_queries::queries::relay as sql;
 
 /// What one batch did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BatchReport {
     /// Events claimed.
     pub claimed: usize,
@@ -31,6 +32,10 @@ pub struct BatchReport {
     /// Events whose destination was [unavailable](crate::PublishOutcome::Unavailable): put back for a
     /// short delay without an attempt counted.
     pub deferred: usize,
+    /// Of the deferred events, those the publisher is still preparing
+    /// ([`FailureKind::InProgress`](crate::FailureKind::InProgress): an upload of its payload
+    /// going on), put back for the delay it named. No outage.
+    pub in_progress: usize,
     /// Events released without an attempt counted: they followed a failed event of their aggregate,
     /// or the publisher failed as a whole. They are claimed again later.
     pub released: usize,

@@ -13,7 +13,7 @@ use crate::backoff::{Disposition, RetryPolicy};
 use crate::failure::FailureKind;
 use crate::metrics::RelayMetrics;
 use crate::publisher::{
-    ClaimedEvent, MAX_PUT_BACK, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY,
+    ClaimedEvent, MAX_PUT_BACK, MIN_PUT_BACK, PublishOutcome, Publisher, UNAVAILABLE_RETRY_DELAY,
 };
 
 /// The longest `last_error` stored, in characters; longer errors are cut at a character boundary.
@@ -239,9 +239,12 @@ impl<'a> Recorder<'a> {
             PublishOutcome::Permanent(e) => (e, true),
             PublishOutcome::Unavailable(e) => {
                 report.deferred += 1;
+                if e.kind() == FailureKind::InProgress {
+                    report.in_progress += 1;
+                }
                 let delay = e.put_back().map_or_else(
                     || UNAVAILABLE_RETRY_DELAY.mul_f64(1.0 - 0.2 * rand::random::<f64>()),
-                    |d| d.min(MAX_PUT_BACK),
+                    |d| d.clamp(MIN_PUT_BACK, MAX_PUT_BACK),
                 );
                 let error = clean_error(e.message());
                 tracing::debug!(

@@ -190,7 +190,9 @@ impl<P: Publisher> Relay<P> {
                     self.inner
                         .outage
                         .succeeded(report.published > 0, report.claimed == 0);
-                    if report.deferred == 0 {
+                    // Events still in progress (an upload going on) are no outage: they do
+                    // not keep one's episode open.
+                    if report.deferred == report.in_progress {
                         self.inner.outage.none_put_back(report.published > 0);
                     }
                     // All workers idle: the relay advertises waiting (writers notify); busy for a
