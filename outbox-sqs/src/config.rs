@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use crate::error::{Result, config_error};
 use crate::transport::SqsTransport;
 
 /// Environment variable: the queue for event types that no route matches.
@@ -31,6 +30,7 @@ pub const ENV_OFFLOAD_THRESHOLD_BYTES: &str = "OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTE
 /// Environment variable: how long a publish waits for an offloaded payload's upload before its
 /// event is put back while the upload goes on, in milliseconds.
 pub const ENV_OFFLOAD_WAIT_MS: &str = "OUTBOX_SQS_OFFLOAD_WAIT_MS";
+
 /// Environment variable: `true` to send several events of one aggregate in one FIFO call (see
 /// [`SqsConfig::batch_aggregates`]).
 pub const ENV_BATCH_AGGREGATES: &str = "OUTBOX_SQS_BATCH_AGGREGATES";
@@ -138,8 +138,9 @@ pub struct SqsConfig {
     /// then goes on without it: its event is put back for a second, uncounted, and sent at its
     /// next claim once the upload is done (see [the crate docs](crate#s3-offload-of-large-payloads)),
     /// so that a slow S3 does not hold the batch's other events, nor, through per-aggregate order,
-    /// their aggregates. The publish deadline bounds it too. Default [`DEFAULT_OFFLOAD_WAIT`]
-    /// (1 s).
+    /// their aggregates. The publish deadline bounds it too. Zero lets every upload go on
+    /// without its publish; a long wait has publishes wait for their uploads. Default
+    /// [`DEFAULT_OFFLOAD_WAIT`] (1 s).
     pub offload_wait: Duration,
     /// With per-aggregate order on and a single FIFO destination (queue or topic): send several
     /// events of one aggregate in one `SendMessageBatch` / `PublishBatch` call, in order (the
@@ -199,120 +200,8 @@ impl SqsConfig {
     /// that wants to refuse bad settings before it does anything else (the `outbox` CLI checks
     /// them before it touches the database); no region or credentials are needed.
     pub fn validate(&self) -> crate::error::Result<()> {
-        crate::builder::validate(self)
+        crate::validate::validate(self)
     }
-
-    /// The defaults, overridden by the variables that are set (and not empty):
-    /// [`OUTBOX_SQS_DEFAULT_QUEUE_URL`](ENV_DEFAULT_QUEUE_URL), [`OUTBOX_SQS_ROUTES`](ENV_ROUTES),
-    /// [`OUTBOX_SQS_MAX_IN_FLIGHT`](ENV_MAX_IN_FLIGHT) and
-    /// [`OUTBOX_SQS_CALL_TIMEOUT_MS`](ENV_CALL_TIMEOUT_MS),
-    /// [`OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS`](ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS) and
-    /// [`OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS`](ENV_BREAKER_PROBE_INTERVAL_MS),
-    /// [`OUTBOX_SQS_OFFLOAD_BUCKET`](ENV_OFFLOAD_BUCKET),
-    /// [`OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTES`](ENV_OFFLOAD_THRESHOLD_BYTES) and
-    /// [`OUTBOX_SQS_OFFLOAD_WAIT_MS`](ENV_OFFLOAD_WAIT_MS),
-    /// [`OUTBOX_SQS_BATCH_AGGREGATES`](ENV_BATCH_AGGREGATES),
-    /// [`OUTBOX_SQS_TRANSPORT`](ENV_TRANSPORT). AWS settings are read later, by
-    /// `aws-config`, from the standard AWS variables.
-    ///
-    /// Fails with [`ErrorKind::Config`](crate::ErrorKind::Config), naming the variable, when a value
-    /// does not parse.
-    pub fn from_env() -> Result<SqsConfig> {
-        Self::from_vars(|name| std::env::var(name).ok())
-    }
-
-    /// [`from_env`](Self::from_env) with the variables looked up by `var`.
-    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<SqsConfig> {
-        let var = |name: &str| var(name).filter(|v| !v.trim().is_empty());
-        let mut config = SqsConfig::default();
-        if let Some(queue) = var(ENV_DEFAULT_QUEUE_URL) {
-            config.default_queue = Some(queue.trim().to_owned());
-        }
-        if let Some(routes) = var(ENV_ROUTES) {
-            config.routes =
-                parse_routes(&routes).map_err(|e| config_error(format!("{ENV_ROUTES}: {e}")))?;
-        }
-        if let Some(n) = var(ENV_MAX_IN_FLIGHT) {
-            config.max_in_flight = n.trim().parse().map_err(|_| {
-                config_error(format!(
-                    "{ENV_MAX_IN_FLIGHT}: `{n}` is not a positive whole number"
-                ))
-            })?;
-        }
-        if let Some(ms) = var(ENV_CALL_TIMEOUT_MS) {
-            let ms: u64 = ms.trim().parse().map_err(|_| {
-                config_error(format!(
-                    "{ENV_CALL_TIMEOUT_MS}: `{ms}` is not a whole number of milliseconds"
-                ))
-            })?;
-            config.call_timeout = Duration::from_millis(ms);
-        }
-        if let Some(secs) = var(ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS) {
-            let secs: u64 = secs.trim().parse().map_err(|_| {
-                config_error(format!(
-                    "{ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS}: `{secs}` is not a whole number of seconds"
-                ))
-            })?;
-            config.broken_queue_dead_letter_after = Duration::from_secs(secs);
-        }
-        if let Some(ms) = var(ENV_BREAKER_PROBE_INTERVAL_MS) {
-            let ms: u64 = ms.trim().parse().map_err(|_| {
-                config_error(format!(
-                    "{ENV_BREAKER_PROBE_INTERVAL_MS}: `{ms}` is not a whole number of milliseconds"
-                ))
-            })?;
-            config.breaker_probe_interval = Duration::from_millis(ms);
-        }
-        if let Some(bucket) = var(ENV_OFFLOAD_BUCKET) {
-            config.offload_bucket = Some(bucket.trim().to_owned());
-        }
-        if let Some(bytes) = var(ENV_OFFLOAD_THRESHOLD_BYTES) {
-            config.offload_threshold = Some(bytes.trim().parse().map_err(|_| {
-                config_error(format!(
-                    "{ENV_OFFLOAD_THRESHOLD_BYTES}: `{bytes}` is not a whole number of bytes"
-                ))
-            })?);
-        }
-        if let Some(ms) = var(ENV_OFFLOAD_WAIT_MS) {
-            let ms: u64 = ms.trim().parse().map_err(|_| {
-                config_error(format!(
-                    "{ENV_OFFLOAD_WAIT_MS}: `{ms}` is not a whole number of milliseconds"
-                ))
-            })?;
-            config.offload_wait = Duration::from_millis(ms);
-        }
-        if let Some(on) = var(ENV_BATCH_AGGREGATES) {
-            config.batch_aggregates = match on.trim().to_ascii_lowercase().as_str() {
-                "true" | "1" | "yes" | "on" => true,
-                "false" | "0" | "no" | "off" => false,
-                _ => {
-                    return Err(config_error(format!(
-                        "{ENV_BATCH_AGGREGATES}: `{on}` is not true or false"
-                    )));
-                }
-            };
-        }
-        if let Some(t) = var(ENV_TRANSPORT) {
-            config.transport = t
-                .parse()
-                .map_err(|e| config_error(format!("{ENV_TRANSPORT}: {e}")))?;
-        }
-        Ok(config)
-    }
-}
-
-/// Parses `pattern=queue,pattern=queue` (spaces around items are ignored).
-pub(crate) fn parse_routes(text: &str) -> std::result::Result<Vec<Route>, String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-        .map(|item| match item.split_once('=') {
-            Some((pattern, queue)) if !pattern.trim().is_empty() && !queue.trim().is_empty() => {
-                Ok(Route::new(pattern.trim(), queue.trim()))
-            }
-            _ => Err(format!("`{item}` is not of the form `pattern=queue`")),
-        })
-        .collect()
 }
 
 /// What publishing `events` events needs: see [`SqsConfig::min_publish_timeout`].
@@ -325,121 +214,4 @@ pub(crate) fn time_needed(
     let calls = events.div_ceil(10).max(1);
     let rounds = calls.div_ceil(max_in_flight.max(1)) + usize::from(offload);
     call_timeout.saturating_mul(u32::try_from(rounds).unwrap_or(u32::MAX))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashMap;
-
-    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
-
-    #[test]
-    fn defaults_when_nothing_is_set() {
-        assert_eq!(
-            SqsConfig::from_vars(vars(&[])).unwrap(),
-            SqsConfig::default()
-        );
-        let d = SqsConfig::default();
-        assert_eq!(d.max_in_flight, 8);
-        assert_eq!(d.call_timeout, Duration::from_secs(10));
-        assert_eq!(d.broken_queue_dead_letter_after, Duration::from_secs(3600));
-        assert_eq!(d.breaker_probe_interval, Duration::from_secs(5));
-        assert!(d.default_queue.is_none() && d.routes.is_empty());
-    }
-
-    #[test]
-    fn reads_every_variable() {
-        let c = SqsConfig::from_vars(vars(&[
-            (ENV_DEFAULT_QUEUE_URL, "https://sqs.eu-west-1.amazonaws.com/1/default"),
-            (
-                ENV_ROUTES,
-                " order.*=https://sqs.eu-west-1.amazonaws.com/1/orders.fifo , payment.captured=payments,",
-            ),
-            (ENV_MAX_IN_FLIGHT, "3"),
-            (ENV_CALL_TIMEOUT_MS, "2500"),
-            (ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, "600"),
-            (ENV_BREAKER_PROBE_INTERVAL_MS, "750"),
-            (ENV_OFFLOAD_WAIT_MS, "2500"),
-            (ENV_OFFLOAD_BUCKET, " payloads "),
-            (ENV_OFFLOAD_THRESHOLD_BYTES, "200000"),
-            (ENV_BATCH_AGGREGATES, " TRUE "),
-        ]))
-        .unwrap();
-        assert_eq!(
-            c.default_queue.as_deref(),
-            Some("https://sqs.eu-west-1.amazonaws.com/1/default")
-        );
-        assert_eq!(
-            c.routes,
-            vec![
-                Route::new(
-                    "order.*",
-                    "https://sqs.eu-west-1.amazonaws.com/1/orders.fifo"
-                ),
-                Route::new("payment.captured", "payments"),
-            ]
-        );
-        assert_eq!(c.max_in_flight, 3);
-        assert_eq!(c.call_timeout, Duration::from_millis(2500));
-        assert_eq!(c.broken_queue_dead_letter_after, Duration::from_secs(600));
-        assert_eq!(c.breaker_probe_interval, Duration::from_millis(750));
-        assert_eq!(c.offload_wait, Duration::from_millis(2500));
-        assert_eq!(c.offload_bucket.as_deref(), Some("payloads"));
-        assert_eq!(c.offload_threshold, Some(200_000));
-        assert!(c.batch_aggregates);
-        let off = SqsConfig::from_vars(vars(&[(ENV_BATCH_AGGREGATES, "0")])).unwrap();
-        assert!(!off.batch_aggregates);
-        let bad = SqsConfig::from_vars(vars(&[(ENV_BATCH_AGGREGATES, "maybe")])).unwrap_err();
-        assert!(bad.to_string().contains(ENV_BATCH_AGGREGATES), "{bad}");
-        let sdk = SqsConfig::from_vars(vars(&[(ENV_TRANSPORT, " sdk ")])).unwrap();
-        assert_eq!(sdk.transport, SqsTransport::Sdk);
-        let bad = SqsConfig::from_vars(vars(&[(ENV_TRANSPORT, "curl")])).unwrap_err();
-        assert!(bad.to_string().contains(ENV_TRANSPORT), "{bad}");
-    }
-
-    #[test]
-    fn empty_variables_are_unset() {
-        let c = SqsConfig::from_vars(vars(&[
-            (ENV_DEFAULT_QUEUE_URL, " "),
-            (ENV_MAX_IN_FLIGHT, ""),
-        ]))
-        .unwrap();
-        assert_eq!(c, SqsConfig::default());
-    }
-
-    #[test]
-    fn bad_values_name_the_variable() {
-        let e = SqsConfig::from_vars(vars(&[(ENV_MAX_IN_FLIGHT, "many")])).unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Config);
-        assert!(e.to_string().contains(ENV_MAX_IN_FLIGHT), "{e}");
-        let e = SqsConfig::from_vars(vars(&[(ENV_CALL_TIMEOUT_MS, "1.5s")])).unwrap_err();
-        assert!(e.to_string().contains(ENV_CALL_TIMEOUT_MS), "{e}");
-        let e = SqsConfig::from_vars(vars(&[(ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, "1h")]))
-            .unwrap_err();
-        assert!(
-            e.to_string()
-                .contains(ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS),
-            "{e}"
-        );
-        let e = SqsConfig::from_vars(vars(&[(ENV_BREAKER_PROBE_INTERVAL_MS, "-1")])).unwrap_err();
-        assert!(e.to_string().contains(ENV_BREAKER_PROBE_INTERVAL_MS), "{e}");
-        let e = SqsConfig::from_vars(vars(&[(ENV_OFFLOAD_WAIT_MS, "1s")])).unwrap_err();
-        assert!(e.to_string().contains(ENV_OFFLOAD_WAIT_MS), "{e}");
-        let e = SqsConfig::from_vars(vars(&[(ENV_OFFLOAD_THRESHOLD_BYTES, "1MiB")])).unwrap_err();
-        assert!(e.to_string().contains(ENV_OFFLOAD_THRESHOLD_BYTES), "{e}");
-        let e = SqsConfig::from_vars(vars(&[(ENV_ROUTES, "order.*")])).unwrap_err();
-        assert!(
-            e.to_string().contains("`order.*` is not of the form"),
-            "{e}"
-        );
-        let e = SqsConfig::from_vars(vars(&[(ENV_ROUTES, "=https://x")])).unwrap_err();
-        assert!(e.to_string().contains(ENV_ROUTES), "{e}");
-    }
 }

@@ -129,10 +129,12 @@
 //! goes on without it, its event is put back for a second without counting an attempt
 //! ([`FailureKind::InProgress`](outbox_core::FailureKind::InProgress); not an outage), and its
 //! next claim sends the pointer once the upload is done, or counts the upload's failure — so a
-//! slow S3 holds the offloaded event and, through per-aggregate order, its aggregate, not the
-//! batch's other events nor their aggregates. (Each publisher remembers those uploads in memory,
+//! slow S3 holds the offloaded event and, through per-aggregate order, its aggregate; the batch's
+//! other events wait the offload wait at most. (Each publisher remembers those uploads in memory,
 //! up to 10 000 for 10 minutes; another relay claiming the event meanwhile uploads it again, to
-//! the same key.)
+//! the same key; uploads still running when the relay stops are cut, and uploaded again later.
+//! At most `max_in_flight` run at once, each holding a copy of its payload; an event finding
+//! every slot busy for the whole wait is put back as not sent.)
 //! S3 unreachable, too slow or failing (5xx): the event is `Unavailable` — put back without
 //! counting an attempt, like a broker outage; once a `HeadBucket` right after such a failure is
 //! not answered either, S3 counts as down: the next batches put their offloaded events back at
@@ -327,6 +329,7 @@ mod check;
 mod classify;
 mod clients;
 mod config;
+mod config_env;
 pub mod consumer;
 mod destination;
 mod destination_down;
@@ -359,6 +362,7 @@ mod unavailable;
 mod upload;
 mod upload_failure;
 mod upload_watch;
+mod validate;
 mod watch;
 
 pub use batch::{MAX_BATCH_BYTES, MAX_BATCH_ENTRIES};

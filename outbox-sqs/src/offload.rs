@@ -148,7 +148,7 @@ pub(crate) struct Offloader {
     /// waited: review). A running upload holds one, its publish gone or not.
     pub(crate) permits: Arc<Semaphore>,
     /// How long a publish waits for an upload (see `detached.rs`).
-    pub(crate) wait: Duration,
+    pub(crate) offload_wait: Duration,
     /// The uploads going on without their publish, and their results.
     pub(crate) detached: Arc<DetachedUploads>,
 }

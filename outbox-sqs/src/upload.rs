@@ -35,7 +35,7 @@ impl SqsPublisher {
         // time-out before it, so an upload given up there is still waited for.
         let now = tokio::time::Instant::now();
         let wait_end = now
-            .checked_add(offload.wait)
+            .checked_add(offload.offload_wait)
             .map_or(deadline, |end| Some(deadline.map_or(end, |d| d.min(end))));
         let waited = || now.elapsed();
         let permit = Arc::clone(&offload.permits).acquire_owned();

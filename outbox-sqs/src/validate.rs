@@ -1,0 +1,85 @@
+//! The publisher's settings checked before any network call ([`SqsConfig::validate`]).
+
+use crate::config::{MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, SqsConfig};
+use crate::destination::parse_target;
+use crate::error::{Result, config_error};
+use crate::offload_settings::validate_offload;
+use crate::routing::Router;
+
+/// Every check of the settings that needs no network call (see [`SqsConfig::validate`]).
+pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
+    if config.max_in_flight == 0 {
+        return Err(config_error("max_in_flight must be at least 1"));
+    }
+    if config.call_timeout.is_zero() {
+        return Err(config_error("call_timeout must be greater than zero"));
+    }
+    if config.broken_queue_dead_letter_after.is_zero()
+        || config.broken_queue_dead_letter_after > MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER
+    {
+        return Err(config_error(format!(
+            "broken_queue_dead_letter_after must be between 1 s and {} s",
+            MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER.as_secs()
+        )));
+    }
+    if config.breaker_probe_interval.is_zero()
+        || config.breaker_probe_interval > MAX_BREAKER_PROBE_INTERVAL
+    {
+        return Err(config_error(format!(
+            "breaker_probe_interval must be greater than zero and at most {} s",
+            MAX_BREAKER_PROBE_INTERVAL.as_secs()
+        )));
+    }
+    if config.max_attempts == Some(0) {
+        return Err(config_error("max_attempts must be at least 1"));
+    }
+    if let Some(url) = &config.endpoint_url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(config_error(format!(
+                "endpoint_url `{url}` is not an http:// or https:// URL"
+            )));
+        }
+    }
+    if config.default_queue.is_none() && config.routes.is_empty() {
+        return Err(config_error(
+            "no SQS queue configured: set a default queue or at least one route",
+        ));
+    }
+    if config
+        .default_queue
+        .as_deref()
+        .is_some_and(|q| q.trim().is_empty())
+    {
+        return Err(config_error("the default queue is empty"));
+    }
+    if let Some(route) = config.routes.iter().find(|r| r.queue.trim().is_empty()) {
+        return Err(config_error(format!(
+            "route `{}` has an empty queue",
+            route.pattern
+        )));
+    }
+    // Targets and patterns are checked before any network call.
+    let targets = config
+        .routes
+        .iter()
+        .map(|r| (format!("route `{}`", r.pattern), r.queue.as_str()))
+        .chain(
+            config
+                .default_queue
+                .iter()
+                .map(|q| ("the default queue".to_owned(), q.as_str())),
+        );
+    for (what, target) in targets {
+        parse_target(target).map_err(|e| config_error(format!("{what}: {e}")))?;
+    }
+    validate_offload(config)?;
+    Router::new(
+        config
+            .routes
+            .iter()
+            .map(|r| (r.pattern.trim().to_owned(), ())),
+        None,
+    )
+    .map_err(config_error)?;
+    Ok(())
+}
