@@ -126,6 +126,7 @@ fn relay_settings() -> Vec<(&'static str, &'static str, &'static str)> {
             sqs::ENV_BREAKER_PROBE_INTERVAL_MS,
             "probe of a broken queue (default 5s)",
         ),
+        ("", sqs::ENV_MAX_UPLOADS, "S3 uploads at once (default 32)"),
         (
             "",
             sqs::ENV_OFFLOAD_WAIT_MS,

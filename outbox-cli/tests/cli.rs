@@ -830,6 +830,7 @@ fn relay_help_names_every_setting_variable_the_code_reads() {
         outbox_sqs::ENV_OFFLOAD_BUCKET,
         outbox_sqs::ENV_OFFLOAD_THRESHOLD_BYTES,
         outbox_sqs::ENV_OFFLOAD_WAIT_MS,
+        outbox_sqs::ENV_MAX_UPLOADS,
         outbox_sqs::ENV_BATCH_AGGREGATES,
         // Left out of the table, though the README lists it (black-box run).
         outbox_sqs::ENV_TRANSPORT,

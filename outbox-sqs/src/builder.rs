@@ -22,6 +22,7 @@ use crate::routing::Router;
 use crate::sdk_error::{sdk_error, timeout_error};
 use crate::sns::SNS_LIMITS;
 use crate::transport::SqsTransport;
+use crate::upload_slots::UploadSlots;
 use crate::validate::validate;
 
 /// Builds an [`SqsPublisher`]: settings in, [`build`](Self::build) validates them, loads the AWS
@@ -59,6 +60,13 @@ impl SqsPublisherBuilder {
     /// The most `SendMessageBatch` calls in flight at once (default 8).
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.config.max_in_flight = n;
+        self
+    }
+
+    /// With [`offload_bucket`](Self::offload_bucket): the most S3 uploads at once (default 32).
+    /// See [`SqsConfig::max_uploads`].
+    pub fn max_uploads(mut self, n: usize) -> Self {
+        self.config.max_uploads = n;
         self
     }
 
@@ -265,9 +273,10 @@ impl SqsPublisherBuilder {
                     config.broken_queue_dead_letter_after,
                     metrics.bucket_unavailable(bucket.trim()),
                 ),
-                permits: Arc::new(Semaphore::new(config.max_in_flight)),
+                slots: UploadSlots::new(config.max_uploads),
                 offload_wait: config.offload_wait,
                 detached: Default::default(),
+                pace: Default::default(),
             })),
             _ => None,
         };

@@ -4,15 +4,17 @@ use std::time::Duration;
 
 use crate::config::{
     ENV_BATCH_AGGREGATES, ENV_BREAKER_PROBE_INTERVAL_MS, ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS,
-    ENV_CALL_TIMEOUT_MS, ENV_DEFAULT_QUEUE_URL, ENV_MAX_IN_FLIGHT, ENV_OFFLOAD_BUCKET,
-    ENV_OFFLOAD_THRESHOLD_BYTES, ENV_OFFLOAD_WAIT_MS, ENV_ROUTES, ENV_TRANSPORT, Route, SqsConfig,
+    ENV_CALL_TIMEOUT_MS, ENV_DEFAULT_QUEUE_URL, ENV_MAX_IN_FLIGHT, ENV_MAX_UPLOADS,
+    ENV_OFFLOAD_BUCKET, ENV_OFFLOAD_THRESHOLD_BYTES, ENV_OFFLOAD_WAIT_MS, ENV_ROUTES,
+    ENV_TRANSPORT, Route, SqsConfig,
 };
 use crate::error::{Result, config_error};
 
 impl SqsConfig {
     /// The defaults, overridden by the variables that are set (and not empty):
     /// [`OUTBOX_SQS_DEFAULT_QUEUE_URL`](ENV_DEFAULT_QUEUE_URL), [`OUTBOX_SQS_ROUTES`](ENV_ROUTES),
-    /// [`OUTBOX_SQS_MAX_IN_FLIGHT`](ENV_MAX_IN_FLIGHT) and
+    /// [`OUTBOX_SQS_MAX_IN_FLIGHT`](ENV_MAX_IN_FLIGHT),
+    /// [`OUTBOX_SQS_MAX_UPLOADS`](ENV_MAX_UPLOADS) and
     /// [`OUTBOX_SQS_CALL_TIMEOUT_MS`](ENV_CALL_TIMEOUT_MS),
     /// [`OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS`](ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS) and
     /// [`OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS`](ENV_BREAKER_PROBE_INTERVAL_MS),
@@ -44,6 +46,13 @@ impl SqsConfig {
             config.max_in_flight = n.trim().parse().map_err(|_| {
                 config_error(format!(
                     "{ENV_MAX_IN_FLIGHT}: `{n}` is not a positive whole number"
+                ))
+            })?;
+        }
+        if let Some(n) = var(ENV_MAX_UPLOADS) {
+            config.max_uploads = n.trim().parse().map_err(|_| {
+                config_error(format!(
+                    "{ENV_MAX_UPLOADS}: `{n}` is not a positive whole number"
                 ))
             })?;
         }
@@ -164,6 +173,7 @@ mod tests {
             (ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, "600"),
             (ENV_BREAKER_PROBE_INTERVAL_MS, "750"),
             (ENV_OFFLOAD_WAIT_MS, "2500"),
+            (ENV_MAX_UPLOADS, "64"),
             (ENV_OFFLOAD_BUCKET, " payloads "),
             (ENV_OFFLOAD_THRESHOLD_BYTES, "200000"),
             (ENV_BATCH_AGGREGATES, " TRUE "),
@@ -188,6 +198,7 @@ mod tests {
         assert_eq!(c.broken_queue_dead_letter_after, Duration::from_secs(600));
         assert_eq!(c.breaker_probe_interval, Duration::from_millis(750));
         assert_eq!(c.offload_wait, Duration::from_millis(2500));
+        assert_eq!(c.max_uploads, 64);
         assert_eq!(c.offload_bucket.as_deref(), Some("payloads"));
         assert_eq!(c.offload_threshold, Some(200_000));
         assert!(c.batch_aggregates);

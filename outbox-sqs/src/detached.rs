@@ -247,7 +247,7 @@ pub(crate) fn no_upload_slot(waited: Duration) -> PublishOutcome {
             FailureKind::NotSent,
             format!(
                 "not offloaded now: every S3 upload slot was busy for {} ms (slow uploads; raise \
-                 OUTBOX_SQS_MAX_IN_FLIGHT, the uploads' slots)",
+                 OUTBOX_SQS_MAX_UPLOADS)",
                 waited.as_millis()
             ),
         )

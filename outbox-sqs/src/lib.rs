@@ -133,7 +133,7 @@
 //! other events wait the offload wait at most. (Each publisher remembers those uploads in memory,
 //! up to 10 000 for 10 minutes; another relay claiming the event meanwhile uploads it again, to
 //! the same key; uploads still running when the relay stops are cut, and uploaded again later.
-//! At most `max_in_flight` run at once, each holding a copy of its payload; an event finding
+//! At most `max_uploads` (32) run at once, each holding a copy of its payload; an event finding
 //! every slot busy for the whole wait is put back as not sent.)
 //! S3 unreachable, too slow or failing (5xx): the event is `Unavailable` — put back without
 //! counting an attempt, like a broker outage; once a `HeadBucket` right after such a failure is
@@ -174,7 +174,8 @@
 //! |--------------------------------|------------------------------------------|---------|
 //! | `OUTBOX_SQS_DEFAULT_QUEUE_URL` | queue for event types no route matches   | none    |
 //! | `OUTBOX_SQS_ROUTES`            | `pattern=queue,pattern=queue,…`           | none    |
-//! | `OUTBOX_SQS_MAX_IN_FLIGHT`     | most batch calls at once (S3 uploads: as many again) | 8 |
+//! | `OUTBOX_SQS_MAX_IN_FLIGHT`     | most batch calls at once | 8 |
+//! | `OUTBOX_SQS_MAX_UPLOADS`       | most S3 uploads at once (256 MiB of payloads at most) | 32 |
 //! | `OUTBOX_SQS_CALL_TIMEOUT_MS`   | time limit of one call (retries included) | 10000 |
 //! | `OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS` | a queue broken this long dead-letters its events | 3600 |
 //! | `OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS` | one probe call per interval to a broken queue or bucket, and to a queue, topic or S3 that is down | 5000 |
@@ -361,6 +362,8 @@ mod transport;
 mod unavailable;
 mod upload;
 mod upload_failure;
+mod upload_pace;
+mod upload_slots;
 mod upload_watch;
 mod validate;
 mod watch;
@@ -369,11 +372,11 @@ pub use batch::{MAX_BATCH_BYTES, MAX_BATCH_ENTRIES};
 pub use classify::{Class, classify, classify_sdk_error, failure_kind};
 pub use config::{
     DEFAULT_BREAKER_PROBE_INTERVAL, DEFAULT_BROKEN_QUEUE_DEAD_LETTER_AFTER, DEFAULT_CALL_TIMEOUT,
-    DEFAULT_MAX_IN_FLIGHT, DEFAULT_OFFLOAD_WAIT, ENV_BATCH_AGGREGATES,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_UPLOADS, DEFAULT_OFFLOAD_WAIT, ENV_BATCH_AGGREGATES,
     ENV_BREAKER_PROBE_INTERVAL_MS, ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, ENV_CALL_TIMEOUT_MS,
-    ENV_DEFAULT_QUEUE_URL, ENV_MAX_IN_FLIGHT, ENV_OFFLOAD_BUCKET, ENV_OFFLOAD_THRESHOLD_BYTES,
-    ENV_OFFLOAD_WAIT_MS, ENV_ROUTES, ENV_TRANSPORT, MAX_BREAKER_PROBE_INTERVAL,
-    MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
+    ENV_DEFAULT_QUEUE_URL, ENV_MAX_IN_FLIGHT, ENV_MAX_UPLOADS, ENV_OFFLOAD_BUCKET,
+    ENV_OFFLOAD_THRESHOLD_BYTES, ENV_OFFLOAD_WAIT_MS, ENV_ROUTES, ENV_TRANSPORT,
+    MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, Route, SqsConfig,
 };
 pub use consumer::{Consumer, ConsumerBuilder, ConsumerConfig, Envelope, Handler};
 pub use destination::DestinationKind;

@@ -22,14 +22,14 @@ use outbox_core::{ClaimedEvent, FailureKind, PublishFailure, PublishOutcome};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
-
 use crate::breaker::{Admit, Breaker};
 use crate::detached::{DetachedUploads, Known, uploading_still};
 use crate::down::Gate;
 use crate::publisher::SqsPublisher;
 use crate::s3_down::S3Down;
 use crate::slow_upload::SlowUploads;
+use crate::upload_pace::UploadPace;
+use crate::upload_slots::UploadSlots;
 
 /// The message attribute that marks an offloaded message and holds the payload's size in bytes
 /// (data type `Number`): the reserved name of the AWS Extended Client libraries.
@@ -143,14 +143,16 @@ pub(crate) struct Offloader {
     pub(crate) breaker: Breaker,
     /// Whether S3 is down (no answer, 5xx): its events wait, uncounted, never dead-lettered.
     pub(crate) down: Arc<S3Down>,
-    /// The uploads in flight at once, across publishes: as many as the calls', of their own
-    /// (sharing the calls' slots, slow uploads held them and the events that need no upload
-    /// waited: review). A running upload holds one, its publish gone or not.
-    pub(crate) permits: Arc<Semaphore>,
+    /// The uploads in flight at once, across publishes, apart from the calls' (sharing the
+    /// calls' slots, slow uploads held them and the events that need no upload waited: review).
+    /// A running upload holds one, its publish gone or not.
+    pub(crate) slots: UploadSlots,
     /// How long a publish waits for an upload (see `detached.rs`).
     pub(crate) offload_wait: Duration,
     /// The uploads going on without their publish, and their results.
     pub(crate) detached: Arc<DetachedUploads>,
+    /// Whether uploads outlast the wait right now (then publishes do not wait for them).
+    pub(crate) pace: UploadPace,
 }
 
 impl SqsPublisher {

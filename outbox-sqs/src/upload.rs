@@ -6,13 +6,13 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use outbox_core::{ClaimedEvent, FailureKind, PublishFailure, PublishOutcome};
-use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 
 use crate::detached::{Known, UploadResult, no_upload_slot, still_uploading, uploading_still};
 use crate::offload::{Offloader, refused};
 use crate::publisher::SqsPublisher;
 use crate::s3::Budget;
+use crate::upload_slots::UploadSlot;
 use crate::upload_watch::Stopped;
 
 impl SqsPublisher {
@@ -35,16 +35,16 @@ impl SqsPublisher {
         // time-out before it, so an upload given up there is still waited for.
         let now = tokio::time::Instant::now();
         let wait_end = now
-            .checked_add(offload.offload_wait)
+            .checked_add(offload.pace.wait(offload.offload_wait))
             .map_or(deadline, |end| Some(deadline.map_or(end, |d| d.min(end))));
         let waited = || now.elapsed();
-        let permit = Arc::clone(&offload.permits).acquire_owned();
+        let slot = offload.slots.acquire(event.payload().len());
         let permit = match wait_end {
-            Some(end) => match tokio::time::timeout_at(end, permit).await {
-                Ok(permit) => permit.ok(),
+            Some(end) => match tokio::time::timeout_at(end, slot).await {
+                Ok(slot) => slot,
                 Err(_) => return Err(no_upload_slot(waited())),
             },
-            None => permit.await.ok(),
+            None => slot.await,
         };
         if self.late(until) {
             // The slot came too late to start an upload in time (a long offload wait).
@@ -61,7 +61,9 @@ impl SqsPublisher {
         let payload = Bytes::copy_from_slice(event.payload().as_bytes());
         let id = event.id;
         let upload = async move {
+            let began = Instant::now();
             let result = task.upload(id, payload, budget, permit).await;
+            task.pace.ended(began.elapsed(), task.offload_wait);
             started.finish(result);
         };
         // Not awaited: it goes on whether the publish waits for it or not.
@@ -106,7 +108,7 @@ impl Offloader {
         id: Uuid,
         payload: Bytes,
         budget: Budget,
-        permit: Option<OwnedSemaphorePermit>,
+        permit: Option<UploadSlot>,
     ) -> UploadResult {
         let started = Instant::now();
         let bytes = payload.len();

@@ -45,10 +45,12 @@ impl Offloader {
     ) -> Result<Offloaded, Stopped> {
         // On the heap: held across the watch's awaits, the upload's future inline overflowed a
         // test thread's 2 MiB stack in a debug build (a 20 MiB multipart upload).
+        let payload_len = payload.len();
         let upload = Box::pin(self.put(event_id, payload, budget));
         let looks = Looks {
             first: WATCH_AFTER,
             every: WATCH_EVERY,
+            silent: SILENT_AFTER.min(budget.call_time(payload_len) / 2),
         };
         let silent = |ran: Duration| {
             format!(

@@ -11,6 +11,9 @@ pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
     if config.max_in_flight == 0 {
         return Err(config_error("max_in_flight must be at least 1"));
     }
+    if config.max_uploads == 0 {
+        return Err(config_error("max_uploads must be at least 1"));
+    }
     if config.call_timeout.is_zero() {
         return Err(config_error("call_timeout must be greater than zero"));
     }

@@ -3,8 +3,8 @@
 //! call, not at its time-out. The call, unanswered after a first look, is checked with a small
 //! call of at most [`WATCH_PROBE`], and again at each later look while it runs. The service is
 //! down, and the call given up (its future dropped), when that is not answered either and nothing
-//! else was heard from the service for [`SILENT_AFTER`]; or when another call found it down
-//! meanwhile. A service that answers, however slowly, is slow, not silent: the call goes on to its
+//! else was heard from the service for [`SILENT_AFTER`], the call having run that long too; or
+//! when another call found it down meanwhile. A service that answers, however slowly, is slow, not silent: the call goes on to its
 //! own time-out.
 //!
 //! Why: a batch that met an outage waited for the call's time-out, and per-aggregate order held
@@ -39,6 +39,9 @@ pub(crate) struct Looks {
     pub(crate) first: Duration,
     /// Each later look, after the last one's probe.
     pub(crate) every: Duration,
+    /// How long the call must have run unanswered before its service counts as silent:
+    /// [`SILENT_AFTER`], or less when the call's time-out would end it first.
+    pub(crate) silent: Duration,
 }
 
 /// How a watched call ended.
@@ -57,14 +60,11 @@ pub(crate) enum Watched<T> {
 /// followed each other without a pause until the service counted as silent (review).
 const LEAST_GAP: Duration = Duration::from_millis(500);
 
-/// The next look after a probe went unanswered while the service was `heard_at` lately: when a
-/// probe started then ends as [`SILENT_AFTER`] has passed since, and no later than `every` from
-/// now; [`LEAST_GAP`] at the soonest.
-fn next_look_when_unanswered(heard_at: Option<Instant>, every: Duration) -> tokio::time::Instant {
-    let now = Instant::now();
-    let wait = heard_at.map_or(Duration::ZERO, |at| {
-        (at + SILENT_AFTER).saturating_duration_since(now + WATCH_PROBE)
-    });
+/// The next look after a probe went unanswered while the service was heard lately or the call
+/// began lately: when a probe started then ends as the service turns silent (`silent_at`), no
+/// later than `every` from now, and [`LEAST_GAP`] at the soonest.
+fn next_look_when_unanswered(silent_at: Instant, every: Duration) -> tokio::time::Instant {
+    let wait = silent_at.saturating_duration_since(Instant::now() + WATCH_PROBE);
     tokio::time::Instant::now() + wait.min(every).max(LEAST_GAP)
 }
 
@@ -100,9 +100,13 @@ impl<P: Probe> Down<P> {
                 biased;
                 done = &mut call => return Watched::Done(done),
                 answered = ask(WATCH_PROBE) => {
+                    // Silent: nothing heard for a while, the call included (a call that began
+                    // after an idle spell is not given up before it has run that long: S3
+                    // answering every request in 3.5 s was taken for down at the first upload
+                    // after idling, black-box run).
                     if answered {
                         self.heard();
-                    } else if !self.heard_within(SILENT_AFTER) {
+                    } else if !self.heard_within(SILENT_AFTER) && started.elapsed() >= looks.silent {
                         let error = silent(started.elapsed());
                         self.down(started, FailureKind::Timeout, &error);
                         return Watched::Silent(error);
@@ -111,7 +115,11 @@ impl<P: Probe> Down<P> {
                         // ends as the service turns silent, not a whole `every` later (S3 went
                         // unanswered for 8 s after an upload that went through, instead of 5 s:
                         // review).
-                        look_at = next_look_when_unanswered(self.heard_at(), looks.every);
+                        let heard = self.heard_at().map(|at| at + SILENT_AFTER);
+                        let silent_at = heard.map_or(started + looks.silent, |at| {
+                            at.max(started + looks.silent)
+                        });
+                        look_at = next_look_when_unanswered(silent_at, looks.every);
                         continue;
                     }
                 }

@@ -95,9 +95,10 @@ async fn an_outage_is_found_seconds_into_an_upload_not_at_its_time_out() {
     proxy.black_hole();
     let started = Instant::now();
     let outcomes = publisher.publish(&[big.clone(), small]).await.unwrap();
-    // 1 s before the `HeadBucket`, 2 s for it; the upload's own time-out is 11 s.
+    // Silent for 5 s, the upload included (a `HeadBucket`'s 2 s at most more); the upload's own
+    // time-out is 11 s.
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_millis(7_500),
         "the batch waited {:?}",
         started.elapsed()
     );
@@ -193,6 +194,28 @@ async fn a_slow_upload_goes_on_while_s3_answers() {
         "the link is slow"
     );
     assert_eq!(queue.receive_all(1, Duration::from_secs(5)).await.len(), 1);
+}
+
+/// S3 answering every request in 3.5 s is slow, not down, at the first upload after an idle
+/// spell too: nothing heard for 5 s, the upload was given up 3 s in, S3 taken for down, and the
+/// events put back for the probe to find it (black-box run). The upload itself must have run 5 s.
+#[tokio::test]
+async fn a_slow_s3_is_not_taken_for_down_after_an_idle_spell() {
+    let (bucket, queue) = bucket_and_queue().await;
+    let proxy = BlackHoleProxy::start(upstream()).await;
+    let publisher = publisher(proxy.addr(), &queue, &bucket, Duration::from_secs(10)).await;
+    proxy.delay_requests(Duration::from_millis(3_500));
+    let outcomes = publisher.publish(&[big(1)]).await.unwrap();
+    assert!(
+        matches!(outcomes[0], PublishOutcome::Published),
+        "{outcomes:?}"
+    );
+    assert!(
+        !publisher
+            .encode_metrics()
+            .contains(&format!("outbox_s3_down{{bucket=\"{bucket}\"}} 1")),
+        "taken for down"
+    );
 }
 
 /// S3 answering every request slowly, `HeadBucket` too, is slow, not down: an upload it answers
