@@ -154,6 +154,8 @@ mod tests {
         );
         let d = SqsConfig::default();
         assert_eq!(d.max_in_flight, 8);
+        assert_eq!(d.max_uploads, 32);
+        assert_eq!(d.offload_wait, Duration::from_secs(1));
         assert_eq!(d.call_timeout, Duration::from_secs(10));
         assert_eq!(d.broken_queue_dead_letter_after, Duration::from_secs(3600));
         assert_eq!(d.breaker_probe_interval, Duration::from_secs(5));
