@@ -166,7 +166,7 @@ impl SqsPublisher {
         let looks = Looks {
             first: look,
             every: look,
-            silent: SILENT_AFTER.min(timeout / 2),
+            silent: SILENT_AFTER.min(timeout.saturating_sub(WATCH_AFTER)),
         };
         let ask = |probe: Duration| {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());

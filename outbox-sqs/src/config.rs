@@ -43,6 +43,8 @@ pub const ENV_TRANSPORT: &str = "OUTBOX_SQS_TRANSPORT";
 
 /// Default of [`SqsConfig::max_in_flight`].
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 8;
+/// Upper bound of [`SqsConfig::max_in_flight`] and [`SqsConfig::max_uploads`].
+pub const MAX_IN_FLIGHT: usize = 10_000;
 /// Default of [`SqsConfig::max_uploads`].
 pub const DEFAULT_MAX_UPLOADS: usize = 32;
 /// Default of [`SqsConfig::call_timeout`].
@@ -86,13 +88,15 @@ impl Route {
     }
 }
 
-/// The settings of an [`SqsPublisher`](crate::SqsPublisher).
+/// The settings of an [`SqsPublisher`](crate::SqsPublisher). Start from
+/// [`SqsConfig::default`] or [`SqsConfig::from_env`] and set fields (new settings may come).
 ///
 /// AWS settings — credentials, region, endpoint, retries — come from the standard AWS
 /// configuration (`aws-config`'s default chains: `AWS_REGION`, `AWS_ACCESS_KEY_ID`/`AWS_PROFILE`/web
 /// identity/ECS/EC2 credentials, `AWS_ENDPOINT_URL_SQS` or `AWS_ENDPOINT_URL`, `AWS_MAX_ATTEMPTS`);
 /// the optional fields here override them. Credentials are never part of this configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SqsConfig {
     /// The queue (URL, or name resolved at build) or topic (ARN) for event types no route matches.
     /// `None` (the default): such events are dead-lettered as "no SQS route".
@@ -104,7 +108,7 @@ pub struct SqsConfig {
     /// [`DEFAULT_MAX_IN_FLIGHT`] (8).
     pub max_in_flight: usize,
     /// With an offload bucket: the most S3 uploads in flight at once, across every `publish` of
-    /// this publisher (and at most 256 MiB of payloads between them: a larger one goes alone).
+    /// this publisher (and at most 256 MiB of payloads between them); at most [`MAX_IN_FLIGHT`].
     /// An upload holds its slot, and a copy of its payload, until it ends, its publish gone or
     /// not; a slow S3 needs many (8 answering in 3.5 s carried 2.3 uploads a second). Default
     /// [`DEFAULT_MAX_UPLOADS`] (32).
@@ -149,7 +153,8 @@ pub struct SqsConfig {
     /// next claim once the upload is done (see [the crate docs](crate#s3-offload-of-large-payloads)),
     /// so that a slow S3 does not hold the batch's other events, nor, through per-aggregate order,
     /// their aggregates. The publish deadline bounds it too. Zero lets every upload go on
-    /// without its publish; a long wait has publishes wait for their uploads. Default
+    /// without its publish; a long wait has publishes wait for their uploads, unless uploads
+    /// outlast it (then publishes stop waiting, until one ends within it). Default
     /// [`DEFAULT_OFFLOAD_WAIT`] (1 s).
     pub offload_wait: Duration,
     /// With per-aggregate order on and a single FIFO destination (queue or topic): send several

@@ -246,8 +246,9 @@ pub(crate) fn no_upload_slot(waited: Duration) -> PublishOutcome {
         PublishFailure::new(
             FailureKind::NotSent,
             format!(
-                "not offloaded now: every S3 upload slot was busy for {} ms (slow uploads; raise \
-                 OUTBOX_SQS_MAX_UPLOADS)",
+                "not offloaded now: every S3 upload slot was busy (waited {} ms; uploads running \
+                 slowly: raise OUTBOX_SQS_MAX_UPLOADS, or S3 is too slow; the running uploads \
+                 hold at most 256 MiB of payloads between them)",
                 waited.as_millis()
             ),
         )

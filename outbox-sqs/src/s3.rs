@@ -196,6 +196,8 @@ impl Offloader {
         let created = within(&what, budget.next(0), call)
             .await
             .map_err(|f| PutFailed::new(f, false))?;
+        // Answered: S3 is slow, not silent, while the parts go (the watch).
+        self.down.heard();
         let Some(upload_id) = created.upload_id().map(str::to_owned) else {
             let error = Error::new(
                 ErrorKind::Service,
@@ -259,6 +261,7 @@ impl Offloader {
                 .body(ByteStream::from(chunk))
                 .send();
             let part = within(what, budget.next(len), call).await?;
+            self.down.heard();
             let mut completed = CompletedPart::builder().part_number(number);
             if let Some(tag) = part.e_tag() {
                 completed = completed.e_tag(tag);

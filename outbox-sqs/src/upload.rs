@@ -38,13 +38,18 @@ impl SqsPublisher {
             .checked_add(offload.pace.wait(offload.offload_wait))
             .map_or(deadline, |end| Some(deadline.map_or(end, |d| d.min(end))));
         let waited = || now.elapsed();
-        let slot = offload.slots.acquire(event.payload().len());
-        let permit = match wait_end {
-            Some(end) => match tokio::time::timeout_at(end, slot).await {
-                Ok(slot) => slot,
-                Err(_) => return Err(no_upload_slot(waited())),
-            },
-            None => slot.await,
+        let bytes = event.payload().len();
+        let slot = match wait_end {
+            // Not waiting at all (uploads outlast the wait): a slot free now, or none.
+            Some(end) if end <= now => offload.slots.try_acquire(bytes),
+            Some(end) => tokio::time::timeout_at(end, offload.slots.acquire(bytes))
+                .await
+                .ok()
+                .flatten(),
+            None => offload.slots.acquire(bytes).await,
+        };
+        let Some(permit) = slot else {
+            return Err(no_upload_slot(waited()));
         };
         if self.late(until) {
             // The slot came too late to start an upload in time (a long offload wait).
@@ -63,7 +68,7 @@ impl SqsPublisher {
         let upload = async move {
             let began = Instant::now();
             let result = task.upload(id, payload, budget, permit).await;
-            task.pace.ended(began.elapsed(), task.offload_wait);
+            task.pace.ended(bytes, began.elapsed(), task.offload_wait);
             started.finish(result);
         };
         // Not awaited: it goes on whether the publish waits for it or not.
@@ -108,7 +113,7 @@ impl Offloader {
         id: Uuid,
         payload: Bytes,
         budget: Budget,
-        permit: Option<UploadSlot>,
+        permit: UploadSlot,
     ) -> UploadResult {
         let started = Instant::now();
         let bytes = payload.len();

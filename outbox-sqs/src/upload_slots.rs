@@ -1,6 +1,6 @@
 //! The S3 uploads in flight at once: at most `max_uploads` of them, and at most
 //! [`UPLOAD_BYTES_IN_FLIGHT`] of payloads between them (each running upload holds a copy of its
-//! payload, its batch gone or not; a payload larger than that goes alone).
+//! payload, its batch gone or not).
 
 use std::sync::Arc;
 
@@ -35,13 +35,12 @@ impl UploadSlots {
         }
     }
 
-    /// A slot for an upload of `bytes`, in turn (first come, first served); `None` once the
-    /// publisher is being dropped.
+    /// A slot for an upload of `bytes`, in turn (first come, first served). The semaphores are
+    /// never closed: `None` does not happen (the caller treats it as no slot).
     pub(crate) async fn acquire(&self, bytes: usize) -> Option<UploadSlot> {
         let count = Arc::clone(&self.count).acquire_owned().await.ok()?;
-        let kib = bytes.div_ceil(KIB).clamp(1, UPLOAD_BYTES_IN_FLIGHT / KIB);
         let kib = Arc::clone(&self.kib)
-            .acquire_many_owned(u32::try_from(kib).unwrap_or(u32::MAX))
+            .acquire_many_owned(kib_of(bytes))
             .await
             .ok()?;
         Some(UploadSlot {
@@ -49,6 +48,26 @@ impl UploadSlots {
             _kib: kib,
         })
     }
+
+    /// A slot for an upload of `bytes` if one is free now, without waiting (nor yielding: a
+    /// zero time-out around [`acquire`](Self::acquire) could give up on a free slot once the
+    /// task's scheduling budget was spent).
+    pub(crate) fn try_acquire(&self, bytes: usize) -> Option<UploadSlot> {
+        let count = Arc::clone(&self.count).try_acquire_owned().ok()?;
+        let kib = Arc::clone(&self.kib)
+            .try_acquire_many_owned(kib_of(bytes))
+            .ok()?;
+        Some(UploadSlot {
+            _count: count,
+            _kib: kib,
+        })
+    }
+}
+
+/// The KiB (begun) counted for `bytes`, within the budget.
+fn kib_of(bytes: usize) -> u32 {
+    let kib = bytes.div_ceil(KIB).clamp(1, UPLOAD_BYTES_IN_FLIGHT / KIB);
+    u32::try_from(kib).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -78,10 +97,11 @@ mod tests {
             !none_left(&slots, 10 * 1024 * 1024).await,
             "within the bytes"
         );
-        drop(big);
-        let huge = slots.acquire(1024 * 1024 * 1024).await.unwrap();
-        assert!(none_left(&slots, 1).await, "alone");
-        drop(huge);
+        assert!(slots.try_acquire(100 * 1024 * 1024).is_none());
+        let small = slots.try_acquire(10 * 1024 * 1024);
+        assert!(small.is_some(), "free now");
+        assert!(slots.try_acquire(1).is_none(), "two at once");
+        drop((big, small));
         assert!(!none_left(&slots, 1).await);
     }
 }

@@ -50,7 +50,7 @@ impl Offloader {
         let looks = Looks {
             first: WATCH_AFTER,
             every: WATCH_EVERY,
-            silent: SILENT_AFTER.min(budget.call_time(payload_len) / 2),
+            silent: SILENT_AFTER.min(budget.next(payload_len).saturating_sub(WATCH_AFTER)),
         };
         let silent = |ran: Duration| {
             format!(

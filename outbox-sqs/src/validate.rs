@@ -1,6 +1,8 @@
 //! The publisher's settings checked before any network call ([`SqsConfig::validate`]).
 
-use crate::config::{MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, SqsConfig};
+use crate::config::{
+    MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, MAX_IN_FLIGHT, SqsConfig,
+};
 use crate::destination::parse_target;
 use crate::error::{Result, config_error};
 use crate::offload_settings::validate_offload;
@@ -8,11 +10,15 @@ use crate::routing::Router;
 
 /// Every check of the settings that needs no network call (see [`SqsConfig::validate`]).
 pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
-    if config.max_in_flight == 0 {
-        return Err(config_error("max_in_flight must be at least 1"));
+    if !(1..=MAX_IN_FLIGHT).contains(&config.max_in_flight) {
+        return Err(config_error(format!(
+            "max_in_flight must be within 1..={MAX_IN_FLIGHT}"
+        )));
     }
-    if config.max_uploads == 0 {
-        return Err(config_error("max_uploads must be at least 1"));
+    if !(1..=MAX_IN_FLIGHT).contains(&config.max_uploads) {
+        return Err(config_error(format!(
+            "max_uploads must be within 1..={MAX_IN_FLIGHT}"
+        )));
     }
     if config.call_timeout.is_zero() {
         return Err(config_error("call_timeout must be greater than zero"));
@@ -85,4 +91,28 @@ pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
     )
     .map_err(config_error)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_counts_are_bounded() {
+        let with = |f: fn(&mut SqsConfig)| {
+            let mut c = SqsConfig {
+                default_queue: Some("https://sqs.us-east-1.amazonaws.com/123456789012/q".into()),
+                ..SqsConfig::default()
+            };
+            f(&mut c);
+            validate(&c).map_err(|e| e.to_string())
+        };
+        assert_eq!(with(|_| {}), Ok(()));
+        // A semaphore of that many permits panicked at build.
+        let e = with(|c| c.max_uploads = usize::MAX).unwrap_err();
+        assert!(e.contains("max_uploads must be within 1..=10000"), "{e}");
+        let e = with(|c| c.max_in_flight = usize::MAX).unwrap_err();
+        assert!(e.contains("max_in_flight"), "{e}");
+        assert!(with(|c| c.max_uploads = 0).is_err());
+    }
 }

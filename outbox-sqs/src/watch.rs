@@ -1,10 +1,11 @@
 //! The watch over a call in flight, for S3 uploads (`upload_watch.rs`) and for batch calls to a
 //! queue or topic (`call.rs`): a service that stops answering is found down seconds into the
 //! call, not at its time-out. The call, unanswered after a first look, is checked with a small
-//! call of at most [`WATCH_PROBE`], and again at each later look while it runs. The service is
-//! down, and the call given up (its future dropped), when that is not answered either and nothing
-//! else was heard from the service for [`SILENT_AFTER`], the call having run that long too; or
-//! when another call found it down meanwhile. A service that answers, however slowly, is slow, not silent: the call goes on to its
+//! call given until the service would count as silent (at least [`WATCH_PROBE`]), and again at
+//! each later look while it runs. The service is down, and the call given up (its future
+//! dropped), when that is not answered either and nothing else was heard from the service for
+//! [`SILENT_AFTER`], the call having run that long too; or when another call found it down
+//! meanwhile. A service that answers, however slowly, is slow, not silent: the call goes on to its
 //! own time-out.
 //!
 //! Why: a batch that met an outage waited for the call's time-out, and per-aggregate order held
@@ -40,7 +41,8 @@ pub(crate) struct Looks {
     /// Each later look, after the last one's probe.
     pub(crate) every: Duration,
     /// How long the call must have run unanswered before its service counts as silent:
-    /// [`SILENT_AFTER`], or less when the call's time-out would end it first.
+    /// [`SILENT_AFTER`], or its time-out less a second when that is shorter (a look must still
+    /// find it silent before the time-out ends the call).
     pub(crate) silent: Duration,
 }
 
@@ -69,8 +71,18 @@ fn next_look_when_unanswered(silent_at: Instant, every: Duration) -> tokio::time
 }
 
 impl<P: Probe> Down<P> {
+    /// When the service counts as silent for a call that started at `started` and must run
+    /// `silent` unanswered: [`SILENT_AFTER`] after it was last heard, and not before the call
+    /// has run that long.
+    fn silent_at(&self, started: Instant, silent: Duration) -> Instant {
+        let own = started + silent;
+        self.heard_at()
+            .map_or(own, |at| (at + SILENT_AFTER).max(own))
+    }
+
     /// Runs `call` (started at `started`), watched at `looks`: each look asks the service with
-    /// `ask` (given at most [`WATCH_PROBE`]: whether it answered). `silent` says, from how long
+    /// `ask` (given until it would count as silent, at least [`WATCH_PROBE`]: whether it
+    /// answered). `silent` says, from how long
     /// the call ran, why the service counts as down. The caller bounds the whole with the call's
     /// time-out (and caps `ask` by it), or the call does.
     pub(crate) async fn watch<T, F, A, AF>(
@@ -96,35 +108,47 @@ impl<P: Probe> Down<P> {
             if let Gate::Wait(failure) = self.gate() {
                 return Watched::Found(failure);
             }
+            // The probe is given until the service would count as silent (at least
+            // WATCH_PROBE): a service answering in 3.5 s answers it, however long ago it was
+            // last heard (a 2 s probe went unanswered, and a multipart upload to such an S3 was
+            // given up between its parts: review).
+            let probe = self
+                .silent_at(started, looks.silent)
+                .saturating_duration_since(Instant::now())
+                .max(WATCH_PROBE);
+            let asked = Instant::now();
             tokio::select! {
                 biased;
                 done = &mut call => return Watched::Done(done),
-                answered = ask(WATCH_PROBE) => {
+                answered = ask(probe) => {
                     // Silent: nothing heard for a while, the call included (a call that began
                     // after an idle spell is not given up before it has run that long: S3
                     // answering every request in 3.5 s was taken for down at the first upload
                     // after idling, black-box run).
+                    let silent_at = self.silent_at(started, looks.silent);
                     if answered {
                         self.heard();
-                    } else if !self.heard_within(SILENT_AFTER) && started.elapsed() >= looks.silent {
+                        // The next probe is answered before the service could count as silent,
+                        // if it takes as long as this one did (a slow S3 answers a probe in
+                        // 3.5 s: one asked a whole `every` later came too late, review).
+                        let took = asked.elapsed();
+                        let next = SILENT_AFTER
+                            .saturating_sub(took.saturating_mul(2))
+                            .clamp(LEAST_GAP, looks.every.max(LEAST_GAP));
+                        look_at = tokio::time::Instant::now() + next;
+                    } else if Instant::now() >= silent_at {
                         let error = silent(started.elapsed());
                         self.down(started, FailureKind::Timeout, &error);
                         return Watched::Silent(error);
                     } else {
-                        // Unanswered, but heard from lately: looked at again so that the probe
-                        // ends as the service turns silent, not a whole `every` later (S3 went
-                        // unanswered for 8 s after an upload that went through, instead of 5 s:
-                        // review).
-                        let heard = self.heard_at().map(|at| at + SILENT_AFTER);
-                        let silent_at = heard.map_or(started + looks.silent, |at| {
-                            at.max(started + looks.silent)
-                        });
+                        // Unanswered (cut short by the call's time-out), but heard from lately:
+                        // looked at again so that the probe ends as the service turns silent,
+                        // not a whole `every` later (S3 went unanswered for 8 s after an upload
+                        // that went through, instead of 5 s: review).
                         look_at = next_look_when_unanswered(silent_at, looks.every);
-                        continue;
                     }
                 }
             }
-            look_at = tokio::time::Instant::now() + looks.every;
         }
     }
 }

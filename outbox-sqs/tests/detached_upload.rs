@@ -25,15 +25,8 @@ async fn publisher(
     bucket: &str,
     call_timeout: Duration,
 ) -> SqsPublisher {
-    let sqs = aws_sdk_sqs::Client::new(&sdk_config_for(&endpoint()).await);
-    SqsPublisher::builder()
-        .sdk_config(sdk_config_for(&format!("http://{s3}")).await)
-        .client(sqs)
-        .max_attempts(1)
-        .call_timeout(call_timeout)
-        .default_queue(queue.url())
-        .offload_bucket(bucket)
-        .offload_threshold(1024)
+    aws::offloading(s3, queue, bucket, call_timeout)
+        .await
         .build()
         .await
         .unwrap()
@@ -342,12 +335,13 @@ async fn a_groups_events_behind_an_upload_going_on_are_put_back_with_it() {
 
 /// While uploads outlast the offload wait, a publish does not wait for its uploads at all (its
 /// batch held its worker the whole wait for nothing: small events of aggregates with no upload
-/// were 1.5 s late at the median, black-box run); an upload quick again ends that.
+/// were 1.5 s late at the median, black-box run); an upload within the wait ends that.
 #[tokio::test]
 async fn while_uploads_outlast_the_wait_publishes_do_not_wait_for_them() {
     let (bucket, queue) = bucket_and_queue().await;
     let proxy = BlackHoleProxy::start(upstream()).await;
     let publisher = publisher(proxy.addr(), &queue, &bucket, Duration::from_secs(10)).await;
+    let s3 = aws::s3_client().await;
     let big = |n: i64| {
         event(
             "order.created",
@@ -357,30 +351,44 @@ async fn while_uploads_outlast_the_wait_publishes_do_not_wait_for_them() {
             json!("x".repeat(4096)),
         )
     };
-    let timed = async |n: i64| {
+    let timed = async |e: &outbox_core::ClaimedEvent| {
         let started = Instant::now();
-        let outcomes = publisher.publish(&[big(n)]).await.unwrap();
+        let outcomes = publisher.publish(std::slice::from_ref(e)).await.unwrap();
         (outcomes.into_iter().next().unwrap(), started.elapsed())
     };
-    let warm = timed(0).await;
+    // Its upload ended (the object is there; the pace is noted right after).
+    let uploaded = async |e: &outbox_core::ClaimedEvent| {
+        let key = offload_key(&e.id.hyphenated().to_string());
+        assert!(
+            eventually(Duration::from_secs(10), async || {
+                aws::get_object(&s3, &bucket, &key).await.is_some()
+            })
+            .await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let warm = timed(&big(0)).await;
     assert!(matches!(warm.0, PublishOutcome::Published), "{warm:?}");
     proxy.delay_requests(Duration::from_millis(2_500));
-    let (first, took) = timed(1).await;
+    let first = big(1);
+    let (outcome, took) = timed(&first).await;
     assert!(
-        still_uploading(&first) && took >= Duration::from_millis(900),
-        "{first:?} {took:?}"
+        still_uploading(&outcome) && took >= Duration::from_millis(900),
+        "{outcome:?} {took:?}"
     );
-    // Its upload ends 2.5 s in, outlasting the wait: the next publishes wait no more.
-    tokio::time::sleep(Duration::from_millis(2_000)).await;
-    let (second, took) = timed(2).await;
-    assert!(still_uploading(&second), "{second:?}");
+    // Its upload outlasted the wait: the next publishes wait no more.
+    uploaded(&first).await;
+    let second = big(2);
+    let (outcome, took) = timed(&second).await;
+    assert!(still_uploading(&outcome), "{outcome:?}");
     assert!(took < Duration::from_millis(300), "waited {took:?}");
-    // S3 quick again once that upload is done: an upload within half the wait ends it.
-    tokio::time::sleep(Duration::from_millis(2_800)).await;
+    // S3 quick again once that upload is done: an upload within the wait ends it.
+    uploaded(&second).await;
     proxy.delay_requests(Duration::ZERO);
-    let (third, _) = timed(3).await;
-    assert!(still_uploading(&third), "{third:?}");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let (fourth, _) = timed(4).await;
-    assert!(matches!(fourth, PublishOutcome::Published), "{fourth:?}");
+    let third = big(3);
+    let (outcome, _) = timed(&third).await;
+    assert!(still_uploading(&outcome), "{outcome:?}");
+    uploaded(&third).await;
+    let (outcome, _) = timed(&big(4)).await;
+    assert!(matches!(outcome, PublishOutcome::Published), "{outcome:?}");
 }

@@ -169,3 +169,23 @@ pub fn upstream() -> std::net::SocketAddr {
         .parse()
         .expect("the SQS endpoint is http://host:port")
 }
+
+/// A publisher builder offloading every message over 1 KiB to `bucket` through the proxy at `s3`
+/// (its SQS calls straight to the server), one attempt per call, with `call_timeout`.
+pub async fn offloading(
+    s3: std::net::SocketAddr,
+    queue: &TestQueue,
+    bucket: &str,
+    call_timeout: std::time::Duration,
+) -> outbox_sqs::SqsPublisherBuilder {
+    use outbox_tests::sqs::sdk_config_for;
+    let sqs = aws_sdk_sqs::Client::new(&sdk_config_for(&endpoint()).await);
+    outbox_sqs::SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&format!("http://{s3}")).await)
+        .client(sqs)
+        .max_attempts(1)
+        .call_timeout(call_timeout)
+        .default_queue(queue.url())
+        .offload_bucket(bucket)
+        .offload_threshold(1024)
+}
