@@ -1,6 +1,6 @@
-//! A queue or topic down (see `down.rs`): a call to it went unanswered for a second and so did a
-//! small call sent then (`watch.rs`, for `call.rs`), or a call timed out and a small call right
-//! after was not answered either. While it is down its events are put
+//! A queue or topic down (see `down.rs`): a call to it, and the small calls sent while it ran,
+//! went unanswered until it had been silent for 5 s, the call included (`watch.rs`, for
+//! `call.rs`), or a call timed out and a small call right after was not answered either. While it is down its events are put
 //! back at once, uncounted, without a call, and the other destinations' events go on; a task of
 //! its own asks it once per probe interval (`GetQueueAttributes`, `GetTopicAttributes`: what the
 //! start-up check already calls, so no new permission) and ends the state when it answers.
