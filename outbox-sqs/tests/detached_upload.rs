@@ -10,10 +10,10 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use aws::{bucket_and_queue, upstream};
-use common::event;
+use common::{event, heard_then_slow};
 use outbox_core::{Emitter, FailureKind, PublishOutcome, Publisher, Relay};
 use outbox_sqs::{SqsPublisher, offload_key};
-use outbox_tests::sqs::{TestQueue, endpoint, sdk_config_for};
+use outbox_tests::sqs::{TestQueue, sdk_config_for};
 use outbox_tests::{BlackHoleProxy, DelayProxy, RunningRelay, TestDb, TestEvent, eventually};
 use serde_json::json;
 
@@ -97,18 +97,7 @@ async fn a_detached_uploads_counted_failure_counts_at_a_later_publish() {
     let (bucket, queue) = bucket_and_queue().await;
     // 200 KiB/s up: 600 KiB need 3 s; a 1 s call time-out gives the upload 2 s.
     let proxy = DelayProxy::slow_upload(upstream(), 200 * 1024).await;
-    let sqs = aws_sdk_sqs::Client::new(&sdk_config_for(&endpoint()).await);
-    let publisher = SqsPublisher::builder()
-        .sdk_config(sdk_config_for(&format!("http://{}", proxy.addr())).await)
-        .client(sqs)
-        .max_attempts(1)
-        .call_timeout(Duration::from_secs(1))
-        .default_queue(queue.url())
-        .offload_bucket(&bucket)
-        .offload_threshold(1024)
-        .build()
-        .await
-        .unwrap();
+    let publisher = publisher(proxy.addr(), &queue, &bucket, Duration::from_secs(1)).await;
     let big = event(
         "order.created",
         "order",
@@ -235,28 +224,14 @@ async fn a_slow_s3_holds_only_the_offloaded_events_aggregate() {
 async fn a_slot_that_comes_too_late_starts_no_upload() {
     let (bucket, queue) = bucket_and_queue().await;
     let proxy = BlackHoleProxy::start(upstream()).await;
-    let sqs = aws_sdk_sqs::Client::new(&sdk_config_for(&endpoint()).await);
-    let publisher = SqsPublisher::builder()
-        .sdk_config(sdk_config_for(&format!("http://{}", proxy.addr())).await)
-        .client(sqs)
-        .max_attempts(1)
+    let publisher = aws::offloading(proxy.addr(), &queue, &bucket, Duration::from_secs(1))
+        .await
         .max_uploads(1)
-        .call_timeout(Duration::from_secs(1))
-        .default_queue(queue.url())
-        .offload_bucket(&bucket)
-        .offload_threshold(1024)
         .offload_wait(Duration::from_secs(3600))
         .build()
         .await
         .unwrap();
-    // Heard from just before: slow, not down.
-    let warm = event("order.created", "order", "warm", 0, json!("x".repeat(4096)));
-    let outcomes = publisher.publish(&[warm]).await.unwrap();
-    assert!(
-        matches!(outcomes[0], PublishOutcome::Published),
-        "{outcomes:?}"
-    );
-    proxy.delay_requests(Duration::from_millis(2_500));
+    heard_then_slow(&publisher, &proxy, Duration::from_millis(2_500)).await;
     let first = [event(
         "order.created",
         "order",
@@ -309,13 +284,7 @@ async fn a_groups_events_behind_an_upload_going_on_are_put_back_with_it() {
         .build()
         .await
         .unwrap();
-    let warm = event("order.created", "order", "warm", 0, json!("x".repeat(4096)));
-    let outcomes = publisher.publish(&[warm]).await.unwrap();
-    assert!(
-        matches!(outcomes[0], PublishOutcome::Published),
-        "{outcomes:?}"
-    );
-    proxy.delay_requests(Duration::from_millis(2_500));
+    heard_then_slow(&publisher, &proxy, Duration::from_millis(2_500)).await;
     let events = [
         event("order.created", "order", "g", 1, json!("x".repeat(4096))),
         event("order.created", "order", "g", 2, json!("after")),

@@ -69,3 +69,20 @@ pub async fn publisher(fx: &SqsFixture, queue: &str) -> SqsPublisher {
         .await
         .unwrap()
 }
+
+/// Publishes an offloaded event through `publisher` (S3 is heard from: slow, not down, once the
+/// proxy at its S3 makes every answer `delay` late), then slows the proxy so.
+pub async fn heard_then_slow(
+    publisher: &SqsPublisher,
+    proxy: &outbox_tests::BlackHoleProxy,
+    delay: std::time::Duration,
+) {
+    use outbox_core::Publisher;
+    let warm = event("order.created", "order", "warm", 0, json!("x".repeat(4096)));
+    let outcomes = publisher.publish(&[warm]).await.unwrap();
+    assert!(
+        matches!(outcomes[0], PublishOutcome::Published),
+        "{outcomes:?}"
+    );
+    proxy.delay_requests(delay);
+}
