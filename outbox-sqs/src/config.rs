@@ -47,6 +47,8 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 8;
 pub const MAX_IN_FLIGHT: usize = 10_000;
 /// Default of [`SqsConfig::max_uploads`].
 pub const DEFAULT_MAX_UPLOADS: usize = 32;
+/// Upper bound of [`SqsConfig::call_timeout`]: one hour.
+pub const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(3600);
 /// Default of [`SqsConfig::call_timeout`].
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default of [`SqsConfig::broken_queue_dead_letter_after`]: one hour.
@@ -153,8 +155,9 @@ pub struct SqsConfig {
     /// next claim once the upload is done (see [the crate docs](crate#s3-offload-of-large-payloads)),
     /// so that a slow S3 does not hold the batch's other events, nor, through per-aggregate order,
     /// their aggregates. The publish deadline bounds it too. Zero lets every upload go on
-    /// without its publish; a long wait has publishes wait for their uploads, unless uploads
-    /// outlast it (then publishes stop waiting, until one ends within it). Default
+    /// without its publish; a long wait has publishes wait for their uploads, unless uploads of
+    /// at most 1 MiB outlast it (then publishes stop waiting for 10 s, or until such an upload
+    /// ends within it). Default
     /// [`DEFAULT_OFFLOAD_WAIT`] (1 s).
     pub offload_wait: Duration,
     /// With per-aggregate order on and a single FIFO destination (queue or topic): send several

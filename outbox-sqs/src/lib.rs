@@ -241,8 +241,9 @@
 //!   `Unavailable`. A call refused as a whole for its content is re-sent one entry per call, so
 //!   that only the offending events become `Permanent`.
 //! - A call unanswered after a second, or timed out, is checked with a small call to its
-//!   destination (`GetQueueAttributes`, `GetTopicAttributes`) of at most
-//!   2 s; unanswered, the destination is **down** (see below) and the call's events are
+//!   destination (`GetQueueAttributes`, `GetTopicAttributes`), given until the destination would
+//!   count as silent; unanswered, with nothing heard from the destination for 5 s (the call
+//!   included), the destination is **down** (see below) and the call's events are
 //!   `Unavailable`.
 //! - When **every** call of a `publish` failed with a retryable whole-call error (SQS unreachable,
 //!   5xx, time-outs, bad credentials, destinations down) — calls to broken queues aside —
@@ -376,8 +377,8 @@ pub use config::{
     ENV_BREAKER_PROBE_INTERVAL_MS, ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, ENV_CALL_TIMEOUT_MS,
     ENV_DEFAULT_QUEUE_URL, ENV_MAX_IN_FLIGHT, ENV_MAX_UPLOADS, ENV_OFFLOAD_BUCKET,
     ENV_OFFLOAD_THRESHOLD_BYTES, ENV_OFFLOAD_WAIT_MS, ENV_ROUTES, ENV_TRANSPORT,
-    MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, MAX_IN_FLIGHT, Route,
-    SqsConfig,
+    MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, MAX_CALL_TIMEOUT,
+    MAX_IN_FLIGHT, Route, SqsConfig,
 };
 pub use consumer::{Consumer, ConsumerBuilder, ConsumerConfig, Envelope, Handler};
 pub use destination::DestinationKind;

@@ -1,7 +1,8 @@
 //! The publisher's settings checked before any network call ([`SqsConfig::validate`]).
 
 use crate::config::{
-    MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, MAX_IN_FLIGHT, SqsConfig,
+    MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, MAX_CALL_TIMEOUT,
+    MAX_IN_FLIGHT, SqsConfig,
 };
 use crate::destination::parse_target;
 use crate::error::{Result, config_error};
@@ -20,8 +21,11 @@ pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
             "max_uploads must be within 1..={MAX_IN_FLIGHT}"
         )));
     }
-    if config.call_timeout.is_zero() {
-        return Err(config_error("call_timeout must be greater than zero"));
+    if config.call_timeout.is_zero() || config.call_timeout > MAX_CALL_TIMEOUT {
+        return Err(config_error(format!(
+            "call_timeout must be between 1 ms and {} s",
+            MAX_CALL_TIMEOUT.as_secs()
+        )));
     }
     if config.broken_queue_dead_letter_after.is_zero()
         || config.broken_queue_dead_letter_after > MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER
@@ -98,7 +102,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slot_counts_are_bounded() {
+    fn slot_counts_and_the_call_time_out_are_bounded() {
         let with = |f: fn(&mut SqsConfig)| {
             let mut c = SqsConfig {
                 default_queue: Some("https://sqs.us-east-1.amazonaws.com/123456789012/q".into()),
@@ -114,5 +118,8 @@ mod tests {
         let e = with(|c| c.max_in_flight = usize::MAX).unwrap_err();
         assert!(e.contains("max_in_flight"), "{e}");
         assert!(with(|c| c.max_uploads = 0).is_err());
+        // Added to an instant, a time-out near `Duration::MAX` panicked at the first call.
+        let e = with(|c| c.call_timeout = std::time::Duration::MAX).unwrap_err();
+        assert!(e.contains("call_timeout must be between"), "{e}");
     }
 }

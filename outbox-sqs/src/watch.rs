@@ -1,7 +1,7 @@
 //! The watch over a call in flight, for S3 uploads (`upload_watch.rs`) and for batch calls to a
 //! queue or topic (`call.rs`): a service that stops answering is found down seconds into the
 //! call, not at its time-out. The call, unanswered after a first look, is checked with a small
-//! call given until the service would count as silent (at least [`WATCH_PROBE`]), and again at
+//! call given until the service would count as silent ([`WATCH_PROBE`] once it could), and again at
 //! each later look while it runs. The service is down, and the call given up (its future
 //! dropped), when that is not answered either and nothing else was heard from the service for
 //! [`SILENT_AFTER`], the call having run that long too; or when another call found it down
@@ -81,7 +81,7 @@ impl<P: Probe> Down<P> {
     }
 
     /// Runs `call` (started at `started`), watched at `looks`: each look asks the service with
-    /// `ask` (given until it would count as silent, at least [`WATCH_PROBE`]: whether it
+    /// `ask` (given until it would count as silent, or [`WATCH_PROBE`] once it could: whether it
     /// answered). `silent` says, from how long
     /// the call ran, why the service counts as down. The caller bounds the whole with the call's
     /// time-out (and caps `ask` by it), or the call does.
@@ -108,14 +108,18 @@ impl<P: Probe> Down<P> {
             if let Gate::Wait(failure) = self.gate() {
                 return Watched::Found(failure);
             }
-            // The probe is given until the service would count as silent (at least
-            // WATCH_PROBE): a service answering in 3.5 s answers it, however long ago it was
+            // The probe is given until the service would count as silent: a service answering in 3.5 s answers it, however long ago it was
             // last heard (a 2 s probe went unanswered, and a multipart upload to such an S3 was
             // given up between its parts: review).
-            let probe = self
+            // (Past that moment already, as after an idle spell's look: WATCH_PROBE.)
+            let until_silent = self
                 .silent_at(started, looks.silent)
-                .saturating_duration_since(Instant::now())
-                .max(WATCH_PROBE);
+                .saturating_duration_since(Instant::now());
+            let probe = if until_silent.is_zero() {
+                WATCH_PROBE
+            } else {
+                until_silent
+            };
             let asked = Instant::now();
             tokio::select! {
                 biased;
