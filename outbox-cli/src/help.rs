@@ -126,6 +126,11 @@ fn relay_settings() -> Vec<(&'static str, &'static str, &'static str)> {
             sqs::ENV_BREAKER_PROBE_INTERVAL_MS,
             "probe of a broken queue (default 5s)",
         ),
+        (
+            "",
+            sqs::ENV_CALL_WAIT_MS,
+            "wait for SQS calls, then let them go on (default 1s)",
+        ),
         ("", sqs::ENV_MAX_UPLOADS, "S3 uploads at once (default 32)"),
         (
             "",

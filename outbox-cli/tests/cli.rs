@@ -825,6 +825,7 @@ fn relay_help_names_every_setting_variable_the_code_reads() {
         outbox_sqs::ENV_ROUTES,
         outbox_sqs::ENV_MAX_IN_FLIGHT,
         outbox_sqs::ENV_CALL_TIMEOUT_MS,
+        outbox_sqs::ENV_CALL_WAIT_MS,
         outbox_sqs::ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS,
         outbox_sqs::ENV_BREAKER_PROBE_INTERVAL_MS,
         outbox_sqs::ENV_OFFLOAD_BUCKET,

@@ -105,6 +105,13 @@ impl SqsPublisherBuilder {
         self
     }
 
+    /// How long a publish waits for its batch calls before the calls still running go on
+    /// without it (default 1 s). See [`SqsConfig::call_wait`].
+    pub fn call_wait(mut self, wait: Duration) -> Self {
+        self.config.call_wait = wait;
+        self
+    }
+
     /// With [`offload_bucket`](Self::offload_bucket): how long a publish waits for an upload
     /// before its event is put back while the upload goes on. See [`SqsConfig::offload_wait`].
     pub fn offload_wait(mut self, wait: Duration) -> Self {
@@ -313,6 +320,9 @@ impl SqsPublisherBuilder {
             permits: Semaphore::new(config.max_in_flight),
             max_in_flight: config.max_in_flight,
             call_timeout: config.call_timeout,
+            call_wait: config.call_wait,
+            detached_calls: Default::default(),
+            calls_going_on: Default::default(),
             metrics,
         });
         crate::idle_breakers::spawn(&inner, config.breaker_probe_interval);

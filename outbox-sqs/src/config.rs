@@ -33,6 +33,10 @@ pub const ENV_OFFLOAD_THRESHOLD_BYTES: &str = "OUTBOX_SQS_OFFLOAD_THRESHOLD_BYTE
 /// event is put back while the upload goes on, in milliseconds.
 pub const ENV_OFFLOAD_WAIT_MS: &str = "OUTBOX_SQS_OFFLOAD_WAIT_MS";
 
+/// Environment variable: how long a publish waits for its batch calls before the calls still
+/// running go on without it, in milliseconds (see [`SqsConfig::call_wait`]).
+pub const ENV_CALL_WAIT_MS: &str = "OUTBOX_SQS_CALL_WAIT_MS";
+
 /// Environment variable: `true` to send several events of one aggregate in one FIFO call (see
 /// [`SqsConfig::batch_aggregates`]).
 pub const ENV_BATCH_AGGREGATES: &str = "OUTBOX_SQS_BATCH_AGGREGATES";
@@ -61,6 +65,8 @@ pub const MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER: Duration = Duration::from_secs(30 
 pub const DEFAULT_BREAKER_PROBE_INTERVAL: Duration = outbox_core::UNAVAILABLE_RETRY_DELAY;
 /// Default of [`SqsConfig::offload_wait`]: one second.
 pub const DEFAULT_OFFLOAD_WAIT: Duration = Duration::from_secs(1);
+/// Default of [`SqsConfig::call_wait`]: one second.
+pub const DEFAULT_CALL_WAIT: Duration = Duration::from_secs(1);
 /// Upper bound of [`SqsConfig::breaker_probe_interval`]: one hour.
 pub const MAX_BREAKER_PROBE_INTERVAL: Duration = Duration::from_secs(3600);
 
@@ -119,6 +125,19 @@ pub struct SqsConfig {
     /// and its events are retried. An S3 upload of the offload gets a second more per MiB
     /// begun that it carries. Default [`DEFAULT_CALL_TIMEOUT`] (10 s).
     pub call_timeout: Duration,
+    /// How long a publish waits for its `SendMessageBatch` / `PublishBatch` calls. A call still
+    /// running then goes on without it (within its call timeout and the publish deadline): its
+    /// events are put back for a second, uncounted, and their next claim takes its answer —
+    /// published, or the failure counted then. So a destination answering slowly (a topic taking
+    /// 2–12 s) holds only its own events, not the batch's others bound for healthy destinations
+    /// nor, through per-aggregate order, their aggregates. Calls going on without their publish
+    /// hold at most half of [`max_in_flight`](Self::max_in_flight) between them (the rest stay
+    /// for the other destinations): beyond, a destination with such calls running has its new
+    /// events put back until fewer run. At least the call timeout: publishes wait for their
+    /// calls, as before. Zero lets every call go on without its publish (each event then comes
+    /// back once before it is marked). At most [`MAX_CALL_TIMEOUT`]. Default
+    /// [`DEFAULT_CALL_WAIT`] (1 s).
+    pub call_wait: Duration,
     /// Overrides the SQS endpoint (otherwise `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`, or AWS's).
     pub endpoint_url: Option<String>,
     /// Overrides the region (otherwise `AWS_REGION`, the profile, …).
@@ -184,6 +203,7 @@ impl Default for SqsConfig {
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             max_uploads: DEFAULT_MAX_UPLOADS,
             call_timeout: DEFAULT_CALL_TIMEOUT,
+            call_wait: DEFAULT_CALL_WAIT,
             endpoint_url: None,
             region: None,
             max_attempts: None,

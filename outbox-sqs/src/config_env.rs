@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use crate::config::{
     ENV_BATCH_AGGREGATES, ENV_BREAKER_PROBE_INTERVAL_MS, ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS,
-    ENV_CALL_TIMEOUT_MS, ENV_DEFAULT_QUEUE_URL, ENV_MAX_IN_FLIGHT, ENV_MAX_UPLOADS,
-    ENV_OFFLOAD_BUCKET, ENV_OFFLOAD_THRESHOLD_BYTES, ENV_OFFLOAD_WAIT_MS, ENV_ROUTES,
-    ENV_TRANSPORT, Route, SqsConfig,
+    ENV_CALL_TIMEOUT_MS, ENV_CALL_WAIT_MS, ENV_DEFAULT_QUEUE_URL, ENV_MAX_IN_FLIGHT,
+    ENV_MAX_UPLOADS, ENV_OFFLOAD_BUCKET, ENV_OFFLOAD_THRESHOLD_BYTES, ENV_OFFLOAD_WAIT_MS,
+    ENV_ROUTES, ENV_TRANSPORT, Route, SqsConfig,
 };
 use crate::error::{Result, config_error};
 
@@ -16,6 +16,7 @@ impl SqsConfig {
     /// [`OUTBOX_SQS_MAX_IN_FLIGHT`](ENV_MAX_IN_FLIGHT),
     /// [`OUTBOX_SQS_MAX_UPLOADS`](ENV_MAX_UPLOADS) and
     /// [`OUTBOX_SQS_CALL_TIMEOUT_MS`](ENV_CALL_TIMEOUT_MS),
+    /// [`OUTBOX_SQS_CALL_WAIT_MS`](ENV_CALL_WAIT_MS),
     /// [`OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS`](ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS) and
     /// [`OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS`](ENV_BREAKER_PROBE_INTERVAL_MS),
     /// [`OUTBOX_SQS_OFFLOAD_BUCKET`](ENV_OFFLOAD_BUCKET),
@@ -90,6 +91,14 @@ impl SqsConfig {
                 ))
             })?);
         }
+        if let Some(ms) = var(ENV_CALL_WAIT_MS) {
+            let ms: u64 = ms.trim().parse().map_err(|_| {
+                config_error(format!(
+                    "{ENV_CALL_WAIT_MS}: `{ms}` is not a whole number of milliseconds"
+                ))
+            })?;
+            config.call_wait = Duration::from_millis(ms);
+        }
         if let Some(ms) = var(ENV_OFFLOAD_WAIT_MS) {
             let ms: u64 = ms.trim().parse().map_err(|_| {
                 config_error(format!(
@@ -156,6 +165,7 @@ mod tests {
         assert_eq!(d.max_in_flight, 8);
         assert_eq!(d.max_uploads, 32);
         assert_eq!(d.offload_wait, Duration::from_secs(1));
+        assert_eq!(d.call_wait, Duration::from_secs(1));
         assert_eq!(d.call_timeout, Duration::from_secs(10));
         assert_eq!(d.broken_queue_dead_letter_after, Duration::from_secs(3600));
         assert_eq!(d.breaker_probe_interval, Duration::from_secs(5));
@@ -175,6 +185,7 @@ mod tests {
             (ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, "600"),
             (ENV_BREAKER_PROBE_INTERVAL_MS, "750"),
             (ENV_OFFLOAD_WAIT_MS, "2500"),
+            (ENV_CALL_WAIT_MS, "1500"),
             (ENV_MAX_UPLOADS, "64"),
             (ENV_OFFLOAD_BUCKET, " payloads "),
             (ENV_OFFLOAD_THRESHOLD_BYTES, "200000"),
@@ -200,6 +211,7 @@ mod tests {
         assert_eq!(c.broken_queue_dead_letter_after, Duration::from_secs(600));
         assert_eq!(c.breaker_probe_interval, Duration::from_millis(750));
         assert_eq!(c.offload_wait, Duration::from_millis(2500));
+        assert_eq!(c.call_wait, Duration::from_millis(1500));
         assert_eq!(c.max_uploads, 64);
         assert_eq!(c.offload_bucket.as_deref(), Some("payloads"));
         assert_eq!(c.offload_threshold, Some(200_000));
@@ -240,6 +252,8 @@ mod tests {
         );
         let e = SqsConfig::from_vars(vars(&[(ENV_BREAKER_PROBE_INTERVAL_MS, "-1")])).unwrap_err();
         assert!(e.to_string().contains(ENV_BREAKER_PROBE_INTERVAL_MS), "{e}");
+        let e = SqsConfig::from_vars(vars(&[(ENV_CALL_WAIT_MS, "1s")])).unwrap_err();
+        assert!(e.to_string().contains(ENV_CALL_WAIT_MS), "{e}");
         let e = SqsConfig::from_vars(vars(&[(ENV_OFFLOAD_WAIT_MS, "1s")])).unwrap_err();
         assert!(e.to_string().contains(ENV_OFFLOAD_WAIT_MS), "{e}");
         let e = SqsConfig::from_vars(vars(&[(ENV_OFFLOAD_THRESHOLD_BYTES, "1MiB")])).unwrap_err();

@@ -23,8 +23,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::breaker::{Admit, Breaker};
-use crate::detached::{DetachedUploads, Known, uploading_still};
+use crate::detached::{Detached, Known};
 use crate::down::Gate;
+use crate::in_progress::{UploadResult, uploading_still};
 use crate::publisher::SqsPublisher;
 use crate::s3_down::S3Down;
 use crate::slow_upload::SlowUploads;
@@ -150,7 +151,7 @@ pub(crate) struct Offloader {
     /// How long a publish waits for an upload (see `detached.rs`).
     pub(crate) offload_wait: Duration,
     /// The uploads going on without their publish, and their results.
-    pub(crate) detached: Arc<DetachedUploads>,
+    pub(crate) detached: Arc<Detached<UploadResult>>,
     /// Whether uploads outlast the wait right now (then publishes do not wait for them).
     pub(crate) pace: UploadPace,
 }

@@ -4,6 +4,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use aws_sdk_sqs::Client;
@@ -18,6 +19,7 @@ pub use crate::builder::SqsPublisherBuilder;
 use crate::classify::Class;
 use crate::destination::DestinationKind;
 use crate::destination_down::DestinationDown;
+use crate::detached_call::{DetachedCalls, GoingOnCount};
 use crate::direct::DirectSqs;
 use crate::error::{Error, ErrorKind, Result};
 use crate::max_message::MaxMessage;
@@ -56,6 +58,12 @@ pub(crate) struct Inner {
     pub(crate) permits: Semaphore,
     pub(crate) max_in_flight: usize,
     pub(crate) call_timeout: Duration,
+    /// See [`SqsConfig::call_wait`](crate::SqsConfig::call_wait).
+    pub(crate) call_wait: Duration,
+    /// The calls that went on without their publish (see `detached_call.rs`).
+    pub(crate) detached_calls: Arc<DetachedCalls>,
+    /// How many chains of calls go on without their publish, every destination's.
+    pub(crate) calls_going_on: AtomicUsize,
     pub(crate) metrics: SqsMetrics,
     /// See [`SqsConfig::batch_aggregates`](crate::SqsConfig::batch_aggregates).
     pub(crate) keeps_aggregate_order: bool,
@@ -73,6 +81,8 @@ pub(crate) struct Queue {
     pub(crate) down: Arc<DestinationDown>,
     /// The largest message it takes (see `max_message.rs`; shared with `down`'s probe).
     max_message: Arc<MaxMessage>,
+    /// How many chains of calls to it go on without their publish (see `detached_call.rs`).
+    pub(crate) going_on: GoingOnCount,
 }
 
 impl Queue {
@@ -93,6 +103,7 @@ impl Queue {
             breaker,
             max_message: Arc::clone(down.probe().max_message()),
             down: Arc::new(down),
+            going_on: GoingOnCount::default(),
         }
     }
 
@@ -192,6 +203,8 @@ impl SqsPublisher {
         // In `seq` order; the events of destinations that are down put back first (see `send.rs`).
         let mut order: Vec<usize> = (0..events.len()).collect();
         order.sort_by_key(|&i| events[i].seq);
+        // What the calls that went on without their publishes did (see `detached_call.rs`).
+        self.take_detached_calls(events, &mut order, &mut outcomes);
         if self.inner.queues.iter().any(|q| q.down.is_down()) {
             self.put_back_the_down(events, &mut order, &mut outcomes)?;
         }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome};
 
 use crate::batch::plan;
-use crate::detached::{behind_an_upload, in_progress};
+use crate::in_progress::{behind_an_upload, in_progress};
 use crate::message::{Prepared, prepare};
 use crate::offload::Offloaded;
 use crate::publisher::{Queue, SqsPublisher, group_of};
@@ -62,7 +62,7 @@ impl SqsPublisher {
     }
 
     /// Whether `event` goes to a FIFO destination, or nowhere.
-    fn fifo_or_no_route(&self, event: &ClaimedEvent) -> bool {
+    pub(crate) fn fifo_or_no_route(&self, event: &ClaimedEvent) -> bool {
         self.inner
             .router
             .route(&event.event_type)
@@ -150,18 +150,21 @@ impl SqsPublisher {
             }
         }
 
-        let chains = per_queue.into_iter().flat_map(|(queue, items)| {
-            plan(items, queue.fifo, queue.max_batch_bytes())
-                .into_iter()
-                .map(move |chain| (queue.clone(), chain))
-        });
-        let reports = futures::future::join_all(
-            chains.map(|(queue, chain)| self.run_chain(queue, chain, deadline)),
-        )
-        .await;
-        for r in reports {
-            report.merge(r);
+        let mut chains = Vec::new();
+        for (queue, items) in per_queue {
+            // A slow destination's calls going on without their publishes hold as many in-flight
+            // slots as they may: its new events wait (see `detached_call.rs`).
+            if let Some(outcome) = self.no_call_for(&queue) {
+                report
+                    .outcomes
+                    .extend(items.iter().map(|p| (p.index, outcome.clone())));
+                continue;
+            }
+            for chain in plan(items, queue.fifo, queue.max_batch_bytes()) {
+                chains.push((Arc::clone(&queue), chain));
+            }
         }
+        report.merge(self.run_chains(events, chains, deadline).await);
         report
     }
 }

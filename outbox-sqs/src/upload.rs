@@ -8,7 +8,8 @@ use bytes::Bytes;
 use outbox_core::{ClaimedEvent, FailureKind, PublishFailure, PublishOutcome};
 use uuid::Uuid;
 
-use crate::detached::{Known, UploadResult, no_upload_slot, still_uploading, uploading_still};
+use crate::detached::Known;
+use crate::in_progress::{UploadResult, no_upload_slot, still_uploading, uploading_still};
 use crate::offload::{Offloader, refused};
 use crate::publisher::SqsPublisher;
 use crate::s3::Budget;

@@ -27,6 +27,12 @@ pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
             MAX_CALL_TIMEOUT.as_secs()
         )));
     }
+    if config.call_wait > MAX_CALL_TIMEOUT {
+        return Err(config_error(format!(
+            "call_wait must be at most {} s",
+            MAX_CALL_TIMEOUT.as_secs()
+        )));
+    }
     if config.broken_queue_dead_letter_after.is_zero()
         || config.broken_queue_dead_letter_after > MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER
     {
@@ -115,6 +121,9 @@ mod tests {
         // A semaphore of that many permits panicked at build.
         let e = with(|c| c.max_uploads = usize::MAX).unwrap_err();
         assert!(e.contains("max_uploads must be within 1..=10000"), "{e}");
+        let e = with(|c| c.call_wait = std::time::Duration::MAX).unwrap_err();
+        assert!(e.contains("call_wait must be at most 3600 s"), "{e}");
+        assert_eq!(with(|c| c.call_wait = std::time::Duration::ZERO), Ok(()));
         let e = with(|c| c.max_in_flight = usize::MAX).unwrap_err();
         assert!(e.contains("max_in_flight"), "{e}");
         assert!(with(|c| c.max_uploads = 0).is_err());

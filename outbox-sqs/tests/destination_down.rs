@@ -16,6 +16,9 @@ use outbox_tests::BlackHoleProxy;
 use outbox_tests::sqs::{TestQueue, endpoint, sdk_config_for};
 use serde_json::json;
 
+/// A call wait longer than any call here: publishes wait for their calls.
+const WAIT_FOR_CALLS: Duration = Duration::from_secs(3600);
+
 /// A black-holed topic held every publish with one of its events for the call's time-out (10 s
 /// by default), and through per-aggregate order the other destinations' aggregates with it; its
 /// events were charged an attempt per claim (black-box run: a healthy queue's events 39 s late
@@ -117,6 +120,9 @@ impl Setup {
             .client(sqs)
             .max_attempts(1)
             .call_timeout(call_timeout)
+            // Publishes wait for their calls: these tests read the watch's findings from them
+            // (calls going on without their publish: `slow_destination.rs`).
+            .call_wait(WAIT_FOR_CALLS)
             .breaker_probe_interval(Duration::from_secs(1))
             .route("audit.*", &topic.arn)
             .default_queue(queue.url())
@@ -376,6 +382,7 @@ async fn a_slow_queue_is_not_taken_for_down() {
         .sdk_config(sdk_config_for(&fx.endpoint_url()).await)
         .max_attempts(1)
         .call_timeout(Duration::from_secs(10))
+        .call_wait(WAIT_FOR_CALLS)
         .breaker_probe_interval(Duration::from_secs(1))
         .default_queue(q.as_str())
         .build()

@@ -200,6 +200,7 @@ impl SqsFixture {
             max_in_flight: AtomicUsize::new(0),
             latency_nanos: AtomicU64::new(0),
             silent: Mutex::new(Vec::new()),
+            slow: Mutex::new(Vec::new()),
             faults: Mutex::new(Faults::default()),
             queues: Mutex::new(HashMap::new()),
             recording: AtomicBool::new(true),
@@ -262,6 +263,16 @@ impl SqsFixture {
     /// [`answer_queue`](Self::answer_queue): one queue silent while the others answer.
     pub fn silence_queue(&self, name: &str) {
         lock(&self.state.silent).push(name.to_owned());
+    }
+
+    /// Delays every call naming the queue `name` by `latency` more before it is answered (zero
+    /// removes the delay): one queue slow while the others answer at once.
+    pub fn slow_queue(&self, name: &str, latency: Duration) {
+        let mut slow = lock(&self.state.slow);
+        slow.retain(|(n, _)| n != name);
+        if !latency.is_zero() {
+            slow.push((name.to_owned(), latency));
+        }
     }
 
     /// Answers the queue `name` again (the calls held meanwhile too).

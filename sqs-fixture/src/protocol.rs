@@ -65,6 +65,9 @@ async fn answer(
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
+    if let Some(latency) = state.slow(&body) {
+        tokio::time::sleep(latency).await;
+    }
     while state.silenced(&body) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }

@@ -38,6 +38,8 @@ pub(crate) struct State {
     pub(crate) clock_skew_secs: std::sync::atomic::AtomicI64,
     /// Queues whose calls are not answered while they are here (by name).
     pub(crate) silent: Mutex<Vec<String>>,
+    /// Queues whose calls are answered this much later (by name).
+    pub(crate) slow: Mutex<Vec<(String, std::time::Duration)>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -167,8 +169,23 @@ impl State {
             return false;
         }
         let body = String::from_utf8_lossy(body);
-        silent
-            .iter()
-            .any(|name| body.contains(&format!("/{name}\"")))
+        silent.iter().any(|name| names(&body, name))
     }
+
+    /// The delay of a call with this body to a slow queue.
+    pub(crate) fn slow(&self, body: &[u8]) -> Option<std::time::Duration> {
+        let slow = lock(&self.slow);
+        if slow.is_empty() {
+            return None;
+        }
+        let body = String::from_utf8_lossy(body);
+        slow.iter()
+            .find(|(name, _)| names(&body, name))
+            .map(|(_, latency)| *latency)
+    }
+}
+
+/// Whether a call's JSON body names the queue `name` (a URL ending in `/name`).
+fn names(body: &str, name: &str) -> bool {
+    body.contains(&format!("/{name}\""))
 }

@@ -1,0 +1,230 @@
+//! Batch calls that go on without their publish. A publish waits for its chains of
+//! `SendMessageBatch` / `PublishBatch` calls at most [`SqsConfig::call_wait`](crate::SqsConfig::call_wait)
+//! (1 s by default); the chains still running then go on in a task of their own, their events
+//! are put back for a second, uncounted, and the next claim of each event takes what its call did
+//! (see `detached.rs`): published, a counted failure, or, put back uncounted by its call, sent
+//! again.
+//!
+//! Why: a publish ended, and the relay marked its events, when its slowest call did. A topic
+//! answering in 2–12 s held the events of the batch bound for healthy queues as long, and through
+//! per-aggregate order the next events of their aggregates (black-box run).
+//!
+//! Calls going on without their publish hold at most half of the in-flight slots between them
+//! ([`going_on_cap`]): past that, a destination with such calls running has its new events put
+//! back until fewer run, so that a slow destination cannot take every slot from the healthy ones.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use outbox_core::{ClaimedEvent, PublishOutcome};
+
+use crate::batch::Chain;
+use crate::detached::{Detached, Known, Started};
+use crate::in_progress::{behind_a_call, call_goes_on, call_still_runs, calls_go_on};
+use crate::message::Prepared;
+use crate::publisher::{Queue, SqsPublisher, group_of};
+use crate::settle::{Report, held_back};
+
+/// What became of the calls that went on without their publish, by event.
+pub(crate) type DetachedCalls = Detached<PublishOutcome>;
+
+/// A chain's events registered as carried by a call going on (by position in the publish).
+type Registered = Vec<(usize, Started<PublishOutcome>)>;
+
+/// Counts a chain going on without its publish, for its destination and for the publisher, until
+/// dropped.
+struct GoingOn {
+    queue: Arc<Queue>,
+    publisher: SqsPublisher,
+}
+
+impl GoingOn {
+    fn new(publisher: &SqsPublisher, queue: &Arc<Queue>) -> Self {
+        queue.going_on.fetch_add(1, Ordering::Relaxed);
+        publisher
+            .inner
+            .calls_going_on
+            .fetch_add(1, Ordering::Relaxed);
+        GoingOn {
+            queue: Arc::clone(queue),
+            publisher: publisher.clone(),
+        }
+    }
+}
+
+impl Drop for GoingOn {
+    fn drop(&mut self) {
+        self.queue.going_on.fetch_sub(1, Ordering::Relaxed);
+        self.publisher
+            .inner
+            .calls_going_on
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The most chains that may go on without their publish before the destinations with such
+/// chains running get no new ones: half of `max_in_flight`, at least one (a chain holds one
+/// in-flight slot at a time).
+pub(crate) fn going_on_cap(max_in_flight: usize) -> usize {
+    (max_in_flight / 2).max(1)
+}
+
+/// The counter of chains going on without their publish, per destination.
+pub(crate) type GoingOnCount = AtomicUsize;
+
+impl SqsPublisher {
+    /// Takes what became of the calls that went on without their publish for the events at
+    /// `order` (in `seq` order): an event whose call still runs is put back, one whose call
+    /// ended gets its outcome, unless its call put it back uncounted (it is sent again now). A
+    /// later event of a FIFO message group with such an event waits, as behind a failure.
+    pub(crate) fn take_detached_calls(
+        &self,
+        events: &[ClaimedEvent],
+        order: &mut Vec<usize>,
+        outcomes: &mut [Option<PublishOutcome>],
+    ) {
+        let known = self
+            .inner
+            .detached_calls
+            .take_known(order.iter().map(|&i| (i, events[i].id)));
+        if known.is_empty() {
+            return;
+        }
+        let mut known: HashMap<usize, Known<PublishOutcome>> = known.into_iter().collect();
+        // Groups with an earlier event whose call still runs (true) or failed (false).
+        let mut stopped: HashMap<String, bool> = HashMap::new();
+        order.retain(|&i| {
+            let event = &events[i];
+            let needs_group = !stopped.is_empty() || known.contains_key(&i);
+            let group = (needs_group && self.fifo_or_no_route(event)).then(|| group_of(event));
+            if let Some((group, running)) = group.as_ref().and_then(|g| stopped.get_key_value(g)) {
+                let outcome = if *running {
+                    behind_a_call(group)
+                } else {
+                    held_back(group)
+                };
+                outcomes[i] = Some(outcome);
+                return false;
+            }
+            let outcome = match known.remove(&i) {
+                None | Some(Known::Unknown) => return true,
+                // Put back uncounted by its call (not sent, the destination down or broken):
+                // sent again now, as a new event would be.
+                Some(Known::Done(PublishOutcome::Unavailable(_))) => return true,
+                Some(Known::Running) => {
+                    if let Some(group) = group {
+                        stopped.insert(group, true);
+                    }
+                    call_still_runs()
+                }
+                Some(Known::Done(outcome)) => {
+                    if let Some(group) = group.filter(|_| outcome != PublishOutcome::Published) {
+                        stopped.insert(group, false);
+                    }
+                    outcome
+                }
+            };
+            outcomes[i] = Some(outcome);
+            false
+        });
+    }
+
+    /// Whether `queue`'s new events are put back without a call: chains going on without their
+    /// publish run for it, and such chains hold as many in-flight slots as they may; the outcome
+    /// to put them back with.
+    pub(crate) fn no_call_for(&self, queue: &Queue) -> Option<PublishOutcome> {
+        let running = queue.going_on.load(Ordering::Relaxed);
+        let full = self.inner.calls_going_on.load(Ordering::Relaxed)
+            >= going_on_cap(self.inner.max_in_flight);
+        (running > 0 && full).then(|| calls_go_on(queue, running))
+    }
+
+    /// Runs `chains`, each sent in order, and waits for them at most the call wait: the report of
+    /// those that ended, and for the events of the others, which go on in a task of their own,
+    /// their put-back outcomes.
+    pub(crate) async fn run_chains(
+        &self,
+        events: &[ClaimedEvent],
+        chains: Vec<(Arc<Queue>, Chain<Prepared>)>,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Report {
+        let mut report = Report::default();
+        if chains.is_empty() {
+            return report;
+        }
+        // Each chain's destination and events, for those that may go on.
+        let mut carried: Vec<Option<(Arc<Queue>, Vec<usize>)>> = Vec::with_capacity(chains.len());
+        let mut running = FuturesUnordered::new();
+        for (k, (queue, chain)) in chains.into_iter().enumerate() {
+            let indexes = chain.iter().flatten().map(|p| p.index).collect();
+            carried.push(Some((Arc::clone(&queue), indexes)));
+            let publisher = self.clone();
+            running.push(async move { (k, publisher.run_chain(queue, chain, deadline).await) });
+        }
+        let started = Instant::now();
+        let wait_end = tokio::time::Instant::now().checked_add(self.inner.call_wait);
+        loop {
+            let next = match wait_end {
+                Some(end) => match tokio::time::timeout_at(end, running.next()).await {
+                    Ok(next) => next,
+                    Err(_) => break,
+                },
+                None => running.next().await,
+            };
+            let Some((k, done)) = next else {
+                return report;
+            };
+            carried[k] = None;
+            report.merge(done);
+        }
+        // The chains still running go on without this publish.
+        let waited = started.elapsed();
+        let mut going_on: HashMap<usize, (GoingOn, Registered)> = HashMap::new();
+        for (k, carried) in carried.into_iter().enumerate() {
+            let Some((queue, indexes)) = carried else {
+                continue;
+            };
+            let mut registered = Vec::with_capacity(indexes.len());
+            for i in indexes {
+                if let Some((started, _woken)) = self.inner.detached_calls.start(events[i].id) {
+                    registered.push((i, started));
+                }
+                report.outcomes.push((i, call_goes_on(&queue, waited)));
+            }
+            tracing::debug!(
+                destination = %queue.url, kind = %queue.kind, events = registered.len(),
+                waited_ms = waited.as_millis() as u64,
+                "a batch call goes on without its publish; its events are put back and take its \
+                 answer at their next claim"
+            );
+            going_on.insert(k, (GoingOn::new(self, &queue), registered));
+        }
+        let rest = async move {
+            while let Some((k, done)) = running.next().await {
+                let Some((_count, registered)) = going_on.remove(&k) else {
+                    continue;
+                };
+                let mut outcomes: HashMap<usize, PublishOutcome> =
+                    done.outcomes.into_iter().collect();
+                for (i, started) in registered {
+                    started.finish(outcomes.remove(&i).unwrap_or_else(lost));
+                }
+            }
+        };
+        // Not awaited: the calls go on whether anyone waits for them or not.
+        drop(tokio::spawn(rest));
+        report
+    }
+}
+
+/// The outcome of an event its chain gave no outcome (a bug): counted, as a failure.
+fn lost() -> PublishOutcome {
+    PublishOutcome::retry(
+        outbox_core::FailureKind::Other,
+        "the SQS publisher lost track of this event",
+    )
+}

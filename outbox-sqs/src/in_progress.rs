@@ -1,0 +1,146 @@
+//! The outcomes of events put back while work for them goes on without their publish (see
+//! `detached.rs`): uploads of their payloads to S3, and batch calls carrying them.
+
+use std::time::Duration;
+
+use outbox_core::{FailureKind, PublishFailure, PublishOutcome};
+
+use crate::detached::{IN_PROGRESS_PUT_BACK, Remembered};
+use crate::offload::Offloaded;
+use crate::publisher::Queue;
+
+/// What an upload came to: the pointer, or the outcome of its event.
+pub(crate) type UploadResult = Result<Offloaded, PublishOutcome>;
+
+/// A pointer stays for the event's later claims (its message may not be sent this time: held
+/// back, or its call failing); a failure is taken.
+impl Remembered for UploadResult {
+    fn stays(&self) -> bool {
+        self.is_ok()
+    }
+    fn panicked() -> Self {
+        Err(PublishOutcome::retry(
+            FailureKind::Panic,
+            "the upload of its payload to S3 panicked",
+        ))
+    }
+}
+
+/// What a batch call that went on without its publish did with an event: taken once.
+impl Remembered for PublishOutcome {
+    fn stays(&self) -> bool {
+        false
+    }
+    fn panicked() -> Self {
+        PublishOutcome::retry(FailureKind::Panic, "the batch call carrying it panicked")
+    }
+}
+
+/// An event put back, uncounted, for [`IN_PROGRESS_PUT_BACK`] because of `why`.
+fn put_back(why: String) -> PublishOutcome {
+    PublishOutcome::Unavailable(
+        PublishFailure::new(FailureKind::InProgress, why).with_put_back(IN_PROGRESS_PUT_BACK),
+    )
+}
+
+/// The outcome of an event whose batch call to `queue` goes on without its publish.
+pub(crate) fn call_goes_on(queue: &Queue, waited: Duration) -> PublishOutcome {
+    put_back(format!(
+        "its {} call to {} `{}` was not answered within {} ms; it goes on, and the event's next \
+         claim takes its answer",
+        queue.operation(),
+        queue.kind,
+        queue.url,
+        waited.as_millis()
+    ))
+}
+
+/// The outcome of an event claimed again while the batch call carrying it still runs.
+pub(crate) fn call_still_runs() -> PublishOutcome {
+    put_back(
+        "the batch call carrying it still runs; the event's next claim takes its answer".to_owned(),
+    )
+}
+
+/// The outcome of an event behind one of its FIFO message group whose batch call goes on: put
+/// back with it.
+pub(crate) fn behind_a_call(group: &str) -> PublishOutcome {
+    put_back(format!(
+        "not sent: the batch call carrying an earlier event of message group `{group}` goes on"
+    ))
+}
+
+/// The outcome of an event bound for `queue` while `running` calls to it go on without their
+/// publishes, and such calls hold as many in-flight slots as they may.
+pub(crate) fn calls_go_on(queue: &Queue, running: usize) -> PublishOutcome {
+    put_back(format!(
+        "not sent: {running} call(s) to {} `{}` go on without their publishes, and such calls \
+         may hold at most half of OUTBOX_SQS_MAX_IN_FLIGHT; it is sent once fewer run",
+        queue.kind, queue.url
+    ))
+}
+
+/// The outcome of an event whose upload goes on without its publish: put back for
+/// [`IN_PROGRESS_PUT_BACK`], uncounted.
+pub(crate) fn still_uploading(bytes: usize, waited: Duration) -> PublishOutcome {
+    PublishOutcome::Unavailable(
+        PublishFailure::new(
+            FailureKind::InProgress,
+            format!(
+                "the upload of its payload ({bytes} bytes) to S3 was not done within {} ms; it \
+                 goes on, and the event is sent at its next claim once it is done",
+                waited.as_millis()
+            ),
+        )
+        .with_put_back(IN_PROGRESS_PUT_BACK),
+    )
+}
+
+/// The outcome of an event claimed again while its upload still runs: put back for
+/// [`IN_PROGRESS_PUT_BACK`], uncounted.
+pub(crate) fn uploading_still(bytes: usize) -> PublishOutcome {
+    PublishOutcome::Unavailable(
+        PublishFailure::new(
+            FailureKind::InProgress,
+            format!(
+                "the upload of its payload ({bytes} bytes) to S3 still runs; the event is sent at \
+                 its next claim once it is done"
+            ),
+        )
+        .with_put_back(IN_PROGRESS_PUT_BACK),
+    )
+}
+
+/// The outcome of an event behind one of its FIFO message group whose upload goes on: put back
+/// with it, uncounted.
+pub(crate) fn behind_an_upload(group: &str) -> PublishOutcome {
+    PublishOutcome::Unavailable(
+        PublishFailure::new(
+            FailureKind::InProgress,
+            format!("not sent: the upload of an earlier event of message group `{group}` goes on"),
+        )
+        .with_put_back(IN_PROGRESS_PUT_BACK),
+    )
+}
+
+/// Whether `outcome` puts its event back while its upload or call goes on.
+pub(crate) fn in_progress(outcome: &PublishOutcome) -> bool {
+    matches!(outcome, PublishOutcome::Unavailable(f) if f.kind() == FailureKind::InProgress)
+}
+
+/// The outcome of an event that found every upload slot busy for the whole wait: put back,
+/// and warned about (an outage of sorts: the uploads need more slots, or S3 is too slow).
+pub(crate) fn no_upload_slot(waited: Duration) -> PublishOutcome {
+    PublishOutcome::Unavailable(
+        PublishFailure::new(
+            FailureKind::NotSent,
+            format!(
+                "not offloaded now: every S3 upload slot was busy (waited {} ms; uploads running \
+                 slowly: raise OUTBOX_SQS_MAX_UPLOADS, or S3 is too slow; the running uploads \
+                 hold at most 256 MiB of payloads between them)",
+                waited.as_millis()
+            ),
+        )
+        .with_put_back(IN_PROGRESS_PUT_BACK),
+    )
+}

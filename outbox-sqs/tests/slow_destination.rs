@@ -1,0 +1,370 @@
+//! Batch calls that go on without their publish (the default call wait, 1 s): a destination
+//! answering slowly holds only its own events, not the batch's others bound for healthy
+//! destinations; each event's next claim takes its call's answer without calling again.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{builder, event};
+use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome, Publisher};
+use outbox_sqs::SqsPublisher;
+use outbox_sqs_fixture::{EntryFault, SqsFixture};
+use serde_json::json;
+
+/// The fixture with a queue `fast` and a queue `slow` answering every call `latency` late, and
+/// a publisher sending `slow.*` events to `slow`, the others to `fast`.
+async fn fast_and_slow(
+    latency: Duration,
+    slow: &str,
+    max_in_flight: usize,
+) -> (SqsFixture, SqsPublisher) {
+    let fx = SqsFixture::start().await;
+    let fast_url = fx.create_queue("fast");
+    let slow_url = fx.create_queue(slow);
+    fx.slow_queue(slow, latency);
+    let publisher = builder(&fx)
+        .await
+        .default_queue(fast_url)
+        .route("slow.*", slow_url)
+        .max_in_flight(max_in_flight)
+        .build()
+        .await
+        .unwrap();
+    (fx, publisher)
+}
+
+/// Whether `outcome` puts its event back for a second, uncounted, its call going on.
+fn goes_on(outcome: &PublishOutcome) -> bool {
+    matches!(outcome, PublishOutcome::Unavailable(f)
+        if f.kind() == FailureKind::InProgress && f.put_back() == Some(Duration::from_secs(1)))
+}
+
+/// How many messages the fixture accepted for `event` (its payload is unique).
+fn accepted(fx: &SqsFixture, event: &ClaimedEvent) -> usize {
+    let payload = event.payload();
+    fx.messages()
+        .iter()
+        .filter(|m| m.body.contains(payload))
+        .count()
+}
+
+#[tokio::test]
+async fn a_slow_queue_holds_only_its_own_events_and_the_next_claim_takes_its_answer() {
+    let (fx, publisher) = fast_and_slow(Duration::from_millis(2_500), "slow", 8).await;
+    let slow = event("slow.created", "order", "s", 1, json!("slow-1"));
+    let fast: Vec<ClaimedEvent> = (0..15)
+        .map(|n| {
+            event(
+                "order.created",
+                "order",
+                &format!("f{n}"),
+                2 + n,
+                json!(format!("fast-{n}")),
+            )
+        })
+        .collect();
+    let mut batch = vec![slow.clone()];
+    batch.extend(fast.iter().cloned());
+
+    let started = Instant::now();
+    let outcomes = publisher.publish(&batch).await.unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(2_000),
+        "the publish waited {took:?} for a call answered in 2.5 s"
+    );
+    assert!(goes_on(&outcomes[0]), "{outcomes:?}");
+    for (n, o) in outcomes[1..].iter().enumerate() {
+        assert_eq!(o, &PublishOutcome::Published, "fast event {n}");
+    }
+    for e in &fast {
+        assert_eq!(accepted(&fx, e), 1);
+    }
+
+    // Claimed again while its call runs: put back at once, no second call.
+    let again = Instant::now();
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&slow))
+        .await
+        .unwrap();
+    assert!(goes_on(&outcomes[0]), "{outcomes:?}");
+    assert!(again.elapsed() < Duration::from_millis(500));
+
+    // Once the call answered, the next claim takes its answer without calling (2.5 s).
+    tokio::time::sleep(Duration::from_millis(3_000).saturating_sub(started.elapsed())).await;
+    let last = Instant::now();
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&slow))
+        .await
+        .unwrap();
+    assert_eq!(outcomes, vec![PublishOutcome::Published]);
+    assert!(
+        last.elapsed() < Duration::from_millis(1_000),
+        "called again: {:?}",
+        last.elapsed()
+    );
+    assert_eq!(accepted(&fx, &slow), 1, "sent once");
+    // Taken once: a later claim (another relay's message was lost, say) sends it again.
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&slow))
+        .await
+        .unwrap();
+    assert!(
+        goes_on(&outcomes[0]),
+        "a new call, slow again: {outcomes:?}"
+    );
+}
+
+/// A counted failure of a call that went on is not lost with its publish: the event's next
+/// claim counts it.
+#[tokio::test]
+async fn a_detached_calls_failure_counts_at_the_next_claim() {
+    let (fx, publisher) = fast_and_slow(Duration::from_millis(1_500), "slow", 8).await;
+    fx.fail_entries_where(|m| m.body.contains("poisoned"), EntryFault::server_error());
+    let slow = event("slow.created", "order", "s", 1, json!("poisoned"));
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&slow))
+        .await
+        .unwrap();
+    assert!(goes_on(&outcomes[0]), "{outcomes:?}");
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&slow))
+        .await
+        .unwrap();
+    assert!(
+        matches!(&outcomes[0], PublishOutcome::Retry(f) if f.message().contains("InternalError")),
+        "{outcomes:?}"
+    );
+}
+
+/// On a FIFO queue, an event behind one of its message group whose call goes on waits with it,
+/// and is sent after it.
+#[tokio::test]
+async fn a_fifo_groups_later_event_waits_for_the_call_going_on() {
+    let (fx, publisher) = fast_and_slow(Duration::from_millis(1_500), "slow.fifo", 8).await;
+    let first = event("slow.created", "order", "g", 1, json!("first"));
+    let second = event("slow.created", "order", "g", 2, json!("second"));
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&first))
+        .await
+        .unwrap();
+    assert!(goes_on(&outcomes[0]), "{outcomes:?}");
+    let pair = [first.clone(), second.clone()];
+    let outcomes = publisher.publish(&pair).await.unwrap();
+    assert!(goes_on(&outcomes[0]), "still runs: {outcomes:?}");
+    assert!(
+        matches!(&outcomes[1], PublishOutcome::Unavailable(f)
+            if f.kind() == FailureKind::InProgress && f.message().contains("goes on")),
+        "{outcomes:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
+    let started = Instant::now();
+    let outcomes = publisher.publish(&pair).await.unwrap();
+    // The first's answer taken; the second sent now, its call going on in turn.
+    assert_eq!(outcomes[0], PublishOutcome::Published, "{outcomes:?}");
+    assert!(goes_on(&outcomes[1]), "{outcomes:?}");
+    assert!(started.elapsed() < Duration::from_millis(1_500));
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&second))
+        .await
+        .unwrap();
+    assert_eq!(outcomes, vec![PublishOutcome::Published]);
+    let bodies: Vec<String> = fx
+        .messages()
+        .into_iter()
+        .filter(|m| m.queue_name == "slow.fifo")
+        .map(|m| m.body)
+        .collect();
+    assert_eq!(bodies.len(), 2, "{bodies:?}");
+    assert!(
+        bodies[0].contains("first") && bodies[1].contains("second"),
+        "{bodies:?}"
+    );
+}
+
+/// Calls going on without their publish hold at most half of the in-flight slots: past that, the
+/// slow destination's new events are put back without a call, and the healthy one's are sent.
+#[tokio::test]
+async fn calls_going_on_hold_at_most_half_the_in_flight_slots() {
+    // Two slots: one call may go on.
+    let (fx, publisher) = fast_and_slow(Duration::from_millis(2_500), "slow", 2).await;
+    let a = event("slow.created", "order", "a", 1, json!("slow-a"));
+    let outcomes = publisher.publish(std::slice::from_ref(&a)).await.unwrap();
+    assert!(goes_on(&outcomes[0]), "{outcomes:?}");
+    let b = event("slow.created", "order", "b", 2, json!("slow-b"));
+    let fast = event("order.created", "order", "f", 3, json!("fast"));
+    let started = Instant::now();
+    let outcomes = publisher.publish(&[b.clone(), fast.clone()]).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        matches!(&outcomes[0], PublishOutcome::Unavailable(f)
+            if f.kind() == FailureKind::InProgress && f.message().contains("OUTBOX_SQS_MAX_IN_FLIGHT")),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[1], PublishOutcome::Published);
+    assert_eq!(accepted(&fx, &fast), 1);
+    // Once the call ended, `b` is called again (and goes on in turn).
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    let outcomes = publisher.publish(&[a.clone(), b.clone()]).await.unwrap();
+    assert_eq!(outcomes[0], PublishOutcome::Published, "{outcomes:?}");
+    assert!(goes_on(&outcomes[1]), "{outcomes:?}");
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    assert_eq!(accepted(&fx, &a), 1);
+    assert_eq!(accepted(&fx, &b), 1);
+}
+
+/// A queue that does not answer at all, with the default wait: its events come back in progress
+/// while their call runs, then, once that call found the queue down, put back as down without a
+/// call; never counted, while the healthy queue's events go on throughout.
+#[tokio::test]
+async fn a_silent_queue_found_down_by_a_call_going_on_puts_its_events_back_uncounted() {
+    let (fx, publisher) = fast_and_slow(Duration::ZERO, "slow", 8).await;
+    publisher.check().await.unwrap();
+    fx.silence_queue("slow");
+    let started = Instant::now();
+    let mut seen = Vec::new();
+    let mut down = false;
+    let mut seq = 0;
+    while !down && started.elapsed() < Duration::from_secs(15) {
+        seq += 2;
+        let slow = event(
+            "slow.created",
+            "order",
+            "s",
+            seq,
+            json!(format!("slow-{seq}")),
+        );
+        let fast = event(
+            "order.created",
+            "order",
+            "f",
+            seq + 1,
+            json!(format!("fast-{seq}")),
+        );
+        let call = Instant::now();
+        let outcomes = publisher.publish(&[slow, fast]).await.unwrap();
+        assert!(
+            call.elapsed() < Duration::from_millis(1_500),
+            "{:?}",
+            call.elapsed()
+        );
+        assert_eq!(outcomes[1], PublishOutcome::Published, "{outcomes:?}");
+        match &outcomes[0] {
+            PublishOutcome::Unavailable(f) => {
+                down = f.message().contains("does not answer");
+                seen.push(f.kind());
+            }
+            other => panic!("counted or dead-lettered: {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert!(down, "never found down: {seen:?}");
+    assert!(seen.contains(&FailureKind::InProgress), "{seen:?}");
+}
+
+/// An event bound for the slow queue (`slow.logged`), of aggregate `order`/`order_id`.
+#[derive(Debug, Clone, serde::Serialize)]
+struct SlowEvent {
+    order_id: String,
+}
+
+impl outbox_core::OutboxEvent for SlowEvent {
+    fn aggregate_type(&self) -> &'static str {
+        "order"
+    }
+    fn event_type(&self) -> &'static str {
+        "slow.logged"
+    }
+    fn aggregate_id(&self) -> impl std::fmt::Display + '_ {
+        &self.order_id
+    }
+}
+
+/// Through the relay with per-aggregate order: a queue answering in 3 s holds the aggregate of
+/// its event, in order, and no other. The batch waited for the call, and the next events of every
+/// aggregate it held waited for the batch (black-box run: a topic answering in 2-12 s held
+/// healthy queues' events as long).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_queue_holds_only_its_events_aggregate_through_the_relay() {
+    use outbox_core::{Emitter, Relay};
+    use outbox_tests::{RunningRelay, TestDb, TestEvent, eventually};
+
+    let db = TestDb::new().await;
+    let (fx, publisher) = fast_and_slow(Duration::from_secs(3), "slow", 8).await;
+    let relay = Relay::builder(db.pool().clone(), publisher.clone())
+        .listen(db.config().clone())
+        .poll_interval(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let running = RunningRelay::start(&relay);
+    let processed = async |ids: &[uuid::Uuid]| {
+        for &id in ids {
+            if db.event(id).await.processed_at.is_none() {
+                return false;
+            }
+        }
+        true
+    };
+    let emitter = Emitter::for_publisher(&publisher);
+    let mut client = db.pool().get().await.unwrap();
+    let warm = emitter
+        .emit(&**client, &TestEvent::new("warm", 1))
+        .await
+        .unwrap();
+    assert!(eventually(Duration::from_secs(10), async || processed(&[warm]).await).await);
+
+    // One transaction: `a` 1 (to the slow queue) and 2, `b` 1 to 4, interleaved.
+    let tx = client.transaction().await.unwrap();
+    let slow = SlowEvent {
+        order_id: "a".into(),
+    };
+    let a1 = emitter.emit(&tx, &slow).await.unwrap();
+    let mut b = Vec::new();
+    b.push(emitter.emit(&tx, &TestEvent::new("b", 1)).await.unwrap());
+    let a2 = emitter.emit(&tx, &TestEvent::new("a", 2)).await.unwrap();
+    for n in 2..=4 {
+        b.push(emitter.emit(&tx, &TestEvent::new("b", n)).await.unwrap());
+    }
+    tx.commit().await.unwrap();
+    let started = Instant::now();
+    let b_done = eventually(Duration::from_secs(10), async || processed(&b).await).await;
+    let b_took = started.elapsed();
+    assert!(b_done, "b's events were not published");
+    assert!(
+        b_took < Duration::from_millis(2_500),
+        "b's events waited {b_took:?} for `a`'s 3 s call"
+    );
+    let a_done = eventually(Duration::from_secs(20), async || processed(&[a1, a2]).await).await;
+    eprintln!(
+        "b published after {b_took:?}, a after {:?}",
+        started.elapsed()
+    );
+    running.stop().await;
+    assert!(a_done, "a's events were not published");
+    let (e1, e2) = (db.event(a1).await, db.event(a2).await);
+    assert!(e1.processed_at <= e2.processed_at, "a's events in order");
+    assert_eq!((e1.attempts, e2.attempts), (0, 0), "nothing counted");
+    let messages = fx.messages();
+    let position = |queue: &str, order: &str| {
+        messages.iter().position(|m| {
+            m.queue_name == queue
+                && serde_json::from_str::<serde_json::Value>(&m.body)
+                    .is_ok_and(|v| v["order_id"] == order)
+        })
+    };
+    let (first, second) = (position("slow", "a"), position("fast", "a"));
+    assert!(first.is_some() && second.is_some(), "{messages:?}");
+    assert!(first < second, "a 1 accepted before a 2");
+    assert_eq!(
+        messages.iter().filter(|m| m.queue_name == "slow").count(),
+        1,
+        "the slow queue's event sent once"
+    );
+}
