@@ -9,9 +9,12 @@
 //! answering in 2–12 s held the events of the batch bound for healthy queues as long, and through
 //! per-aggregate order the next events of their aggregates (black-box run).
 //!
-//! Calls going on without their publish hold at most half of the in-flight slots between them
-//! ([`going_on_cap`]): past that, a destination with such calls running has its new events put
-//! back until fewer run, so that a slow destination cannot take every slot from the healthy ones.
+//! Once its publish goes on, a chain ends with the call it is in: it starts no other, nor waits
+//! for an in-flight slot (its unsent events are sent at their next claim). Chains going on
+//! without their publish hold at most half of the in-flight slots between them when there are
+//! several destinations ([`going_on_cap`]): past that, a destination with such chains running
+//! has its new events put back until fewer run, so that a slow destination cannot take every
+//! slot from the healthy ones.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,6 +24,7 @@ use std::time::Instant;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use outbox_core::{ClaimedEvent, PublishOutcome};
+use tokio_util::sync::CancellationToken;
 
 use crate::batch::Chain;
 use crate::detached::{Detached, Known, Started};
@@ -67,10 +71,15 @@ impl Drop for GoingOn {
 }
 
 /// The most chains that may go on without their publish before the destinations with such
-/// chains running get no new ones: half of `max_in_flight`, at least one (a chain holds one
-/// in-flight slot at a time).
-pub(crate) fn going_on_cap(max_in_flight: usize) -> usize {
-    (max_in_flight / 2).max(1)
+/// chains running get no new ones: half of `max_in_flight` (at least one; a chain holds one
+/// in-flight slot at a time), the other half kept for the other destinations; all of them with a
+/// single destination.
+pub(crate) fn going_on_cap(max_in_flight: usize, destinations: usize) -> usize {
+    if destinations <= 1 {
+        max_in_flight
+    } else {
+        (max_in_flight / 2).max(1)
+    }
 }
 
 /// The counter of chains going on without their publish, per destination.
@@ -138,9 +147,9 @@ impl SqsPublisher {
     /// to put them back with.
     pub(crate) fn no_call_for(&self, queue: &Queue) -> Option<PublishOutcome> {
         let running = queue.going_on.load(Ordering::Relaxed);
-        let full = self.inner.calls_going_on.load(Ordering::Relaxed)
-            >= going_on_cap(self.inner.max_in_flight);
-        (running > 0 && full).then(|| calls_go_on(queue, running))
+        let cap = going_on_cap(self.inner.max_in_flight, self.inner.queues.len());
+        let full = self.inner.calls_going_on.load(Ordering::Relaxed) >= cap;
+        (running > 0 && full).then(|| calls_go_on(queue, running, cap))
     }
 
     /// Runs `chains`, each sent in order, and waits for them at most the call wait: the report of
@@ -159,11 +168,14 @@ impl SqsPublisher {
         // Each chain's destination and events, for those that may go on.
         let mut carried: Vec<Option<(Arc<Queue>, Vec<usize>)>> = Vec::with_capacity(chains.len());
         let mut running = FuturesUnordered::new();
+        let stop = CancellationToken::new();
         for (k, (queue, chain)) in chains.into_iter().enumerate() {
             let indexes = chain.iter().flatten().map(|p| p.index).collect();
             carried.push(Some((Arc::clone(&queue), indexes)));
             let publisher = self.clone();
-            running.push(async move { (k, publisher.run_chain(queue, chain, deadline).await) });
+            let stop = stop.clone();
+            running
+                .push(async move { (k, publisher.run_chain(queue, chain, deadline, stop).await) });
         }
         let started = Instant::now();
         let wait_end = tokio::time::Instant::now().checked_add(self.inner.call_wait);
@@ -181,7 +193,9 @@ impl SqsPublisher {
             carried[k] = None;
             report.merge(done);
         }
-        // The chains still running go on without this publish.
+        // The chains still running go on without this publish: those in a call end with it, the
+        // others stop (their events' next claim sends them).
+        stop.cancel();
         let waited = started.elapsed();
         let mut going_on: HashMap<usize, (GoingOn, Registered)> = HashMap::new();
         for (k, carried) in carried.into_iter().enumerate() {

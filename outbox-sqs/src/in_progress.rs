@@ -72,10 +72,11 @@ pub(crate) fn behind_a_call(group: &str) -> PublishOutcome {
 
 /// The outcome of an event bound for `queue` while `running` calls to it go on without their
 /// publishes, and such calls hold as many in-flight slots as they may.
-pub(crate) fn calls_go_on(queue: &Queue, running: usize) -> PublishOutcome {
+pub(crate) fn calls_go_on(queue: &Queue, running: usize, cap: usize) -> PublishOutcome {
     put_back(format!(
         "not sent: {running} call(s) to {} `{}` go on without their publishes, and such calls \
-         may hold at most half of OUTBOX_SQS_MAX_IN_FLIGHT; it is sent once fewer run",
+         may hold {cap} in-flight slots (half of OUTBOX_SQS_MAX_IN_FLIGHT with several \
+         destinations); it is sent once fewer run",
         queue.kind, queue.url
     ))
 }

@@ -327,6 +327,7 @@ mod batch;
 mod breaker;
 mod builder;
 mod call;
+mod chain;
 mod check;
 mod classify;
 mod clients;

@@ -1,6 +1,5 @@
 //! [`SqsPublisher`]: the relay's [`Publisher`] on `aws-sdk-sqs` and `aws-sdk-sns`.
 
-use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -12,22 +11,19 @@ use outbox_core::limits::MessageLimits;
 use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome, Publisher};
 use tokio::sync::Semaphore;
 
-use crate::batch::Chain;
 use crate::batch::MAX_BATCH_BYTES;
 use crate::breaker::Breaker;
 pub use crate::builder::SqsPublisherBuilder;
-use crate::classify::Class;
 use crate::destination::DestinationKind;
 use crate::destination_down::DestinationDown;
 use crate::detached_call::{DetachedCalls, GoingOnCount};
 use crate::direct::DirectSqs;
 use crate::error::{Error, ErrorKind, Result};
 use crate::max_message::MaxMessage;
-use crate::message::{Prepared, SQS_LIMITS};
+use crate::message::SQS_LIMITS;
 use crate::metrics::SqsMetrics;
 use crate::offload::Offloader;
 use crate::routing::Router;
-use crate::settle::{Report, held_back, settle};
 use crate::sns::SNS_LIMITS;
 
 /// Publishes outbox events to Amazon SQS queues with `SendMessageBatch` and to Amazon SNS topics
@@ -241,108 +237,6 @@ impl SqsPublisher {
             })
             .collect())
     }
-
-    /// Sends a chain's batches one after the other; on a FIFO queue, a message whose group had a
-    /// failure earlier in the chain is not sent (so that it cannot overtake the failed one).
-    ///
-    /// A batch that could not be answered before `deadline` (a call timeout from now would pass
-    /// it) is not sent: its events are put back without an attempt, and what was sent is kept.
-    pub(crate) async fn run_chain(
-        &self,
-        queue: Arc<Queue>,
-        chain: Chain<Prepared>,
-        deadline: Option<tokio::time::Instant>,
-    ) -> Report {
-        let mut report = Report::default();
-        let mut failed_groups: HashSet<String> = HashSet::new();
-        for batch in chain {
-            // The in-flight limit, taken before the deadline check so that a batch waiting for a
-            // slot is judged by when it would really be sent (and held for its re-sends).
-            let _permit = self.inner.permits.acquire().await.ok();
-            if self.late(deadline) {
-                for p in batch {
-                    report.outcomes.push((p.index, too_late()));
-                }
-                continue;
-            }
-            let mut send = Vec::with_capacity(batch.len());
-            for p in batch {
-                match &p.group {
-                    Some(group) if failed_groups.contains(group) => {
-                        report.outcomes.push((p.index, held_back(group)));
-                    }
-                    _ => send.push(p),
-                }
-            }
-            if send.is_empty() {
-                continue;
-            }
-            self.send_batch(&queue, send, &mut report, &mut failed_groups, deadline)
-                .await;
-        }
-        report
-    }
-
-    /// Whether a call made now could not be answered before `deadline` (one call timeout).
-    pub(crate) fn late(&self, deadline: Option<tokio::time::Instant>) -> bool {
-        deadline.is_some_and(|d| {
-            tokio::time::Instant::now()
-                .checked_add(self.inner.call_timeout)
-                .is_none_or(|answered_by| answered_by > d)
-        })
-    }
-
-    /// Sends one batch and records an outcome per entry. A batch refused as a whole for its
-    /// content is re-sent one entry per call, so that only the culprit is dead-lettered; an entry
-    /// whose call could not be answered before `deadline` is put back unsent (and, on a FIFO
-    /// queue, holds back the rest of its group).
-    async fn send_batch(
-        &self,
-        queue: &Queue,
-        entries: Vec<Prepared>,
-        report: &mut Report,
-        failed_groups: &mut HashSet<String>,
-        deadline: Option<tokio::time::Instant>,
-    ) {
-        let result = self.call(queue, &entries).await;
-        report.count(&result);
-        match result {
-            Err(failure) if failure.class == Class::Permanent && entries.len() > 1 => {
-                tracing::warn!(
-                    destination = %queue.url, kind = %queue.kind, entries = entries.len(),
-                    error = %failure.error, "{} refused a whole batch; sending its entries one by one",
-                    queue.service()
-                );
-                for p in entries {
-                    if let Some(group) = p.group.as_ref().filter(|g| failed_groups.contains(*g)) {
-                        report.outcomes.push((p.index, held_back(group)));
-                        continue;
-                    }
-                    if self.late(deadline) {
-                        if let Some(group) = &p.group {
-                            failed_groups.insert(group.clone());
-                        }
-                        report.outcomes.push((p.index, too_late()));
-                        continue;
-                    }
-                    let single = std::slice::from_ref(&p);
-                    let result = self.call(queue, single).await;
-                    report.count(&result);
-                    settle(queue, result, vec![p], report, failed_groups);
-                }
-            }
-            result => settle(queue, result, entries, report, failed_groups),
-        }
-    }
-}
-
-/// The outcome of an event not sent because its call could not be answered before the relay's
-/// publish deadline: put back without an attempt counted.
-pub(crate) fn too_late() -> PublishOutcome {
-    PublishOutcome::unavailable(
-        FailureKind::NotSent,
-        "not sent: the relay's publish deadline would pass first",
-    )
 }
 
 impl Publisher for SqsPublisher {

@@ -368,3 +368,82 @@ async fn a_slow_queue_holds_only_its_events_aggregate_through_the_relay() {
         "the slow queue's event sent once"
     );
 }
+
+/// Once its publish goes on, a chain ends with the call it is in: the batches still waiting for
+/// an in-flight slot are not sent later (they took every slot from the healthy destinations for
+/// as long as the slow one took to answer them all); their events are sent at their next claim.
+#[tokio::test]
+async fn chains_waiting_for_a_slot_when_their_publish_goes_on_start_no_call() {
+    // Two slots: five batches of ten to the slow queue, two in a call, three waiting.
+    let (fx, publisher) = fast_and_slow(Duration::from_millis(2_000), "slow", 2).await;
+    let events: Vec<ClaimedEvent> = (0..50)
+        .map(|n| {
+            event(
+                "slow.created",
+                "order",
+                &format!("s{n}"),
+                n,
+                json!(format!("slow-{n}")),
+            )
+        })
+        .collect();
+    let started = Instant::now();
+    let outcomes = publisher.publish(&events).await.unwrap();
+    assert!(started.elapsed() < Duration::from_millis(1_500));
+    assert!(outcomes.iter().all(goes_on), "{outcomes:?}");
+    tokio::time::sleep(Duration::from_millis(4_500)).await;
+    let slow_accepted = || {
+        fx.messages()
+            .iter()
+            .filter(|m| m.queue_name == "slow")
+            .count()
+    };
+    assert_eq!(slow_accepted(), 20, "only the calls under way went on");
+    // The next claim: the twenty taken, the thirty sent now.
+    let outcomes = publisher.publish(&events).await.unwrap();
+    let published = outcomes
+        .iter()
+        .filter(|o| **o == PublishOutcome::Published)
+        .count();
+    assert_eq!(published, 20, "{outcomes:?}");
+    assert!(
+        outcomes
+            .iter()
+            .filter(|o| **o != PublishOutcome::Published)
+            .all(goes_on)
+    );
+}
+
+/// With a single destination, calls going on may hold every in-flight slot: there is no other
+/// destination to keep slots for.
+#[tokio::test]
+async fn a_single_destinations_calls_going_on_may_hold_every_slot() {
+    let fx = SqsFixture::start().await;
+    let url = fx.create_queue("slow");
+    fx.slow_queue("slow", Duration::from_millis(3_000));
+    let publisher = builder(&fx)
+        .await
+        .default_queue(url)
+        .max_in_flight(2)
+        .build()
+        .await
+        .unwrap();
+    let one = event("slow.created", "order", "a", 1, json!("slow-a"));
+    let two = event("slow.created", "order", "b", 2, json!("slow-b"));
+    let three = event("slow.created", "order", "c", 3, json!("slow-c"));
+    for e in [&one, &two] {
+        let outcomes = publisher.publish(std::slice::from_ref(e)).await.unwrap();
+        assert!(goes_on(&outcomes[0]), "a call of its own: {outcomes:?}");
+    }
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&three))
+        .await
+        .unwrap();
+    assert!(
+        matches!(&outcomes[0], PublishOutcome::Unavailable(f)
+            if f.message().contains("may hold 2 in-flight slots")),
+        "{outcomes:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    assert_eq!(fx.messages().len(), 2);
+}
