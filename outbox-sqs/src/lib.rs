@@ -177,6 +177,7 @@
 //! | `OUTBOX_SQS_MAX_IN_FLIGHT`     | most batch calls at once | 8 |
 //! | `OUTBOX_SQS_MAX_UPLOADS`       | most S3 uploads at once (256 MiB of payloads at most) | 32 |
 //! | `OUTBOX_SQS_CALL_TIMEOUT_MS`   | time limit of one call (retries included) | 10000 |
+//! | `OUTBOX_SQS_CALL_WAIT_MS`      | how long a publish waits for its calls before those still running go on without it | 1000 |
 //! | `OUTBOX_SQS_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS` | a queue broken this long dead-letters its events | 3600 |
 //! | `OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS` | one probe call per interval to a broken queue or bucket, and to a queue, topic or S3 that is down | 5000 |
 //! | `OUTBOX_SQS_OFFLOAD_BUCKET` | S3 bucket for large payloads (turns offload on) | none |
@@ -227,6 +228,19 @@
 //! calls carrying them are sent one after the other, and once one of the group's events fails, the
 //! group's later events in that `publish` are not sent (outcome `Retry`), so none overtakes it. On
 //! a standard queue SQS keeps no order anyway, and all calls go out concurrently.
+//!
+//! A `publish` waits for its calls at most [`SqsConfig::call_wait`] (1 s,
+//! `OUTBOX_SQS_CALL_WAIT_MS`): a call still running then goes on without it, within its time-out
+//! and the publish deadline, and its events are put back for a second without counting an
+//! attempt ([`FailureKind::InProgress`](outbox_core::FailureKind::InProgress); not an outage).
+//! Their next claim takes the call's answer without calling again: published, the failure
+//! counted then, or (put back uncounted by the call) sent again. So a destination answering
+//! slowly holds its own events, and the batch's others wait the call wait at most. A chain of
+//! calls whose publish went on ends with the call it is in, and such calls hold at most half of
+//! `max_in_flight` between them when there are several destinations (past that, a destination
+//! with calls going on has its new events put back until fewer run). Each publisher remembers
+//! those calls in memory, up to 10 000 events for 10 minutes; another relay claiming the event
+//! meanwhile sends it again (a duplicate; a FIFO queue drops it by its deduplication id).
 //!
 //! # Outcomes and errors
 //!
