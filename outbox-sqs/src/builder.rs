@@ -13,6 +13,7 @@ use crate::clients::clients;
 use crate::config::{Route, SqsConfig};
 use crate::destination::{DestinationKind, Target, is_fifo, parse_target};
 use crate::destination_down::DestinationDown;
+use crate::detached_call::destination_slots;
 use crate::error::{Error, ErrorKind, Result, config_error};
 use crate::message::SQS_LIMITS;
 use crate::metrics::SqsMetrics;
@@ -57,7 +58,8 @@ impl SqsPublisherBuilder {
         self
     }
 
-    /// The most `SendMessageBatch` calls in flight at once (default 8).
+    /// The most `SendMessageBatch` calls in flight at once (default 8). See
+    /// [`SqsConfig::max_in_flight`].
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.config.max_in_flight = n;
         self
@@ -255,6 +257,10 @@ impl SqsPublisherBuilder {
         )
         .map_err(config_error)?;
 
+        let slots = destination_slots(config.max_in_flight, queues.len());
+        for queue in &queues {
+            queue.slots.add_permits(slots);
+        }
         let has_topic = queues.iter().any(|q| q.kind == DestinationKind::Topic);
         let limits = match (&config.offload_bucket, has_topic) {
             (Some(_), _) => OFFLOAD_LIMITS,
@@ -322,7 +328,6 @@ impl SqsPublisherBuilder {
             call_timeout: config.call_timeout,
             call_wait: config.call_wait,
             detached_calls: Default::default(),
-            calls_going_on: Default::default(),
             metrics,
         });
         crate::idle_breakers::spawn(&inner, config.breaker_probe_interval);

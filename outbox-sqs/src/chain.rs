@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::batch::Chain;
 use crate::classify::Class;
+use crate::in_progress::not_sent_publish_went_on;
 use crate::message::Prepared;
 use crate::publisher::{Queue, SqsPublisher};
 use crate::settle::{Report, held_back, settle};
@@ -35,14 +36,18 @@ impl SqsPublisher {
         for batch in chain {
             // The in-flight limit, taken before the deadline check so that a batch waiting for a
             // slot is judged by when it would really be sent (and held for its re-sends).
+            // The destination's share of the slots, then one of the publisher's.
             let permit = tokio::select! {
                 biased;
-                permit = self.inner.permits.acquire() => Some(permit.ok()),
+                permits = async {
+                    let share = queue.slots.acquire().await.ok();
+                    (share, self.inner.permits.acquire().await.ok())
+                } => Some(permits),
                 () = stop.cancelled() => None,
             };
             if permit.is_none() || stop.is_cancelled() {
                 for p in batch {
-                    report.outcomes.push((p.index, stopped()));
+                    report.outcomes.push((p.index, not_sent_publish_went_on()));
                 }
                 continue;
             }
@@ -118,7 +123,7 @@ impl SqsPublisher {
                             failed_groups.insert(group.clone());
                         }
                         let outcome = if stop.is_cancelled() {
-                            stopped()
+                            not_sent_publish_went_on()
                         } else {
                             too_late()
                         };
@@ -134,16 +139,6 @@ impl SqsPublisher {
             result => settle(queue, result, entries, report, failed_groups),
         }
     }
-}
-
-/// The outcome of an event not sent because its publish went on without its chain before its
-/// call started: put back without an attempt counted (its next claim sends it; see
-/// `detached_call.rs`).
-fn stopped() -> PublishOutcome {
-    PublishOutcome::unavailable(
-        FailureKind::NotSent,
-        "not sent: its publish went on without the calls before it",
-    )
 }
 
 /// The outcome of an event not sent because its call could not be answered before the relay's

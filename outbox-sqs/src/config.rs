@@ -112,7 +112,9 @@ pub struct SqsConfig {
     /// Routes by event type. Default: none.
     pub routes: Vec<Route>,
     /// The most `SendMessageBatch` (and `PublishBatch`) calls in flight at once, across every
-    /// `publish` of this publisher (S3 uploads have slots of their own: [`max_uploads`](Self::max_uploads)). Default
+    /// `publish` of this publisher (S3 uploads have slots of their own: [`max_uploads`](Self::max_uploads)).
+    /// With several destinations, one destination's calls hold at most half of them (at least
+    /// one), so that a destination answering slowly leaves the others the rest. Default
     /// [`DEFAULT_MAX_IN_FLIGHT`] (8).
     pub max_in_flight: usize,
     /// With an offload bucket: the most S3 uploads in flight at once, across every `publish` of
@@ -130,11 +132,10 @@ pub struct SqsConfig {
     /// events are put back for a second, uncounted, and their next claim takes its answer —
     /// published, or the failure counted then. So a destination answering slowly (a topic taking
     /// 2–12 s) holds only its own events, not the batch's others bound for healthy destinations
-    /// nor, through per-aggregate order, their aggregates. Calls going on without their publish
-    /// hold at most half of [`max_in_flight`](Self::max_in_flight) between them (the rest stay
-    /// for the other destinations): beyond, a destination with such calls running has its new
-    /// events put back until fewer run. At least the call timeout: publishes wait for their
-    /// calls, as before. Zero lets every call go on without its publish (each event then comes
+    /// nor, through per-aggregate order, their aggregates. A chain of calls whose publish went on
+    /// ends with the call it is in; while a destination's calls going on hold its whole share of
+    /// [`max_in_flight`](Self::max_in_flight), its new events are put back until fewer run. At
+    /// least the call timeout: publishes wait for their calls, as before. Zero lets every call go on without its publish (each event then comes
     /// back once before it is marked). At most [`MAX_CALL_TIMEOUT`]. Default
     /// [`DEFAULT_CALL_WAIT`] (1 s).
     pub call_wait: Duration,

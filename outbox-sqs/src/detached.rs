@@ -174,6 +174,14 @@ impl<T: Remembered> Detached<T> {
         Some((started, rx))
     }
 
+    /// Keeps `results` again, taken by a publish that then failed as a whole.
+    pub(crate) fn restore(&self, results: Vec<(Uuid, T)>) {
+        let now = Instant::now();
+        for (event, result) in results {
+            self.store(event, result, now);
+        }
+    }
+
     fn store(&self, event: Uuid, result: T, now: Instant) {
         let mut state = self.lock();
         let sweep = state.slots.len() >= CAPACITY

@@ -12,22 +12,24 @@
 //! Once its publish goes on, a chain ends with the call it is in: it starts no other, nor waits
 //! for an in-flight slot (its unsent events are sent at their next claim). Chains going on
 //! without their publish hold at most half of the in-flight slots between them when there are
-//! several destinations ([`going_on_cap`]): past that, a destination with such chains running
+//! several destinations ([`destination_slots`]): past that, a destination with such chains running
 //! has its new events put back until fewer run, so that a slow destination cannot take every
 //! slot from the healthy ones.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use futures::StreamExt;
 use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
 use outbox_core::{ClaimedEvent, PublishOutcome};
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 use crate::batch::Chain;
-use crate::detached::{Detached, Known, Started};
+use crate::detached::{Detached, Known, Remembered, Started};
 use crate::in_progress::{behind_a_call, call_goes_on, call_still_runs, calls_go_on};
 use crate::message::Prepared;
 use crate::publisher::{Queue, SqsPublisher, group_of};
@@ -39,42 +41,30 @@ pub(crate) type DetachedCalls = Detached<PublishOutcome>;
 /// A chain's events registered as carried by a call going on (by position in the publish).
 type Registered = Vec<(usize, Started<PublishOutcome>)>;
 
-/// Counts a chain going on without its publish, for its destination and for the publisher, until
-/// dropped.
-struct GoingOn {
-    queue: Arc<Queue>,
-    publisher: SqsPublisher,
-}
+/// What a chain's run yields: its position among the publish's chains, and its report (or its
+/// panic).
+type ChainDone = (usize, std::thread::Result<Report>);
+
+/// Counts a chain going on without its publish, for its destination, until dropped.
+struct GoingOn(Arc<Queue>);
 
 impl GoingOn {
-    fn new(publisher: &SqsPublisher, queue: &Arc<Queue>) -> Self {
+    fn new(queue: &Arc<Queue>) -> Self {
         queue.going_on.fetch_add(1, Ordering::Relaxed);
-        publisher
-            .inner
-            .calls_going_on
-            .fetch_add(1, Ordering::Relaxed);
-        GoingOn {
-            queue: Arc::clone(queue),
-            publisher: publisher.clone(),
-        }
+        GoingOn(Arc::clone(queue))
     }
 }
 
 impl Drop for GoingOn {
     fn drop(&mut self) {
-        self.queue.going_on.fetch_sub(1, Ordering::Relaxed);
-        self.publisher
-            .inner
-            .calls_going_on
-            .fetch_sub(1, Ordering::Relaxed);
+        self.0.going_on.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
-/// The most chains that may go on without their publish before the destinations with such
-/// chains running get no new ones: half of `max_in_flight` (at least one; a chain holds one
-/// in-flight slot at a time), the other half kept for the other destinations; all of them with a
-/// single destination.
-pub(crate) fn going_on_cap(max_in_flight: usize, destinations: usize) -> usize {
+/// The in-flight slots one destination's calls may hold at once: with several destinations,
+/// half of `max_in_flight` (at least one), so that a destination answering slowly leaves the
+/// others the rest; with a single destination, all of them.
+pub(crate) fn destination_slots(max_in_flight: usize, destinations: usize) -> usize {
     if destinations <= 1 {
         max_in_flight
     } else {
@@ -87,21 +77,23 @@ pub(crate) type GoingOnCount = AtomicUsize;
 
 impl SqsPublisher {
     /// Takes what became of the calls that went on without their publish for the events at
-    /// `order` (in `seq` order): an event whose call still runs is put back, one whose call
-    /// ended gets its outcome, unless its call put it back uncounted (it is sent again now). A
-    /// later event of a FIFO message group with such an event waits, as behind a failure.
+    /// `order` (in `seq` order): an event whose call still runs is put back; one whose call
+    /// ended gets its outcome (the call happened), unless its call put it back uncounted (it is
+    /// sent again now, as a new event would be). A later event of a FIFO message group with such
+    /// an event that is not published waits, as behind a failure. Returns the outcomes taken.
     pub(crate) fn take_detached_calls(
         &self,
         events: &[ClaimedEvent],
         order: &mut Vec<usize>,
         outcomes: &mut [Option<PublishOutcome>],
-    ) {
+    ) -> Vec<(Uuid, PublishOutcome)> {
         let known = self
             .inner
             .detached_calls
             .take_known(order.iter().map(|&i| (i, events[i].id)));
+        let mut taken = Vec::new();
         if known.is_empty() {
-            return;
+            return taken;
         }
         let mut known: HashMap<usize, Known<PublishOutcome>> = known.into_iter().collect();
         // Groups with an earlier event whose call still runs (true) or failed (false).
@@ -110,46 +102,47 @@ impl SqsPublisher {
             let event = &events[i];
             let needs_group = !stopped.is_empty() || known.contains_key(&i);
             let group = (needs_group && self.fifo_or_no_route(event)).then(|| group_of(event));
-            if let Some((group, running)) = group.as_ref().and_then(|g| stopped.get_key_value(g)) {
-                let outcome = if *running {
-                    behind_a_call(group)
-                } else {
-                    held_back(group)
-                };
-                outcomes[i] = Some(outcome);
-                return false;
-            }
-            let outcome = match known.remove(&i) {
-                None | Some(Known::Unknown) => return true,
-                // Put back uncounted by its call (not sent, the destination down or broken):
-                // sent again now, as a new event would be.
-                Some(Known::Done(PublishOutcome::Unavailable(_))) => return true,
+            match known.remove(&i) {
                 Some(Known::Running) => {
                     if let Some(group) = group {
-                        stopped.insert(group, true);
+                        stopped.entry(group).or_insert(true);
                     }
-                    call_still_runs()
+                    outcomes[i] = Some(call_still_runs());
+                    return false;
                 }
-                Some(Known::Done(outcome)) => {
+                Some(Known::Done(outcome))
+                    if !matches!(outcome, PublishOutcome::Unavailable(_)) =>
+                {
                     if let Some(group) = group.filter(|_| outcome != PublishOutcome::Published) {
-                        stopped.insert(group, false);
+                        stopped.entry(group).or_insert(false);
                     }
-                    outcome
+                    taken.push((event.id, outcome.clone()));
+                    outcomes[i] = Some(outcome);
+                    return false;
                 }
+                _ => {}
+            }
+            // Sent now, unless an earlier event of its group waits.
+            let Some((group, running)) = group.as_ref().and_then(|g| stopped.get_key_value(g))
+            else {
+                return true;
             };
-            outcomes[i] = Some(outcome);
+            outcomes[i] = Some(if *running {
+                behind_a_call(group)
+            } else {
+                held_back(group)
+            });
             false
         });
+        taken
     }
 
     /// Whether `queue`'s new events are put back without a call: chains going on without their
-    /// publish run for it, and such chains hold as many in-flight slots as they may; the outcome
-    /// to put them back with.
+    /// publish run for it and its calls hold every slot they may (see [`destination_slots`]);
+    /// the outcome to put them back with.
     pub(crate) fn no_call_for(&self, queue: &Queue) -> Option<PublishOutcome> {
         let running = queue.going_on.load(Ordering::Relaxed);
-        let cap = going_on_cap(self.inner.max_in_flight, self.inner.queues.len());
-        let full = self.inner.calls_going_on.load(Ordering::Relaxed) >= cap;
-        (running > 0 && full).then(|| calls_go_on(queue, running, cap))
+        (running > 0 && queue.slots.available_permits() == 0).then(|| calls_go_on(queue, running))
     }
 
     /// Runs `chains`, each sent in order, and waits for them at most the call wait: the report of
@@ -174,8 +167,10 @@ impl SqsPublisher {
             carried.push(Some((Arc::clone(&queue), indexes)));
             let publisher = self.clone();
             let stop = stop.clone();
-            running
-                .push(async move { (k, publisher.run_chain(queue, chain, deadline, stop).await) });
+            running.push(async move {
+                let run = AssertUnwindSafe(publisher.run_chain(queue, chain, deadline, stop));
+                (k, run.catch_unwind().await) as ChainDone
+            });
         }
         let started = Instant::now();
         let wait_end = tokio::time::Instant::now().checked_add(self.inner.call_wait);
@@ -191,11 +186,16 @@ impl SqsPublisher {
                 return report;
             };
             carried[k] = None;
-            report.merge(done);
+            report.merge(ended(done));
         }
         // The chains still running go on without this publish: those in a call end with it, the
         // others stop (their events' next claim sends them).
         stop.cancel();
+        // Those waiting for a slot end at once, without a call.
+        while let Some(Some((k, done))) = running.next().now_or_never() {
+            carried[k] = None;
+            report.merge(ended(done));
+        }
         let waited = started.elapsed();
         let mut going_on: HashMap<usize, (GoingOn, Registered)> = HashMap::new();
         for (k, carried) in carried.into_iter().enumerate() {
@@ -215,17 +215,31 @@ impl SqsPublisher {
                 "a batch call goes on without its publish; its events are put back and take its \
                  answer at their next claim"
             );
-            going_on.insert(k, (GoingOn::new(self, &queue), registered));
+            going_on.insert(k, (GoingOn::new(&queue), registered));
         }
+        // Calls made, their answers to come: not failures (a publish whose calls all failed is
+        // an outage, and one failure elsewhere is not).
+        report.calls += going_on.len();
         let rest = async move {
             while let Some((k, done)) = running.next().await {
-                let Some((_count, registered)) = going_on.remove(&k) else {
+                let Some((_going_on, registered)) = going_on.remove(&k) else {
                     continue;
                 };
-                let mut outcomes: HashMap<usize, PublishOutcome> =
-                    done.outcomes.into_iter().collect();
+                // A chain that panicked leaves its events a counted failure each, the others'
+                // outcomes untouched.
+                let panicked = done.is_err();
+                let mut outcomes: HashMap<usize, PublishOutcome> = done
+                    .map(|report| report.outcomes.into_iter().collect())
+                    .unwrap_or_default();
                 for (i, started) in registered {
-                    started.finish(outcomes.remove(&i).unwrap_or_else(lost));
+                    let outcome = outcomes.remove(&i).unwrap_or_else(|| {
+                        if panicked {
+                            PublishOutcome::panicked()
+                        } else {
+                            lost()
+                        }
+                    });
+                    started.finish(outcome);
                 }
             }
         };
@@ -233,6 +247,11 @@ impl SqsPublisher {
         drop(tokio::spawn(rest));
         report
     }
+}
+
+/// A chain's report, or its panic resumed (in the publish, as any panic in it).
+fn ended(done: std::thread::Result<Report>) -> Report {
+    done.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// The outcome of an event its chain gave no outcome (a bug): counted, as a failure.

@@ -71,14 +71,20 @@ pub(crate) fn behind_a_call(group: &str) -> PublishOutcome {
 }
 
 /// The outcome of an event bound for `queue` while `running` calls to it go on without their
-/// publishes, and such calls hold as many in-flight slots as they may.
-pub(crate) fn calls_go_on(queue: &Queue, running: usize, cap: usize) -> PublishOutcome {
+/// publishes, and its calls hold every in-flight slot they may.
+pub(crate) fn calls_go_on(queue: &Queue, running: usize) -> PublishOutcome {
     put_back(format!(
-        "not sent: {running} call(s) to {} `{}` go on without their publishes, and such calls \
-         may hold {cap} in-flight slots (half of OUTBOX_SQS_MAX_IN_FLIGHT with several \
-         destinations); it is sent once fewer run",
+        "not sent: {running} call(s) to {} `{}` go on without their publishes, and its calls hold \
+         every in-flight slot a destination may (half of OUTBOX_SQS_MAX_IN_FLIGHT with several \
+         destinations, all of it with one); it is sent once fewer run",
         queue.kind, queue.url
     ))
+}
+
+/// The outcome of an event whose chain of calls stopped before its call started, its publish
+/// gone on without the chain: sent at its next claim.
+pub(crate) fn not_sent_publish_went_on() -> PublishOutcome {
+    put_back("not sent: its publish went on without the calls before it".to_owned())
 }
 
 /// The outcome of an event whose upload goes on without its publish: put back for

@@ -236,9 +236,10 @@
 //! Their next claim takes the call's answer without calling again: published, the failure
 //! counted then, or (put back uncounted by the call) sent again. So a destination answering
 //! slowly holds its own events, and the batch's others wait the call wait at most. A chain of
-//! calls whose publish went on ends with the call it is in, and such calls hold at most half of
-//! `max_in_flight` between them when there are several destinations (past that, a destination
-//! with calls going on has its new events put back until fewer run). Each publisher remembers
+//! calls whose publish went on ends with the call it is in. With several destinations, one
+//! destination's calls hold at most half of `max_in_flight` at once (so a slow one leaves the
+//! others the rest); while its calls going on hold its whole share, its new events are put back
+//! until fewer run. Each publisher remembers
 //! those calls in memory, up to 10 000 events for 10 minutes; another relay claiming the event
 //! meanwhile sends it again (a duplicate; a FIFO queue drops it by its deduplication id).
 //!

@@ -3,7 +3,6 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use aws_sdk_sqs::Client;
@@ -58,8 +57,6 @@ pub(crate) struct Inner {
     pub(crate) call_wait: Duration,
     /// The calls that went on without their publish (see `detached_call.rs`).
     pub(crate) detached_calls: Arc<DetachedCalls>,
-    /// How many chains of calls go on without their publish, every destination's.
-    pub(crate) calls_going_on: AtomicUsize,
     pub(crate) metrics: SqsMetrics,
     /// See [`SqsConfig::batch_aggregates`](crate::SqsConfig::batch_aggregates).
     pub(crate) keeps_aggregate_order: bool,
@@ -79,6 +76,10 @@ pub(crate) struct Queue {
     max_message: Arc<MaxMessage>,
     /// How many chains of calls to it go on without their publish (see `detached_call.rs`).
     pub(crate) going_on: GoingOnCount,
+    /// The in-flight slots its calls may hold, besides the publisher's (see
+    /// [`destination_slots`](crate::detached_call::destination_slots)); given once every
+    /// destination is known.
+    pub(crate) slots: Semaphore,
 }
 
 impl Queue {
@@ -100,6 +101,7 @@ impl Queue {
             max_message: Arc::clone(down.probe().max_message()),
             down: Arc::new(down),
             going_on: GoingOnCount::default(),
+            slots: Semaphore::new(0),
         }
     }
 
@@ -199,8 +201,26 @@ impl SqsPublisher {
         // In `seq` order; the events of destinations that are down put back first (see `send.rs`).
         let mut order: Vec<usize> = (0..events.len()).collect();
         order.sort_by_key(|&i| events[i].seq);
-        // What the calls that went on without their publishes did (see `detached_call.rs`).
-        self.take_detached_calls(events, &mut order, &mut outcomes);
+        // What the calls that went on without their publishes did (see `detached_call.rs`); kept
+        // for the events' next claim again when this publish fails as a whole (its outcomes are
+        // not applied: a result taken and dropped had a published event sent again).
+        let taken = self.take_detached_calls(events, &mut order, &mut outcomes);
+        let published = self.publish_rest(events, order, outcomes, deadline).await;
+        if published.is_err() {
+            self.inner.detached_calls.restore(taken);
+        }
+        published
+    }
+
+    /// Sends the events at `order` (in `seq` order) and fills in `outcomes`; fails as a whole
+    /// when every call did (see below).
+    async fn publish_rest(
+        &self,
+        events: &[ClaimedEvent],
+        mut order: Vec<usize>,
+        mut outcomes: Vec<Option<PublishOutcome>>,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Vec<PublishOutcome>> {
         if self.inner.queues.iter().any(|q| q.down.is_down()) {
             self.put_back_the_down(events, &mut order, &mut outcomes)?;
         }

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use common::{builder, event};
 use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome, Publisher};
 use outbox_sqs::SqsPublisher;
-use outbox_sqs_fixture::{EntryFault, SqsFixture};
+use outbox_sqs_fixture::{CallFault, EntryFault, SqsFixture};
+use outbox_tests::eventually;
 use serde_json::json;
 
 /// The fixture with a queue `fast` and a queue `slow` answering every call `latency` late, and
@@ -40,6 +41,24 @@ fn goes_on(outcome: &PublishOutcome) -> bool {
         if f.kind() == FailureKind::InProgress && f.put_back() == Some(Duration::from_secs(1)))
 }
 
+/// Publishes `events` every 200 ms while one of them is put back in progress (20 s at most): the
+/// last publish's outcomes, and how long it took.
+async fn until_answered(
+    publisher: &SqsPublisher,
+    events: &[ClaimedEvent],
+) -> (Vec<PublishOutcome>, Duration) {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let started = Instant::now();
+        let outcomes = publisher.publish(events).await.unwrap();
+        let took = started.elapsed();
+        if !outcomes.iter().any(goes_on) || Instant::now() > until {
+            return (outcomes, took);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// How many messages the fixture accepted for `event` (its payload is unique).
 fn accepted(fx: &SqsFixture, event: &ClaimedEvent) -> usize {
     let payload = event.payload();
@@ -47,6 +66,21 @@ fn accepted(fx: &SqsFixture, event: &ClaimedEvent) -> usize {
         .iter()
         .filter(|m| m.body.contains(payload))
         .count()
+}
+
+/// `n` events bound for the slow queue.
+fn slow_events(n: i64) -> Vec<ClaimedEvent> {
+    (0..n)
+        .map(|n| {
+            event(
+                "slow.created",
+                "order",
+                &format!("s{n}"),
+                n,
+                json!(format!("slow-{n}")),
+            )
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -89,20 +123,14 @@ async fn a_slow_queue_holds_only_its_own_events_and_the_next_claim_takes_its_ans
         .await
         .unwrap();
     assert!(goes_on(&outcomes[0]), "{outcomes:?}");
-    assert!(again.elapsed() < Duration::from_millis(500));
+    assert!(again.elapsed() < Duration::from_millis(1_000));
 
     // Once the call answered, the next claim takes its answer without calling (2.5 s).
-    tokio::time::sleep(Duration::from_millis(3_000).saturating_sub(started.elapsed())).await;
-    let last = Instant::now();
-    let outcomes = publisher
-        .publish(std::slice::from_ref(&slow))
-        .await
-        .unwrap();
+    let (outcomes, took) = until_answered(&publisher, std::slice::from_ref(&slow)).await;
     assert_eq!(outcomes, vec![PublishOutcome::Published]);
     assert!(
-        last.elapsed() < Duration::from_millis(1_000),
-        "called again: {:?}",
-        last.elapsed()
+        took < Duration::from_millis(1_000),
+        "called again: {took:?}"
     );
     assert_eq!(accepted(&fx, &slow), 1, "sent once");
     // Taken once: a later claim (another relay's message was lost, say) sends it again.
@@ -120,7 +148,7 @@ async fn a_slow_queue_holds_only_its_own_events_and_the_next_claim_takes_its_ans
 /// claim counts it.
 #[tokio::test]
 async fn a_detached_calls_failure_counts_at_the_next_claim() {
-    let (fx, publisher) = fast_and_slow(Duration::from_millis(1_500), "slow", 8).await;
+    let (fx, publisher) = fast_and_slow(Duration::from_millis(2_000), "slow", 8).await;
     fx.fail_entries_where(|m| m.body.contains("poisoned"), EntryFault::server_error());
     let slow = event("slow.created", "order", "s", 1, json!("poisoned"));
     let outcomes = publisher
@@ -128,22 +156,92 @@ async fn a_detached_calls_failure_counts_at_the_next_claim() {
         .await
         .unwrap();
     assert!(goes_on(&outcomes[0]), "{outcomes:?}");
-    tokio::time::sleep(Duration::from_millis(2_000)).await;
-    let outcomes = publisher
-        .publish(std::slice::from_ref(&slow))
-        .await
-        .unwrap();
+    let (outcomes, _) = until_answered(&publisher, std::slice::from_ref(&slow)).await;
     assert!(
         matches!(&outcomes[0], PublishOutcome::Retry(f) if f.message().contains("InternalError")),
         "{outcomes:?}"
     );
 }
 
+/// A result taken by a publish that then fails as a whole (every call of it failing, an outage:
+/// its outcomes are not applied) is kept for the event's next claim: dropped, it had a published
+/// event sent again.
+#[tokio::test]
+async fn a_result_taken_by_a_publish_that_fails_as_a_whole_is_kept() {
+    let (fx, publisher) = fast_and_slow(Duration::from_millis(2_000), "slow", 8).await;
+    let slow = event("slow.created", "order", "s", 1, json!("slow-1"));
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&slow))
+        .await
+        .unwrap();
+    assert!(goes_on(&outcomes[0]), "{outcomes:?}");
+    assert!(eventually(Duration::from_secs(10), async || accepted(&fx, &slow) == 1).await);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    fx.fail_next_calls(1, CallFault::InternalError);
+    let fast = event("order.created", "order", "f", 2, json!("fast"));
+    let failed = publisher.publish(&[slow.clone(), fast]).await;
+    assert!(failed.is_err(), "every call failed: {failed:?}");
+    let started = Instant::now();
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&slow))
+        .await
+        .unwrap();
+    assert_eq!(outcomes, vec![PublishOutcome::Published]);
+    assert!(started.elapsed() < Duration::from_millis(1_000));
+    assert_eq!(accepted(&fx, &slow), 1, "not sent again");
+}
+
+/// A call going on is no failure: the healthy destination's one failed call does not make the
+/// publish an outage (which fails it as a whole, its events released without their outcomes).
+#[tokio::test]
+async fn a_call_going_on_is_not_taken_for_a_failed_one() {
+    let (fx, publisher) = fast_and_slow(Duration::from_millis(2_000), "slow", 8).await;
+    // The fast queue's call takes the fault: the slow one's waits 2 s before it would.
+    fx.fail_next_calls(1, CallFault::InternalError);
+    let slow = event("slow.created", "order", "s", 1, json!("slow-1"));
+    let fast = event("order.created", "order", "f", 2, json!("fast"));
+    let outcomes = publisher.publish(&[slow, fast]).await.unwrap();
+    assert!(goes_on(&outcomes[0]), "{outcomes:?}");
+    assert!(
+        matches!(&outcomes[1], PublishOutcome::Retry(_)),
+        "{outcomes:?}"
+    );
+}
+
+/// A call that went on stands, whatever became of an earlier event of its FIFO message group: a
+/// later event's answer is applied, not dropped as behind the earlier one (its answer taken, the
+/// published event was sent again, or a counted failure lost).
+#[tokio::test]
+async fn a_later_events_answer_is_applied_whatever_became_of_its_groups_earlier_event() {
+    let (fx, publisher) = fast_and_slow(Duration::from_millis(2_000), "slow.fifo", 8).await;
+    fx.fail_entries_where(|m| m.body.contains("poisoned"), EntryFault::server_error());
+    let first = event("slow.created", "order", "g", 1, json!("poisoned"));
+    let second = event("slow.created", "order", "g", 2, json!("second"));
+    // Claimed apart (the relay with ordering off), each call going on.
+    for e in [&first, &second] {
+        let outcomes = publisher.publish(std::slice::from_ref(e)).await.unwrap();
+        assert!(goes_on(&outcomes[0]), "{outcomes:?}");
+    }
+    assert!(
+        eventually(Duration::from_secs(10), async || accepted(&fx, &second)
+            == 1)
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let outcomes = publisher.publish(&[first, second.clone()]).await.unwrap();
+    assert!(
+        matches!(&outcomes[0], PublishOutcome::Retry(f) if f.message().contains("InternalError")),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[1], PublishOutcome::Published, "{outcomes:?}");
+    assert_eq!(accepted(&fx, &second), 1);
+}
+
 /// On a FIFO queue, an event behind one of its message group whose call goes on waits with it,
 /// and is sent after it.
 #[tokio::test]
 async fn a_fifo_groups_later_event_waits_for_the_call_going_on() {
-    let (fx, publisher) = fast_and_slow(Duration::from_millis(1_500), "slow.fifo", 8).await;
+    let (fx, publisher) = fast_and_slow(Duration::from_millis(2_500), "slow.fifo", 8).await;
     let first = event("slow.created", "order", "g", 1, json!("first"));
     let second = event("slow.created", "order", "g", 2, json!("second"));
     let outcomes = publisher
@@ -159,18 +257,19 @@ async fn a_fifo_groups_later_event_waits_for_the_call_going_on() {
             if f.kind() == FailureKind::InProgress && f.message().contains("goes on")),
         "{outcomes:?}"
     );
-    tokio::time::sleep(Duration::from_millis(2_000)).await;
-    let started = Instant::now();
-    let outcomes = publisher.publish(&pair).await.unwrap();
-    // The first's answer taken; the second sent now, its call going on in turn.
+    // The first's answer taken, the second sent then (its call going on in turn).
+    let until = Instant::now() + Duration::from_secs(20);
+    let outcomes = loop {
+        let outcomes = publisher.publish(&pair).await.unwrap();
+        if outcomes[0] == PublishOutcome::Published || Instant::now() > until {
+            break outcomes;
+        }
+        assert!(goes_on(&outcomes[1]), "{outcomes:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     assert_eq!(outcomes[0], PublishOutcome::Published, "{outcomes:?}");
     assert!(goes_on(&outcomes[1]), "{outcomes:?}");
-    assert!(started.elapsed() < Duration::from_millis(1_500));
-    tokio::time::sleep(Duration::from_millis(2_000)).await;
-    let outcomes = publisher
-        .publish(std::slice::from_ref(&second))
-        .await
-        .unwrap();
+    let (outcomes, _) = until_answered(&publisher, std::slice::from_ref(&second)).await;
     assert_eq!(outcomes, vec![PublishOutcome::Published]);
     let bodies: Vec<String> = fx
         .messages()
@@ -185,11 +284,12 @@ async fn a_fifo_groups_later_event_waits_for_the_call_going_on() {
     );
 }
 
-/// Calls going on without their publish hold at most half of the in-flight slots: past that, the
-/// slow destination's new events are put back without a call, and the healthy one's are sent.
+/// With several destinations, one destination's calls hold at most half of the in-flight slots:
+/// once its calls going on hold its share, its new events are put back without a call, and the
+/// healthy destination's are sent.
 #[tokio::test]
-async fn calls_going_on_hold_at_most_half_the_in_flight_slots() {
-    // Two slots: one call may go on.
+async fn a_slow_destinations_calls_going_on_hold_at_most_its_share_of_the_slots() {
+    // Two slots: one for each destination.
     let (fx, publisher) = fast_and_slow(Duration::from_millis(2_500), "slow", 2).await;
     let a = event("slow.created", "order", "a", 1, json!("slow-a"));
     let outcomes = publisher.publish(std::slice::from_ref(&a)).await.unwrap();
@@ -199,7 +299,7 @@ async fn calls_going_on_hold_at_most_half_the_in_flight_slots() {
     let started = Instant::now();
     let outcomes = publisher.publish(&[b.clone(), fast.clone()]).await.unwrap();
     assert!(
-        started.elapsed() < Duration::from_millis(500),
+        started.elapsed() < Duration::from_millis(1_000),
         "{:?}",
         started.elapsed()
     );
@@ -210,14 +310,83 @@ async fn calls_going_on_hold_at_most_half_the_in_flight_slots() {
     );
     assert_eq!(outcomes[1], PublishOutcome::Published);
     assert_eq!(accepted(&fx, &fast), 1);
-    // Once the call ended, `b` is called again (and goes on in turn).
-    tokio::time::sleep(Duration::from_millis(3_000)).await;
-    let outcomes = publisher.publish(&[a.clone(), b.clone()]).await.unwrap();
-    assert_eq!(outcomes[0], PublishOutcome::Published, "{outcomes:?}");
-    assert!(goes_on(&outcomes[1]), "{outcomes:?}");
-    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    // Once the call ended, `a`'s answer is taken and `b` is called (and goes on in turn).
+    let (outcomes, _) = until_answered(&publisher, std::slice::from_ref(&a)).await;
+    assert_eq!(outcomes, vec![PublishOutcome::Published]);
+    let outcomes = publisher.publish(std::slice::from_ref(&b)).await.unwrap();
+    assert!(goes_on(&outcomes[0]), "{outcomes:?}");
+    assert!(eventually(Duration::from_secs(10), async || accepted(&fx, &b) == 1).await);
     assert_eq!(accepted(&fx, &a), 1);
-    assert_eq!(accepted(&fx, &b), 1);
+}
+
+/// A slow destination with many batches at once takes no more than its share of the slots: the
+/// healthy destination's call goes out at once (before, the slow one's batches took every slot,
+/// and the healthy one's events waited the call wait, then were put back, until they answered).
+#[tokio::test]
+async fn a_slow_destination_leaves_the_others_their_share_of_the_slots() {
+    // Four slots, two per destination; five batches to the slow queue.
+    let (fx, publisher) = fast_and_slow(Duration::from_millis(3_000), "slow", 4).await;
+    let slow = slow_events(50);
+    let fast = event("order.created", "order", "f", 100, json!("fast"));
+    let (slow_outcomes, (fast_outcomes, fast_took)) =
+        tokio::join!(async { publisher.publish(&slow).await.unwrap() }, async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let started = Instant::now();
+            let outcomes = publisher
+                .publish(std::slice::from_ref(&fast))
+                .await
+                .unwrap();
+            (outcomes, started.elapsed())
+        });
+    assert!(slow_outcomes.iter().all(goes_on), "{slow_outcomes:?}");
+    assert_eq!(fast_outcomes, vec![PublishOutcome::Published]);
+    assert!(
+        fast_took < Duration::from_millis(800),
+        "the healthy call waited {fast_took:?}"
+    );
+    assert_eq!(accepted(&fx, &fast), 1);
+}
+
+/// Once its publish goes on, a chain ends with the call it is in: the batches still waiting for
+/// an in-flight slot are not sent later (they held the slow destination's slots for as long as
+/// it took to answer them all); their events are sent at their next claim.
+#[tokio::test]
+async fn chains_waiting_for_a_slot_when_their_publish_goes_on_start_no_call() {
+    // Two slots for the slow queue: five batches of ten, two in a call, three waiting.
+    let (fx, publisher) = fast_and_slow(Duration::from_millis(2_000), "slow", 4).await;
+    let events = slow_events(50);
+    let started = Instant::now();
+    let outcomes = publisher.publish(&events).await.unwrap();
+    assert!(started.elapsed() < Duration::from_millis(1_900));
+    assert!(outcomes.iter().all(goes_on), "{outcomes:?}");
+    // Those waiting for a slot ended at once, unsent; not as calls going on.
+    let unsent = outcomes
+        .iter()
+        .filter(|o| matches!(o, PublishOutcome::Unavailable(f) if f.message().contains("its publish went on")))
+        .count();
+    assert_eq!(unsent, 30, "{outcomes:?}");
+    let slow_accepted = || {
+        fx.messages()
+            .iter()
+            .filter(|m| m.queue_name == "slow")
+            .count()
+    };
+    assert!(eventually(Duration::from_secs(10), async || slow_accepted() == 20).await);
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert_eq!(slow_accepted(), 20, "only the calls under way went on");
+    // The next claim: the twenty taken, the thirty sent now.
+    let outcomes = publisher.publish(&events).await.unwrap();
+    let published = outcomes
+        .iter()
+        .filter(|o| **o == PublishOutcome::Published)
+        .count();
+    assert_eq!(published, 20, "{outcomes:?}");
+    assert!(
+        outcomes
+            .iter()
+            .filter(|o| **o != PublishOutcome::Published)
+            .all(goes_on)
+    );
 }
 
 /// A queue that does not answer at all, with the default wait: its events come back in progress
@@ -251,7 +420,7 @@ async fn a_silent_queue_found_down_by_a_call_going_on_puts_its_events_back_uncou
         let call = Instant::now();
         let outcomes = publisher.publish(&[slow, fast]).await.unwrap();
         assert!(
-            call.elapsed() < Duration::from_millis(1_500),
+            call.elapsed() < Duration::from_millis(2_500),
             "{:?}",
             call.elapsed()
         );
@@ -267,6 +436,46 @@ async fn a_silent_queue_found_down_by_a_call_going_on_puts_its_events_back_uncou
     }
     assert!(down, "never found down: {seen:?}");
     assert!(seen.contains(&FailureKind::InProgress), "{seen:?}");
+}
+
+/// With a single destination, calls going on may hold every in-flight slot: there is no other
+/// destination to keep slots for.
+#[tokio::test]
+async fn a_single_destinations_calls_going_on_may_hold_every_slot() {
+    let fx = SqsFixture::start().await;
+    let url = fx.create_queue("slow");
+    fx.slow_queue("slow", Duration::from_millis(3_000));
+    let publisher = builder(&fx)
+        .await
+        .default_queue(url)
+        .max_in_flight(2)
+        .build()
+        .await
+        .unwrap();
+    let [one, two, three] = [1, 2, 3].map(|n| {
+        event(
+            "slow.created",
+            "order",
+            &format!("a{n}"),
+            n,
+            json!(format!("slow-{n}")),
+        )
+    });
+    for e in [&one, &two] {
+        let outcomes = publisher.publish(std::slice::from_ref(e)).await.unwrap();
+        assert!(goes_on(&outcomes[0]), "a call of its own: {outcomes:?}");
+    }
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&three))
+        .await
+        .unwrap();
+    assert!(
+        matches!(&outcomes[0], PublishOutcome::Unavailable(f)
+            if f.message().contains("all of it with one")),
+        "{outcomes:?}"
+    );
+    assert!(eventually(Duration::from_secs(10), async || fx.messages().len() == 2).await);
+    assert_eq!(accepted(&fx, &three), 0);
 }
 
 /// An event bound for the slow queue (`slow.logged`), of aggregate `order`/`order_id`.
@@ -367,83 +576,4 @@ async fn a_slow_queue_holds_only_its_events_aggregate_through_the_relay() {
         1,
         "the slow queue's event sent once"
     );
-}
-
-/// Once its publish goes on, a chain ends with the call it is in: the batches still waiting for
-/// an in-flight slot are not sent later (they took every slot from the healthy destinations for
-/// as long as the slow one took to answer them all); their events are sent at their next claim.
-#[tokio::test]
-async fn chains_waiting_for_a_slot_when_their_publish_goes_on_start_no_call() {
-    // Two slots: five batches of ten to the slow queue, two in a call, three waiting.
-    let (fx, publisher) = fast_and_slow(Duration::from_millis(2_000), "slow", 2).await;
-    let events: Vec<ClaimedEvent> = (0..50)
-        .map(|n| {
-            event(
-                "slow.created",
-                "order",
-                &format!("s{n}"),
-                n,
-                json!(format!("slow-{n}")),
-            )
-        })
-        .collect();
-    let started = Instant::now();
-    let outcomes = publisher.publish(&events).await.unwrap();
-    assert!(started.elapsed() < Duration::from_millis(1_500));
-    assert!(outcomes.iter().all(goes_on), "{outcomes:?}");
-    tokio::time::sleep(Duration::from_millis(4_500)).await;
-    let slow_accepted = || {
-        fx.messages()
-            .iter()
-            .filter(|m| m.queue_name == "slow")
-            .count()
-    };
-    assert_eq!(slow_accepted(), 20, "only the calls under way went on");
-    // The next claim: the twenty taken, the thirty sent now.
-    let outcomes = publisher.publish(&events).await.unwrap();
-    let published = outcomes
-        .iter()
-        .filter(|o| **o == PublishOutcome::Published)
-        .count();
-    assert_eq!(published, 20, "{outcomes:?}");
-    assert!(
-        outcomes
-            .iter()
-            .filter(|o| **o != PublishOutcome::Published)
-            .all(goes_on)
-    );
-}
-
-/// With a single destination, calls going on may hold every in-flight slot: there is no other
-/// destination to keep slots for.
-#[tokio::test]
-async fn a_single_destinations_calls_going_on_may_hold_every_slot() {
-    let fx = SqsFixture::start().await;
-    let url = fx.create_queue("slow");
-    fx.slow_queue("slow", Duration::from_millis(3_000));
-    let publisher = builder(&fx)
-        .await
-        .default_queue(url)
-        .max_in_flight(2)
-        .build()
-        .await
-        .unwrap();
-    let one = event("slow.created", "order", "a", 1, json!("slow-a"));
-    let two = event("slow.created", "order", "b", 2, json!("slow-b"));
-    let three = event("slow.created", "order", "c", 3, json!("slow-c"));
-    for e in [&one, &two] {
-        let outcomes = publisher.publish(std::slice::from_ref(e)).await.unwrap();
-        assert!(goes_on(&outcomes[0]), "a call of its own: {outcomes:?}");
-    }
-    let outcomes = publisher
-        .publish(std::slice::from_ref(&three))
-        .await
-        .unwrap();
-    assert!(
-        matches!(&outcomes[0], PublishOutcome::Unavailable(f)
-            if f.message().contains("may hold 2 in-flight slots")),
-        "{outcomes:?}"
-    );
-    tokio::time::sleep(Duration::from_millis(3_000)).await;
-    assert_eq!(fx.messages().len(), 2);
 }
