@@ -503,7 +503,7 @@ impl outbox_core::OutboxEvent for SlowEvent {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_queue_holds_only_its_events_aggregate_through_the_relay() {
     use outbox_core::{Emitter, Relay};
-    use outbox_tests::{RunningRelay, TestDb, TestEvent, eventually};
+    use outbox_tests::{HeldAggregate, RunningRelay, TestDb, TestEvent};
 
     let db = TestDb::new().await;
     let (fx, publisher) = fast_and_slow(Duration::from_secs(3), "slow", 8).await;
@@ -513,53 +513,26 @@ async fn a_slow_queue_holds_only_its_events_aggregate_through_the_relay() {
         .build()
         .unwrap();
     let running = RunningRelay::start(&relay);
-    let processed = async |ids: &[uuid::Uuid]| {
-        for &id in ids {
-            if db.event(id).await.processed_at.is_none() {
-                return false;
-            }
-        }
-        true
-    };
     let emitter = Emitter::for_publisher(&publisher);
-    let mut client = db.pool().get().await.unwrap();
+    let client = db.pool().get().await.unwrap();
     let warm = emitter
         .emit(&**client, &TestEvent::new("warm", 1))
         .await
         .unwrap();
-    assert!(eventually(Duration::from_secs(10), async || processed(&[warm]).await).await);
+    assert!(
+        eventually(Duration::from_secs(10), async || db
+            .processed(&[warm])
+            .await)
+        .await
+    );
 
-    // One transaction: `a` 1 (to the slow queue) and 2, `b` 1 to 4, interleaved.
-    let tx = client.transaction().await.unwrap();
-    let slow = SlowEvent {
+    // `a` 1 (to the slow queue) and 2, `b` 1 to 4, interleaved in one transaction.
+    let first = SlowEvent {
         order_id: "a".into(),
     };
-    let a1 = emitter.emit(&tx, &slow).await.unwrap();
-    let mut b = Vec::new();
-    b.push(emitter.emit(&tx, &TestEvent::new("b", 1)).await.unwrap());
-    let a2 = emitter.emit(&tx, &TestEvent::new("a", 2)).await.unwrap();
-    for n in 2..=4 {
-        b.push(emitter.emit(&tx, &TestEvent::new("b", n)).await.unwrap());
-    }
-    tx.commit().await.unwrap();
-    let started = Instant::now();
-    let b_done = eventually(Duration::from_secs(10), async || processed(&b).await).await;
-    let b_took = started.elapsed();
-    assert!(b_done, "b's events were not published");
-    assert!(
-        b_took < Duration::from_millis(2_500),
-        "b's events waited {b_took:?} for `a`'s 3 s call"
-    );
-    let a_done = eventually(Duration::from_secs(20), async || processed(&[a1, a2]).await).await;
-    eprintln!(
-        "b published after {b_took:?}, a after {:?}",
-        started.elapsed()
-    );
+    let held = HeldAggregate::emit(&db, &emitter, &first).await;
+    held.published(&db, Duration::from_millis(2_500)).await;
     running.stop().await;
-    assert!(a_done, "a's events were not published");
-    let (e1, e2) = (db.event(a1).await, db.event(a2).await);
-    assert!(e1.processed_at <= e2.processed_at, "a's events in order");
-    assert_eq!((e1.attempts, e2.attempts), (0, 0), "nothing counted");
     let messages = fx.messages();
     let position = |queue: &str, order: &str| {
         messages.iter().position(|m| {

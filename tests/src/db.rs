@@ -261,6 +261,16 @@ impl TestDb {
             .expect("count pending events")
     }
 
+    /// Whether every event of `ids` is processed.
+    pub async fn processed(&self, ids: &[uuid::Uuid]) -> bool {
+        for &id in ids {
+            if self.event(id).await.processed_at.is_none() {
+                return false;
+            }
+        }
+        true
+    }
+
     /// One outbox row, with everything tests look at.
     pub async fn event(&self, id: uuid::Uuid) -> outbox_queries::queries::admin::GetOutboxEvent {
         let client = self.pool.get().await.expect("a pooled connection");

@@ -10,6 +10,7 @@
 pub mod db;
 pub mod delay_proxy;
 pub mod events;
+pub mod held;
 pub mod interleaved;
 pub mod logs;
 pub mod partitions;
@@ -22,6 +23,7 @@ pub mod sqs;
 pub use db::{LAYOUT_ENV, TestDb};
 pub use delay_proxy::DelayProxy;
 pub use events::{TestEvent, Unserialisable, note};
+pub use held::HeldAggregate;
 pub use logs::LogCapture;
 pub use proxy::BlackHoleProxy;
 pub use publishers::{FlakyPublisher, RecordingPublisher};
