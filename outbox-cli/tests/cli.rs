@@ -457,6 +457,9 @@ async fn a_second_sigterm_cuts_a_graceful_shutdown_short_and_loses_nothing() {
         .args(["--poll-interval", "100ms", "--shutdown-grace", "60s"])
         .env("OUTBOX_PUBLISH_TIMEOUT_MS", "60000")
         .env("OUTBOX_SQS_CALL_TIMEOUT_MS", "30000")
+        // The publish waits for its call (by default a call still running after 1 s goes on
+        // without it, and no batch stays in flight).
+        .env("OUTBOX_SQS_CALL_WAIT_MS", "60000")
         .env("DATABASE_URL", db.url())
         .env("AWS_ENDPOINT_URL_SQS", format!("http://{}", proxy.addr()))
         .env("AWS_REGION", "us-east-1")

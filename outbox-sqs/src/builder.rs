@@ -328,6 +328,7 @@ impl SqsPublisherBuilder {
             call_timeout: config.call_timeout,
             call_wait: config.call_wait,
             detached_calls: Default::default(),
+            last_answer: Default::default(),
             metrics,
         });
         crate::idle_breakers::spawn(&inner, config.breaker_probe_interval);

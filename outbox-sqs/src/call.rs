@@ -210,6 +210,7 @@ impl SqsPublisher {
         let mut failure = match answer {
             Ok(answer) => {
                 queue.down.up();
+                self.inner.last_answer.mark();
                 return Ok(answer);
             }
             Err(failure) => failure,

@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use futures::stream::FuturesUnordered;
@@ -74,6 +74,42 @@ pub(crate) fn destination_slots(max_in_flight: usize, destinations: usize) -> us
 
 /// The counter of chains going on without their publish, per destination.
 pub(crate) type GoingOnCount = AtomicUsize;
+
+/// When a batch call of the publisher (to any destination) last had an answer: what tells a call
+/// that failed as a whole while others went through (a counted attempt) from one that failed in
+/// an outage of everything (put back uncounted, as a publish whose calls all fail is).
+#[derive(Debug)]
+pub(crate) struct LastAnswer {
+    base: Instant,
+    /// Nanoseconds after `base`, plus one (zero: never).
+    at: AtomicU64,
+}
+
+impl Default for LastAnswer {
+    fn default() -> Self {
+        LastAnswer {
+            base: Instant::now(),
+            at: AtomicU64::new(0),
+        }
+    }
+}
+
+impl LastAnswer {
+    /// A call had an answer now.
+    pub(crate) fn mark(&self) {
+        let nanos = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
+        self.at
+            .fetch_max(nanos.saturating_add(1), Ordering::Relaxed);
+    }
+
+    /// Whether a call had an answer at or after `since`.
+    fn since(&self, since: Instant) -> bool {
+        let at = self.at.load(Ordering::Relaxed);
+        let since = u64::try_from(since.saturating_duration_since(self.base).as_nanos())
+            .unwrap_or(u64::MAX - 1);
+        at > since
+    }
+}
 
 impl SqsPublisher {
     /// Takes what became of the calls that went on without their publish for the events at
@@ -217,9 +253,11 @@ impl SqsPublisher {
             );
             going_on.insert(k, (GoingOn::new(&queue), registered));
         }
-        // Calls made, their answers to come: not failures (a publish whose calls all failed is
-        // an outage, and one failure elsewhere is not).
-        report.calls += going_on.len();
+        // Not counted as calls of this publish: when every call that ended failed, the publish
+        // is an outage, put back uncounted (counted as calls that went through, each event of a
+        // 30 s SQS outage was charged attempts: fault suite); a call going on is judged when it
+        // ends (`judged`).
+        let publisher = self.clone();
         let rest = async move {
             while let Some((k, done)) = running.next().await {
                 let Some((_going_on, registered)) = going_on.remove(&k) else {
@@ -228,9 +266,10 @@ impl SqsPublisher {
                 // A chain that panicked leaves its events a counted failure each, the others'
                 // outcomes untouched.
                 let panicked = done.is_err();
-                let mut outcomes: HashMap<usize, PublishOutcome> = done
-                    .map(|report| report.outcomes.into_iter().collect())
-                    .unwrap_or_default();
+                let mut outcomes: HashMap<usize, PublishOutcome> = match done {
+                    Ok(report) => publisher.judged(report, started),
+                    Err(_) => HashMap::new(),
+                };
                 for (i, started) in registered {
                     let outcome = outcomes.remove(&i).unwrap_or_else(|| {
                         if panicked {
@@ -246,6 +285,27 @@ impl SqsPublisher {
         // Not awaited: the calls go on whether anyone waits for them or not.
         drop(tokio::spawn(rest));
         report
+    }
+}
+
+impl SqsPublisher {
+    /// The outcomes of a chain that went on without its publish, started at `started`: when a
+    /// call of it failed as a whole and no call of the publisher had an answer since, every
+    /// call failing meanwhile, its counted failures are put back uncounted instead, as those of
+    /// a publish whose calls all failed are (an outage; the fault suite: each event of a 30 s SQS
+    /// outage was charged attempts once its calls, slow to fail, went on).
+    fn judged(&self, report: Report, started: Instant) -> HashMap<usize, PublishOutcome> {
+        let outage = report.transient_failures > 0 && !self.inner.last_answer.since(started);
+        report
+            .outcomes
+            .into_iter()
+            .map(|(i, outcome)| match outcome {
+                PublishOutcome::Retry(failure) if outage => {
+                    (i, PublishOutcome::Unavailable(failure))
+                }
+                outcome => (i, outcome),
+            })
+            .collect()
     }
 }
 

@@ -15,7 +15,7 @@ use crate::breaker::Breaker;
 pub use crate::builder::SqsPublisherBuilder;
 use crate::destination::DestinationKind;
 use crate::destination_down::DestinationDown;
-use crate::detached_call::{DetachedCalls, GoingOnCount};
+use crate::detached_call::{DetachedCalls, GoingOnCount, LastAnswer};
 use crate::direct::DirectSqs;
 use crate::error::{Error, ErrorKind, Result};
 use crate::max_message::MaxMessage;
@@ -57,6 +57,8 @@ pub(crate) struct Inner {
     pub(crate) call_wait: Duration,
     /// The calls that went on without their publish (see `detached_call.rs`).
     pub(crate) detached_calls: Arc<DetachedCalls>,
+    /// When a batch call last had an answer.
+    pub(crate) last_answer: LastAnswer,
     pub(crate) metrics: SqsMetrics,
     /// See [`SqsConfig::batch_aggregates`](crate::SqsConfig::batch_aggregates).
     pub(crate) keeps_aggregate_order: bool,

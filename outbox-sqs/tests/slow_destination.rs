@@ -163,6 +163,52 @@ async fn a_detached_calls_failure_counts_at_the_next_claim() {
     );
 }
 
+/// A call going on that fails as a whole while no call of the publisher had an answer (every
+/// call failing: an outage) puts its events back uncounted, as a publish whose calls all fail
+/// does; while others went through, its failure counts (the fault suite: each event of a 30 s
+/// SQS outage was charged attempts once its calls, slow to fail, went on).
+#[tokio::test]
+async fn a_call_going_on_that_fails_in_an_outage_of_everything_counts_no_attempt() {
+    let (fx, publisher) = fast_and_slow(Duration::from_millis(2_500), "slow", 8).await;
+    fx.fail_calls_for(Duration::from_secs(60), CallFault::ServiceUnavailable);
+    let lone = event("slow.created", "order", "s", 1, json!("slow-1"));
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&lone))
+        .await
+        .unwrap();
+    assert!(goes_on(&outcomes[0]), "{outcomes:?}");
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    // Its call failed with nothing else answered: sent again, uncounted (and going on again).
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&lone))
+        .await
+        .unwrap();
+    assert!(goes_on(&outcomes[0]), "{outcomes:?}");
+
+    // While the fast queue answers, the slow one's failure counts.
+    fx.clear_faults();
+    let (fx, publisher) = fast_and_slow(Duration::from_millis(2_500), "slow", 8).await;
+    let slow = event("slow.created", "order", "t", 1, json!("slow-2"));
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&slow))
+        .await
+        .unwrap();
+    assert!(goes_on(&outcomes[0]), "{outcomes:?}");
+    let fast = event("order.created", "order", "f", 2, json!("fast"));
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&fast))
+        .await
+        .unwrap();
+    assert_eq!(outcomes, vec![PublishOutcome::Published]);
+    // The slow call takes this fault when its 2.5 s are up.
+    fx.fail_next_calls(1, CallFault::ServiceUnavailable);
+    let (outcomes, _) = until_answered(&publisher, std::slice::from_ref(&slow)).await;
+    assert!(
+        matches!(&outcomes[0], PublishOutcome::Retry(_)),
+        "{outcomes:?}"
+    );
+}
+
 /// A result taken by a publish that then fails as a whole (every call of it failing, an outage:
 /// its outcomes are not applied) is kept for the event's next claim: dropped, it had a published
 /// event sent again.
@@ -191,21 +237,22 @@ async fn a_result_taken_by_a_publish_that_fails_as_a_whole_is_kept() {
     assert_eq!(accepted(&fx, &slow), 1, "not sent again");
 }
 
-/// A call going on is no failure: the healthy destination's one failed call does not make the
-/// publish an outage (which fails it as a whole, its events released without their outcomes).
+/// A publish whose every call that ended failed is an outage, whatever its calls going on will
+/// do: it fails as a whole, its events put back uncounted (counted as calls that went through,
+/// calls going on had each event of a 30 s SQS outage charged attempts: fault suite).
 #[tokio::test]
-async fn a_call_going_on_is_not_taken_for_a_failed_one() {
+async fn a_publish_whose_ended_calls_all_failed_is_an_outage_whatever_goes_on() {
     let (fx, publisher) = fast_and_slow(Duration::from_millis(2_000), "slow", 8).await;
     // The fast queue's call takes the fault: the slow one's waits 2 s before it would.
     fx.fail_next_calls(1, CallFault::InternalError);
     let slow = event("slow.created", "order", "s", 1, json!("slow-1"));
     let fast = event("order.created", "order", "f", 2, json!("fast"));
-    let outcomes = publisher.publish(&[slow, fast]).await.unwrap();
-    assert!(goes_on(&outcomes[0]), "{outcomes:?}");
-    assert!(
-        matches!(&outcomes[1], PublishOutcome::Retry(_)),
-        "{outcomes:?}"
-    );
+    let failed = publisher.publish(&[slow.clone(), fast]).await;
+    assert!(failed.is_err(), "{failed:?}");
+    // The slow call went on all the same: its answer is taken at the next claim.
+    let (outcomes, _) = until_answered(&publisher, std::slice::from_ref(&slow)).await;
+    assert_eq!(outcomes, vec![PublishOutcome::Published]);
+    assert_eq!(accepted(&fx, &slow), 1);
 }
 
 /// A call that went on stands, whatever became of an earlier event of its FIFO message group: a
