@@ -129,7 +129,7 @@ fn relay_settings() -> Vec<(&'static str, &'static str, &'static str)> {
         (
             "",
             sqs::ENV_CALL_WAIT_MS,
-            "wait for SQS calls, then let them go on (default 1s)",
+            "wait for SQS calls, then let them go on (default 1s, at most 1h)",
         ),
         ("", sqs::ENV_MAX_UPLOADS, "S3 uploads at once (default 32)"),
         (

@@ -177,7 +177,7 @@ pub struct SqsConfig {
     /// their aggregates. The publish deadline bounds it too. Zero lets every upload go on
     /// without its publish; a long wait has publishes wait for their uploads, unless uploads of
     /// at most 1 MiB outlast it (then publishes stop waiting for 10 s, or until such an upload
-    /// ends within it). Default
+    /// ends within it). At most [`MAX_CALL_TIMEOUT`]. Default
     /// [`DEFAULT_OFFLOAD_WAIT`] (1 s).
     pub offload_wait: Duration,
     /// With per-aggregate order on and a single FIFO destination (queue or topic): send several

@@ -1,8 +1,8 @@
 //! The publisher's settings checked before any network call ([`SqsConfig::validate`]).
 
 use crate::config::{
-    MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, MAX_CALL_TIMEOUT,
-    MAX_IN_FLIGHT, SqsConfig,
+    ENV_CALL_TIMEOUT_MS, ENV_CALL_WAIT_MS, ENV_OFFLOAD_WAIT_MS, MAX_BREAKER_PROBE_INTERVAL,
+    MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, MAX_CALL_TIMEOUT, MAX_IN_FLIGHT, SqsConfig,
 };
 use crate::destination::parse_target;
 use crate::error::{Result, config_error};
@@ -23,13 +23,19 @@ pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
     }
     if config.call_timeout.is_zero() || config.call_timeout > MAX_CALL_TIMEOUT {
         return Err(config_error(format!(
-            "call_timeout must be between 1 ms and {} s",
+            "call_timeout ({ENV_CALL_TIMEOUT_MS}) must be between 1 ms and {} s",
             MAX_CALL_TIMEOUT.as_secs()
         )));
     }
     if config.call_wait > MAX_CALL_TIMEOUT {
         return Err(config_error(format!(
-            "call_wait must be at most {} s",
+            "call_wait ({ENV_CALL_WAIT_MS}) must be at most {} s",
+            MAX_CALL_TIMEOUT.as_secs()
+        )));
+    }
+    if config.offload_wait > MAX_CALL_TIMEOUT {
+        return Err(config_error(format!(
+            "offload_wait ({ENV_OFFLOAD_WAIT_MS}) must be at most {} s",
             MAX_CALL_TIMEOUT.as_secs()
         )));
     }
@@ -122,13 +128,24 @@ mod tests {
         let e = with(|c| c.max_uploads = usize::MAX).unwrap_err();
         assert!(e.contains("max_uploads must be within 1..=10000"), "{e}");
         let e = with(|c| c.call_wait = std::time::Duration::MAX).unwrap_err();
-        assert!(e.contains("call_wait must be at most 3600 s"), "{e}");
+        assert!(
+            e.contains("call_wait (OUTBOX_SQS_CALL_WAIT_MS) must be at most 3600 s"),
+            "{e}"
+        );
+        let e = with(|c| c.offload_wait = std::time::Duration::from_secs(3601)).unwrap_err();
+        assert!(
+            e.contains("offload_wait (OUTBOX_SQS_OFFLOAD_WAIT_MS)"),
+            "{e}"
+        );
         assert_eq!(with(|c| c.call_wait = std::time::Duration::ZERO), Ok(()));
         let e = with(|c| c.max_in_flight = usize::MAX).unwrap_err();
         assert!(e.contains("max_in_flight"), "{e}");
         assert!(with(|c| c.max_uploads = 0).is_err());
         // Added to an instant, a time-out near `Duration::MAX` panicked at the first call.
         let e = with(|c| c.call_timeout = std::time::Duration::MAX).unwrap_err();
-        assert!(e.contains("call_timeout must be between"), "{e}");
+        assert!(
+            e.contains("call_timeout (OUTBOX_SQS_CALL_TIMEOUT_MS) must be between"),
+            "{e}"
+        );
     }
 }
