@@ -597,3 +597,41 @@ async fn a_slow_queue_holds_only_its_events_aggregate_through_the_relay() {
         "the slow queue's event sent once"
     );
 }
+
+/// Calls to a slow destination do not each probe it while others' answers keep coming: one heard
+/// from within the last look answers (a topic answering in 2-12 s got more probes than batch
+/// calls: black-box run).
+#[tokio::test]
+async fn slow_calls_do_not_each_probe_a_destination_heard_from_lately() {
+    let fx = SqsFixture::start().await;
+    let url = fx.create_queue("slow");
+    let publisher = builder(&fx)
+        .await
+        .default_queue(url)
+        .max_in_flight(16)
+        .build()
+        .await
+        .unwrap();
+    publisher.check().await.unwrap();
+    fx.slow_queue("slow", Duration::from_millis(2_500));
+    fx.reset_counters();
+    // A call a second (each publish waits one), each answered in 2.5 s.
+    for n in 0..10 {
+        let e = event(
+            "slow.created",
+            "order",
+            &format!("a{n}"),
+            n,
+            json!(format!("slow-{n}")),
+        );
+        let outcomes = publisher.publish(std::slice::from_ref(&e)).await.unwrap();
+        assert!(goes_on(&outcomes[0]), "{outcomes:?}");
+    }
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    let (calls, probes) = (
+        fx.calls_to("SendMessageBatch"),
+        fx.calls_to("GetQueueAttributes"),
+    );
+    assert_eq!(calls, 10);
+    assert!(probes < calls / 2, "{probes} probes for {calls} calls");
+}
