@@ -108,13 +108,6 @@ impl<P: Probe> Down<P> {
             if let Gate::Wait(failure) = self.gate() {
                 return Watched::Found(failure);
             }
-            // Heard from within half the silence that makes it down (another call's answer, or
-            // its probe's): it answers; no probe of this call's own (each slow call probed at each
-            // look, a topic answering in 2-12 s got more probes than batch calls: black-box run).
-            if self.heard_within(SILENT_AFTER / 2) {
-                look_at = tokio::time::Instant::now() + looks.every;
-                continue;
-            }
             // The probe is given until the service would count as silent: a service answering in 3.5 s answers it, however long ago it was
             // last heard (a 2 s probe went unanswered, and a multipart upload to such an S3 was
             // given up between its parts: review).
