@@ -224,6 +224,28 @@ async fn nothing_answering_fails_the_start_up_check() {
     assert_eq!(err.kind(), outbox_sqs::ErrorKind::Timeout, "{err}");
 }
 
+/// Destinations that all answer slowly (in 6 s, within the call time-out) pass the start-up
+/// check: the check gives up on the unanswered after 5 s only once another has answered (given
+/// 5 s whatever answered, such a relay failed most starts: review).
+#[tokio::test]
+async fn destinations_that_all_answer_slowly_pass_the_start_up_check() {
+    let fx = SqsFixture::start().await;
+    let a = fx.create_queue("a");
+    let b = fx.create_queue("b");
+    fx.slow_queue("a", Duration::from_secs(6));
+    fx.slow_queue("b", Duration::from_secs(6));
+    let publisher = SqsPublisher::builder()
+        .sdk_config(sdk_config_for(&fx.endpoint_url()).await)
+        .max_attempts(1)
+        .call_timeout(Duration::from_secs(10))
+        .default_queue(a.as_str())
+        .route("b.*", b.as_str())
+        .build()
+        .await
+        .unwrap();
+    publisher.check().await.unwrap();
+}
+
 /// A publisher of the fixture's queues `a` (the default) and `b` (`b.*`), with a 1.5 s call
 /// time-out and a probe a second.
 async fn a_and_b(fx: &SqsFixture, a: &str, b: &str) -> SqsPublisher {
