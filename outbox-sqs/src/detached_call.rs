@@ -260,14 +260,14 @@ impl SqsPublisher {
         let publisher = self.clone();
         let rest = async move {
             while let Some((k, done)) = running.next().await {
-                let Some((_going_on, registered)) = going_on.remove(&k) else {
+                let Some((going_on, registered)) = going_on.remove(&k) else {
                     continue;
                 };
                 // A chain that panicked leaves its events a counted failure each, the others'
                 // outcomes untouched.
                 let panicked = done.is_err();
                 let mut outcomes: HashMap<usize, PublishOutcome> = match done {
-                    Ok(report) => publisher.judged(report, started),
+                    Ok(report) => publisher.judged(report, started, &going_on.0),
                     Err(_) => HashMap::new(),
                 };
                 for (i, started) in registered {
@@ -289,13 +289,23 @@ impl SqsPublisher {
 }
 
 impl SqsPublisher {
-    /// The outcomes of a chain that went on without its publish, started at `started`: when a
-    /// call of it failed as a whole and no call of the publisher had an answer since, every
-    /// call failing meanwhile, its counted failures are put back uncounted instead, as those of
-    /// a publish whose calls all failed are (an outage; the fault suite: each event of a 30 s SQS
-    /// outage was charged attempts once its calls, slow to fail, went on).
-    fn judged(&self, report: Report, started: Instant) -> HashMap<usize, PublishOutcome> {
-        let outage = report.transient_failures > 0 && !self.inner.last_answer.since(started);
+    /// The outcomes of a chain to `queue` that went on without its publish, started at
+    /// `started`: when a call of it failed as a whole, no call of the publisher had an answer
+    /// since, every call failing meanwhile, and `queue` answered no probe either, its counted
+    /// failures are put back uncounted instead, as those of a publish whose calls all failed are
+    /// (an outage; the fault suite: each event of a 30 s SQS outage was charged attempts once its
+    /// calls, slow to fail, went on). A destination that answers its probes while its calls fail
+    /// is not an outage: its failures count (review: such a destination, alone, had its events
+    /// put back uncounted for ever).
+    fn judged(
+        &self,
+        report: Report,
+        started: Instant,
+        queue: &Queue,
+    ) -> HashMap<usize, PublishOutcome> {
+        let outage = report.transient_failures > 0
+            && !self.inner.last_answer.since(started)
+            && !queue.down.heard_since(started);
         report
             .outcomes
             .into_iter()

@@ -162,6 +162,11 @@ impl<P: Probe> Down<P> {
         self.lock().heard_at = Some(Instant::now());
     }
 
+    /// Whether the service answered a call or a probe at or after `since`.
+    pub(crate) fn heard_since(&self, since: Instant) -> bool {
+        self.lock().heard_at.is_some_and(|at| at >= since)
+    }
+
     /// When the service last answered a call or a probe.
     pub(crate) fn heard_at(&self) -> Option<Instant> {
         self.lock().heard_at

@@ -235,7 +235,8 @@
 //! attempt ([`FailureKind::InProgress`](outbox_core::FailureKind::InProgress); not an outage).
 //! Their next claim takes the call's answer without calling again: published, the failure
 //! counted then, or (put back uncounted by the call) sent again. A call going on that fails as a
-//! whole while no call of the publisher had an answer counts no attempt (an outage, as a publish
+//! whole while no call of the publisher had an answer, nor its destination's probes, counts no
+//! attempt (an outage, as a publish
 //! whose calls all fail), and a publish whose calls that ended all failed fails as a whole. So a destination answering
 //! slowly holds its own events, and the batch's others wait the call wait at most. A chain of
 //! calls whose publish went on ends with the call it is in. With several destinations, one

@@ -597,3 +597,30 @@ async fn a_slow_queue_holds_only_its_events_aggregate_through_the_relay() {
         "the slow queue's event sent once"
     );
 }
+
+/// A destination whose batch calls fail slowly as a whole while it answers its probes is not in
+/// an outage: its failures count (the outage rule for calls going on asked only whether any batch
+/// call of the publisher had an answer: such a destination, alone, had its events put back
+/// uncounted for ever, without back-off: review).
+#[tokio::test]
+async fn a_destination_failing_slowly_while_it_answers_probes_counts_its_failures() {
+    let fx = SqsFixture::start().await;
+    let url = fx.create_queue("q");
+    let publisher = builder(&fx).await.default_queue(url).build().await.unwrap();
+    publisher.check().await.unwrap();
+    // Its batch calls fail after 2.5 s; its probes (`GetQueueAttributes`) answer at once.
+    fx.slow_action("SendMessageBatch", Duration::from_millis(2_500));
+    fx.fail_action_for(
+        "SendMessageBatch",
+        Duration::from_secs(60),
+        CallFault::ServiceUnavailable,
+    );
+    let e = event("order.created", "order", "a", 1, json!("failing"));
+    let outcomes = publisher.publish(std::slice::from_ref(&e)).await.unwrap();
+    assert!(goes_on(&outcomes[0]), "{outcomes:?}");
+    let (outcomes, _) = until_answered(&publisher, std::slice::from_ref(&e)).await;
+    assert!(
+        matches!(&outcomes[0], PublishOutcome::Retry(_)),
+        "{outcomes:?}"
+    );
+}

@@ -177,6 +177,8 @@ struct EntryRule {
 struct Faults {
     next_calls: Option<(u64, CallFault)>,
     until: Option<(Instant, CallFault)>,
+    /// Every call of one action fails so until then.
+    action_until: Option<(String, Instant, CallFault)>,
     entries: Vec<EntryRule>,
 }
 
@@ -201,6 +203,7 @@ impl SqsFixture {
             latency_nanos: AtomicU64::new(0),
             silent: Mutex::new(Vec::new()),
             slow: Mutex::new(Vec::new()),
+            slow_actions: Mutex::new(Vec::new()),
             faults: Mutex::new(Faults::default()),
             queues: Mutex::new(HashMap::new()),
             recording: AtomicBool::new(true),
@@ -288,6 +291,23 @@ impl SqsFixture {
     /// Fails every call (of any action) with `fault` for `duration` from now.
     pub fn fail_calls_for(&self, duration: Duration, fault: CallFault) {
         lock(&self.state.faults).until = Some((Instant::now() + duration, fault));
+    }
+
+    /// Fails every call of `action` (`SendMessageBatch`, `GetQueueAttributes`, …) with `fault`
+    /// for `duration` from now, the other actions answered as usual.
+    pub fn fail_action_for(&self, action: &str, duration: Duration, fault: CallFault) {
+        lock(&self.state.faults).action_until =
+            Some((action.to_owned(), Instant::now() + duration, fault));
+    }
+
+    /// Delays every call of `action` by `latency` more before it is answered (zero removes the
+    /// delay).
+    pub fn slow_action(&self, action: &str, latency: Duration) {
+        let mut slow = lock(&self.state.slow_actions);
+        slow.retain(|(a, _)| a != action);
+        if !latency.is_zero() {
+            slow.push((action.to_owned(), latency));
+        }
     }
 
     /// Fails, inside a 200 `SendMessageBatch` response, every entry for which `matches` returns

@@ -68,10 +68,13 @@ async fn answer(
     if let Some(latency) = state.slow(&body) {
         tokio::time::sleep(latency).await;
     }
+    if let Some(latency) = state.slow_action(&action) {
+        tokio::time::sleep(latency).await;
+    }
     while state.silenced(&body) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    if let Some(fault) = state.take_call_fault() {
+    if let Some(fault) = state.take_call_fault(&action) {
         return Ok(crate::sqs_error::fault_response(&fault));
     }
     let result = match action.as_str() {

@@ -40,6 +40,8 @@ pub(crate) struct State {
     pub(crate) silent: Mutex<Vec<String>>,
     /// Queues whose calls are answered this much later (by name).
     pub(crate) slow: Mutex<Vec<(String, std::time::Duration)>>,
+    /// Actions whose calls are answered this much later.
+    pub(crate) slow_actions: Mutex<Vec<(String, std::time::Duration)>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -90,8 +92,15 @@ impl State {
     }
 
     /// The fault the current call gets, if any (consumes one of "the next N calls").
-    pub(crate) fn take_call_fault(&self) -> Option<CallFault> {
+    pub(crate) fn take_call_fault(&self, action: &str) -> Option<CallFault> {
         let mut faults = lock(&self.faults);
+        match &faults.action_until {
+            Some((a, until, fault)) if a == action && Instant::now() < *until => {
+                return Some(fault.clone());
+            }
+            Some((_, until, _)) if Instant::now() >= *until => faults.action_until = None,
+            _ => {}
+        }
         if let Some((left, fault)) = &mut faults.next_calls {
             let fault = fault.clone();
             *left -= 1;
@@ -170,6 +179,14 @@ impl State {
         }
         let body = String::from_utf8_lossy(body);
         silent.iter().any(|name| names(&body, name))
+    }
+
+    /// The delay of a call of `action`, when slowed.
+    pub(crate) fn slow_action(&self, action: &str) -> Option<std::time::Duration> {
+        lock(&self.slow_actions)
+            .iter()
+            .find(|(a, _)| a == action)
+            .map(|(_, latency)| *latency)
     }
 
     /// The delay of a call with this body to a slow queue.
