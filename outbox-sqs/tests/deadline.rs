@@ -17,6 +17,9 @@ async fn a_publish_near_its_deadline_sends_what_fits_and_puts_back_the_rest() {
         .await
         .max_in_flight(1)
         .call_timeout(Duration::from_millis(500))
+        // The publish waits for its calls (the deadline, 1.2 s, is what this test is about; with
+        // the default wait of 1 s the fourth call went on, accepted after the publish returned).
+        .call_wait(Duration::from_secs(3600))
         .default_queue(q)
         .build()
         .await

@@ -338,6 +338,9 @@ async fn the_direct_transport_honours_the_attempt_timeout() {
     let p = SqsPublisher::builder()
         .sdk_config(sdk)
         .max_attempts(2)
+        // The publish waits for its call (two attempts and the SDK's back-off between them could
+        // outlast the default wait of 1 s: the call went on, and the test failed on a loaded CI).
+        .call_wait(std::time::Duration::from_secs(3600))
         .default_queue(q.as_str())
         .build()
         .await
