@@ -17,7 +17,7 @@ use crate::classify::{
 use crate::destination::DestinationKind;
 use crate::destination_down::WATCH_MIN_TIMEOUT;
 use crate::direct::DirectError;
-use crate::down::{Gate, Probe};
+use crate::down::Gate;
 use crate::error::{Error, ErrorKind};
 use crate::message::{Entry, Prepared};
 use crate::publisher::{Queue, SqsPublisher};
@@ -177,7 +177,7 @@ impl SqsPublisher {
                     // (review).
                     std::future::pending::<()>().await;
                 }
-                queue.down.probe().answered(probe.min(left)).await
+                queue.down.answered(probe.min(left)).await
             }
         };
         let silent = |ran: Duration| {
@@ -226,7 +226,7 @@ impl SqsPublisher {
             && no_answer
             && !left.is_zero()
             && !queue.down.recovered_since(started)
-            && !queue.down.probe().answered(WATCH_PROBE.min(left)).await
+            && !queue.down.answered(WATCH_PROBE.min(left)).await
             && !queue.down.heard_within(SILENT_AFTER)
         {
             queue.down.down(started, kind, &failure.error.to_string());

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 use outbox_core::{FailureKind, PublishFailure};
 use prometheus_client::metrics::gauge::Gauge;
 
+use crate::shared_probe::SharedProbe;
+
 /// How a service is asked whether it answers, and how its being down is told.
 pub(crate) trait Probe: std::fmt::Debug + Send + Sync + 'static {
     /// Whether the service answers a small call within `timeout`: anything but no answer or a
@@ -33,7 +35,8 @@ pub(crate) trait Probe: std::fmt::Debug + Send + Sync + 'static {
 /// of the publisher.
 #[derive(Debug)]
 pub(crate) struct Down<P: Probe> {
-    probe: P,
+    /// Asked at most once at a time: whoever asks meanwhile shares the answer.
+    probe: SharedProbe<P>,
     probe_interval: Duration,
     /// How long a probe may take (the call time-out).
     probe_timeout: Duration,
@@ -80,7 +83,7 @@ impl<P: Probe> Down<P> {
         gauge: Gauge,
     ) -> Self {
         Down {
-            probe,
+            probe: SharedProbe::new(probe),
             probe_interval,
             probe_timeout,
             gauge,
@@ -95,7 +98,13 @@ impl<P: Probe> Down<P> {
 
     /// How the service is asked.
     pub(crate) fn probe(&self) -> &P {
-        &self.probe
+        self.probe.probe()
+    }
+
+    /// Whether the service answers a small call within `timeout`, asked with the probe in flight
+    /// when that runs at least as long, or a new one (see `shared_probe.rs`).
+    pub(crate) async fn answered(&self, timeout: Duration) -> bool {
+        self.probe.answered(timeout).await
     }
 
     /// Asks to call now.
@@ -104,7 +113,7 @@ impl<P: Probe> Down<P> {
             None => Gate::Go,
             Some(down) => Gate::Wait(PublishFailure::new(
                 down.kind,
-                self.probe.waiting(&down.error),
+                self.probe().waiting(&down.error),
             )),
         }
     }
@@ -133,7 +142,7 @@ impl<P: Probe> Down<P> {
             return;
         }
         if state.down.is_none() {
-            self.probe.log_down(error, self.probe_interval);
+            self.probe().log_down(error, self.probe_interval);
             self.gauge.set(1);
         }
         state.down = Some(Outage {
@@ -153,7 +162,7 @@ impl<P: Probe> Down<P> {
         if state.down.take().is_some() {
             state.recovered_at = Some(Instant::now());
             self.gauge.set(0);
-            self.probe.log_up();
+            self.probe().log_up();
         }
     }
 
@@ -207,9 +216,11 @@ impl<P: Probe> Down<P> {
         }
     }
 
-    /// One probe: the service is up again once it answers.
+    /// One probe: the service is up again once it answers. Not shared with the watches' probes:
+    /// each interval's probe is a new one, which a service back since the one before answers,
+    /// whatever became of that one.
     async fn probe_once(&self) {
-        if self.lock().down.is_some() && self.probe.answered(self.probe_timeout).await {
+        if self.lock().down.is_some() && self.probe().answered(self.probe_timeout).await {
             self.up();
         }
     }

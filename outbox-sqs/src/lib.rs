@@ -375,6 +375,7 @@ mod s3_down;
 mod sdk_error;
 mod send;
 mod settle;
+mod shared_probe;
 mod signer;
 mod sigv4;
 mod slow_upload;

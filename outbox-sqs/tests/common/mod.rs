@@ -1,6 +1,8 @@
 //! Hand-built claimed events and fixture publishers for the publisher's tests.
 #![allow(dead_code)]
 
+pub mod slow;
+
 use outbox_core::{ClaimedEvent, PublishOutcome};
 use outbox_sqs::{SqsPublisher, SqsPublisherBuilder};
 use outbox_sqs_fixture::SqsFixture;
