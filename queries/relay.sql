@@ -301,6 +301,31 @@ DELETE FROM outbox_events
    AND processed_at IS NULL
 RETURNING id;
 
+-- At the relay's shutdown, the events whose broker calls ended after their publish had returned
+-- and were accepted (`Publisher::settle`): marked published (or, with a zero retention, deleted), so
+-- that the next start does not send them again. No claim holds them and their creation times are
+-- not known here: every partition's primary key is probed, once per shutdown. A row another relay
+-- has claimed meanwhile is skipped (`SKIP LOCKED`: a shutdown does not wait for its batch), as is
+-- one already marked. Returned with its type and age for the relay's metrics.
+--: SettledRow()
+
+--! mark_outbox_settled : SettledRow
+UPDATE outbox_events e
+   SET processed_at = clock_timestamp(), retry_after = NULL, last_error = NULL
+ WHERE e.id IN (SELECT id FROM outbox_events
+                 WHERE id = ANY(:ids) AND processed_at IS NULL
+                   FOR UPDATE SKIP LOCKED)
+   AND e.processed_at IS NULL
+RETURNING e.event_type, extract(epoch FROM clock_timestamp() - e.created_at)::float8 AS age_secs;
+
+--! delete_outbox_settled : SettledRow
+DELETE FROM outbox_events e
+ WHERE e.id IN (SELECT id FROM outbox_events
+                 WHERE id = ANY(:ids) AND processed_at IS NULL
+                   FOR UPDATE SKIP LOCKED)
+   AND e.processed_at IS NULL
+RETURNING e.event_type, extract(epoch FROM clock_timestamp() - e.created_at)::float8 AS age_secs;
+
 -- Whether the database can store any text the relay writes: its encoding holds every Unicode
 -- character (UTF8), or it takes bytes as they come (SQL_ASCII). Elsewhere (LATIN1, WIN1252, …) the
 -- relay writes its error texts in ASCII: one character the encoding lacks would fail the failure

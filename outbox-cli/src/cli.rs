@@ -291,7 +291,8 @@ pub struct RelayArgs {
     /// Fallback poll interval, e.g. 2s.
     #[arg(long, value_parser = duration::parse)]
     pub poll_interval: Option<Duration>,
-    /// How long shutdown waits for batches in flight, e.g. 30s.
+    /// How long shutdown waits for batches in flight, and for the SQS/SNS calls going on after
+    /// their publish, e.g. 30s.
     #[arg(long, value_parser = duration::parse)]
     pub shutdown_grace: Option<Duration>,
     /// Delete processed rows older than this, every minute (e.g. 7d); on the partitioned layout,

@@ -5,6 +5,7 @@ use std::future::Future;
 pub use crate::claimed_event::ClaimedEvent;
 use crate::failure::{FailureKind, PublishFailure};
 use crate::limits::MessageLimits;
+use uuid::Uuid;
 
 /// What became of one event handed to [`Publisher::publish`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,6 +156,17 @@ pub trait Publisher: Send + Sync + 'static {
     fn keeps_aggregate_order(&self) -> bool {
         false
     }
+
+    /// At the relay's shutdown, once its batches have ended: waits at most `within` for the broker
+    /// calls this publisher let go on after their publish returned (their events put back
+    /// [`Unavailable`](PublishOutcome::Unavailable) with [`FailureKind::InProgress`]), and returns
+    /// the ids of the events those calls got accepted that no publish has reported yet. The relay
+    /// marks them published, so that the next start does not send them again (cut at shutdown,
+    /// every such call's events were). The default has none.
+    fn settle(&self, within: std::time::Duration) -> impl Future<Output = Vec<Uuid>> + Send {
+        let _ = within;
+        async { Vec::new() }
+    }
 }
 
 /// A shared publisher (e.g. one SQS client behind several relays) publishes as the publisher itself.
@@ -190,5 +202,9 @@ impl<P: Publisher> Publisher for std::sync::Arc<P> {
 
     fn keeps_aggregate_order(&self) -> bool {
         (**self).keeps_aggregate_order()
+    }
+
+    fn settle(&self, within: std::time::Duration) -> impl Future<Output = Vec<Uuid>> + Send {
+        (**self).settle(within)
     }
 }

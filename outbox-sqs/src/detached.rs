@@ -174,6 +174,20 @@ impl<T: Remembered> Detached<T> {
         Some((started, rx))
     }
 
+    /// Takes every result that `wanted` picks (fresh or not): the events', by id.
+    pub(crate) fn take_done_where(&self, wanted: impl Fn(&T) -> bool) -> Vec<Uuid> {
+        let mut state = self.lock();
+        let mut taken = Vec::new();
+        state.slots.retain(|id, slot| match slot {
+            Slot::Done { result, .. } if wanted(result) => {
+                taken.push(*id);
+                false
+            }
+            _ => true,
+        });
+        taken
+    }
+
     /// Keeps `results` again, taken by a publish that then failed as a whole.
     pub(crate) fn restore(&self, results: Vec<(Uuid, T)>) {
         let now = Instant::now();
@@ -286,6 +300,24 @@ mod tests {
             matches!(registry.take(failed), Known::Unknown),
             "counted once"
         );
+    }
+
+    #[test]
+    fn results_are_taken_where_wanted_and_running_work_is_left() {
+        let registry = Arc::new(Detached::<Result>::default());
+        let (_running, _woken) = registry.start(Uuid::from_u128(1)).expect("start");
+        registry.store(Uuid::from_u128(2), Ok(2), Instant::now());
+        registry.store(Uuid::from_u128(3), Err("failed"), Instant::now());
+        assert_eq!(
+            registry.take_done_where(|r| r.is_ok()),
+            vec![Uuid::from_u128(2)]
+        );
+        assert!(matches!(registry.take(Uuid::from_u128(2)), Known::Unknown));
+        assert!(matches!(registry.take(Uuid::from_u128(1)), Known::Running));
+        assert!(matches!(
+            registry.take(Uuid::from_u128(3)),
+            Known::Done(Err("failed"))
+        ));
     }
 
     #[test]

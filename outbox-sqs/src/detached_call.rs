@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
@@ -44,6 +44,9 @@ type Registered = Vec<(usize, Started<PublishOutcome>)>;
 /// What a chain's run yields: its position among the publish's chains, and its report (or its
 /// panic).
 type ChainDone = (usize, std::thread::Result<Report>);
+
+/// How often shutdown looks whether calls still go on (see [`SqsPublisher::settle_calls`]).
+const SETTLE_LOOK: Duration = Duration::from_millis(20);
 
 /// Counts a chain going on without its publish, for its destination, until dropped.
 struct GoingOn(Arc<Queue>);
@@ -289,6 +292,30 @@ impl SqsPublisher {
 }
 
 impl SqsPublisher {
+    /// [`Publisher::settle`](outbox_core::Publisher::settle): waits at most `within` for the
+    /// chains going on without their publish, then takes the events they got accepted.
+    pub(crate) async fn settle_calls(&self, within: Duration) -> Vec<Uuid> {
+        let until = tokio::time::Instant::now() + within;
+        let going_on = || {
+            self.inner
+                .queues
+                .iter()
+                .any(|q| q.going_on.load(Ordering::Relaxed) > 0)
+        };
+        while going_on() && tokio::time::Instant::now() < until {
+            tokio::time::sleep(SETTLE_LOOK.min(until - tokio::time::Instant::now())).await;
+        }
+        if going_on() {
+            tracing::warn!(
+                within_ms = within.as_millis() as u64,
+                "batch calls still go on at shutdown; their events are sent again after a restart"
+            );
+        }
+        self.inner
+            .detached_calls
+            .take_done_where(|outcome| *outcome == PublishOutcome::Published)
+    }
+
     /// The outcomes of a chain to `queue` that went on without its publish, started at
     /// `started`: when a call of it failed as a whole, no call of the publisher had an answer
     /// since, every call failing meanwhile, and `queue` answered no probe either, its counted

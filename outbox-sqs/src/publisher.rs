@@ -321,6 +321,12 @@ impl Publisher for SqsPublisher {
     fn keeps_aggregate_order(&self) -> bool {
         self.inner.keeps_aggregate_order
     }
+
+    /// Waits for the batch calls that went on after their publish (see
+    /// [`SqsConfig::call_wait`](crate::SqsConfig::call_wait)); the events they got accepted.
+    fn settle(&self, within: Duration) -> impl Future<Output = Vec<uuid::Uuid>> + Send {
+        self.settle_calls(within)
+    }
 }
 
 /// The `MessageGroupId` of an event on a FIFO destination.

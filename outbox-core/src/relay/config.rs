@@ -58,8 +58,9 @@ pub struct RelayConfig {
     /// [`CLAIM_IDLE_MARGIN`], so PostgreSQL releases the rows of a relay that stops talking to it.
     /// Env: [`OUTBOX_PUBLISH_TIMEOUT_MS`](crate::env::PUBLISH_TIMEOUT_MS).
     pub publish_timeout: Duration,
-    /// How long shutdown waits for batches in flight before releasing them (default 30 s, at most
-    /// [`MAX_TIMEOUT`]). Env: [`OUTBOX_SHUTDOWN_GRACE_MS`](crate::env::SHUTDOWN_GRACE_MS).
+    /// How long shutdown waits for batches in flight before releasing them, and then, within what
+    /// is left, for the publisher's calls going on ([`Publisher::settle`](crate::Publisher::settle))
+    /// (default 30 s, at most [`MAX_TIMEOUT`]). Env: [`OUTBOX_SHUTDOWN_GRACE_MS`](crate::env::SHUTDOWN_GRACE_MS).
     pub shutdown_grace: Duration,
     /// Batches processed concurrently by one relay, each in its own transaction (default 4).
     /// Env: [`OUTBOX_CONCURRENCY`](crate::env::CONCURRENCY).

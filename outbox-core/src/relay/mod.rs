@@ -16,6 +16,7 @@ mod isolate;
 mod listener;
 mod outage;
 mod outcome;
+mod settle;
 mod transaction;
 mod waiting;
 mod worker;
@@ -323,7 +324,9 @@ impl<P: Publisher> Relay<P> {
     /// Runs the relay until `shutdown` is cancelled, then stops claiming, lets batches in flight
     /// finish the publish call they are in (no further wave starts; what was published is marked)
     /// within the [grace period](RelayConfig::shutdown_grace) (after it, their claims are
-    /// released by rolling back) and returns.
+    /// released by rolling back), waits within what is left of it for the publisher's calls that
+    /// went on after their publish ([`Publisher::settle`]), marks the events they got accepted,
+    /// and returns.
     ///
     /// Fails at once if the publisher's start-up [check](Publisher::check) fails. After that,
     /// database and broker failures are logged and retried with a delay doubling up to 30 s. A

@@ -140,6 +140,7 @@ impl<P: Publisher> Relay<P> {
             }
         }
         let grace = self.inner.config.shutdown_grace;
+        let grace_ends = tokio::time::Instant::now() + grace;
         let drained = tokio::time::timeout(grace, async {
             while workers.join_next().await.is_some() {}
         })
@@ -152,6 +153,9 @@ impl<P: Publisher> Relay<P> {
             workers.abort_all();
             while workers.join_next().await.is_some() {}
         }
+        // What is left of the grace period goes to the calls that went on after their publish.
+        let left = grace_ends.saturating_duration_since(tokio::time::Instant::now());
+        super::settle::settle_calls_going_on(&self.inner, left).await;
         match gave_up {
             Some(e) => Err(e),
             None => Ok(()),

@@ -182,6 +182,28 @@ impl<'a> From<HeadRowBorrowed<'a>> for HeadRow {
         }
     }
 }
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SettledRow {
+    pub event_type: String,
+    pub age_secs: f64,
+}
+pub struct SettledRowBorrowed<'a> {
+    pub event_type: &'a str,
+    pub age_secs: f64,
+}
+impl<'a> From<SettledRowBorrowed<'a>> for SettledRow {
+    fn from(
+        SettledRowBorrowed {
+            event_type,
+            age_secs,
+        }: SettledRowBorrowed<'a>,
+    ) -> Self {
+        Self {
+            event_type: event_type.into(),
+            age_secs,
+        }
+    }
+}
 use crate::client::async_::GenericClient;
 use futures::{self, StreamExt, TryStreamExt};
 pub struct ClaimedRowQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
@@ -393,6 +415,73 @@ where
 {
     pub fn map<R>(self, mapper: fn(uuid::Uuid) -> R) -> UuidUuidQuery<'c, 'a, 's, C, R, N> {
         UuidUuidQuery {
+            client: self.client,
+            params: self.params,
+            query: self.query,
+            cached: self.cached,
+            extractor: self.extractor,
+            mapper,
+        }
+    }
+    pub async fn one(self) -> Result<T, tokio_postgres::Error> {
+        let row =
+            crate::client::async_::one(self.client, self.query, &self.params, self.cached).await?;
+        Ok((self.mapper)((self.extractor)(&row)?))
+    }
+    pub async fn all(self) -> Result<Vec<T>, tokio_postgres::Error> {
+        self.iter().await?.try_collect().await
+    }
+    pub async fn opt(self) -> Result<Option<T>, tokio_postgres::Error> {
+        let opt_row =
+            crate::client::async_::opt(self.client, self.query, &self.params, self.cached).await?;
+        Ok(opt_row
+            .map(|row| {
+                let extracted = (self.extractor)(&row)?;
+                Ok((self.mapper)(extracted))
+            })
+            .transpose()?)
+    }
+    pub async fn iter(
+        self,
+    ) -> Result<
+        impl futures::Stream<Item = Result<T, tokio_postgres::Error>> + 'c,
+        tokio_postgres::Error,
+    > {
+        let stream = crate::client::async_::raw(
+            self.client,
+            self.query,
+            crate::slice_iter(&self.params),
+            self.cached,
+        )
+        .await?;
+        let mapped = stream
+            .map(move |res| {
+                res.and_then(|row| {
+                    let extracted = (self.extractor)(&row)?;
+                    Ok((self.mapper)(extracted))
+                })
+            })
+            .into_stream();
+        Ok(mapped)
+    }
+}
+pub struct SettledRowQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
+    client: &'c C,
+    params: [&'a (dyn postgres_types::ToSql + Sync); N],
+    query: &'static str,
+    cached: Option<&'s tokio_postgres::Statement>,
+    extractor: fn(&tokio_postgres::Row) -> Result<SettledRowBorrowed, tokio_postgres::Error>,
+    mapper: fn(SettledRowBorrowed) -> T,
+}
+impl<'c, 'a, 's, C, T: 'c, const N: usize> SettledRowQuery<'c, 'a, 's, C, T, N>
+where
+    C: GenericClient,
+{
+    pub fn map<R>(
+        self,
+        mapper: fn(SettledRowBorrowed) -> R,
+    ) -> SettledRowQuery<'c, 'a, 's, C, R, N> {
+        SettledRowQuery {
             client: self.client,
             params: self.params,
             query: self.query,
@@ -971,6 +1060,78 @@ impl<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>
         params: &'a DeleteOutboxPublishedParams<T1>,
     ) -> UuidUuidQuery<'c, 'a, 's, C, uuid::Uuid, 3> {
         self.bind(client, &params.ids, &params.oldest, &params.newest)
+    }
+}
+pub struct MarkOutboxSettledStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn mark_outbox_settled() -> MarkOutboxSettledStmt {
+    MarkOutboxSettledStmt(
+        "UPDATE outbox_events e SET processed_at = clock_timestamp(), retry_after = NULL, last_error = NULL WHERE e.id IN (SELECT id FROM outbox_events WHERE id = ANY($1) AND processed_at IS NULL FOR UPDATE SKIP LOCKED) AND e.processed_at IS NULL RETURNING e.event_type, extract(epoch FROM clock_timestamp() - e.created_at)::float8 AS age_secs",
+        None,
+    )
+}
+impl MarkOutboxSettledStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>(
+        &'s self,
+        client: &'c C,
+        ids: &'a T1,
+    ) -> SettledRowQuery<'c, 'a, 's, C, SettledRow, 1> {
+        SettledRowQuery {
+            client,
+            params: [ids],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor:
+                |row: &tokio_postgres::Row| -> Result<SettledRowBorrowed, tokio_postgres::Error> {
+                    Ok(SettledRowBorrowed {
+                        event_type: row.try_get(0)?,
+                        age_secs: row.try_get(1)?,
+                    })
+                },
+            mapper: |it| SettledRow::from(it),
+        }
+    }
+}
+pub struct DeleteOutboxSettledStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn delete_outbox_settled() -> DeleteOutboxSettledStmt {
+    DeleteOutboxSettledStmt(
+        "DELETE FROM outbox_events e WHERE e.id IN (SELECT id FROM outbox_events WHERE id = ANY($1) AND processed_at IS NULL FOR UPDATE SKIP LOCKED) AND e.processed_at IS NULL RETURNING e.event_type, extract(epoch FROM clock_timestamp() - e.created_at)::float8 AS age_secs",
+        None,
+    )
+}
+impl DeleteOutboxSettledStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient, T1: crate::ArraySql<Item = uuid::Uuid>>(
+        &'s self,
+        client: &'c C,
+        ids: &'a T1,
+    ) -> SettledRowQuery<'c, 'a, 's, C, SettledRow, 1> {
+        SettledRowQuery {
+            client,
+            params: [ids],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor:
+                |row: &tokio_postgres::Row| -> Result<SettledRowBorrowed, tokio_postgres::Error> {
+                    Ok(SettledRowBorrowed {
+                        event_type: row.try_get(0)?,
+                        age_secs: row.try_get(1)?,
+                    })
+                },
+            mapper: |it| SettledRow::from(it),
+        }
     }
 }
 pub struct ServerTakesAnyTextStmt(&'static str, Option<tokio_postgres::Statement>);
