@@ -57,6 +57,20 @@ impl DestinationDown {
         (probe_interval, probe_timeout): (Duration, Duration),
         gauge: Gauge,
     ) -> Self {
+        // One request per probe: the SDK's retries made each probe of a destination answering
+        // 5xx three requests (black-box run), and a probe is itself asked again.
+        let sqs = aws_sdk_sqs::Client::from_conf(
+            sqs.config()
+                .to_builder()
+                .retry_config(aws_sdk_sqs::config::retry::RetryConfig::disabled())
+                .build(),
+        );
+        let sns = aws_sdk_sns::Client::from_conf(
+            sns.config()
+                .to_builder()
+                .retry_config(aws_sdk_sns::config::retry::RetryConfig::disabled())
+                .build(),
+        );
         let probe = DestinationProbe {
             sqs,
             sns,
@@ -254,5 +268,48 @@ impl Probe for DestinationProbe {
     fn log_up(&self) {
         tracing::info!(destination = %self.url, kind = %self.kind,
             "destination answers again: its events are sent");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use outbox_sqs_fixture::{CallFault, SqsFixture};
+
+    /// A probe is one request, whatever the client's retries: each probe of a destination
+    /// answering 5xx was three (black-box run).
+    #[tokio::test]
+    async fn a_probe_is_one_request() {
+        let fx = SqsFixture::start().await;
+        let url = fx.create_queue("q");
+        let creds = aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "test");
+        let sqs = aws_sdk_sqs::Config::builder()
+            .behavior_version_latest()
+            .region(aws_sdk_sqs::config::Region::new("us-east-1"))
+            .endpoint_url(fx.endpoint_url())
+            .credentials_provider(creds.clone())
+            .retry_config(aws_sdk_sqs::config::retry::RetryConfig::standard().with_max_attempts(3))
+            .build();
+        let sns = aws_sdk_sns::Config::builder()
+            .behavior_version_latest()
+            .region(aws_sdk_sns::config::Region::new("us-east-1"))
+            .endpoint_url(fx.endpoint_url())
+            .credentials_provider(creds)
+            .build();
+        let down = DestinationDown::for_destination(
+            aws_sdk_sqs::Client::from_conf(sqs),
+            aws_sdk_sns::Client::from_conf(sns),
+            &url,
+            DestinationKind::Queue,
+            (Duration::from_secs(3600), Duration::from_secs(10)),
+            Gauge::default(),
+        );
+        fx.fail_action_for(
+            "GetQueueAttributes",
+            Duration::from_secs(60),
+            CallFault::ServiceUnavailable,
+        );
+        assert!(!down.probe().answered(Duration::from_secs(10)).await);
+        assert_eq!(fx.calls_to("GetQueueAttributes"), 1);
     }
 }

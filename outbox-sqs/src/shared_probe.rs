@@ -1,14 +1,15 @@
 //! One probe in flight per service, shared by whoever asks meanwhile: the watches of a slow
 //! destination's calls each asked it with a probe of their own (black-box run: 290 probes for 175
-//! calls to a topic answering in 7 s, each probe as slow as the calls, adding to its load).
+//! calls to a topic answering in 7 s, each probe as slow as the calls, adding to its load; joined
+//! only within a second of its start, 69 probes for 83 calls, up to six in flight at once).
 //!
 //! A probe in flight is joined when it started at most [`JOIN_WITHIN`] ago and was given at least
-//! as long as the asker would give one of its own (less [`SLACK`]): started a little earlier, it
-//! is answered no later than a new one would be, and it went unanswered for as long; its answer
-//! says what the asker's own would have. (Not an older one: a probe stuck on a dead connection
-//! would answer for every later asker, where a new probe, on another connection, might be
-//! answered.) Otherwise a new probe is sent, and later askers join that one. Each asker waits at
-//! most its own time-out.
+//! as long as the asker would give one of its own (less [`SLACK`]): started earlier, it is
+//! answered no later than a new one would be, and once it gives up it went unanswered for as long
+//! as the asker's own would have; its answer says what the asker's would have. (Not an older one:
+//! a probe stuck on a dead connection would answer for every later asker, where a new probe, on
+//! another connection, might be answered.) Otherwise a new probe is sent, and later askers join
+//! that one. Each asker waits at most its own time-out.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,10 +19,12 @@ use futures::future::{BoxFuture, Shared};
 use tokio::time::Instant;
 
 use crate::down::Probe;
+use crate::watch::SILENT_AFTER;
 
-/// How recently a probe in flight must have started to be joined: the watches of calls started
-/// within a second of each other share one probe.
-const JOIN_WITHIN: Duration = Duration::from_secs(1);
+/// How recently a probe in flight must have started to be joined: within the time a service is
+/// given before it counts as silent ([`SILENT_AFTER`]), at most one probe per destination runs
+/// at a time but for one given longer.
+const JOIN_WITHIN: Duration = SILENT_AFTER;
 
 /// How much shorter than the asker's own a probe joined may have been given: the time-outs of
 /// askers that would give their probes the same moment differ by the time between their asks.
@@ -134,7 +137,7 @@ mod tests {
         (Arc::new(probe), sent)
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn askers_at_once_share_one_probe_and_its_answer() {
         let (probe, sent) = answering_in(Duration::from_millis(300));
         let asks = (0..10).map(|_| {
@@ -150,7 +153,7 @@ mod tests {
         assert_eq!(sent.load(Ordering::SeqCst), 2);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_probe_given_less_time_than_the_askers_own_is_not_joined() {
         let (probe, sent) = answering_in(Duration::from_millis(800));
         let short = probe.answered(Duration::from_millis(500));
@@ -164,26 +167,39 @@ mod tests {
         assert_eq!(sent.load(Ordering::SeqCst), 2);
     }
 
-    #[tokio::test]
-    async fn a_probe_sent_more_than_a_second_ago_is_not_joined() {
-        let (probe, sent) = answering_in(Duration::from_millis(1_500));
-        let first = probe.answered(Duration::from_secs(3));
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_probe_sent_a_few_seconds_ago_is_joined() {
+        let (probe, sent) = answering_in(Duration::from_secs(6));
+        let first = probe.answered(Duration::from_secs(8));
+        let later = async {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            probe.answered(Duration::from_secs(4)).await
+        };
+        let (first, later) = tokio::join!(first, later);
+        assert!(first && later, "answered 6 s after the first ask");
+        assert_eq!(sent.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_probe_sent_longer_ago_than_a_service_has_before_it_is_silent_is_not_joined() {
+        let (probe, sent) = answering_in(Duration::from_secs(8));
+        let first = probe.answered(Duration::from_secs(10));
         let late = async {
-            tokio::time::sleep(Duration::from_millis(1_200)).await;
-            probe.answered(Duration::from_secs(3)).await
+            tokio::time::sleep(JOIN_WITHIN + Duration::from_millis(100)).await;
+            probe.answered(Duration::from_secs(10)).await
         };
         let (first, late) = tokio::join!(first, late);
         assert!(first && late);
         assert_eq!(sent.load(Ordering::SeqCst), 2);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_joiner_waits_no_longer_than_its_own_time_out() {
         let (probe, sent) = answering_in(Duration::from_millis(1_000));
         let first = probe.answered(Duration::from_secs(3));
         let joiner = async {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            let asked = std::time::Instant::now();
+            let asked = Instant::now();
             let answered = probe.answered(Duration::from_millis(300)).await;
             (answered, asked.elapsed())
         };
