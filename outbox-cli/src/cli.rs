@@ -87,7 +87,9 @@ impl Cli {
     /// built from their constants. `--help` and `--version` print and exit, as clap does; a usage
     /// error is returned, for [`usage::parse_error`](crate::usage::parse_error) to report.
     pub fn parse_args() -> Result<Cli, clap::Error> {
-        let command = Cli::command().mut_subcommand("relay", |c| c.long_about(help::relay()));
+        let command = unset_empty_env(
+            Cli::command().mut_subcommand("relay", |c| c.long_about(help::relay())),
+        );
         let args = negative::join_negative_values(&command, std::env::args_os().collect());
         let matches = command.try_get_matches_from(args)?;
         let mut cli = Cli::from_arg_matches(&matches)?;
@@ -104,6 +106,32 @@ impl Cli {
         };
         Ok(cli)
     }
+}
+
+/// `command` without the variables of its flags that are set but empty (blank), as templated
+/// deployments leave them: unset, as the settings the library reads (clap took an empty
+/// `OUTBOX_LOG_FORMAT` or `OUTBOX_METRICS_ADDR` for a value and refused it: black-box run).
+fn unset_empty_env(mut command: clap::Command) -> clap::Command {
+    let blank: Vec<clap::Id> = command
+        .get_arguments()
+        .filter(|a| {
+            a.get_env()
+                .and_then(std::env::var_os)
+                .is_some_and(|v| v.to_string_lossy().trim().is_empty())
+        })
+        .map(|a| a.get_id().clone())
+        .collect();
+    for id in blank {
+        command = command.mut_arg(id, |a| a.env(None::<&'static str>));
+    }
+    let subcommands: Vec<String> = command
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .collect();
+    for name in subcommands {
+        command = command.mut_subcommand(name, unset_empty_env);
+    }
+    command
 }
 
 /// How log lines are written (to stderr).

@@ -7,9 +7,32 @@ use crate::cli::RelayArgs;
 use crate::usage::{self, usage};
 use crate::{Failure, db, metrics_server};
 
+/// The environment without the variables `overridden` names (their flags were given: a bad
+/// value in one is not an error, the flag wins).
+fn env_without(overridden: Vec<&'static str>) -> impl Fn(&str) -> Option<String> {
+    move |name| {
+        if overridden.contains(&name) {
+            None
+        } else {
+            std::env::var(name).ok()
+        }
+    }
+}
+
 /// The relay's settings: environment, then flags.
 fn relay_config(args: &RelayArgs) -> Result<RelayConfig, Failure> {
-    let mut c = RelayConfig::from_env()?;
+    use outbox_core::env;
+    let given = [
+        (args.batch_size.is_some(), env::BATCH_SIZE),
+        (args.concurrency.is_some(), env::CONCURRENCY),
+        (args.max_attempts.is_some(), env::MAX_ATTEMPTS),
+        (args.poll_interval.is_some(), env::POLL_INTERVAL_MS),
+        (args.shutdown_grace.is_some(), env::SHUTDOWN_GRACE_MS),
+        (args.retention.is_some(), env::RETENTION_SECS),
+        (args.no_ordering, env::PER_AGGREGATE_ORDER),
+    ];
+    let overridden = given.iter().filter(|(g, _)| *g).map(|(_, n)| *n).collect();
+    let mut c = RelayConfig::from_lookup(env_without(overridden))?;
     if let Some(v) = args.batch_size {
         c.batch_size = v;
     }
@@ -37,7 +60,23 @@ fn relay_config(args: &RelayArgs) -> Result<RelayConfig, Failure> {
 
 /// The publisher's settings: environment, then flags.
 fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
-    let mut c = SqsConfig::from_env()?;
+    use outbox_sqs as sqs;
+    let given = [
+        (!args.routes.is_empty(), sqs::ENV_ROUTES),
+        (args.default_queue.is_some(), sqs::ENV_DEFAULT_QUEUE_URL),
+        (
+            args.broken_queue_dead_letter_after.is_some(),
+            sqs::ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS,
+        ),
+        (args.offload_bucket.is_some(), sqs::ENV_OFFLOAD_BUCKET),
+        (
+            args.offload_threshold.is_some(),
+            sqs::ENV_OFFLOAD_THRESHOLD_BYTES,
+        ),
+        (args.batch_aggregates, sqs::ENV_BATCH_AGGREGATES),
+    ];
+    let overridden = given.iter().filter(|(g, _)| *g).map(|(_, n)| *n).collect();
+    let mut c = SqsConfig::from_lookup(env_without(overridden))?;
     // Flags replace the environment, routes as a whole (merged, a pattern in both was refused as
     // "given twice").
     if !args.routes.is_empty() {

@@ -33,14 +33,45 @@ pub const METRICS_INTERVAL_MS: &str = "OUTBOX_METRICS_INTERVAL_MS";
 /// [`RelayConfig::retention`](crate::RelayConfig::retention), seconds.
 pub const RETENTION_SECS: &str = "OUTBOX_RETENTION_SECS";
 
+/// The AWS SDK's attempts per request, read by `aws-config`'s default chain: a whole number from 1.
+pub const AWS_MAX_ATTEMPTS: &str = "AWS_MAX_ATTEMPTS";
+/// The AWS SDK's retry mode, read by `aws-config`'s default chain: `standard` or `adaptive`.
+pub const AWS_RETRY_MODE: &str = "AWS_RETRY_MODE";
+
+/// Why the AWS SDK's retry settings among the variables `lookup` finds ([`AWS_MAX_ATTEMPTS`],
+/// [`AWS_RETRY_MODE`]) would be refused, if they would: `aws-config` panics on a value it cannot
+/// use (zero, not a number, set but empty, an unknown mode), so the relay, the consumer and RDS IAM
+/// auth check them first and fail with this, naming the variable.
+pub fn aws_retry_refusal(lookup: impl Fn(&str) -> Option<String>) -> Option<String> {
+    if let Some(v) = lookup(AWS_MAX_ATTEMPTS) {
+        if !v.trim().parse::<u32>().is_ok_and(|n| n >= 1) {
+            return Some(format!(
+                "{AWS_MAX_ATTEMPTS} must be a whole number from 1 (the AWS SDK's attempts per \
+                 request), got `{v}`"
+            ));
+        }
+    }
+    if let Some(v) = lookup(AWS_RETRY_MODE) {
+        let mode = v.trim();
+        if !mode.eq_ignore_ascii_case("standard") && !mode.eq_ignore_ascii_case("adaptive") {
+            return Some(format!(
+                "{AWS_RETRY_MODE} must be `standard` or `adaptive`, got `{v}`"
+            ));
+        }
+    }
+    None
+}
+
 impl RelayConfig {
-    /// The defaults, overridden by the `OUTBOX_*` environment variables named on each field.
+    /// The defaults, overridden by the `OUTBOX_*` environment variables named on each field that
+    /// are set and not empty (an empty variable, as templated deployments leave them, is unset).
     pub fn from_env() -> Result<Self, Error> {
         Self::from_lookup(|key| std::env::var(key).ok())
     }
 
     /// Like [`from_env`](Self::from_env), reading variables through `lookup`.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let lookup = |key: &str| lookup(key).filter(|v| !v.trim().is_empty());
         let mut c = RelayConfig::default();
         let parse = |key: &str| -> Result<Option<u64>, Error> {
             lookup(key)
@@ -103,5 +134,57 @@ impl RelayConfig {
             c.retention = Some(Duration::from_secs(v));
         }
         Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn an_empty_variable_is_unset() {
+        let c = RelayConfig::from_lookup(vars(&[(BATCH_SIZE, ""), (RETENTION_SECS, "  ")]))
+            .expect("empty variables are unset");
+        assert_eq!(c.batch_size, RelayConfig::default().batch_size);
+        assert_eq!(c.retention, None);
+    }
+
+    #[test]
+    fn aws_retry_settings_aws_config_would_panic_on_are_refused_by_name() {
+        for (name, value) in [
+            (AWS_MAX_ATTEMPTS, "0"),
+            (AWS_MAX_ATTEMPTS, "abc"),
+            (AWS_MAX_ATTEMPTS, "-1"),
+            (AWS_MAX_ATTEMPTS, ""),
+            (AWS_RETRY_MODE, "bogus"),
+            (AWS_RETRY_MODE, ""),
+        ] {
+            let refusal = aws_retry_refusal(vars(&[(name, value)]));
+            assert!(
+                refusal.as_deref().is_some_and(|r| r.contains(name)),
+                "{name}={value:?}: {refusal:?}"
+            );
+        }
+        for (name, value) in [
+            (AWS_MAX_ATTEMPTS, "1"),
+            (AWS_MAX_ATTEMPTS, " 5 "),
+            (AWS_RETRY_MODE, "Standard"),
+            (AWS_RETRY_MODE, "adaptive"),
+        ] {
+            assert_eq!(
+                aws_retry_refusal(vars(&[(name, value)])),
+                None,
+                "{name}={value:?}"
+            );
+        }
+        assert_eq!(aws_retry_refusal(vars(&[])), None);
     }
 }

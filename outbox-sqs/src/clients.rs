@@ -4,6 +4,7 @@
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_sdk_sqs::config::retry::RetryConfig;
 use aws_sdk_sqs::config::{Region, StalledStreamProtectionConfig};
+use futures::FutureExt;
 
 use crate::config::SqsConfig;
 use crate::direct::DirectSqs;
@@ -20,8 +21,16 @@ pub(crate) struct Clients {
     pub(crate) s3: Option<aws_sdk_s3::Client>,
 }
 
-/// `aws-config`'s default chains, with a builder's `region` and `endpoint` overrides.
-pub(crate) async fn load_default(region: Option<&str>, endpoint: Option<&str>) -> SdkConfig {
+/// `aws-config`'s default chains, with a builder's `region` and `endpoint` overrides. Fails,
+/// naming the setting, where `aws-config` would panic: on the AWS SDK's retry settings in the
+/// environment (checked first), or in the AWS profile (its panic caught).
+pub(crate) async fn load_default(
+    region: Option<&str>,
+    endpoint: Option<&str>,
+) -> Result<SdkConfig> {
+    if let Some(refusal) = outbox_core::env::aws_retry_refusal(|name| std::env::var(name).ok()) {
+        return Err(config_error(refusal));
+    }
     let mut loader = aws_config::defaults(BehaviorVersion::latest());
     if let Some(region) = region {
         loader = loader.region(Region::new(region.to_owned()));
@@ -29,7 +38,15 @@ pub(crate) async fn load_default(region: Option<&str>, endpoint: Option<&str>) -
     if let Some(url) = endpoint {
         loader = loader.endpoint_url(url);
     }
-    loader.load().await
+    std::panic::AssertUnwindSafe(loader.load())
+        .catch_unwind()
+        .await
+        .map_err(|panic| {
+            config_error(format!(
+                "the AWS configuration (environment or profile) is invalid: {}",
+                crate::error::panic_text(panic.as_ref())
+            ))
+        })
 }
 
 /// The error of a builder that found no AWS region anywhere.
@@ -51,7 +68,7 @@ pub(crate) async fn clients(
 ) -> Result<Clients> {
     let sdk = match sdk {
         Some(sdk) => sdk,
-        None => load_default(config.region.as_deref(), config.endpoint_url.as_deref()).await,
+        None => load_default(config.region.as_deref(), config.endpoint_url.as_deref()).await?,
     };
     let region = config
         .region

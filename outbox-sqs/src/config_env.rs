@@ -24,16 +24,23 @@ impl SqsConfig {
     /// [`OUTBOX_SQS_OFFLOAD_WAIT_MS`](ENV_OFFLOAD_WAIT_MS),
     /// [`OUTBOX_SQS_BATCH_AGGREGATES`](ENV_BATCH_AGGREGATES),
     /// [`OUTBOX_SQS_TRANSPORT`](ENV_TRANSPORT). AWS settings are read later, by
-    /// `aws-config`, from the standard AWS variables.
+    /// `aws-config`, from the standard AWS variables; those it would panic on
+    /// (`AWS_MAX_ATTEMPTS`, `AWS_RETRY_MODE`: [`aws_retry_refusal`](outbox_core::env::aws_retry_refusal))
+    /// fail here.
     ///
     /// Fails with [`ErrorKind::Config`](crate::ErrorKind::Config), naming the variable, when a value
     /// does not parse.
     pub fn from_env() -> Result<SqsConfig> {
-        Self::from_vars(|name| std::env::var(name).ok())
+        Self::from_lookup(|name| std::env::var(name).ok())
     }
 
-    /// [`from_env`](Self::from_env) with the variables looked up by `var`.
-    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<SqsConfig> {
+    /// [`from_env`](Self::from_env) with the variables looked up by `var` (a command line whose
+    /// flags replace some settings hides their variables: a bad value there is not an error).
+    pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Result<SqsConfig> {
+        // Checked here too, before anything is contacted: `aws-config` panics on them later.
+        if let Some(refusal) = outbox_core::env::aws_retry_refusal(&var) {
+            return Err(config_error(refusal));
+        }
         let var = |name: &str| var(name).filter(|v| !v.trim().is_empty());
         let mut config = SqsConfig::default();
         if let Some(queue) = var(ENV_DEFAULT_QUEUE_URL) {
@@ -158,7 +165,7 @@ mod tests {
     #[test]
     fn defaults_when_nothing_is_set() {
         assert_eq!(
-            SqsConfig::from_vars(vars(&[])).unwrap(),
+            SqsConfig::from_lookup(vars(&[])).unwrap(),
             SqsConfig::default()
         );
         let d = SqsConfig::default();
@@ -174,7 +181,7 @@ mod tests {
 
     #[test]
     fn reads_every_variable() {
-        let c = SqsConfig::from_vars(vars(&[
+        let c = SqsConfig::from_lookup(vars(&[
             (ENV_DEFAULT_QUEUE_URL, "https://sqs.eu-west-1.amazonaws.com/1/default"),
             (
                 ENV_ROUTES,
@@ -216,19 +223,19 @@ mod tests {
         assert_eq!(c.offload_bucket.as_deref(), Some("payloads"));
         assert_eq!(c.offload_threshold, Some(200_000));
         assert!(c.batch_aggregates);
-        let off = SqsConfig::from_vars(vars(&[(ENV_BATCH_AGGREGATES, "0")])).unwrap();
+        let off = SqsConfig::from_lookup(vars(&[(ENV_BATCH_AGGREGATES, "0")])).unwrap();
         assert!(!off.batch_aggregates);
-        let bad = SqsConfig::from_vars(vars(&[(ENV_BATCH_AGGREGATES, "maybe")])).unwrap_err();
+        let bad = SqsConfig::from_lookup(vars(&[(ENV_BATCH_AGGREGATES, "maybe")])).unwrap_err();
         assert!(bad.to_string().contains(ENV_BATCH_AGGREGATES), "{bad}");
-        let sdk = SqsConfig::from_vars(vars(&[(ENV_TRANSPORT, " sdk ")])).unwrap();
+        let sdk = SqsConfig::from_lookup(vars(&[(ENV_TRANSPORT, " sdk ")])).unwrap();
         assert_eq!(sdk.transport, SqsTransport::Sdk);
-        let bad = SqsConfig::from_vars(vars(&[(ENV_TRANSPORT, "curl")])).unwrap_err();
+        let bad = SqsConfig::from_lookup(vars(&[(ENV_TRANSPORT, "curl")])).unwrap_err();
         assert!(bad.to_string().contains(ENV_TRANSPORT), "{bad}");
     }
 
     #[test]
     fn empty_variables_are_unset() {
-        let c = SqsConfig::from_vars(vars(&[
+        let c = SqsConfig::from_lookup(vars(&[
             (ENV_DEFAULT_QUEUE_URL, " "),
             (ENV_MAX_IN_FLIGHT, ""),
         ]))
@@ -238,32 +245,32 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_variable() {
-        let e = SqsConfig::from_vars(vars(&[(ENV_MAX_IN_FLIGHT, "many")])).unwrap_err();
+        let e = SqsConfig::from_lookup(vars(&[(ENV_MAX_IN_FLIGHT, "many")])).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::Config);
         assert!(e.to_string().contains(ENV_MAX_IN_FLIGHT), "{e}");
-        let e = SqsConfig::from_vars(vars(&[(ENV_CALL_TIMEOUT_MS, "1.5s")])).unwrap_err();
+        let e = SqsConfig::from_lookup(vars(&[(ENV_CALL_TIMEOUT_MS, "1.5s")])).unwrap_err();
         assert!(e.to_string().contains(ENV_CALL_TIMEOUT_MS), "{e}");
-        let e = SqsConfig::from_vars(vars(&[(ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, "1h")]))
+        let e = SqsConfig::from_lookup(vars(&[(ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, "1h")]))
             .unwrap_err();
         assert!(
             e.to_string()
                 .contains(ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS),
             "{e}"
         );
-        let e = SqsConfig::from_vars(vars(&[(ENV_BREAKER_PROBE_INTERVAL_MS, "-1")])).unwrap_err();
+        let e = SqsConfig::from_lookup(vars(&[(ENV_BREAKER_PROBE_INTERVAL_MS, "-1")])).unwrap_err();
         assert!(e.to_string().contains(ENV_BREAKER_PROBE_INTERVAL_MS), "{e}");
-        let e = SqsConfig::from_vars(vars(&[(ENV_CALL_WAIT_MS, "1s")])).unwrap_err();
+        let e = SqsConfig::from_lookup(vars(&[(ENV_CALL_WAIT_MS, "1s")])).unwrap_err();
         assert!(e.to_string().contains(ENV_CALL_WAIT_MS), "{e}");
-        let e = SqsConfig::from_vars(vars(&[(ENV_OFFLOAD_WAIT_MS, "1s")])).unwrap_err();
+        let e = SqsConfig::from_lookup(vars(&[(ENV_OFFLOAD_WAIT_MS, "1s")])).unwrap_err();
         assert!(e.to_string().contains(ENV_OFFLOAD_WAIT_MS), "{e}");
-        let e = SqsConfig::from_vars(vars(&[(ENV_OFFLOAD_THRESHOLD_BYTES, "1MiB")])).unwrap_err();
+        let e = SqsConfig::from_lookup(vars(&[(ENV_OFFLOAD_THRESHOLD_BYTES, "1MiB")])).unwrap_err();
         assert!(e.to_string().contains(ENV_OFFLOAD_THRESHOLD_BYTES), "{e}");
-        let e = SqsConfig::from_vars(vars(&[(ENV_ROUTES, "order.*")])).unwrap_err();
+        let e = SqsConfig::from_lookup(vars(&[(ENV_ROUTES, "order.*")])).unwrap_err();
         assert!(
             e.to_string().contains("`order.*` is not of the form"),
             "{e}"
         );
-        let e = SqsConfig::from_vars(vars(&[(ENV_ROUTES, "=https://x")])).unwrap_err();
+        let e = SqsConfig::from_lookup(vars(&[(ENV_ROUTES, "=https://x")])).unwrap_err();
         assert!(e.to_string().contains(ENV_ROUTES), "{e}");
     }
 }

@@ -88,6 +88,15 @@ pub(crate) fn config_error(message: impl Into<Cow<'static, str>>) -> Error {
 /// A `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A panic's message, when it is a string.
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

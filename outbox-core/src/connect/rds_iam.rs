@@ -201,7 +201,20 @@ impl RdsIamTokenProvider {
         };
         let (host, user) = (host.clone(), user.to_string());
         let port = pg.get_ports().first().copied().unwrap_or(5432);
-        let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        // `aws-config` panics on retry settings it cannot use: refused here, by name; one in the
+        // AWS profile is caught.
+        if let Some(refusal) = crate::env::aws_retry_refusal(|name| std::env::var(name).ok()) {
+            return Err(RdsIamError::new(refusal));
+        }
+        let load = aws_config::load_defaults(aws_config::BehaviorVersion::latest());
+        let aws = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(load))
+            .await
+            .map_err(|panic| {
+                RdsIamError::new(format!(
+                    "the AWS configuration (environment or profile) is invalid: {}",
+                    crate::relay::panic_message(panic.as_ref())
+                ))
+            })?;
         // The token must be signed for the database's region, which may not be the one the
         // environment names for SQS.
         let region = match (region_of_host(&host), aws.region()) {

@@ -197,7 +197,7 @@ impl ConsumerBuilder {
         let sdk = match self.sdk_config {
             Some(sdk) => sdk,
             // The SQS endpoint override is applied to the SQS client below, not to the S3 one.
-            None => load_default(config.region.as_deref(), None).await,
+            None => load_default(config.region.as_deref(), None).await?,
         };
         let conf = match self.client {
             Some(client) => client.config().to_builder(),

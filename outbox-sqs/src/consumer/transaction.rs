@@ -10,6 +10,7 @@ use outbox_core::{CancellationToken, DecodeEvent};
 use super::Shared;
 use super::envelope::Envelope;
 use super::handler::{Handler, HandlerError};
+use crate::error::panic_text;
 
 /// Why a handled message failed.
 pub(crate) enum Failure {
@@ -157,13 +158,4 @@ where
     step(short, "COMMIT", None, tx.commit()).await?;
     *stuck = false;
     Ok(true)
-}
-
-/// A panic's message, when it is a string.
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
 }

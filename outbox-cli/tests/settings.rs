@@ -1,0 +1,84 @@
+//! How `outbox relay` reads its settings from the environment, before anything is contacted:
+//! AWS retry settings `aws-config` would panic on are usage errors naming the variable; a flag
+//! wins over its variable, whatever the variable holds; an empty variable is unset.
+
+use std::process::{Command, Output};
+
+/// `outbox relay` with `args` and `vars`, AWS set up for a local region, and a database that
+/// refuses connections (nothing here may get that far but the runs that pass every check).
+fn relay(args: &[&str], vars: &[(&str, &str)]) -> (Output, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_outbox"));
+    cmd.env(
+        "DATABASE_URL",
+        "postgres://nobody@127.0.0.1:1/none?connect_timeout=2",
+    )
+    .env_remove("RUST_LOG")
+    .env("AWS_REGION", "us-east-1")
+    .env("AWS_ACCESS_KEY_ID", "test")
+    .env("AWS_SECRET_ACCESS_KEY", "test")
+    .env_remove("AWS_MAX_ATTEMPTS")
+    .env_remove("AWS_RETRY_MODE")
+    .arg("relay")
+    .args(args);
+    for (name, value) in vars {
+        cmd.env(name, value);
+    }
+    let out = cmd.output().expect("outbox runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out, err)
+}
+
+const QUEUE: &str = "http://127.0.0.1:1/000000000000/q";
+
+/// `aws-config` panics on these (exit 101 and a backtrace: black-box run).
+#[test]
+fn aws_retry_settings_the_sdk_would_panic_on_are_usage_errors() {
+    for (name, value) in [
+        ("AWS_MAX_ATTEMPTS", "0"),
+        ("AWS_MAX_ATTEMPTS", "abc"),
+        ("AWS_MAX_ATTEMPTS", ""),
+        ("AWS_RETRY_MODE", "bogus"),
+    ] {
+        let (out, err) = relay(&["--default-queue", QUEUE], &[(name, value)]);
+        assert_eq!(out.status.code(), Some(2), "{name}={value:?}: {err}");
+        assert!(err.contains(name), "{name}={value:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+/// A bad value in a variable whose flag is given is not read: the flag wins (it failed the
+/// start naming the variable: black-box run).
+#[test]
+fn a_flag_wins_over_a_bad_variable() {
+    let (out, err) = relay(
+        &["--batch-size", "5", "--route", &format!("order.*={QUEUE}")],
+        &[
+            ("OUTBOX_BATCH_SIZE", "lots"),
+            ("OUTBOX_SQS_ROUTES", "order.*"),
+        ],
+    );
+    assert!(
+        !err.contains("OUTBOX_BATCH_SIZE") && !err.contains("OUTBOX_SQS_ROUTES"),
+        "{err}"
+    );
+    assert_eq!(out.status.code(), Some(1), "the database refused: {err}");
+}
+
+/// An empty variable, as templated deployments leave them, is unset, for every setting (some
+/// failed the start, others were ignored: black-box run).
+#[test]
+fn an_empty_variable_is_unset() {
+    let (out, err) = relay(
+        &["--default-queue", QUEUE],
+        &[
+            ("OUTBOX_BATCH_SIZE", ""),
+            ("OUTBOX_RETENTION_SECS", ""),
+            ("OUTBOX_SQS_MAX_IN_FLIGHT", ""),
+            ("OUTBOX_LISTEN_URL", ""),
+            ("OUTBOX_METRICS_ADDR", " "),
+            ("OUTBOX_LOG_FORMAT", ""),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "the database refused: {err}");
+    assert!(!err.contains("OUTBOX_"), "{err}");
+}
