@@ -50,6 +50,44 @@ async fn a_second_writer_of_an_aggregate_waits_for_the_first_to_finish() {
     );
 }
 
+/// A writer in plain SQL that takes the lock the README documents waits for an open `emit` of the
+/// same aggregate, and another aggregate's does not: the key is `emit`'s own (a black-box run with
+/// `psql` writers that took no lock saw two events of one aggregate reach a FIFO queue out of
+/// order).
+#[tokio::test]
+async fn a_plain_sql_writer_taking_the_documented_lock_waits_for_emit() {
+    let db = TestDb::new().await;
+    let mut c1 = db.pool().get().await.unwrap();
+    let t1 = c1.transaction().await.unwrap();
+    emit(&t1, &TestEvent::new("42", 1)).await.unwrap();
+    let writer = db.connect().await;
+    let recipe = |id: &str| {
+        format!(
+            "BEGIN; SET LOCAL lock_timeout = '300ms'; \
+             SELECT pg_advisory_xact_lock(hashtextextended('order' || E'\\x1f' || '{id}', 0)); \
+             INSERT INTO outbox_events (id, aggregate_type, aggregate_id, event_type, payload, metadata) \
+             VALUES (gen_random_uuid(), 'order', '{id}', 'order.test', '{{}}', '{{}}'); COMMIT;"
+        )
+    };
+    let waited = writer.batch_execute(&recipe("42")).await;
+    let code = waited.as_ref().err().and_then(|e| e.code().cloned());
+    assert_eq!(
+        code,
+        Some(tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE),
+        "the plain-SQL writer did not wait for emit: {waited:?}"
+    );
+    writer.batch_execute("ROLLBACK").await.unwrap();
+    writer
+        .batch_execute(&recipe("43"))
+        .await
+        .expect("another aggregate's writer does not wait");
+    t1.commit().await.unwrap();
+    writer
+        .batch_execute(&recipe("42"))
+        .await
+        .expect("free once emit's transaction committed");
+}
+
 /// The same for a rolled-back first writer: the second proceeds once it is gone.
 #[tokio::test]
 async fn a_rolled_back_first_writer_releases_the_aggregate() {
