@@ -3,24 +3,55 @@
 //! destination does, or S3, is not a failure: the relay starts with it down. Nothing answering
 //! within the call time-out fails.
 
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
 use aws_sdk_sqs::types::QueueAttributeName;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
 use crate::call::direct_error;
 use crate::destination::DestinationKind;
+use crate::destination_down::DestinationDown;
 use crate::error::{ErrorKind, Result};
 use crate::publisher::{Queue, SqsPublisher};
 use crate::sdk_error::{sdk_error, timeout_error};
 use crate::watch::SILENT_AFTER;
 use outbox_core::FailureKind;
 
+/// How long a destination whose service answered nothing at start-up may stay silent before an
+/// error says to check its endpoint and network path.
+const STILL_SILENT_AFTER: Duration = Duration::from_secs(60);
+
+/// A destination of a service that answered nothing at start-up.
+struct StillSilent {
+    down: Weak<DestinationDown>,
+    destination: String,
+    service: &'static str,
+}
+
+impl StillSilent {
+    /// Logs an error when the destination has answered nothing `after` the start-up check that
+    /// began at `started` (nothing, unless the publisher is gone by then).
+    async fn after(self, started: Instant, after: Duration) {
+        tokio::time::sleep(after).await;
+        let Some(down) = self.down.upgrade() else {
+            return;
+        };
+        if !down.heard_since(started) {
+            tracing::error!(destination = %self.destination, silent_secs = after.as_secs(),
+                "no {} destination has answered since start-up: check its endpoint and network \
+                 path; its events wait, uncounted, until it answers", self.service);
+        }
+    }
+}
+
 impl SqsPublisher {
     /// `GetQueueAttributes` on every configured queue and `GetTopicAttributes` on every topic
     /// (both also read its `MaximumMessageSize`), `HeadBucket` on the offload bucket; the first failure,
     /// naming its queue, topic or bucket.
     pub(crate) async fn check_queues(&self) -> Result<()> {
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         // S3 alongside: it answering or not never decides whether the relay starts.
         let s3_check = async {
             match &self.inner.offload {
@@ -69,11 +100,18 @@ impl SqsPublisher {
                      with it down; its events wait, uncounted, until it answers");
             } else {
                 // No destination of its service answered: as likely a wrong endpoint, or one a
-                // firewall blocks, as a slow or failing service; said louder (review).
-                tracing::error!(destination = %queue.url, kind = %queue.kind, error,
-                    "no {} destination answered the start-up check (check its endpoint and \
-                     network path): starting all the same, with it down; its events wait, \
-                     uncounted, until it answers", queue.service());
+                // firewall blocks, as a slow or failing service; said louder once it has not
+                // answered for a minute (review; an error at once paged for a topic answering
+                // in 6.6 s, which answered 12 s later: black-box run).
+                tracing::warn!(destination = %queue.url, kind = %queue.kind, error,
+                    "no {} destination answered the start-up check: starting all the same, with \
+                     it down; its events wait, uncounted, until it answers", queue.service());
+                let silent = StillSilent {
+                    down: Arc::downgrade(&queue.down),
+                    destination: queue.url.clone(),
+                    service: queue.service(),
+                };
+                tokio::spawn(silent.after(started, STILL_SILENT_AFTER));
             }
             queue.down.down(started, FailureKind::Timeout, &error);
         }
@@ -105,7 +143,7 @@ impl SqsPublisher {
     /// whole call time-out first, relaying nothing meanwhile (black-box run: 10 s per restart;
     /// 9 s for a topic answering in 2-12 s); given 3 s, S3 answering in 3.5 s was taken for down
     /// at every start (black-box run).
-    fn check_timeout(&self) -> std::time::Duration {
+    fn check_timeout(&self) -> Duration {
         self.inner.call_timeout.min(SILENT_AFTER)
     }
 
@@ -229,5 +267,44 @@ fn check_what(queue: &Queue) -> String {
     match queue.kind {
         DestinationKind::Topic => format!("GetTopicAttributes on topic `{}`", queue.url),
         _ => format!("GetQueueAttributes on queue `{}`", queue.url),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use outbox_tests::LogCapture;
+
+    fn still_silent(down: &Arc<DestinationDown>) -> StillSilent {
+        StillSilent {
+            down: Arc::downgrade(down),
+            destination: "arn:aws:sns:us-east-1:000000000000:t".into(),
+            service: "SNS",
+        }
+    }
+
+    #[tokio::test]
+    async fn a_destination_silent_since_start_up_is_an_error_one_that_answered_is_not() {
+        let logs = LogCapture::default();
+        let _guard = logs.install();
+        let down = Arc::new(DestinationDown::for_test("t", DestinationKind::Topic));
+        let started = Instant::now();
+        still_silent(&down)
+            .after(started, Duration::from_millis(20))
+            .await;
+        assert!(
+            logs.text().contains("ERROR") && logs.text().contains("since start-up"),
+            "{}",
+            logs.text()
+        );
+
+        let logs = LogCapture::default();
+        let _guard = logs.install();
+        let started = Instant::now();
+        down.up();
+        still_silent(&down)
+            .after(started, Duration::from_millis(20))
+            .await;
+        assert!(!logs.text().contains("ERROR"), "{}", logs.text());
     }
 }
