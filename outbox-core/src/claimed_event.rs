@@ -156,8 +156,9 @@ impl ClaimedEvent {
     }
 }
 
-/// The `traceparent` string of a metadata object; `None` when absent, not a string, or when the
-/// metadata does not parse (it is written by `emit`, so that only happens to rows written by hand).
+/// The `traceparent` string of a metadata object; `None` when absent, not a string, not a W3C
+/// trace context, or when the metadata does not parse (it is written by
+/// `emit`, so that only happens to rows written by hand).
 fn traceparent_of(metadata: &str) -> Option<String> {
     // Most events carry no trace context: skip the parse. The text is `jsonb`'s output, which
     // prints the key plainly (never with `\u` escapes for ASCII), so without it there is no key.
@@ -171,7 +172,10 @@ fn traceparent_of(metadata: &str) -> Option<String> {
     }
     let meta: Meta = serde_json::from_str(metadata).ok()?;
     match meta.traceparent? {
-        serde_json::Value::String(s) => Some(s),
+        // Anything else is not forwarded: a hand-written row's garbage went out as the message's
+        // `traceparent` attribute, and one with a control character got its event dead-lettered
+        // (black-box run).
+        serde_json::Value::String(s) if crate::trace::is_valid_traceparent(&s) => Some(s),
         _ => None,
     }
 }
@@ -199,6 +203,28 @@ mod tests {
         e.set_metadata(deep);
         assert_eq!(e.traceparent(), None);
         e.set_metadata(r#"{"traceparent": 5}"#);
+        assert_eq!(e.traceparent(), None);
+    }
+
+    #[test]
+    fn only_a_w3c_traceparent_is_forwarded() {
+        let e = ClaimedEvent::for_test(
+            Uuid::new_v4(),
+            1,
+            "order",
+            "1",
+            "order.placed",
+            "{}",
+            r#"{"traceparent": "garbage\n\u0001"}"#,
+            0,
+        );
+        assert_eq!(
+            e.traceparent(),
+            None,
+            "not forwarded, not a reason to dead-letter"
+        );
+        let mut e = e;
+        e.set_metadata(r#"{"traceparent": "garbage"}"#);
         assert_eq!(e.traceparent(), None);
     }
 

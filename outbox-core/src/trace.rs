@@ -107,7 +107,7 @@ pub(crate) fn current_metadata() -> serde_json::Value {
 }
 
 /// `00-<32 hex trace id>-<16 hex span id>-<2 hex flags>`, lowercase, ids not all zero.
-fn is_valid_traceparent(tp: &str) -> bool {
+pub(crate) fn is_valid_traceparent(tp: &str) -> bool {
     let parts: Vec<&str> = tp.split('-').collect();
     let hex = |s: &str, len: usize| {
         s.len() == len

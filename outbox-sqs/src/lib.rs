@@ -49,13 +49,13 @@
 //!   `:` and `,`.
 //! - **Message attributes**, each of data type `String`:
 //!
-//!   | name             | value                                                          |
-//!   |------------------|----------------------------------------------------------------|
-//!   | `event_id`       | the event's UUID, hyphenated lower case — the dedupe key       |
-//!   | `event_type`     | e.g. `order.created`                                           |
-//!   | `aggregate_type` | e.g. `order`                                                   |
-//!   | `aggregate_id`   | the aggregate's id as text                                     |
-//!   | `traceparent`    | the W3C trace context; only when the event's metadata has one  |
+//!   | name             | value                                                                 |
+//!   |------------------|-----------------------------------------------------------------------|
+//!   | `event_id`       | the event's UUID, hyphenated lower case — the dedupe key              |
+//!   | `event_type`     | e.g. `order.created`                                                  |
+//!   | `aggregate_type` | e.g. `order`                                                          |
+//!   | `aggregate_id`   | the aggregate's id as text                                            |
+//!   | `traceparent`    | the W3C trace context; only when the event's metadata has a valid one |
 //!
 //!   No other attributes (at most 5 of SQS's 10).
 //! - **FIFO queues** (URL ending in `.fifo`): `MessageGroupId` =
