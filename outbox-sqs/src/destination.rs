@@ -60,7 +60,23 @@ fn is_valid_name(name: &str, max_len: usize) -> bool {
 /// configuration error that names the route.
 pub(crate) fn parse_target(target: &str) -> Result<Target, String> {
     let target = target.trim();
-    if target.starts_with("http://") || target.starts_with("https://") {
+    if let Some(rest) = target
+        .strip_prefix("https://")
+        .or_else(|| target.strip_prefix("http://"))
+    {
+        // A host, then a path ending in the queue's name: `http://` alone, or a URL without the
+        // name, passed and failed only at the queue check (black-box run).
+        let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let name = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+        if host.is_empty() || host.contains(char::is_whitespace) {
+            return Err(format!("`{target}` is a URL without a host"));
+        }
+        if !is_valid_name(name, MAX_QUEUE_NAME_LEN) {
+            return Err(format!(
+                "`{target}` is not an SQS queue URL: it must end in the queue's name (letters, \
+                 digits, `-`, `_`, at most 80), as https://sqs.REGION.amazonaws.com/ACCOUNT/NAME"
+            ));
+        }
         return Ok(Target::QueueUrl(target.to_owned()));
     }
     if let Some(rest) = target.strip_prefix("arn:") {
@@ -149,6 +165,16 @@ mod tests {
             (
                 "arn:aws:sns:eu-west-1:123456789012:orders:sub-id",
                 "not an SNS topic ARN",
+            ),
+            ("http://", "without a host"),
+            ("https:///000000000000/q", "without a host"),
+            (
+                "https://sqs.eu-west-1.amazonaws.com",
+                "must end in the queue's name",
+            ),
+            (
+                "https://sqs.eu-west-1.amazonaws.com/1/bad name",
+                "must end in the queue's name",
             ),
             ("orders queue", "neither"),
             ("sqs.eu-west-1.amazonaws.com/1/q", "neither"),
