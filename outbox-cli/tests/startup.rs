@@ -464,7 +464,7 @@ fn invalid_settings_are_usage_errors_and_failures_are_not() {
                 c.env("OUTBOX_PUBLISH_TIMEOUT_MS", "5000");
                 c
             },
-            "publish_timeout (5s) must be above what the publisher needs for one call (10s",
+            "publish_timeout (OUTBOX_PUBLISH_TIMEOUT_MS) (5s) must be above what the publisher needs for one call (10s",
         ),
         (
             {

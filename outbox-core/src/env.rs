@@ -62,6 +62,30 @@ pub fn aws_retry_refusal(lookup: impl Fn(&str) -> Option<String>) -> Option<Stri
     None
 }
 
+/// `message`, a [`RelayConfig`] check's error that opens with a field's name, with the field's
+/// variable named after it: `batch_size (OUTBOX_BATCH_SIZE) must be within …`.
+pub(crate) fn name_the_variable(message: String) -> String {
+    let field = message
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .next()
+        .unwrap_or("");
+    let variable = match field {
+        "batch_size" => BATCH_SIZE,
+        "batch_max_bytes" => BATCH_MAX_BYTES,
+        "max_attempts" => MAX_ATTEMPTS,
+        "backoff" => "OUTBOX_BACKOFF_BASE_MS, OUTBOX_BACKOFF_CAP_MS",
+        "backoff_jitter" => BACKOFF_JITTER,
+        "poll_interval" => POLL_INTERVAL_MS,
+        "publish_timeout" => PUBLISH_TIMEOUT_MS,
+        "shutdown_grace" => SHUTDOWN_GRACE_MS,
+        "concurrency" => CONCURRENCY,
+        "metrics_interval" => METRICS_INTERVAL_MS,
+        "retention" => RETENTION_SECS,
+        _ => return message,
+    };
+    format!("{field} ({variable}){}", &message[field.len()..])
+}
+
 impl RelayConfig {
     /// The defaults, overridden by the `OUTBOX_*` environment variables named on each field that
     /// are set and not empty (an empty variable, as templated deployments leave them, is unset).
@@ -147,6 +171,30 @@ mod tests {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| v.to_string())
         }
+    }
+
+    #[test]
+    fn a_bad_setting_is_named_with_its_variable() {
+        let e = RelayConfig {
+            batch_size: 0,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("batch_size (OUTBOX_BATCH_SIZE) must be"),
+            "{e}"
+        );
+        let e = RelayConfig::default()
+            .check_publish_timeout(std::time::Duration::from_secs(60))
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("publish_timeout (OUTBOX_PUBLISH_TIMEOUT_MS) ("),
+            "{e}"
+        );
+        assert_eq!(name_the_variable("other thing".into()), "other thing");
     }
 
     #[test]

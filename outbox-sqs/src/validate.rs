@@ -1,8 +1,10 @@
 //! The publisher's settings checked before any network call ([`SqsConfig::validate`]).
 
 use crate::config::{
-    ENV_CALL_TIMEOUT_MS, ENV_CALL_WAIT_MS, ENV_OFFLOAD_WAIT_MS, MAX_BREAKER_PROBE_INTERVAL,
-    MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, MAX_CALL_TIMEOUT, MAX_IN_FLIGHT, SqsConfig,
+    ENV_BREAKER_PROBE_INTERVAL_MS, ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, ENV_CALL_TIMEOUT_MS,
+    ENV_CALL_WAIT_MS, ENV_MAX_IN_FLIGHT, ENV_MAX_UPLOADS, ENV_OFFLOAD_WAIT_MS,
+    MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, MAX_CALL_TIMEOUT,
+    MAX_IN_FLIGHT, SqsConfig,
 };
 use crate::destination::parse_target;
 use crate::error::{Result, config_error};
@@ -13,12 +15,14 @@ use crate::routing::Router;
 pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
     if !(1..=MAX_IN_FLIGHT).contains(&config.max_in_flight) {
         return Err(config_error(format!(
-            "max_in_flight must be within 1..={MAX_IN_FLIGHT}"
+            "max_in_flight ({ENV_MAX_IN_FLIGHT}) must be within 1..={MAX_IN_FLIGHT}, got {}",
+            config.max_in_flight
         )));
     }
     if !(1..=MAX_IN_FLIGHT).contains(&config.max_uploads) {
         return Err(config_error(format!(
-            "max_uploads must be within 1..={MAX_IN_FLIGHT}"
+            "max_uploads ({ENV_MAX_UPLOADS}) must be within 1..={MAX_IN_FLIGHT}, got {}",
+            config.max_uploads
         )));
     }
     if config.call_timeout.is_zero() || config.call_timeout > MAX_CALL_TIMEOUT {
@@ -43,7 +47,7 @@ pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
         || config.broken_queue_dead_letter_after > MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER
     {
         return Err(config_error(format!(
-            "broken_queue_dead_letter_after must be between 1 s and {} s",
+            "broken_queue_dead_letter_after ({ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS}) must be between 1 s and {} s",
             MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER.as_secs()
         )));
     }
@@ -51,7 +55,7 @@ pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
         || config.breaker_probe_interval > MAX_BREAKER_PROBE_INTERVAL
     {
         return Err(config_error(format!(
-            "breaker_probe_interval must be greater than zero and at most {} s",
+            "breaker_probe_interval ({ENV_BREAKER_PROBE_INTERVAL_MS}) must be greater than zero and at most {} s",
             MAX_BREAKER_PROBE_INTERVAL.as_secs()
         )));
     }
@@ -126,7 +130,10 @@ mod tests {
         assert_eq!(with(|_| {}), Ok(()));
         // A semaphore of that many permits panicked at build.
         let e = with(|c| c.max_uploads = usize::MAX).unwrap_err();
-        assert!(e.contains("max_uploads must be within 1..=10000"), "{e}");
+        assert!(
+            e.contains("max_uploads (OUTBOX_SQS_MAX_UPLOADS) must be within 1..=10000"),
+            "{e}"
+        );
         let e = with(|c| c.call_wait = std::time::Duration::MAX).unwrap_err();
         assert!(
             e.contains("call_wait (OUTBOX_SQS_CALL_WAIT_MS) must be at most 3600 s"),

@@ -113,17 +113,19 @@ impl RelayConfig {
     pub fn check_publish_timeout(&self, one_call: Duration) -> Result<(), Error> {
         let timeout = self.publish_timeout;
         if timeout <= one_call {
-            return Err(Error::config(format!(
+            return Err(Error::config(crate::env::name_the_variable(format!(
                 "publish_timeout ({timeout:?}) must be above what the publisher needs for one call \
                  ({one_call:?}, e.g. its broker call timeout)"
-            )));
+            ))));
         }
         Ok(())
     }
 
-    /// Checks every setting; the error names the one that is wrong.
+    /// Checks every setting; the error names the one that is wrong, and its variable (the
+    /// `relay` command's error said `batch_size`, which the operator sets as `OUTBOX_BATCH_SIZE`:
+    /// black-box run).
     pub fn validate(&self) -> Result<(), Error> {
-        let fail = |m: String| Err(Error::config(m));
+        let fail = |m: String| Err(Error::config(crate::env::name_the_variable(m)));
         if self.batch_size == 0 || self.batch_size > MAX_BATCH_SIZE {
             return fail(format!(
                 "batch_size must be within 1..={MAX_BATCH_SIZE}, got {}",
@@ -369,7 +371,7 @@ mod tests {
                     publish_timeout: Duration::from_micros(500),
                     ..Default::default()
                 },
-                "publish_timeout must be at least 1 ms",
+                "publish_timeout (OUTBOX_PUBLISH_TIMEOUT_MS) must be at least 1 ms",
             ),
             (
                 RelayConfig {
