@@ -126,7 +126,9 @@ async fn converting_a_plain_table_moves_unpublished_rows_and_keeps_published_one
     assert!(r.legacy_dropped, "{r:?}");
     // Logged, as a partition's drop is (a relay dropped it without a word: black-box run).
     assert!(
-        logs.text().contains("dropped outbox_events_legacy"),
+        logs.text().contains(
+            "dropped outbox_events_legacy (the rows from before the conversion to partitions"
+        ),
         "{}",
         logs.text()
     );

@@ -79,7 +79,8 @@ pub(super) async fn retire(
         // As a partition's drop is logged (black-box run: a relay dropped the converted table's
         // legacy rows without a word).
         tracing::info!(
-            "partition maintenance dropped outbox_events_legacy (the rows from before the              conversion to partitions, all published and past the retention)"
+            "partition maintenance dropped outbox_events_legacy (the rows from before the \
+             conversion to partitions, all published and past the retention)"
         );
     }
     Ok(())
