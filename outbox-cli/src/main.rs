@@ -72,6 +72,13 @@ fn hint(e: &(dyn std::error::Error + 'static), command: &str) -> Option<&'static
                  \"Least privilege\" section lists, or run it as the tables' owner"
             });
         }
+        if db.is_some_and(|d| *d.code() == SqlState::READ_ONLY_SQL_TRANSACTION) {
+            return Some(
+                "the database session is read-only (a standby or read replica, or \
+                 default_transaction_read_only on for this role or database): point the URL at \
+                 the primary, as a role that may write",
+            );
+        }
         if ours {
             return Some(
                 "the outbox schema is missing from this database, or older than this `outbox`: \

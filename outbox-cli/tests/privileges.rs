@@ -1,5 +1,6 @@
 //! A role without a privilege a command needs gets the database's refusal and what to do about
-//! it (it got a bare "permission denied for schema public").
+//! it (it got a bare "permission denied for schema public"); so does a read-only session (a bare
+//! "cannot execute SELECT in a read-only transaction": black-box run).
 
 mod support;
 
@@ -27,5 +28,28 @@ async fn a_refused_privilege_says_what_to_do() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.contains("permission denied"), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn a_read_only_session_says_what_to_do() {
+    let db = TestDb::new().await;
+    let read_only = format!(
+        "{}{}options=-c%20default_transaction_read_only%3Don",
+        db.url(),
+        if db.url().contains('?') { "&" } else { "?" }
+    );
+    for args in [
+        &["migrate"][..],
+        &["dead-letters", "retry", "--all"],
+        &["cleanup", "--older-than", "30d"],
+    ] {
+        let out = outbox(&read_only).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("hint: the database session is read-only"),
+            "{args:?}: {err}"
+        );
     }
 }
