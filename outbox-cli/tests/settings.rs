@@ -30,14 +30,19 @@ fn relay(args: &[&str], vars: &[(&str, &str)]) -> (Output, String) {
 
 const QUEUE: &str = "http://127.0.0.1:1/000000000000/q";
 
-/// `aws-config` panics on these (exit 101 and a backtrace: black-box run).
+/// `aws-config` panics on the retry settings (exit 101 and a backtrace), and an endpoint or region
+/// it cannot use failed only once the database was connected (exit 1, after pages of warnings):
+/// black-box run.
 #[test]
-fn aws_retry_settings_the_sdk_would_panic_on_are_usage_errors() {
+fn aws_settings_the_sdk_cannot_use_are_usage_errors() {
     for (name, value) in [
         ("AWS_MAX_ATTEMPTS", "0"),
         ("AWS_MAX_ATTEMPTS", "abc"),
         ("AWS_MAX_ATTEMPTS", ""),
         ("AWS_RETRY_MODE", "bogus"),
+        ("AWS_ENDPOINT_URL", "notaurl"),
+        ("AWS_ENDPOINT_URL_SQS", "http://"),
+        ("AWS_REGION", "us east"),
     ] {
         let (out, err) = relay(&["--default-queue", QUEUE], &[(name, value)]);
         assert_eq!(out.status.code(), Some(2), "{name}={value:?}: {err}");

@@ -28,7 +28,10 @@ pub(crate) async fn load_default(
     region: Option<&str>,
     endpoint: Option<&str>,
 ) -> Result<SdkConfig> {
-    if let Some(refusal) = outbox_core::env::aws_retry_refusal(|name| std::env::var(name).ok()) {
+    let env = |name: &str| std::env::var(name).ok();
+    if let Some(refusal) = outbox_core::env::aws_retry_refusal(env)
+        .or_else(|| crate::config_env::aws_endpoint_refusal(env))
+    {
         return Err(config_error(refusal));
     }
     let mut loader = aws_config::defaults(BehaviorVersion::latest());

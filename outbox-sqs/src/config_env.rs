@@ -10,6 +10,48 @@ use crate::config::{
 };
 use crate::error::{Result, config_error};
 
+/// The AWS variables that name the services' endpoints and the region, as `aws-config` reads them.
+const AWS_ENDPOINTS: [&str; 4] = [
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_SQS",
+    "AWS_ENDPOINT_URL_SNS",
+    "AWS_ENDPOINT_URL_S3",
+];
+
+/// Why the AWS endpoint or region variables `var` finds are unusable, if they are: an endpoint
+/// that is not an http(s) URL with a host, a region that is not lowercase letters, digits and
+/// `-`. (They failed only once the database was connected, as a bare SDK error after pages of
+/// `aws-config` warnings: black-box run.) Empty ones are left to `aws-config`, which ignores them.
+pub(crate) fn aws_endpoint_refusal(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+    for name in AWS_ENDPOINTS {
+        let Some(url) = set(name) else { continue };
+        let rest = url
+            .trim()
+            .strip_prefix("https://")
+            .or_else(|| url.trim().strip_prefix("http://"));
+        let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or(""));
+        if host.is_none_or(|h| h.is_empty() || h.contains(char::is_whitespace)) {
+            return Some(format!(
+                "{name} must be an http:// or https:// URL with a host, got `{url}`"
+            ));
+        }
+    }
+    if let Some(region) = set("AWS_REGION") {
+        let valid = region
+            .trim()
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !valid {
+            return Some(format!(
+                "AWS_REGION must be a region name such as us-east-1 (lowercase letters, digits \
+                 and `-`), got `{region}`"
+            ));
+        }
+    }
+    None
+}
+
 impl SqsConfig {
     /// The defaults, overridden by the variables that are set (and not empty):
     /// [`OUTBOX_SQS_DEFAULT_QUEUE_URL`](ENV_DEFAULT_QUEUE_URL), [`OUTBOX_SQS_ROUTES`](ENV_ROUTES),
@@ -39,6 +81,9 @@ impl SqsConfig {
     pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Result<SqsConfig> {
         // Checked here too, before anything is contacted: `aws-config` panics on them later.
         if let Some(refusal) = outbox_core::env::aws_retry_refusal(&var) {
+            return Err(config_error(refusal));
+        }
+        if let Some(refusal) = aws_endpoint_refusal(&var) {
             return Err(config_error(refusal));
         }
         let var = |name: &str| var(name).filter(|v| !v.trim().is_empty());
@@ -270,6 +315,30 @@ mod tests {
             e.to_string().contains("`order.*` is not of the form"),
             "{e}"
         );
+        for (name, value) in [
+            ("AWS_ENDPOINT_URL", "notaurl"),
+            ("AWS_ENDPOINT_URL_SQS", "http://"),
+            ("AWS_ENDPOINT_URL_S3", "https:// x"),
+            ("AWS_REGION", "us east"),
+            ("AWS_REGION", "US-EAST-1"),
+        ] {
+            let e = SqsConfig::from_lookup(vars(&[(name, value)])).unwrap_err();
+            assert!(e.to_string().contains(name), "{name}={value:?}: {e}");
+        }
+        for (name, value) in [
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:4566"),
+            (
+                "AWS_ENDPOINT_URL_SNS",
+                "https://sns.eu-west-1.amazonaws.com/",
+            ),
+            ("AWS_ENDPOINT_URL_SQS", ""),
+            ("AWS_REGION", "eu-west-1"),
+        ] {
+            assert!(
+                SqsConfig::from_lookup(vars(&[(name, value)])).is_ok(),
+                "{name}={value:?}"
+            );
+        }
         let e = SqsConfig::from_lookup(vars(&[(ENV_ROUTES, "=https://x")])).unwrap_err();
         assert!(e.to_string().contains(ENV_ROUTES), "{e}");
     }
