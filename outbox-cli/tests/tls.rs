@@ -183,7 +183,11 @@ async fn certificate_host_and_plaintext_failures_are_fast_one_line_errors() {
         "needs the CA that signed the server's certificate",
     );
     fails_usage(outbox("postgres:///postgres").arg("stats"), "names no host");
-    fails_usage(outbox("").arg("stats"), "is empty");
+    // An empty variable is unset, as for every setting.
+    fails_usage(
+        outbox("").arg("stats"),
+        "no database given: set DATABASE_URL",
+    );
     // A password the server asks for and the URL lacks: said where it goes (PGPASSWORD is not
     // read; a black-box run tried it, and got "invalid configuration: password missing").
     let no_password = pg.url("outbox_no_password", "postgres", "sslmode=require");

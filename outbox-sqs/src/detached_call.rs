@@ -48,6 +48,10 @@ type ChainDone = (usize, std::thread::Result<Report>);
 /// How often shutdown looks whether calls still go on (see [`SqsPublisher::settle_calls`]).
 const SETTLE_LOOK: Duration = Duration::from_millis(20);
 
+/// The longest shutdown waits for calls going on, whatever it is asked (see
+/// [`SqsPublisher::settle_calls`]).
+const SETTLE_AT_MOST: Duration = Duration::from_secs(86_400);
+
 /// Counts a chain going on without its publish, for its destination, until dropped.
 struct GoingOn(Arc<Queue>);
 
@@ -295,7 +299,8 @@ impl SqsPublisher {
     /// [`Publisher::settle`](outbox_core::Publisher::settle): waits at most `within` for the
     /// chains going on without their publish, then takes the events they got accepted.
     pub(crate) async fn settle_calls(&self, within: Duration) -> Vec<Uuid> {
-        let until = tokio::time::Instant::now() + within;
+        // (A day at most: any caller's `within`, `Duration::MAX` too, without overflowing.)
+        let until = tokio::time::Instant::now() + within.min(SETTLE_AT_MOST);
         let going_on = || {
             self.inner
                 .queues
@@ -303,7 +308,8 @@ impl SqsPublisher {
                 .any(|q| q.going_on.load(Ordering::Relaxed) > 0)
         };
         while going_on() && tokio::time::Instant::now() < until {
-            tokio::time::sleep(SETTLE_LOOK.min(until - tokio::time::Instant::now())).await;
+            let left = until.saturating_duration_since(tokio::time::Instant::now());
+            tokio::time::sleep(SETTLE_LOOK.min(left)).await;
         }
         if going_on() {
             tracing::warn!(

@@ -115,3 +115,16 @@ async fn with_a_zero_retention_they_are_deleted() {
         .get(0);
     assert_eq!(rows, 0, "deleted at shutdown");
 }
+
+/// Any wait is taken, `Duration::MAX` too (an instant that far ahead overflowed), and with
+/// nothing going on nothing is waited for.
+#[tokio::test]
+async fn settle_takes_any_wait_and_returns_at_once_with_nothing_going_on() {
+    use outbox_core::Publisher;
+    let fx = SqsFixture::start().await;
+    let url = fx.create_queue("q");
+    let publisher = builder(&fx).await.default_queue(url).build().await.unwrap();
+    let started = Instant::now();
+    assert!(publisher.settle(Duration::MAX).await.is_empty());
+    assert!(started.elapsed() < Duration::from_secs(1));
+}

@@ -16,6 +16,7 @@ mod isolate;
 mod listener;
 mod outage;
 mod outcome;
+mod retry_warnings;
 mod settle;
 mod transaction;
 mod waiting;
@@ -97,6 +98,8 @@ pub(crate) struct Inner<P> {
     housekeeping_interval: Duration,
     /// Batches failing as a whole, logged once per outage (`outage.rs`).
     outage: outage::Outage,
+    /// Retried events logged one by one, a few at a time across batches (`retry_warnings.rs`).
+    retry_warnings: retry_warnings::RetryWarnings,
 }
 
 /// Builds a [`Relay`]: takes and returns `self`, validates in [`build`](RelayBuilder::build).
@@ -275,6 +278,7 @@ impl<P: Publisher> RelayBuilder<P> {
                 any_text: tokio::sync::OnceCell::new(),
                 housekeeping_interval: self.housekeeping_interval,
                 outage: outage::Outage::new(longest_batch, deferrals_end),
+                retry_warnings: Default::default(),
             }),
         })
     }

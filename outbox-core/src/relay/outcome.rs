@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::BatchReport;
 use super::Inner;
 use super::clip::Clipped;
+use super::retry_warnings::RetryWarnings;
 use crate::backoff::{Disposition, RetryPolicy};
 use crate::failure::FailureKind;
 use crate::metrics::RelayMetrics;
@@ -97,20 +98,15 @@ pub(crate) struct Recorder<'a> {
     tallies: Vec<Tally>,
     /// Aggregates with a failed event in this batch: their later events wait.
     blocked: HashSet<(String, String)>,
-    /// Retried events logged at `warn` so far, those logged at `debug` after them, and the
-    /// distinct reasons of the latter (a few).
-    retries_warned: usize,
+    /// The relay's budget of retried events logged at `warn`; those of this batch logged at
+    /// `debug` instead, and the distinct reasons of the latter (a few).
+    warnings: &'a RetryWarnings,
     retries_quiet: usize,
     quiet_reasons: Vec<String>,
 }
 
 /// How many distinct reasons the count line of a batch's quiet retries names.
 const QUIET_REASONS: usize = 4;
-
-/// A batch's retried events are logged at `warn` one by one up to this many; the rest at `debug`,
-/// and one `warn` line counts them when the batch ends (a call that fails for a whole batch made a
-/// hundred lines).
-const RETRY_WARNINGS_PER_BATCH: usize = 3;
 
 /// `error` as it can be stored in `last_error`: NUL removed (PostgreSQL text cannot hold it, and
 /// one such error would fail the whole batch's statement) and cut to [`MAX_LAST_ERROR_CHARS`].
@@ -160,7 +156,7 @@ impl<'a> Recorder<'a> {
             failures: Vec::new(),
             tallies: Vec::new(),
             blocked: HashSet::new(),
-            retries_warned: 0,
+            warnings: &inner.retry_warnings,
             retries_quiet: 0,
             quiet_reasons: Vec::new(),
         }
@@ -290,8 +286,9 @@ impl<'a> Recorder<'a> {
             Disposition::RetryAfter(d) => {
                 report.retried += 1;
                 let retry_in_ms = d.as_millis() as u64;
-                if self.retries_warned < RETRY_WARNINGS_PER_BATCH {
-                    self.retries_warned += 1;
+                // A few one by one, relay-wide; the rest at `debug`, counted per batch (a call
+                // that fails for a whole batch made a hundred lines).
+                if self.warnings.take() {
                     tracing::warn!(
                         event_id = %event.id, event_type = %Clipped(&event.event_type),
                         aggregate_id = %Clipped(&event.aggregate_id), attempt,
