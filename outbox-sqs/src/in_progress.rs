@@ -90,44 +90,28 @@ pub(crate) fn not_sent_publish_went_on() -> PublishOutcome {
 /// The outcome of an event whose upload goes on without its publish: put back for
 /// [`IN_PROGRESS_PUT_BACK`], uncounted.
 pub(crate) fn still_uploading(bytes: usize, waited: Duration) -> PublishOutcome {
-    PublishOutcome::Unavailable(
-        PublishFailure::new(
-            FailureKind::InProgress,
-            format!(
-                "the upload of its payload ({bytes} bytes) to S3 was not done within {} ms; it \
-                 goes on, and the event is sent at its next claim once it is done",
-                waited.as_millis()
-            ),
-        )
-        .with_put_back(IN_PROGRESS_PUT_BACK),
-    )
+    put_back(format!(
+        "the upload of its payload ({bytes} bytes) to S3 was not done within {} ms; it goes on, \
+         and the event is sent at its next claim once it is done",
+        waited.as_millis()
+    ))
 }
 
 /// The outcome of an event claimed again while its upload still runs: put back for
 /// [`IN_PROGRESS_PUT_BACK`], uncounted.
 pub(crate) fn uploading_still(bytes: usize) -> PublishOutcome {
-    PublishOutcome::Unavailable(
-        PublishFailure::new(
-            FailureKind::InProgress,
-            format!(
-                "the upload of its payload ({bytes} bytes) to S3 still runs; the event is sent at \
-                 its next claim once it is done"
-            ),
-        )
-        .with_put_back(IN_PROGRESS_PUT_BACK),
-    )
+    put_back(format!(
+        "the upload of its payload ({bytes} bytes) to S3 still runs; the event is sent at its \
+         next claim once it is done"
+    ))
 }
 
 /// The outcome of an event behind one of its FIFO message group whose upload goes on: put back
 /// with it, uncounted.
 pub(crate) fn behind_an_upload(group: &str) -> PublishOutcome {
-    PublishOutcome::Unavailable(
-        PublishFailure::new(
-            FailureKind::InProgress,
-            format!("not sent: the upload of an earlier event of message group `{group}` goes on"),
-        )
-        .with_put_back(IN_PROGRESS_PUT_BACK),
-    )
+    put_back(format!(
+        "not sent: the upload of an earlier event of message group `{group}` goes on"
+    ))
 }
 
 /// Whether `outcome` puts its event back while its upload or call goes on.
