@@ -24,7 +24,7 @@ use crate::publisher::{Queue, SqsPublisher};
 use crate::sdk_error::{sdk_error, service_failure, timeout_error};
 use crate::settle::CallFailure;
 use crate::signer::SignError;
-use crate::watch::{Looks, SILENT_AFTER, WATCH_AFTER, WATCH_PROBE, Watched};
+use crate::watch::{Looks, WATCH_AFTER, WATCH_PROBE, Watched};
 
 /// A call's answer, or how it failed as a whole.
 type Answer = Result<BatchAnswer, CallFailure>;
@@ -162,11 +162,12 @@ impl SqsPublisher {
         }
         // The watch and its probe fit within the time-out: a time-out under 3 s cut the probe
         // short, and the watch never found anything (review).
+        let silent_after = queue.down.silent_after();
         let look = WATCH_AFTER.min(timeout / 3);
         let looks = Looks {
             first: look,
             every: look,
-            silent: SILENT_AFTER.min(timeout.saturating_sub(WATCH_AFTER)),
+            silent: silent_after.min(timeout.saturating_sub(WATCH_AFTER)),
         };
         let ask = |probe: Duration| {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -184,7 +185,7 @@ impl SqsPublisher {
             format!(
                 "{what}: no answer within {} ms, nor to a probe, nor to anything for {} ms",
                 ran.as_millis(),
-                SILENT_AFTER.as_millis()
+                silent_after.as_millis()
             )
         };
         let watch = queue.down.watch(request, started, looks, ask, silent);
@@ -209,7 +210,7 @@ impl SqsPublisher {
     ) -> Answer {
         let mut failure = match answer {
             Ok(answer) => {
-                queue.down.up();
+                queue.down.up_after(started.elapsed());
                 self.inner.last_answer.mark();
                 return Ok(answer);
             }
@@ -227,7 +228,7 @@ impl SqsPublisher {
             && !left.is_zero()
             && !queue.down.recovered_since(started)
             && !queue.down.answered(WATCH_PROBE.min(left)).await
-            && !queue.down.heard_within(SILENT_AFTER)
+            && !queue.down.heard_within(queue.down.silent_after())
         {
             queue.down.down(started, kind, &failure.error.to_string());
             failure.down = true;

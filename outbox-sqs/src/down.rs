@@ -54,6 +54,9 @@ struct State {
     recovered_at: Option<Instant>,
     /// When the service last answered a call or a probe.
     heard_at: Option<Instant>,
+    /// How long the last call or probe answered with its time kept took (see
+    /// [`Down::silent_after`]).
+    answer_took: Option<Duration>,
     /// Whether the probing task runs.
     probing: bool,
 }
@@ -171,6 +174,26 @@ impl<P: Probe> Down<P> {
         self.lock().heard_at = Some(Instant::now());
     }
 
+    /// [`up`](Self::up), by an answer that took `took`: its pace kept for
+    /// [`silent_after`](Self::silent_after).
+    pub(crate) fn up_after(&self, took: Duration) {
+        self.lock().answer_took = Some(took);
+        self.up();
+    }
+
+    /// [`heard`](Self::heard), by an answer that took `took`: its pace kept for
+    /// [`silent_after`](Self::silent_after).
+    pub(crate) fn heard_after(&self, took: Duration) {
+        let mut state = self.lock();
+        state.heard_at = Some(Instant::now());
+        state.answer_took = Some(took);
+    }
+
+    /// How long the last answer with its time kept took.
+    pub(crate) fn answer_took(&self) -> Option<Duration> {
+        self.lock().answer_took
+    }
+
     /// Whether the service answered a call or a probe at or after `since`.
     pub(crate) fn heard_since(&self, since: Instant) -> bool {
         self.lock().heard_at.is_some_and(|at| at >= since)
@@ -220,8 +243,9 @@ impl<P: Probe> Down<P> {
     /// each interval's probe is a new one, which a service back since the one before answers,
     /// whatever became of that one.
     async fn probe_once(&self) {
+        let asked = Instant::now();
         if self.lock().down.is_some() && self.probe().answered(self.probe_timeout).await {
-            self.up();
+            self.up_after(asked.elapsed());
         }
     }
 }

@@ -11,7 +11,6 @@ use uuid::Uuid;
 use crate::config::ENV_CALL_TIMEOUT_MS;
 use crate::offload::Offloader;
 use crate::s3::{Budget, PutFailed};
-use crate::watch::SILENT_AFTER;
 
 /// The longest `HeadBucket` run in the background after an upload the deadline cut short: well
 /// under the relay's 5 s before it claims a put-back event again, so that the next claim knows.
@@ -91,7 +90,7 @@ impl Offloader {
         }
         if !self.answers(budget.next(0).min(PROBE_AFTER_FAILURE)).await {
             self.slow.ended(id);
-            if !self.down.heard_within(SILENT_AFTER) {
+            if !self.down.heard_within(self.down.silent_after()) {
                 // Neither the upload, nor a `HeadBucket` right after, nor anything for a while:
                 // S3 is down. (Heard from lately, it is slow, not down, as the watch has it.)
                 self.down.down(started, kind, &error);
@@ -150,7 +149,7 @@ impl Offloader {
             runtime.spawn(async move {
                 if crate::s3::answers(&client, &bucket, BACKGROUND_PROBE).await {
                     down.up();
-                } else if !down.heard_within(SILENT_AFTER) {
+                } else if !down.heard_within(down.silent_after()) {
                     down.down(started, kind, &error);
                 }
             });

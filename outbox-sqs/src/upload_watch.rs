@@ -19,7 +19,7 @@ use outbox_core::{FailureKind, PublishFailure};
 
 use crate::offload::{Offloaded, Offloader};
 use crate::s3::{Budget, PutFailed};
-use crate::watch::{Looks, SILENT_AFTER, WATCH_AFTER, Watched};
+use crate::watch::{Looks, WATCH_AFTER, Watched};
 
 /// How often S3 is asked again while an upload it answered about runs on.
 pub(crate) const WATCH_EVERY: Duration = Duration::from_secs(3);
@@ -47,10 +47,11 @@ impl Offloader {
         // test thread's 2 MiB stack in a debug build (a 20 MiB multipart upload).
         let payload_len = payload.len();
         let upload = Box::pin(self.put(event_id, payload, budget));
+        let silent_after = self.down.silent_after();
         let looks = Looks {
             first: WATCH_AFTER,
             every: WATCH_EVERY,
-            silent: SILENT_AFTER.min(budget.next(payload_len).saturating_sub(WATCH_AFTER)),
+            silent: silent_after.min(budget.next(payload_len).saturating_sub(WATCH_AFTER)),
         };
         let silent = |ran: Duration| {
             format!(
@@ -58,7 +59,7 @@ impl Offloader {
                  anything for {} ms",
                 self.bucket,
                 ran.as_millis(),
-                SILENT_AFTER.as_millis()
+                silent_after.as_millis()
             )
         };
         match self

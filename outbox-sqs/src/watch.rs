@@ -71,13 +71,23 @@ fn next_look_when_unanswered(silent_at: Instant, every: Duration) -> tokio::time
 }
 
 impl<P: Probe> Down<P> {
+    /// How long the service may go unheard before it counts as silent: [`SILENT_AFTER`], or half
+    /// as long again as its last answer took when that is longer (a destination answering every
+    /// call and probe in 6-7 s was taken for down 5 s into each call, its calls given up, and
+    /// sent again: black-box run). A call's time-out still ends the call.
+    pub(crate) fn silent_after(&self) -> Duration {
+        self.answer_took().map_or(SILENT_AFTER, |took| {
+            SILENT_AFTER.max(took.saturating_mul(3) / 2)
+        })
+    }
+
     /// When the service counts as silent for a call that started at `started` and must run
-    /// `silent` unanswered: [`SILENT_AFTER`] after it was last heard, and not before the call
-    /// has run that long.
+    /// `silent` unanswered: [`silent_after`](Self::silent_after) after it was last heard, and not
+    /// before the call has run that long.
     fn silent_at(&self, started: Instant, silent: Duration) -> Instant {
         let own = started + silent;
         self.heard_at()
-            .map_or(own, |at| (at + SILENT_AFTER).max(own))
+            .map_or(own, |at| (at + self.silent_after()).max(own))
     }
 
     /// Runs `call` (started at `started`), watched at `looks`: each look asks the service with
@@ -131,12 +141,13 @@ impl<P: Probe> Down<P> {
                     // after idling, black-box run).
                     let silent_at = self.silent_at(started, looks.silent);
                     if answered {
-                        self.heard();
+                        let took = asked.elapsed();
+                        self.heard_after(took);
                         // The next probe is answered before the service could count as silent,
                         // if it takes as long as this one did (a slow S3 answers a probe in
                         // 3.5 s: one asked a whole `every` later came too late, review).
-                        let took = asked.elapsed();
-                        let next = SILENT_AFTER
+                        let next = self
+                            .silent_after()
                             .saturating_sub(took.saturating_mul(2))
                             .clamp(LEAST_GAP, looks.every.max(LEAST_GAP));
                         look_at = tokio::time::Instant::now() + next;
