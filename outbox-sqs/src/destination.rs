@@ -68,7 +68,13 @@ pub(crate) fn parse_target(target: &str) -> Result<Target, String> {
         // name, passed and failed only at the queue check (black-box run).
         let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
         let name = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
-        if host.is_empty() || host.contains(char::is_whitespace) {
+        // (Its port aside: `http://:80/…` has none. An IPv6 address is in brackets.)
+        let name_of_host = if host.starts_with('[') {
+            host
+        } else {
+            host.split(':').next().unwrap_or("")
+        };
+        if name_of_host.is_empty() || host.contains(char::is_whitespace) {
             return Err(format!("`{target}` is a URL without a host"));
         }
         if !is_valid_name(name, MAX_QUEUE_NAME_LEN) {
@@ -134,6 +140,10 @@ mod tests {
             ))
         );
         assert_eq!(
+            parse_target("http://[::1]:4566/000000000000/q"),
+            Ok(Target::QueueUrl("http://[::1]:4566/000000000000/q".into()))
+        );
+        assert_eq!(
             parse_target("payments_v2-x.fifo"),
             Ok(Target::QueueName("payments_v2-x.fifo".into()))
         );
@@ -168,6 +178,7 @@ mod tests {
             ),
             ("http://", "without a host"),
             ("https:///000000000000/q", "without a host"),
+            ("http://:80/000000000000/q", "without a host"),
             (
                 "https://sqs.eu-west-1.amazonaws.com",
                 "must end in the queue's name",
