@@ -31,7 +31,7 @@ pub(crate) fn aws_endpoint_refusal(var: impl Fn(&str) -> Option<String>) -> Opti
             .strip_prefix("https://")
             .or_else(|| url.trim().strip_prefix("http://"));
         let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or(""));
-        if host.is_none_or(|h| h.is_empty() || h.contains(char::is_whitespace)) {
+        if !host.is_some_and(crate::destination::names_a_host) {
             return Some(format!(
                 "{name} must be an http:// or https:// URL with a host, got `{url}`"
             ));

@@ -68,13 +68,7 @@ pub(crate) fn parse_target(target: &str) -> Result<Target, String> {
         // name, passed and failed only at the queue check (black-box run).
         let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
         let name = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
-        // (Its port aside: `http://:80/…` has none. An IPv6 address is in brackets.)
-        let name_of_host = if host.starts_with('[') {
-            host
-        } else {
-            host.split(':').next().unwrap_or("")
-        };
-        if name_of_host.is_empty() || host.contains(char::is_whitespace) {
+        if !names_a_host(host) {
             return Err(format!("`{target}` is a URL without a host"));
         }
         if !is_valid_name(name, MAX_QUEUE_NAME_LEN) {
@@ -114,6 +108,17 @@ pub(crate) fn parse_target(target: &str) -> Result<Target, String> {
         "`{target}` is neither an SQS queue URL (https://…), an SQS queue name (letters, digits, \
          `-`, `_`, at most 80) nor an SNS topic ARN (arn:aws:sns:…)"
     ))
+}
+
+/// Whether `host` (an http(s) URL's authority, up to its path) names a host: its port aside
+/// (`http://:80/…` has none; an IPv6 address is in brackets), and without whitespace.
+pub(crate) fn names_a_host(host: &str) -> bool {
+    let name = if host.starts_with('[') {
+        host
+    } else {
+        host.split(':').next().unwrap_or("")
+    };
+    !name.is_empty() && !host.contains(char::is_whitespace)
 }
 
 /// Whether a queue URL or topic ARN names a FIFO queue or topic.
