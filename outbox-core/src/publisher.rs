@@ -167,6 +167,19 @@ pub trait Publisher: Send + Sync + 'static {
         let _ = within;
         async { Vec::new() }
     }
+
+    /// How many more events this publisher could take now without putting any back for want of
+    /// room (its broker calls in flight all taken by calls that went on after their publish, a
+    /// destination answering slowly), or `None` when it has no such limit or cannot tell. While
+    /// it has no room, it may wait a while (about a second) for some before answering.
+    ///
+    /// The relay's workers ask before each claim and claim at most that many events, none at
+    /// `Some(0)` (they ask again), so that a publisher that can only put a batch back is not
+    /// handed one: every event claimed and put back is a row written. The default is `None`, at
+    /// once.
+    fn room(&self) -> impl Future<Output = Option<usize>> + Send {
+        async { None }
+    }
 }
 
 /// A shared publisher (e.g. one SQS client behind several relays) publishes as the publisher itself.
@@ -206,5 +219,9 @@ impl<P: Publisher> Publisher for std::sync::Arc<P> {
 
     fn settle(&self, within: std::time::Duration) -> impl Future<Output = Vec<Uuid>> + Send {
         (**self).settle(within)
+    }
+
+    fn room(&self) -> impl Future<Output = Option<usize>> + Send {
+        (**self).room()
     }
 }

@@ -211,6 +211,7 @@ impl SqsPublisher {
         let mut failure = match answer {
             Ok(answer) => {
                 queue.down.up_after(started.elapsed());
+                queue.call_pace.answered_in(started.elapsed());
                 self.inner.last_answer.mark();
                 return Ok(answer);
             }

@@ -129,7 +129,8 @@ pub struct SqsConfig {
     pub call_timeout: Duration,
     /// How long a publish waits for its `SendMessageBatch` / `PublishBatch` calls. A call still
     /// running then goes on without it (within its call timeout and the publish deadline): its
-    /// events are put back for a second, uncounted, and their next claim takes its answer —
+    /// events are put back, uncounted, until it is likely answered (1–10 s, from the
+    /// destination's last answered call), and their next claim takes its answer —
     /// published, or the failure counted then. So a destination answering slowly (a topic taking
     /// 2–12 s) holds only its own events, not the batch's others bound for healthy destinations
     /// nor, through per-aggregate order, their aggregates. A chain of calls whose publish went on

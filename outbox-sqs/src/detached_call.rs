@@ -1,7 +1,8 @@
 //! Batch calls that go on without their publish. A publish waits for its chains of
 //! `SendMessageBatch` / `PublishBatch` calls at most [`SqsConfig::call_wait`](crate::SqsConfig::call_wait)
 //! (1 s by default); the chains still running then go on in a task of their own, their events
-//! are put back for a second, uncounted, and the next claim of each event takes what its call did
+//! are put back, uncounted, until the call is likely answered (`in_progress.rs`), and the next
+//! claim of each event takes what its call did
 //! (see `detached.rs`): published, a counted failure, or, put back uncounted by its call, sent
 //! again.
 //!
@@ -150,7 +151,7 @@ impl SqsPublisher {
                     if let Some(group) = group {
                         stopped.entry(group).or_insert(true);
                     }
-                    outcomes[i] = Some(call_still_runs());
+                    outcomes[i] = Some(call_still_runs(self.queue_of(event)));
                     return false;
                 }
                 Some(Known::Done(outcome))
@@ -171,7 +172,7 @@ impl SqsPublisher {
                 return true;
             };
             outcomes[i] = Some(if *running {
-                behind_a_call(group)
+                behind_a_call(group, self.queue_of(event))
             } else {
                 held_back(group)
             });
@@ -184,8 +185,9 @@ impl SqsPublisher {
     /// publish run for it and its calls hold every slot they may (see [`destination_slots`]);
     /// the outcome to put them back with.
     pub(crate) fn no_call_for(&self, queue: &Queue) -> Option<PublishOutcome> {
-        let running = queue.going_on.load(Ordering::Relaxed);
-        (running > 0 && queue.slots.available_permits() == 0).then(|| calls_go_on(queue, running))
+        queue
+            .saturated()
+            .then(|| calls_go_on(queue, queue.going_on.load(Ordering::Relaxed)))
     }
 
     /// Runs `chains`, each sent in order, and waits for them at most the call wait: the report of

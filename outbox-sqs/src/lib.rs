@@ -231,8 +231,10 @@
 //!
 //! A `publish` waits for its calls at most [`SqsConfig::call_wait`] (1 s,
 //! `OUTBOX_SQS_CALL_WAIT_MS`): a call still running then goes on without it, within its time-out
-//! and the publish deadline, and its events are put back for a second without counting an
-//! attempt ([`FailureKind::InProgress`](outbox_core::FailureKind::InProgress); not an outage).
+//! and the publish deadline, and its events are put back without counting an attempt
+//! ([`FailureKind::InProgress`](outbox_core::FailureKind::InProgress); not an outage) until the
+//! call is likely answered: as long as the destination's last answered call took, less the wait
+//! (1 s at least, 10 s at most; half as long when claimed again while it still runs).
 //! Their next claim takes the call's answer without calling again: published, the failure
 //! counted then, or (put back uncounted by the call) sent again. A call going on that fails as a
 //! whole while no call of the publisher had an answer, nor its destination's probes, counts no
@@ -242,7 +244,9 @@
 //! calls whose publish went on ends with the call it is in. With several destinations, one
 //! destination's calls hold at most half of `max_in_flight` at once (so a slow one leaves the
 //! others the rest); while its calls going on hold its whole share, its new events are put back
-//! until fewer run. Each publisher remembers
+//! until fewer run. While every destination's calls outlast the call wait or hold all the slots
+//! they may, [`Publisher::room`](outbox_core::Publisher::room) tells the relay to claim no more
+//! than the free slots' calls carry, and nothing until one frees. Each publisher remembers
 //! those calls in memory, up to 10 000 events for 10 minutes; another relay claiming the event
 //! meanwhile sends it again (a duplicate; a FIFO queue drops it by its deduplication id).
 //!
@@ -345,6 +349,7 @@ mod batch;
 mod breaker;
 mod builder;
 mod call;
+mod call_pace;
 mod chain;
 mod check;
 mod classify;
@@ -369,6 +374,7 @@ mod offload;
 mod offload_settings;
 mod publisher;
 mod retry_quota;
+mod room;
 mod routing;
 mod s3;
 mod s3_down;

@@ -13,6 +13,7 @@ use tokio::sync::Semaphore;
 use crate::batch::MAX_BATCH_BYTES;
 use crate::breaker::Breaker;
 pub use crate::builder::SqsPublisherBuilder;
+use crate::call_pace::CallPace;
 use crate::destination::DestinationKind;
 use crate::destination_down::DestinationDown;
 use crate::detached_call::{DetachedCalls, GoingOnCount, LastAnswer};
@@ -78,6 +79,8 @@ pub(crate) struct Queue {
     max_message: Arc<MaxMessage>,
     /// How many chains of calls to it go on without their publish (see `detached_call.rs`).
     pub(crate) going_on: GoingOnCount,
+    /// How long its batch calls take (see `call_pace.rs`).
+    pub(crate) call_pace: CallPace,
     /// The in-flight slots its calls may hold, besides the publisher's (see
     /// [`destination_slots`](crate::detached_call::destination_slots)); given once every
     /// destination is known.
@@ -103,6 +106,7 @@ impl Queue {
             max_message: Arc::clone(down.probe().max_message()),
             down: Arc::new(down),
             going_on: GoingOnCount::default(),
+            call_pace: CallPace::default(),
             slots: Semaphore::new(0),
         }
     }
@@ -326,6 +330,14 @@ impl Publisher for SqsPublisher {
     /// [`SqsConfig::call_wait`](crate::SqsConfig::call_wait)); the events they got accepted.
     fn settle(&self, within: Duration) -> impl Future<Output = Vec<uuid::Uuid>> + Send {
         self.settle_calls(within)
+    }
+
+    /// `None` while any destination may take a call; while every one's calls hold all the
+    /// slots they may with calls that went on after their publish (a destination answering
+    /// slowly), waits at most the call wait for a slot, then the events the free slots' calls
+    /// carry (10 each), or `Some(0)`.
+    fn room(&self) -> impl Future<Output = Option<usize>> + Send {
+        self.room_for_events()
     }
 }
 

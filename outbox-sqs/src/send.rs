@@ -61,6 +61,11 @@ impl SqsPublisher {
         report
     }
 
+    /// The queue or topic `event` is bound for, if it has one.
+    pub(crate) fn queue_of(&self, event: &ClaimedEvent) -> Option<&Queue> {
+        self.inner.router.route(&event.event_type).map(|q| &**q)
+    }
+
     /// Whether `event` goes to a FIFO destination, or nowhere.
     pub(crate) fn fifo_or_no_route(&self, event: &ClaimedEvent) -> bool {
         self.inner

@@ -103,6 +103,10 @@ impl<P: Publisher> Publisher for Counting<P> {
     fn keeps_aggregate_order(&self) -> bool {
         self.inner.keeps_aggregate_order()
     }
+
+    async fn room(&self) -> Option<usize> {
+        self.inner.room().await
+    }
 }
 
 /// CPU time (user + system) this process has used so far, when the OS tells (Linux).

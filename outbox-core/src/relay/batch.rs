@@ -53,12 +53,16 @@ pub struct BatchReport {
 /// attempt like any failure (reason `panic`), and the batch is committed.
 /// One batch. With `stop`, once it is cancelled no further wave is started: what was published
 /// is marked and committed at once, the rest released (no attempt counted).
+///
+/// `room`: the most events the publisher has room for ([`Publisher::room`]); the claim takes no
+/// more (at least one).
 pub(crate) async fn run_batch<P: Publisher>(
     inner: &Inner<P>,
     stop: Option<&CancellationToken>,
+    room: Option<usize>,
 ) -> Result<BatchReport, Error> {
     let started = Instant::now();
-    let result = claim_publish_ack(inner, stop).await;
+    let result = claim_publish_ack(inner, stop, room).await;
     if let Some(m) = &inner.metrics {
         match &result {
             Ok(report) if report.claimed > 0 => m.batch(started.elapsed().as_secs_f64()),
@@ -84,6 +88,7 @@ fn session_limits(publish_timeout: std::time::Duration) -> String {
 async fn claim_publish_ack<P: Publisher>(
     inner: &Inner<P>,
     stop: Option<&CancellationToken>,
+    room: Option<usize>,
 ) -> Result<BatchReport, Error> {
     // No wait on the database outlasts the point where PostgreSQL itself ends a silent claim
     // transaction (`idle_in_transaction_session_timeout`), whatever the pool's own settings.
@@ -92,7 +97,7 @@ async fn claim_publish_ack<P: Publisher>(
         .publish_timeout
         .saturating_add(super::config::CLAIM_IDLE_MARGIN);
     let mut tx = ClaimTransaction::connect(&inner.pool, bound).await?;
-    let result = in_transaction(inner, &mut tx, stop).await;
+    let result = in_transaction(inner, &mut tx, stop, room).await;
     if result.is_err() {
         // Still open when the claim or the acknowledgement failed: rolled back here, or (when that
         // fails too, or the connection stalled) the connection is closed as `tx` drops.
@@ -105,8 +110,12 @@ async fn in_transaction<P: Publisher>(
     inner: &Inner<P>,
     tx: &mut ClaimTransaction,
     stop: Option<&CancellationToken>,
+    room: Option<usize>,
 ) -> Result<BatchReport, Error> {
-    let (batch_size, ordered) = (inner.config.batch_size, inner.config.per_aggregate_order);
+    let ordered = inner.config.per_aggregate_order;
+    let batch_size = room.map_or(inner.config.batch_size, |room| {
+        inner.config.batch_size.min(room.max(1))
+    });
     let publish_timeout = inner.config.publish_timeout;
     // `BEGIN` and the limits go out ahead of the claim, pipelined on the connection: the claim
     // costs one round trip at light load.

@@ -313,7 +313,7 @@ impl<P: Publisher> Relay<P> {
     /// `Err` when the database failed (nothing recorded, claims released) or the publisher failed
     /// as a whole (what was published before is recorded; the rest released without an attempt).
     pub async fn run_once(&self) -> Result<BatchReport, Error> {
-        batch::run_batch(&self.inner, None).await
+        batch::run_batch(&self.inner, None, None).await
     }
 
     /// [`run_once`](Self::run_once), starting no further wave of the batch once `stop` is
@@ -321,8 +321,9 @@ impl<P: Publisher> Relay<P> {
     pub(crate) async fn run_once_until(
         &self,
         stop: &CancellationToken,
+        room: Option<usize>,
     ) -> Result<BatchReport, Error> {
-        batch::run_batch(&self.inner, Some(stop)).await
+        batch::run_batch(&self.inner, Some(stop), room).await
     }
 
     /// Runs the relay until `shutdown` is cancelled, then stops claiming, lets batches in flight

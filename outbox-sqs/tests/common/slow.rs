@@ -32,10 +32,12 @@ pub async fn fast_and_slow(
     (fx, publisher)
 }
 
-/// Whether `outcome` puts its event back for a second, uncounted, its call going on.
+/// Whether `outcome` puts its event back, uncounted, for a second or more (as long as the
+/// destination's last answer took), its call going on.
 pub fn goes_on(outcome: &PublishOutcome) -> bool {
     matches!(outcome, PublishOutcome::Unavailable(f)
-        if f.kind() == FailureKind::InProgress && f.put_back() == Some(Duration::from_secs(1)))
+        if f.kind() == FailureKind::InProgress
+            && f.put_back().is_some_and(|d| d >= Duration::from_secs(1)))
 }
 
 /// Publishes `events` every 200 ms while one of them is put back in progress (20 s at most): the
