@@ -23,15 +23,35 @@ fn env_without(overridden: Vec<&'static str>) -> impl Fn(&str) -> Option<String>
 fn relay_config(args: &RelayArgs) -> Result<RelayConfig, Failure> {
     use outbox_core::env;
     let given = [
-        (args.batch_size.is_some(), env::BATCH_SIZE),
-        (args.concurrency.is_some(), env::CONCURRENCY),
-        (args.max_attempts.is_some(), env::MAX_ATTEMPTS),
-        (args.poll_interval.is_some(), env::POLL_INTERVAL_MS),
-        (args.shutdown_grace.is_some(), env::SHUTDOWN_GRACE_MS),
-        (args.retention.is_some(), env::RETENTION_SECS),
-        (args.no_ordering, env::PER_AGGREGATE_ORDER),
+        (args.batch_size.is_some(), env::BATCH_SIZE, "--batch-size"),
+        (
+            args.concurrency.is_some(),
+            env::CONCURRENCY,
+            "--concurrency",
+        ),
+        (
+            args.max_attempts.is_some(),
+            env::MAX_ATTEMPTS,
+            "--max-attempts",
+        ),
+        (
+            args.poll_interval.is_some(),
+            env::POLL_INTERVAL_MS,
+            "--poll-interval",
+        ),
+        (
+            args.shutdown_grace.is_some(),
+            env::SHUTDOWN_GRACE_MS,
+            "--shutdown-grace",
+        ),
+        (args.retention.is_some(), env::RETENTION_SECS, "--retention"),
+        (args.no_ordering, env::PER_AGGREGATE_ORDER, "--no-ordering"),
     ];
-    let overridden = given.iter().filter(|(g, _)| *g).map(|(_, n)| *n).collect();
+    let overridden = given
+        .iter()
+        .filter(|(g, _, _)| *g)
+        .map(|(_, n, _)| *n)
+        .collect();
     let mut c = RelayConfig::from_lookup(env_without(overridden))?;
     if let Some(v) = args.batch_size {
         c.batch_size = v;
@@ -54,7 +74,15 @@ fn relay_config(args: &RelayArgs) -> Result<RelayConfig, Failure> {
     if args.no_ordering {
         c.per_aggregate_order = false;
     }
-    c.validate()?;
+    c.validate().map_err(|e| {
+        // The check names the variable; a value given by a flag is named by its flag (`--batch-size
+        // 20000` was refused as `batch_size (OUTBOX_BATCH_SIZE) …`: black-box run).
+        let mut message = e.to_string();
+        for (_, variable, flag) in given.iter().filter(|(g, _, _)| *g) {
+            message = message.replace(&format!("({variable})"), &format!("({flag})"));
+        }
+        Failure::from(message)
+    })?;
     Ok(c)
 }
 

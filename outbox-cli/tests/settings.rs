@@ -69,6 +69,27 @@ fn a_flag_wins_over_a_bad_variable() {
     assert_eq!(out.status.code(), Some(1), "the database refused: {err}");
 }
 
+/// A value out of range names where it came from: the flag when a flag gave it (it named the
+/// variable, which was not set: black-box run), the variable otherwise.
+#[test]
+fn a_bad_value_names_the_flag_or_the_variable_that_gave_it() {
+    let (out, err) = relay(&["--batch-size", "20000", "--default-queue", QUEUE], &[]);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("batch_size (--batch-size) must be within") && !err.contains("OUTBOX_"),
+        "{err}"
+    );
+    let (out, err) = relay(
+        &["--default-queue", QUEUE],
+        &[("OUTBOX_BATCH_SIZE", "20000")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("batch_size (OUTBOX_BATCH_SIZE) must be within"),
+        "{err}"
+    );
+}
+
 /// An empty variable, as templated deployments leave them, is unset, for every setting (some
 /// failed the start, others were ignored: black-box run).
 #[test]
