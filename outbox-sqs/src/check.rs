@@ -183,7 +183,20 @@ impl SqsPublisher {
             .collect()
     }
 
+    /// One destination's check; its answer's time is the destination's pace until its first
+    /// call is answered (see `watch.rs`): a destination answering every request in 6 s had its
+    /// first call given up as silent after 5 s, no answer having been heard yet, and its events
+    /// sent again.
     async fn check_queue(&self, queue: &Queue) -> Result<()> {
+        let started = Instant::now();
+        let result = self.ask_queue(queue).await;
+        if result.is_ok() {
+            queue.down.paced_by(started.elapsed());
+        }
+        result
+    }
+
+    async fn ask_queue(&self, queue: &Queue) -> Result<()> {
         let timeout = self.inner.call_timeout;
         match queue.kind {
             DestinationKind::Topic => {

@@ -189,6 +189,13 @@ impl<P: Probe> Down<P> {
         state.answer_took = Some(took);
     }
 
+    /// Keeps `took`, an answer's time, as the service's pace for
+    /// [`silent_after`](Self::silent_after), without counting it heard (the start-up check's
+    /// answer: a service silent right after it is still found down at the first call).
+    pub(crate) fn paced_by(&self, took: Duration) {
+        self.lock().answer_took = Some(took);
+    }
+
     /// How long the last answer with its time kept took.
     pub(crate) fn answer_took(&self) -> Option<Duration> {
         self.lock().answer_took
