@@ -180,6 +180,17 @@ pub trait Publisher: Send + Sync + 'static {
     fn room(&self) -> impl Future<Output = Option<usize>> + Send {
         async { None }
     }
+
+    /// While the relay runs: the ids of the events that broker calls which went on after their
+    /// publish returned (their events put back [`Unavailable`](PublishOutcome::Unavailable) with
+    /// [`FailureKind::InProgress`](crate::FailureKind::InProgress)) got accepted since last asked,
+    /// each returned once, without waiting. The relay asks four times a second and marks them
+    /// published, so that such an event is marked as its call ends, not at its next claim, and
+    /// can be put back until its call cannot be running any more: no other relay claims it and
+    /// sends it again meanwhile. The default has none.
+    fn settled(&self) -> Vec<Uuid> {
+        Vec::new()
+    }
 }
 
 /// A shared publisher (e.g. one SQS client behind several relays) publishes as the publisher itself.
@@ -223,5 +234,9 @@ impl<P: Publisher> Publisher for std::sync::Arc<P> {
 
     fn room(&self) -> impl Future<Output = Option<usize>> + Send {
         (**self).room()
+    }
+
+    fn settled(&self) -> Vec<Uuid> {
+        (**self).settled()
     }
 }

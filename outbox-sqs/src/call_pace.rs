@@ -1,6 +1,6 @@
-//! How long a destination's batch calls take: the last answered one's time, from which the
-//! events of a call going on without its publish are put back until it is likely answered
-//! (`in_progress.rs`). Probes are not counted: a small request may be answered much sooner than
+//! How long a destination's batch calls take: the last answered one's time, from which a relay
+//! whose destinations are all slow claims only what its free slots can carry (`room.rs`), and
+//! the events waiting for a slot are put back (`in_progress.rs`). Probes are not counted: a small request may be answered much sooner than
 //! a batch of messages.
 
 use std::sync::atomic::{AtomicU64, Ordering};

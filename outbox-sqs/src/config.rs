@@ -129,9 +129,9 @@ pub struct SqsConfig {
     pub call_timeout: Duration,
     /// How long a publish waits for its `SendMessageBatch` / `PublishBatch` calls. A call still
     /// running then goes on without it (within its call timeout and the publish deadline): its
-    /// events are put back, uncounted, until it is likely answered (1–10 s, from the
-    /// destination's last answered call), and their next claim takes its answer —
-    /// published, or the failure counted then. So a destination answering slowly (a topic taking
+    /// events are put back, uncounted, until it has ended (the rest of its time-out), marked
+    /// published as it gets them accepted, or their next claim takes its answer — the failure
+    /// counted then. So a destination answering slowly (a topic taking
     /// 2–12 s) holds only its own events, not the batch's others bound for healthy destinations
     /// nor, through per-aggregate order, their aggregates. A chain of calls whose publish went on
     /// ends with the call it is in; while a destination's calls going on hold its whole share of

@@ -1,8 +1,9 @@
 //! Batch calls that go on without their publish. A publish waits for its chains of
 //! `SendMessageBatch` / `PublishBatch` calls at most [`SqsConfig::call_wait`](crate::SqsConfig::call_wait)
 //! (1 s by default); the chains still running then go on in a task of their own, their events
-//! are put back, uncounted, until the call is likely answered (`in_progress.rs`), and the next
-//! claim of each event takes what its call did
+//! are put back, uncounted, until the call has ended (`in_progress.rs`); the events it got
+//! accepted are reported settled for the relay to mark, and the next claim of the others takes
+//! what its call did
 //! (see `detached.rs`): published, a counted failure, or, put back uncounted by its call, sent
 //! again.
 //!
@@ -252,7 +253,9 @@ impl SqsPublisher {
                 if let Some((started, _woken)) = self.inner.detached_calls.start(events[i].id) {
                     registered.push((i, started));
                 }
-                report.outcomes.push((i, call_goes_on(&queue, waited)));
+                report
+                    .outcomes
+                    .push((i, call_goes_on(&queue, waited, self.inner.call_timeout)));
             }
             tracing::debug!(
                 destination = %queue.url, kind = %queue.kind, events = registered.len(),
@@ -319,6 +322,14 @@ impl SqsPublisher {
                 "batch calls still go on at shutdown; their events are sent again after a restart"
             );
         }
+        self.inner
+            .detached_calls
+            .take_done_where(|outcome| *outcome == PublishOutcome::Published)
+    }
+
+    /// [`Publisher::settled`](outbox_core::Publisher::settled): the events the calls that went
+    /// on without their publish got accepted since last asked.
+    pub(crate) fn settled_calls(&self) -> Vec<Uuid> {
         self.inner
             .detached_calls
             .take_done_where(|outcome| *outcome == PublishOutcome::Published)

@@ -36,9 +36,12 @@ impl Remembered for PublishOutcome {
     }
 }
 
-/// The longest an event carried by a batch call going on is put back (its next claim looks
-/// again then).
-pub(crate) const CALL_PUT_BACK_AT_MOST: Duration = Duration::from_secs(10);
+/// The longest an event is put back while the calls to its destination go on (its next claim
+/// looks again then): its own call's, or a free slot's turn.
+pub(crate) const CALL_PUT_BACK_AT_MOST: Duration = Duration::from_secs(60);
+
+/// The longest an event bound for a destination whose calls hold every slot is put back.
+const SLOT_PUT_BACK_AT_MOST: Duration = Duration::from_secs(10);
 
 /// An event put back, uncounted, for [`IN_PROGRESS_PUT_BACK`] because of `why`.
 fn put_back(why: String) -> PublishOutcome {
@@ -52,34 +55,43 @@ fn put_back_for(why: String, put_back: Duration) -> PublishOutcome {
     )
 }
 
-/// How long an event carried by a batch call to `queue` that has run `ran` is put back: until
-/// the call is likely answered, i.e. as long as the destination's last answered batch call took,
-/// less `ran`;
-/// at least [`IN_PROGRESS_PUT_BACK`], at most [`CALL_PUT_BACK_AT_MOST`].
-///
-/// Why: put back for a second whatever the destination, an event whose call took 4-7 s was
-/// claimed and put back again every second until its call ended (a row update each time), and
-/// another relay claimed it after a second and sent it again (black-box run: 23 put-backs per
-/// event published; 112 duplicates of 1 062 events with two relays).
-pub(crate) fn call_put_back(queue: Option<&Queue>, ran: Duration) -> Duration {
+/// How long the destination's last answered batch call took, at least
+/// [`IN_PROGRESS_PUT_BACK`] (the time unknown: that), at most `at_most`.
+fn pace(queue: Option<&Queue>, at_most: Duration) -> Duration {
     queue
         .and_then(|q| q.call_pace.last())
-        .map_or(IN_PROGRESS_PUT_BACK, |took| took.saturating_sub(ran))
-        .clamp(IN_PROGRESS_PUT_BACK, CALL_PUT_BACK_AT_MOST)
+        .unwrap_or(IN_PROGRESS_PUT_BACK)
+        .clamp(IN_PROGRESS_PUT_BACK, at_most)
 }
 
-/// The outcome of an event whose batch call to `queue` goes on without its publish.
-pub(crate) fn call_goes_on(queue: &Queue, waited: Duration) -> PublishOutcome {
+/// The outcome of an event whose batch call to `queue` goes on without its publish, after
+/// `waited` of the call's `call_timeout`: put back until the call cannot be running any more
+/// (the rest of its time-out; at least [`IN_PROGRESS_PUT_BACK`], at most
+/// [`CALL_PUT_BACK_AT_MOST`]). The relay marks it published as soon as the call gets it accepted
+/// ([`Publisher::settled`](outbox_core::Publisher::settled)); its next claim takes any other
+/// answer.
+///
+/// Why: put back for a second, or for as long as the destination's last call took, another relay
+/// claimed it when its call ran longer and sent it again (black-box run: 686 duplicates of 2 000
+/// events with two relays and a queue answering in 4-7 s), and the relay itself claimed and put
+/// it back again every second until its call ended (23 put-backs per event published).
+pub(crate) fn call_goes_on(
+    queue: &Queue,
+    waited: Duration,
+    call_timeout: Duration,
+) -> PublishOutcome {
     put_back_for(
         format!(
-            "its {} call to {} `{}` was not answered within {} ms; it goes on, and the event's next \
-         claim takes its answer",
+            "its {} call to {} `{}` was not answered within {} ms; it goes on, and the event is \
+             marked published when it is accepted, or its next claim takes the call's answer",
             queue.operation(),
             queue.kind,
             queue.url,
             waited.as_millis()
         ),
-        call_put_back(Some(queue), waited),
+        call_timeout
+            .saturating_sub(waited)
+            .clamp(IN_PROGRESS_PUT_BACK, CALL_PUT_BACK_AT_MOST),
     )
 }
 
@@ -87,7 +99,7 @@ pub(crate) fn call_goes_on(queue: &Queue, waited: Duration) -> PublishOutcome {
 /// its FIFO message group) still runs is put back: half as long as the destination's last
 /// answered batch call took (the call started at least a second ago), at least [`IN_PROGRESS_PUT_BACK`].
 fn still_runs_put_back(queue: Option<&Queue>) -> Duration {
-    (call_put_back(queue, Duration::ZERO) / 2).max(IN_PROGRESS_PUT_BACK)
+    (pace(queue, CALL_PUT_BACK_AT_MOST) / 2).max(IN_PROGRESS_PUT_BACK)
 }
 
 /// The outcome of an event claimed again while the batch call to `queue` carrying it still
@@ -112,13 +124,21 @@ pub(crate) fn behind_a_call(group: &str, queue: Option<&Queue>) -> PublishOutcom
 
 /// The outcome of an event bound for `queue` while `running` calls to it go on without their
 /// publishes, and its calls hold every in-flight slot they may.
+///
+/// Put back for as long as the destination's last answered call took (1-10 s): about when a
+/// slot frees. Put back for a second, a backlog bound for a slow destination was claimed and put
+/// back about once a second per event until its turn came (black-box run: 27 put-backs per event
+/// published to a queue answering in 4-7 s beside a fast one).
 pub(crate) fn calls_go_on(queue: &Queue, running: usize) -> PublishOutcome {
-    put_back(format!(
-        "not sent: {running} call(s) to {} `{}` go on without their publishes, and its calls hold \
+    put_back_for(
+        format!(
+            "not sent: {running} call(s) to {} `{}` go on without their publishes, and its calls hold \
          every in-flight slot a destination may (half of OUTBOX_SQS_MAX_IN_FLIGHT with several \
          destinations, all of it with one); it is sent once fewer run",
-        queue.kind, queue.url
-    ))
+            queue.kind, queue.url
+        ),
+        pace(Some(queue), SLOT_PUT_BACK_AT_MOST),
+    )
 }
 
 /// The outcome of an event whose chain of calls stopped before its call started, its publish

@@ -233,10 +233,10 @@
 //! `OUTBOX_SQS_CALL_WAIT_MS`): a call still running then goes on without it, within its time-out
 //! and the publish deadline, and its events are put back without counting an attempt
 //! ([`FailureKind::InProgress`](outbox_core::FailureKind::InProgress); not an outage) until the
-//! call is likely answered: as long as the destination's last answered call took, less the wait
-//! (1 s at least, 10 s at most; half as long when claimed again while it still runs).
-//! Their next claim takes the call's answer without calling again: published, the failure
-//! counted then, or (put back uncounted by the call) sent again. A call going on that fails as a
+//! call cannot be running any more (the rest of its time-out). Those it gets accepted are
+//! reported settled as it ends ([`Publisher::settled`](outbox_core::Publisher::settled)), and
+//! the relay marks them; for the others the next claim takes the call's answer without calling
+//! again: the failure counted then, or (put back uncounted by the call) sent again. A call going on that fails as a
 //! whole while no call of the publisher had an answer, nor its destination's probes, counts no
 //! attempt (an outage, as a publish
 //! whose calls all fail), and a publish whose calls that ended all failed fails as a whole. So a destination answering

@@ -339,6 +339,12 @@ impl Publisher for SqsPublisher {
     fn room(&self) -> impl Future<Output = Option<usize>> + Send {
         self.room_for_events()
     }
+
+    /// The events the batch calls that went on after their publish got accepted since last
+    /// asked.
+    fn settled(&self) -> Vec<uuid::Uuid> {
+        self.settled_calls()
+    }
 }
 
 /// The `MessageGroupId` of an event on a FIFO destination.

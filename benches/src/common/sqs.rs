@@ -107,6 +107,10 @@ impl<P: Publisher> Publisher for Counting<P> {
     async fn room(&self) -> Option<usize> {
         self.inner.room().await
     }
+
+    fn settled(&self) -> Vec<uuid::Uuid> {
+        self.inner.settled()
+    }
 }
 
 /// CPU time (user + system) this process has used so far, when the OS tells (Linux).

@@ -381,6 +381,11 @@ impl<P: Publisher> Relay<P> {
                 self.clone().refresh_gauges(metrics.clone(), stop.clone()),
             );
         }
+        // Events whose calls went on after their publish, marked as those calls end.
+        tasks.spawn(
+            "settled",
+            settle::mark_as_calls_end(Arc::clone(&self.inner), stop.clone()),
+        );
         // Retention (rows on the plain layout, partitions on the partitioned one) and partitions
         // created ahead.
         tasks.spawn(
