@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::builder;
+use common::slow::slow_alone;
 use outbox_core::{ClaimedEvent, Emitter, FailureKind, PublishOutcome, Publisher, Relay};
 use outbox_sqs::SqsPublisher;
 use outbox_sqs_fixture::SqsFixture;
@@ -23,22 +24,6 @@ fn in_progress_for(outcome: &PublishOutcome) -> Option<Duration> {
     }
 }
 
-/// The fixture with a queue `slow` answering every call `latency` late, and a publisher sending
-/// everything there with `max_in_flight` calls at once.
-async fn slow_only(latency: Duration, max_in_flight: usize) -> (SqsFixture, SqsPublisher) {
-    let fx = SqsFixture::start().await;
-    let url = fx.create_queue("slow");
-    fx.slow_queue("slow", latency);
-    let publisher = builder(&fx)
-        .await
-        .default_queue(url)
-        .max_in_flight(max_in_flight)
-        .build()
-        .await
-        .unwrap();
-    (fx, publisher)
-}
-
 /// An event whose call goes on after the publish's 1 s wait is put back until the call cannot be
 /// running any more (the rest of its 4 s time-out), and once the call got it accepted, the
 /// publisher reports it settled, once, for the relay to mark. Before, it was put back for a
@@ -47,16 +32,10 @@ async fn slow_only(latency: Duration, max_in_flight: usize) -> (SqsFixture, SqsP
 /// put-backs per event published; 686 duplicates of 2 000 events with two relays).
 #[tokio::test]
 async fn an_event_whose_call_goes_on_is_put_back_until_the_call_has_ended_and_reported_settled() {
-    let fx = SqsFixture::start().await;
-    let url = fx.create_queue("slow");
-    fx.slow_queue("slow", Duration::from_millis(2_000));
-    let publisher = builder(&fx)
-        .await
-        .default_queue(url)
-        .call_timeout(Duration::from_secs(4))
-        .build()
-        .await
-        .unwrap();
+    let (fx, publisher) = slow_alone(Duration::from_millis(2_000), |b| {
+        b.call_timeout(Duration::from_secs(4))
+    })
+    .await;
     let first = common::event("order.created", "order", "a", 1, json!("first"));
     let outcomes = publisher
         .publish(std::slice::from_ref(&first))
@@ -139,7 +118,7 @@ impl Publisher for Counting {
 async fn a_publisher_whose_calls_hold_every_slot_is_handed_no_batch_to_put_back() {
     const EVENTS: usize = 100;
     let db = TestDb::new().await;
-    let (fx, publisher) = slow_only(Duration::from_millis(1_500), 1).await;
+    let (fx, publisher) = slow_alone(Duration::from_millis(1_500), |b| b.max_in_flight(1)).await;
     let emitter = Emitter::for_publisher(&publisher);
     let mut ids = Vec::new();
     let client = db.pool().get().await.unwrap();

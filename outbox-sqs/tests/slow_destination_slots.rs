@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::slow::{accepted, fast_and_slow, goes_on, slow_events, until_answered};
+use common::slow::{accepted, fast_and_slow, goes_on, slow_alone, slow_events, until_answered};
 use common::{builder, event};
 use outbox_core::{FailureKind, PublishOutcome, Publisher};
 use outbox_sqs_fixture::SqsFixture;
@@ -171,16 +171,7 @@ async fn a_silent_queue_found_down_by_a_call_going_on_puts_its_events_back_uncou
 /// destination to keep slots for.
 #[tokio::test]
 async fn a_single_destinations_calls_going_on_may_hold_every_slot() {
-    let fx = SqsFixture::start().await;
-    let url = fx.create_queue("slow");
-    fx.slow_queue("slow", Duration::from_millis(3_000));
-    let publisher = builder(&fx)
-        .await
-        .default_queue(url)
-        .max_in_flight(2)
-        .build()
-        .await
-        .unwrap();
+    let (fx, publisher) = slow_alone(Duration::from_millis(3_000), |b| b.max_in_flight(2)).await;
     let [one, two, three] = [1, 2, 3].map(|n| {
         event(
             "slow.created",

@@ -5,10 +5,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::slow::{accepted, fast_and_slow, goes_on, until_answered};
-use common::{builder, event};
+use common::event;
+use common::slow::{accepted, fast_and_slow, goes_on, slow_alone, until_answered};
 use outbox_core::{PublishOutcome, Publisher};
-use outbox_sqs_fixture::SqsFixture;
 use serde_json::json;
 
 /// A destination that answers every call slower than a service is given before it counts as
@@ -53,16 +52,10 @@ async fn a_destination_answering_every_call_in_6_s_is_slow_not_down() {
 /// answer heard yet, was given up as silent after 5 s and its events sent again).
 #[tokio::test]
 async fn a_destination_answering_in_6_s_from_the_start_is_slow_not_down_at_its_first_call() {
-    let fx = SqsFixture::start().await;
-    let url = fx.create_queue("slow");
-    fx.slow_queue("slow", Duration::from_millis(6_000));
-    let publisher = builder(&fx)
-        .await
-        .default_queue(url)
-        .call_wait(Duration::from_secs(3600))
-        .build()
-        .await
-        .unwrap();
+    let (fx, publisher) = slow_alone(Duration::from_millis(6_000), |b| {
+        b.call_wait(Duration::from_secs(3600))
+    })
+    .await;
     publisher.check().await.unwrap();
     let e = event("order.created", "order", "a", 1, json!("first"));
     let outcomes = publisher.publish(std::slice::from_ref(&e)).await.unwrap();

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome, Publisher};
-use outbox_sqs::SqsPublisher;
+use outbox_sqs::{SqsPublisher, SqsPublisherBuilder};
 use outbox_sqs_fixture::SqsFixture;
 use serde_json::json;
 
@@ -26,6 +26,22 @@ pub async fn fast_and_slow(
         .default_queue(fast_url)
         .route("slow.*", slow_url)
         .max_in_flight(max_in_flight)
+        .build()
+        .await
+        .unwrap();
+    (fx, publisher)
+}
+
+/// The fixture with a queue `slow` answering every call `latency` late, and a publisher sending
+/// everything there, built by `configure` from the common builder.
+pub async fn slow_alone(
+    latency: Duration,
+    configure: impl FnOnce(SqsPublisherBuilder) -> SqsPublisherBuilder,
+) -> (SqsFixture, SqsPublisher) {
+    let fx = SqsFixture::start().await;
+    let url = fx.create_queue("slow");
+    fx.slow_queue("slow", latency);
+    let publisher = configure(builder(&fx).await.default_queue(url))
         .build()
         .await
         .unwrap();
