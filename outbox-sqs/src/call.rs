@@ -132,8 +132,9 @@ impl SqsPublisher {
     /// unanswered after [`WATCH_AFTER`] (a third of a time-out under 3 s) is checked with a probe,
     /// and again as often while it runs; so is a call that timed out. When the destination answers
     /// neither, nor anything else for a while (or another call found it down meanwhile), it is
-    /// down: the call is given up and its events are put back uncounted, and later calls wait
-    /// without calling until a probe of its own answers. While the destination answers, however
+    /// down: later calls wait without calling until a probe of its own answers, and this one runs
+    /// on to its time-out (it was sent: its answer, however late, tells what became of its
+    /// events), its events then put back uncounted. While the destination answers, however
     /// slowly, the call goes on to its time-out.
     async fn watched(
         &self,
@@ -188,14 +189,31 @@ impl SqsPublisher {
                 silent_after.as_millis()
             )
         };
-        let watch = queue.down.watch(request, started, looks, ask, silent);
-        match tokio::time::timeout_at(deadline, watch).await {
-            Err(_) => timed_out(),
-            Ok(Watched::Done(answer)) => self.answered(queue, answer, started, deadline).await,
-            Ok(Watched::Found(failure)) => {
-                Err(down_failure(failure.kind(), failure.message(), true))
+        let mut request = request;
+        let watch = queue.down.watch(&mut request, started, looks, ask, silent);
+        let (kind, error) = match tokio::time::timeout_at(deadline, watch).await {
+            Err(_) => return timed_out(),
+            Ok(Watched::Done(answer)) => {
+                return self.answered(queue, answer, started, deadline).await;
             }
-            Ok(Watched::Silent(error)) => Err(down_failure(FailureKind::Timeout, &error, true)),
+            Ok(Watched::Found(failure)) => (failure.kind(), failure.message().to_owned()),
+            Ok(Watched::Silent(error)) => (FailureKind::Timeout, error),
+        };
+        // The destination is down now (later calls wait without calling), but this call is not
+        // given up: it was sent, and may be carried out however late its answer comes. It runs
+        // to its time-out, its events' answer kept; only then is it a failure of a destination
+        // down. (Given up, a queue that turned from fast to answering in 4-7 s had the calls it
+        // carried out sent again: 15 duplicates, black-box run.)
+        match tokio::time::timeout_at(deadline, request).await {
+            // Timed out by the client itself, as by the deadline: still unanswered.
+            Ok(Err(failure))
+                if failure.class == Class::Retry
+                    && call_failure_kind(failure.error.kind()) == FailureKind::Timeout =>
+            {
+                Err(down_failure(kind, &error, true))
+            }
+            Ok(answer) => self.answered(queue, answer, started, deadline).await,
+            Err(_) => Err(down_failure(kind, &error, true)),
         }
     }
 

@@ -265,8 +265,8 @@
 //! - A call unanswered after a second, or timed out, is checked with a small call to its
 //!   destination (`GetQueueAttributes`, `GetTopicAttributes`), given until the destination would
 //!   count as silent; unanswered, with nothing heard from the destination for 5 s (the call
-//!   included), the destination is **down** (see below) and the call's events are
-//!   `Unavailable`.
+//!   included), the destination is **down** (see below); the call runs on to its time-out (it
+//!   was sent: its answer counts), its events `Unavailable` if it gets none.
 //! - When **every** call of a `publish` failed with a retryable whole-call error (SQS unreachable,
 //!   5xx, time-outs, bad credentials, destinations down) — calls to broken queues aside —
 //!   `publish` returns `Err`: the relay backs off without counting an attempt. When some calls

@@ -2,11 +2,12 @@
 //! queue or topic (`call.rs`): a service that stops answering is found down seconds into the
 //! call, not at its time-out. The call, unanswered after a first look, is checked with a small
 //! call given until the service would count as silent ([`WATCH_PROBE`] once it could), and again at
-//! each later look while it runs. The service is down, and the call given up (its future
-//! dropped), when that is not answered either and nothing else was heard from the service for
-//! [`SILENT_AFTER`], the call having run that long too; or when another call found it down
-//! meanwhile. A service that answers, however slowly, is slow, not silent: the call goes on to its
-//! own time-out.
+//! each later look while it runs. The service is down when that is not answered either and
+//! nothing else was heard from the service for [`SILENT_AFTER`], the call having run that long
+//! too; or when another call found it down meanwhile. The watch then ends, the call given back to
+//! its caller: an upload is given up (its future dropped), a batch call runs on to its time-out
+//! (it was sent, and may be carried out: `call.rs`). A service that answers, however slowly, is
+//! slow, not silent: the call goes on to its own time-out.
 //!
 //! Why: a batch that met an outage waited for the call's time-out, and per-aggregate order held
 //! the heads of every aggregate it had claimed behind it (black-box runs: about 15 s at an S3
@@ -51,10 +52,11 @@ pub(crate) struct Looks {
 pub(crate) enum Watched<T> {
     /// The call ended on its own, with this.
     Done(T),
-    /// Another call found the service down meanwhile: given up, with the down state's failure.
+    /// Another call found the service down meanwhile: the watch ends, with the down state's
+    /// failure.
     Found(PublishFailure),
-    /// Neither the call, nor the probe, nor anything else answered for a while: given up, the
-    /// service now down, with this error.
+    /// Neither the call, nor the probe, nor anything else answered for a while: the watch ends,
+    /// the service now down, with this error.
     Silent(String),
 }
 

@@ -62,3 +62,35 @@ async fn a_destination_answering_in_6_s_from_the_start_is_slow_not_down_at_its_f
     assert_eq!(outcomes, vec![PublishOutcome::Published]);
     assert_eq!(accepted(&fx, &e), 1, "sent once");
 }
+
+/// A queue that answered at once and then answers in 7 s — carrying out each call at once, its
+/// answer late — has its calls run to their answer: each event is sent once. The destination
+/// counts as silent 5 s after its last fast answer, and is down then; the call it found so was
+/// given up, its events sent again once a probe was answered, and the queue had carried out both
+/// calls (black-box run: 15 duplicates).
+#[tokio::test]
+async fn a_call_running_when_its_fast_queue_turns_slow_is_not_sent_again() {
+    let (fx, publisher) = slow_alone(Duration::ZERO, |b| b).await;
+    let first = event("order.created", "order", "a", 1, json!("fast"));
+    let outcomes = publisher
+        .publish(std::slice::from_ref(&first))
+        .await
+        .unwrap();
+    assert_eq!(outcomes, vec![PublishOutcome::Published]);
+    fx.late_answers("slow", Duration::from_secs(7));
+    let e = event("order.created", "order", "b", 2, json!("late"));
+    let until = Instant::now() + Duration::from_secs(40);
+    loop {
+        // (An `Err`: the queue is down, an outage of the publish as a whole; the relay backs off.)
+        let outcomes = publisher.publish(std::slice::from_ref(&e)).await;
+        if matches!(&outcomes, Ok(o) if *o == vec![PublishOutcome::Published]) {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "not published in 40 s: {outcomes:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(accepted(&fx, &e), 1, "sent once");
+}

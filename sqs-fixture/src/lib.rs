@@ -204,6 +204,7 @@ impl SqsFixture {
             silent: Mutex::new(Vec::new()),
             slow: Mutex::new(Vec::new()),
             slow_actions: Mutex::new(Vec::new()),
+            late: Mutex::new(Vec::new()),
             faults: Mutex::new(Faults::default()),
             queues: Mutex::new(HashMap::new()),
             recording: AtomicBool::new(true),
@@ -275,6 +276,18 @@ impl SqsFixture {
         slow.retain(|(n, _)| n != name);
         if !latency.is_zero() {
             slow.push((name.to_owned(), latency));
+        }
+    }
+
+    /// Carries out every call naming the queue `name` at once, as usual, and answers it `latency`
+    /// later (zero removes the delay): a queue whose answers are slow to come back, so that a
+    /// call its client gives up on before the answer has still been carried out (as SQS does
+    /// with a request it has received).
+    pub fn late_answers(&self, name: &str, latency: Duration) {
+        let mut late = lock(&self.state.late);
+        late.retain(|(n, _)| n != name);
+        if !latency.is_zero() {
+            late.push((name.to_owned(), latency));
         }
     }
 

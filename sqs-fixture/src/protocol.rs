@@ -108,6 +108,9 @@ async fn answer(
             format!("The action {other} is not valid for this endpoint (SQS test fixture)."),
         )),
     };
+    if let Some(latency) = state.late(&body) {
+        tokio::time::sleep(latency).await;
+    }
     Ok(match result {
         Ok(value) => Response::builder()
             .status(StatusCode::OK)

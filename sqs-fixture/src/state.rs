@@ -42,6 +42,8 @@ pub(crate) struct State {
     pub(crate) slow: Mutex<Vec<(String, std::time::Duration)>>,
     /// Actions whose calls are answered this much later.
     pub(crate) slow_actions: Mutex<Vec<(String, std::time::Duration)>>,
+    /// Queues whose calls are carried out at once and answered this much later (by name).
+    pub(crate) late: Mutex<Vec<(String, std::time::Duration)>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -191,15 +193,29 @@ impl State {
 
     /// The delay of a call with this body to a slow queue.
     pub(crate) fn slow(&self, body: &[u8]) -> Option<std::time::Duration> {
-        let slow = lock(&self.slow);
-        if slow.is_empty() {
-            return None;
-        }
-        let body = String::from_utf8_lossy(body);
-        slow.iter()
-            .find(|(name, _)| names(&body, name))
-            .map(|(_, latency)| *latency)
+        named_delay(&self.slow, body)
     }
+
+    /// The delay of the answer to a call with this body, carried out at once.
+    pub(crate) fn late(&self, body: &[u8]) -> Option<std::time::Duration> {
+        named_delay(&self.late, body)
+    }
+}
+
+/// The delay of the first queue in `delays` that a call's JSON body names.
+fn named_delay(
+    delays: &Mutex<Vec<(String, std::time::Duration)>>,
+    body: &[u8],
+) -> Option<std::time::Duration> {
+    let delays = lock(delays);
+    if delays.is_empty() {
+        return None;
+    }
+    let body = String::from_utf8_lossy(body);
+    delays
+        .iter()
+        .find(|(name, _)| names(&body, name))
+        .map(|(_, latency)| *latency)
 }
 
 /// Whether a call's JSON body names the queue `name` (a URL ending in `/name`).
