@@ -12,7 +12,7 @@
 //! (black-box run).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::config::http::HttpResponse;
 use aws_sdk_sqs::error::SdkError;
@@ -82,7 +82,31 @@ impl DestinationDown {
     }
 }
 
+/// How often a worker backing off after every destination was found down looks whether one
+/// answers again (see [`SqsPublisher::destination_recovered`]).
+const RECOVERED_LOOK: Duration = Duration::from_millis(100);
+
 impl SqsPublisher {
+    /// [`Publisher::recovered`](outbox_core::Publisher::recovered): resolves once a queue or
+    /// topic found down answers again after this was called (looked at every
+    /// [`RECOVERED_LOOK`], while the relay's worker waits for it).
+    pub(crate) fn destination_recovered(&self) -> impl Future<Output = ()> + Send + '_ {
+        let since = Instant::now();
+        async move {
+            loop {
+                tokio::time::sleep(RECOVERED_LOOK).await;
+                if self
+                    .inner
+                    .queues
+                    .iter()
+                    .any(|q| q.down.recovered_since(since))
+                {
+                    return;
+                }
+            }
+        }
+    }
+
     /// Puts back, before anything is done for them, the events at `order` whose destination is
     /// down: their payloads were offloaded to S3 again at every claim while it was down, and its
     /// message limit, read by the probe that finds it back, could change between the offload and

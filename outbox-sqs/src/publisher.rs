@@ -345,6 +345,11 @@ impl Publisher for SqsPublisher {
     fn settled(&self) -> Vec<uuid::Uuid> {
         self.settled_calls()
     }
+
+    /// Resolves once a queue or topic that was down answers again (see `destination_down.rs`).
+    fn recovered(&self) -> impl Future<Output = ()> + Send {
+        self.destination_recovered()
+    }
 }
 
 /// The `MessageGroupId` of an event on a FIFO destination.

@@ -111,6 +111,10 @@ impl<P: Publisher> Publisher for Counting<P> {
     fn settled(&self) -> Vec<uuid::Uuid> {
         self.inner.settled()
     }
+
+    fn recovered(&self) -> impl Future<Output = ()> + Send {
+        self.inner.recovered()
+    }
 }
 
 /// CPU time (user + system) this process has used so far, when the OS tells (Linux).

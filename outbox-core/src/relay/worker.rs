@@ -205,6 +205,10 @@ impl<P: Publisher> Relay<P> {
                     _ = tokio::time::sleep(NO_ROOM_PAUSE) => continue,
                 }
             }
+            // Made before the batch: a destination found back while it fails still wakes the
+            // back-off that follows.
+            let mut recovered = std::pin::pin!(self.inner.publisher.recovered());
+            let mut publisher_failed = false;
             let delay = match self.run_once_until(&shutdown, room).await {
                 Ok(report) => {
                     if infra.failures() > 0 {
@@ -247,6 +251,7 @@ impl<P: Publisher> Relay<P> {
                     if database {
                         self.watch_database(&shutdown);
                     }
+                    publisher_failed = !database;
                     let delay = infra.failed();
                     let stopping = shutdown.is_cancelled();
                     self.inner
@@ -259,6 +264,8 @@ impl<P: Publisher> Relay<P> {
                 _ = shutdown.cancelled() => return Ok(()),
                 _ = self.inner.wake.notified(), if infra.failures() == 0 => {}
                 _ = self.inner.database_back.notified(), if infra.failures() > 0 => {}
+                // The publisher's broker answers again: on at once, not at the back-off's end.
+                () = &mut recovered, if publisher_failed => {}
                 _ = tokio::time::sleep(delay) => {}
             }
         }
