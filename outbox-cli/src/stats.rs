@@ -23,7 +23,12 @@ pub async fn run(url: Option<&str>, json: bool) -> Result<(), Failure> {
     out!("pending                  {:>10}", s.pending);
     out!("  due now                {:>10}", s.due_now);
     out!("  behind an earlier one  {:>10}", s.held_back);
-    out!("  waiting for retry      {:>10}", s.waiting_retry);
+    // Not "waiting for retry": during a destination's outage, its events put back without an
+    // attempt counted read like failures (black-box run).
+    out!(
+        "  due later              {:>10}  (retry, or put back)",
+        s.waiting_retry
+    );
     out!("dead letters             {:>10}", s.dead_letters);
     out!("oldest pending age       {age:>10}{age_read}");
     out!("blocked aggregates       {:>10}", s.blocked_aggregates);

@@ -18,7 +18,8 @@ pub struct OutboxStats {
     /// aggregate that is (or that is a dead letter): a relay that keeps per-aggregate order (the
     /// default) publishes them after it, once it is retried (or the dead letter retried or purged).
     pub held_back: i64,
-    /// Pending events waiting for a retry.
+    /// Pending events due later: waiting for a retry after a failure (an attempt counted), or
+    /// put back without one (their destination down or slow, their call going on).
     pub waiting_retry: i64,
     /// Dead letters.
     pub dead_letters: i64,

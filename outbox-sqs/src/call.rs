@@ -217,8 +217,9 @@ impl SqsPublisher {
         }
     }
 
-    /// `answer`, of a call started at `started`: one that timed out is followed by a probe, within
-    /// the call's `deadline`; when that is not answered either, the destination is down.
+    /// `answer`, of a call started at `started`: one that timed out, or failed with a refused
+    /// connection or a 5xx, is followed by a probe, within the call's `deadline`; when that is
+    /// not answered either, and nothing worked for a while, the destination is down.
     async fn answered(
         &self,
         queue: &Queue,
@@ -236,18 +237,25 @@ impl SqsPublisher {
             Err(failure) => failure,
         };
         let kind = call_failure_kind(failure.error.kind());
-        // A time-out only (the SDK's own, a connect time-out): a refused connection or a 5xx is
-        // an answer of sorts, and the next call may reach a healthy host; the relay's outage
-        // back-off and the per-event attempts handle those as before.
-        let no_answer = kind == FailureKind::Timeout;
+        // No answer (a time-out: the SDK's own, a connect time-out), or none that works: a
+        // refused connection, a 5xx or an answer that is not the service's. One such failure
+        // may come from one bad host, so the destination is down only when a probe right after
+        // fails too and nothing worked for a while (below). Counted per event instead, a topic
+        // failing with 500s for 30 s beside a working queue had its events charged up to 5
+        // attempts each (black-box run; a 17-minute 5xx incident dead-letters them).
+        let no_answer = matches!(
+            kind,
+            FailureKind::Timeout | FailureKind::Unreachable | FailureKind::Broker
+        );
         // Within the call's time-out: the publish's deadline leaves a call no more.
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         if failure.class == Class::Retry
             && no_answer
             && !left.is_zero()
             && !queue.down.recovered_since(started)
-            && !queue.down.answered(WATCH_PROBE.min(left)).await
+            // (Asked first: no probe while the destination worked lately.)
             && !queue.down.heard_within(queue.down.silent_after())
+            && !queue.down.answered(WATCH_PROBE.min(left)).await
         {
             queue.down.down(started, kind, &failure.error.to_string());
             failure.down = true;

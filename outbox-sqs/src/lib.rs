@@ -266,7 +266,9 @@
 //!   destination (`GetQueueAttributes`, `GetTopicAttributes`), given until the destination would
 //!   count as silent; unanswered, with nothing heard from the destination for 5 s (the call
 //!   included), the destination is **down** (see below); the call runs on to its time-out (it
-//!   was sent: its answer counts), its events `Unavailable` if it gets none.
+//!   was sent: its answer counts), its events `Unavailable` if it gets none. So is a call failed
+//!   as a whole with a refused connection or a 5xx: when the small call right after fails too
+//!   and nothing worked for 5 s, the destination is down and the call's events `Unavailable`.
 //! - When **every** call of a `publish` failed with a retryable whole-call error (SQS unreachable,
 //!   5xx, time-outs, bad credentials, destinations down) — calls to broken queues aside —
 //!   `publish` returns `Err`: the relay backs off without counting an attempt. When some calls

@@ -205,6 +205,7 @@ impl SqsFixture {
             slow: Mutex::new(Vec::new()),
             slow_actions: Mutex::new(Vec::new()),
             late: Mutex::new(Vec::new()),
+            failing: Mutex::new(Vec::new()),
             faults: Mutex::new(Faults::default()),
             queues: Mutex::new(HashMap::new()),
             recording: AtomicBool::new(true),
@@ -291,9 +292,18 @@ impl SqsFixture {
         }
     }
 
-    /// Answers the queue `name` again (the calls held meanwhile too).
+    /// Fails every call naming the queue `name` (its probes too) with `fault`, until
+    /// [`answer_queue`](Self::answer_queue): one queue failing while the others answer.
+    pub fn fail_queue(&self, name: &str, fault: CallFault) {
+        let mut failing = lock(&self.state.failing);
+        failing.retain(|(n, _)| n != name);
+        failing.push((name.to_owned(), fault));
+    }
+
+    /// Answers the queue `name` again, silenced or failing (the calls held meanwhile too).
     pub fn answer_queue(&self, name: &str) {
         lock(&self.state.silent).retain(|n| n != name);
+        lock(&self.state.failing).retain(|(n, _)| n != name);
     }
 
     /// Fails the next `n` calls (of any action) with `fault`. Replaces an earlier count.

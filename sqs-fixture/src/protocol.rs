@@ -74,6 +74,9 @@ async fn answer(
     while state.silenced(&body) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+    if let Some(fault) = state.queue_fault(&body) {
+        return Ok(crate::sqs_error::fault_response(&fault));
+    }
     if let Some(fault) = state.take_call_fault(&action) {
         return Ok(crate::sqs_error::fault_response(&fault));
     }

@@ -44,6 +44,8 @@ pub(crate) struct State {
     pub(crate) slow_actions: Mutex<Vec<(String, std::time::Duration)>>,
     /// Queues whose calls are carried out at once and answered this much later (by name).
     pub(crate) late: Mutex<Vec<(String, std::time::Duration)>>,
+    /// Queues whose every call fails with this fault (by name).
+    pub(crate) failing: Mutex<Vec<(String, crate::CallFault)>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -194,6 +196,19 @@ impl State {
     /// The delay of a call with this body to a slow queue.
     pub(crate) fn slow(&self, body: &[u8]) -> Option<std::time::Duration> {
         named_delay(&self.slow, body)
+    }
+
+    /// The fault of a call with this body to a failing queue.
+    pub(crate) fn queue_fault(&self, body: &[u8]) -> Option<crate::CallFault> {
+        let failing = lock(&self.failing);
+        if failing.is_empty() {
+            return None;
+        }
+        let body = String::from_utf8_lossy(body);
+        failing
+            .iter()
+            .find(|(name, _)| names(&body, name))
+            .map(|(_, fault)| fault.clone())
     }
 
     /// The delay of the answer to a call with this body, carried out at once.
