@@ -195,42 +195,31 @@ impl State {
 
     /// The delay of a call with this body to a slow queue.
     pub(crate) fn slow(&self, body: &[u8]) -> Option<std::time::Duration> {
-        named_delay(&self.slow, body)
+        for_named(&self.slow, body)
     }
 
     /// The fault of a call with this body to a failing queue.
     pub(crate) fn queue_fault(&self, body: &[u8]) -> Option<crate::CallFault> {
-        let failing = lock(&self.failing);
-        if failing.is_empty() {
-            return None;
-        }
-        let body = String::from_utf8_lossy(body);
-        failing
-            .iter()
-            .find(|(name, _)| names(&body, name))
-            .map(|(_, fault)| fault.clone())
+        for_named(&self.failing, body)
     }
 
     /// The delay of the answer to a call with this body, carried out at once.
     pub(crate) fn late(&self, body: &[u8]) -> Option<std::time::Duration> {
-        named_delay(&self.late, body)
+        for_named(&self.late, body)
     }
 }
 
-/// The delay of the first queue in `delays` that a call's JSON body names.
-fn named_delay(
-    delays: &Mutex<Vec<(String, std::time::Duration)>>,
-    body: &[u8],
-) -> Option<std::time::Duration> {
-    let delays = lock(delays);
-    if delays.is_empty() {
+/// What `by_queue` holds for the first queue a call's JSON body names.
+fn for_named<T: Clone>(by_queue: &Mutex<Vec<(String, T)>>, body: &[u8]) -> Option<T> {
+    let by_queue = lock(by_queue);
+    if by_queue.is_empty() {
         return None;
     }
     let body = String::from_utf8_lossy(body);
-    delays
+    by_queue
         .iter()
         .find(|(name, _)| names(&body, name))
-        .map(|(_, latency)| *latency)
+        .map(|(_, value)| value.clone())
 }
 
 /// Whether a call's JSON body names the queue `name` (a URL ending in `/name`).
