@@ -84,13 +84,19 @@ impl SqsPublisher {
                 // its events waiting uncounted, so that the others' are relayed (black-box runs:
                 // one black-holed queue failed every relay's restart, and all delivery with it;
                 // so did a topic answering in 2-12 s, the only one of SNS, at half the restarts).
-                // Nothing answering fails: a wrong endpoint, or no network.
-                Err(e) if e.kind() == ErrorKind::Timeout && any_answered => {
+                Err(e) if e.kind() == ErrorKind::Timeout => {
                     silent.push((queue, answered(queue.kind), e))
                 }
-                // A refusal (missing, access denied) or bad credentials: a setting to fix.
+                // A refusal (missing, access denied) or bad credentials: a setting to fix, said
+                // before any silence (which it may explain).
                 Err(e) => return Err(e),
             }
+        }
+        if !any_answered && !silent.is_empty() {
+            // Nothing answering fails: a wrong endpoint, or no network.
+            return Err(nothing_answered(
+                silent.into_iter().map(|(_, _, e)| e).collect(),
+            ));
         }
         for (queue, service_answered, e) in silent {
             let error = outbox_core::error_chain(&e);
@@ -273,6 +279,24 @@ impl SqsPublisher {
             Err(_) => Err(timeout_error(&what, timeout)),
         }
     }
+}
+
+/// The start-up check's error when no destination answered: every one named (black-box run:
+/// with every destination black-holed, the error named only the first, as if the others were
+/// fine).
+fn nothing_answered(mut silent: Vec<crate::Error>) -> crate::Error {
+    if silent.len() == 1 {
+        return silent.remove(0);
+    }
+    let each: Vec<&str> = silent.iter().map(crate::Error::message).collect();
+    crate::Error::new(
+        ErrorKind::Timeout,
+        format!(
+            "none of the {} queues and topics answered the start-up check: {}",
+            each.len(),
+            each.join("; ")
+        ),
+    )
 }
 
 /// What the start-up check of `queue` calls, for errors.

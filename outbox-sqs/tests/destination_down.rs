@@ -220,7 +220,8 @@ async fn a_silent_service_starts_down_while_another_answers() {
     assert_eq!(outcomes[1], PublishOutcome::Published, "{outcomes:?}");
 }
 
-/// Nothing answering the start-up check fails it: a wrong endpoint, or no network.
+/// Nothing answering the start-up check fails it: a wrong endpoint, or no network. The error
+/// names every destination (black-box run: it named only the first, as if the others were fine).
 #[tokio::test]
 async fn nothing_answering_fails_the_start_up_check() {
     let fx = SqsFixture::start().await;
@@ -231,6 +232,28 @@ async fn nothing_answering_fails_the_start_up_check() {
     fx.silence_queue("b");
     let err = publisher.check().await.expect_err("nothing answers");
     assert_eq!(err.kind(), outbox_sqs::ErrorKind::Timeout, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("`{a}`")) && text.contains(&format!("`{b}`")),
+        "{text}"
+    );
+}
+
+/// A refusal (here a queue that does not exist) is the start-up check's error even when the
+/// destinations before it are silent: it is a setting to fix, and may explain the silence.
+#[tokio::test]
+async fn a_missing_queue_is_the_error_even_after_a_silent_one() {
+    let fx = SqsFixture::start().await;
+    let missing = fx.queue_url("missing");
+    let b = fx.create_queue("b");
+    // The routed queue (`b`, silent) is checked first, the default (missing) second.
+    let publisher = a_and_b(&fx, &missing, &b).await;
+    fx.silence_queue("b");
+    let err = publisher
+        .check()
+        .await
+        .expect_err("the default queue does not exist");
+    assert_eq!(err.kind(), outbox_sqs::ErrorKind::QueueNotFound, "{err}");
 }
 
 /// Destinations that all answer slowly (in 6 s, within the call time-out) pass the start-up
