@@ -369,6 +369,7 @@ mod endpoint;
 mod error;
 mod idle_breakers;
 mod in_progress;
+mod limit_again;
 mod max_message;
 mod message;
 mod metrics;

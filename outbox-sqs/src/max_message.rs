@@ -4,31 +4,79 @@
 //! start-up, found back by its probe, kept SQS's 1 MiB for the rest of the process: a message
 //! over its own lower limit went to SQS, to be refused there, instead of being offloaded or
 //! refused without a call.
+//!
+//! A limit lower than the service's is read again before a message over it is refused, at most
+//! every [`READ_AGAIN_AFTER`] (`limit_again.rs`): a queue raised from 1 KiB to 256 KiB still had
+//! its retried dead letters refused at 1 KiB until the relay restarted (black-box run).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::destination::DestinationKind;
 use crate::message::SQS_LIMITS;
 use crate::sns::{SNS_LIMITS, SNS_MAX_TOPIC_MESSAGE_BYTES};
+
+/// How long a destination's own limit, lower than its service's, is taken as read before a
+/// message over it has it read again.
+pub(crate) const READ_AGAIN_AFTER: Duration = Duration::from_secs(5);
 
 /// The largest message of one destination, shared by its queue and its probe.
 #[derive(Debug)]
 pub(crate) struct MaxMessage {
     kind: DestinationKind,
     bytes: AtomicUsize,
+    /// When the limit was last read, or a read of it began.
+    read_at: Mutex<Option<Instant>>,
 }
 
 impl MaxMessage {
     /// The service's limit for a destination of `kind`, until its own is read.
     pub(crate) fn new(kind: DestinationKind) -> Self {
-        let limit = match kind {
-            DestinationKind::Topic => SNS_LIMITS,
-            _ => SQS_LIMITS,
-        };
-        MaxMessage {
+        let max = MaxMessage {
             kind,
-            bytes: AtomicUsize::new(limit.max_message_bytes()),
+            bytes: AtomicUsize::new(0),
+            read_at: Mutex::new(None),
+        };
+        max.bytes.store(max.default_bytes(), Ordering::Relaxed);
+        max
+    }
+
+    /// Whether the limit is the destination's own, not its service's default.
+    pub(crate) fn is_own(&self) -> bool {
+        self.bytes() != self.default_bytes()
+    }
+
+    /// The service's default for a destination of this kind.
+    fn default_bytes(&self) -> usize {
+        match self.kind {
+            DestinationKind::Topic => SNS_LIMITS.max_message_bytes(),
+            _ => SQS_LIMITS.max_message_bytes(),
         }
+    }
+
+    /// The most a destination of this kind can be set to take.
+    fn service_max(&self) -> usize {
+        match self.kind {
+            DestinationKind::Topic => SNS_MAX_TOPIC_MESSAGE_BYTES,
+            _ => SQS_LIMITS.max_message_bytes(),
+        }
+    }
+
+    /// Whether a message of `size` bytes, over the destination's own lower limit, is worth
+    /// reading the limit again for (the last read began [`READ_AGAIN_AFTER`] ago or more, or
+    /// never was); if so, the read is taken as begun now, so that one caller reads it.
+    pub(crate) fn read_again_for(&self, size: usize) -> bool {
+        let bytes = self.bytes();
+        if size <= bytes || bytes >= self.service_max() {
+            return false;
+        }
+        let mut read_at = self.read_at.lock().unwrap_or_else(PoisonError::into_inner);
+        if read_at.is_some_and(|at| at.elapsed() < READ_AGAIN_AFTER) {
+            return false;
+        }
+        *read_at = Some(Instant::now());
+        true
     }
 
     /// The largest message, in bytes.
@@ -43,6 +91,7 @@ impl MaxMessage {
         let Some(bytes) = attribute.and_then(|v| v.trim().parse::<usize>().ok()) else {
             return;
         };
+        *self.read_at.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
         match self.kind {
             DestinationKind::Topic => self.bytes.store(
                 bytes.clamp(1024, SNS_MAX_TOPIC_MESSAGE_BYTES),
@@ -78,6 +127,26 @@ mod tests {
         q.take(Some("nonsense"));
         q.take(None);
         assert_eq!(q.bytes(), SQS_LIMITS.max_message_bytes());
+    }
+
+    #[test]
+    fn a_lower_limit_is_read_again_for_a_larger_message_at_most_every_few_seconds() {
+        let q = MaxMessage::new(DestinationKind::Queue);
+        assert!(
+            !q.read_again_for(300_000),
+            "SQS's own limit: nothing to read"
+        );
+        q.take(Some("1024"));
+        assert!(!q.read_again_for(1024), "within the limit");
+        assert!(!q.read_again_for(2048), "just read");
+        *q.read_at.lock().unwrap() = Some(Instant::now() - READ_AGAIN_AFTER);
+        assert!(q.read_again_for(2048));
+        assert!(!q.read_again_for(2048), "one caller reads it");
+        let t = MaxMessage::new(DestinationKind::Topic);
+        assert!(
+            t.read_again_for(300_000),
+            "a topic may be raised past SNS's default"
+        );
     }
 
     #[test]

@@ -242,12 +242,19 @@ pub(crate) fn prepare(
     let limits = queue.limits();
     let max = limits.max_message_bytes();
     if size > max {
+        // The destination's own limit says so, read again just before (`limit_again.rs`): said
+        // to be SQS's, a queue's lowered limit read like one nothing could raise (black-box run).
+        let whose = if queue.limit_is_own() {
+            format!(
+                "the {} takes at most {max} (its MaximumMessageSize)",
+                queue.kind
+            )
+        } else {
+            format!("{} accepts at most {max}", limits.broker())
+        };
         return Err(PublishFailure::new(
             FailureKind::TooLarge,
-            format!(
-                "the message is {size} bytes (body and attributes); {} accepts at most {max}",
-                limits.broker()
-            ),
+            format!("the message is {size} bytes (body and attributes); {whose}"),
         ));
     }
     // The row's own text, sent as attribute values: what SQS and SNS refuse in one (an empty

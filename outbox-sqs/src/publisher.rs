@@ -117,6 +117,17 @@ impl Queue {
         self.max_message.take(attribute);
     }
 
+    /// Whether its own limit, lower than its service's, is to be read again for a message of
+    /// `size` bytes over it (see [`MaxMessage::read_again_for`]).
+    pub(crate) fn read_limit_again_for(&self, size: usize) -> bool {
+        self.max_message.read_again_for(size)
+    }
+
+    /// Whether its message limit is its own (its `MaximumMessageSize`), not its service's default.
+    pub(crate) fn limit_is_own(&self) -> bool {
+        self.max_message.is_own()
+    }
+
     /// What the destination accepts in one message.
     pub(crate) fn limits(&self) -> MessageLimits {
         let bytes = self.max_message.bytes();

@@ -30,6 +30,7 @@ impl SqsPublisher {
         order: Vec<usize>,
         deadline: Option<tokio::time::Instant>,
     ) -> Report {
+        self.read_limits_again(events, &order).await;
         let large = self.to_offload(events, &order);
         if large.is_empty() {
             return self

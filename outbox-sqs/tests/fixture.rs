@@ -412,6 +412,31 @@ async fn a_too_large_message_is_permanent_without_a_call() {
     assert_eq!(fx.calls(), 0);
 }
 
+/// A queue's own lower limit, raised since it was read, is read again before an event over the
+/// old one is refused: a queue raised from 1 KiB to 256 KiB still had its retried dead letters
+/// refused at 1 KiB, the error naming SQS's limit, until the relay restarted (black-box run).
+#[tokio::test]
+async fn a_queues_raised_limit_is_read_again_before_an_event_over_the_old_one_is_refused() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("events");
+    fx.set_max_message_size("events", 2048);
+    let publisher = publisher(&fx, &q).await;
+    publisher.check().await.unwrap();
+    let big = |seq| event("order.created", "order", "1", seq, json!("x".repeat(4096)));
+    let outcomes = publisher.publish(&[big(1)]).await.unwrap();
+    let refusal = permanent(&outcomes[0]);
+    assert!(
+        refusal.contains("the queue takes at most 2048 (its MaximumMessageSize)"),
+        "{refusal}"
+    );
+    fx.set_max_message_size("events", 262_144);
+    // Read again at most every 5 s.
+    tokio::time::sleep(Duration::from_millis(5_200)).await;
+    let outcomes = publisher.publish(&[big(2)]).await.unwrap();
+    assert_eq!(outcomes[0], PublishOutcome::Published);
+    assert_eq!(fx.messages().len(), 1);
+}
+
 /// Throughput through the fixture (ignored: run with `--ignored --nocapture`, ideally `--release`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]

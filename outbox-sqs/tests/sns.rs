@@ -285,7 +285,11 @@ async fn a_topics_own_maximum_message_size_is_read_by_the_check_and_held_to() {
     match &p.publish(&[e]).await.unwrap()[0] {
         PublishOutcome::Permanent(f) => {
             assert_eq!(f.kind(), FailureKind::TooLarge);
-            assert!(f.message().contains("SNS accepts at most 2048"), "{f}");
+            assert!(
+                f.message()
+                    .contains("the topic takes at most 2048 (its MaximumMessageSize)"),
+                "{f}"
+            );
         }
         other => panic!("expected Permanent, got {other:?}"),
     }
