@@ -72,12 +72,14 @@ SELECT pg_try_advisory_lock(:key) AS locked;
 SELECT pg_advisory_unlock(:key) AS unlocked;
 
 -- Every partition with its bounds (NULL = unbounded) and row estimate, oldest first. The estimate
--- is NULL for a partition never analysed that holds something (reltuples -1: it read 0 for a
--- converted backlog); an empty file is 0 rows for sure.
+-- of a partition never analysed that holds something (reltuples -1: it read 0 for a converted
+-- backlog) is the statistics' count of its live rows, kept as rows are written (it read "unknown"
+-- for an hourly partition of thousands of rows: black-box run), and NULL when that is 0 too (rows
+-- that came in with the partition, or statistics reset); an empty file is 0 rows for sure.
 --! partition_list : (lo?, hi?, estimated_rows?)
 SELECT l.name, l.lo, l.hi, l.detach_pending,
        CASE WHEN pg_relation_size(c.oid) = 0 THEN 0
-            WHEN c.reltuples < 0 THEN NULL
+            WHEN c.reltuples < 0 THEN nullif(pg_stat_get_live_tuples(c.oid), 0)
             ELSE c.reltuples::int8 END AS estimated_rows
   FROM outbox_partition_list() l
   -- to_regclass: a partition dropped since the list was read is left out, not an error.

@@ -6,9 +6,17 @@ use outbox_core::partition::{self, MaintainOptions};
 use crate::cli::PartitionsCommand;
 use crate::{Failure, db};
 
+/// What both commands say on the plain layout (said by `maintain` as a configuration error, it
+/// read like a usage error, whose exit status is 2: black-box run).
+const NOT_PARTITIONED: &str =
+    "outbox_events is not partitioned: run `outbox migrate --partitioned` first";
+
 /// Runs one partition command.
 pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failure> {
     let client = db::connect(url).await?;
+    if partition::layout(&client).await?.is_none() {
+        return Err(NOT_PARTITIONED.into());
+    }
     match cmd {
         PartitionsCommand::Maintain {
             retention,
@@ -52,11 +60,6 @@ pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failur
             }
         }
         PartitionsCommand::List { json } => {
-            if partition::layout(&client).await?.is_none() {
-                return Err(
-                    "outbox_events is not partitioned (see `outbox migrate --help`)".into(),
-                );
-            }
             let list = partition::list_partitions(&client).await?;
             if json {
                 out!("{}", serde_json::to_string_pretty(&list)?);

@@ -70,8 +70,10 @@ pub struct PartitionInfo {
     pub hi: Option<chrono::DateTime<chrono::Utc>>,
     /// A `DETACH … CONCURRENTLY` was interrupted; the next maintenance finishes it.
     pub detach_pending: bool,
-    /// Rows, as the planner's statistics estimate them; `None` when it was never analysed and is
-    /// not empty (`ANALYZE`, or autovacuum, makes the estimate).
+    /// Rows, as the planner's statistics estimate them, or, for a partition never analysed, as
+    /// the cumulative statistics count the rows written to it; `None` when neither knows (rows
+    /// that came with the partition, statistics reset: `ANALYZE`, or autovacuum, makes the
+    /// estimate).
     pub estimated_rows: Option<i64>,
 }
 

@@ -1742,7 +1742,7 @@ impl MaintenanceUnlockStmt {
 pub struct PartitionListStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn partition_list() -> PartitionListStmt {
     PartitionListStmt(
-        "SELECT l.name, l.lo, l.hi, l.detach_pending, CASE WHEN pg_relation_size(c.oid) = 0 THEN 0 WHEN c.reltuples < 0 THEN NULL ELSE c.reltuples::int8 END AS estimated_rows FROM outbox_partition_list() l JOIN pg_class c ON c.oid = to_regclass(l.name) ORDER BY l.lo NULLS FIRST",
+        "SELECT l.name, l.lo, l.hi, l.detach_pending, CASE WHEN pg_relation_size(c.oid) = 0 THEN 0 WHEN c.reltuples < 0 THEN nullif(pg_stat_get_live_tuples(c.oid), 0) ELSE c.reltuples::int8 END AS estimated_rows FROM outbox_partition_list() l JOIN pg_class c ON c.oid = to_regclass(l.name) ORDER BY l.lo NULLS FIRST",
         None,
     )
 }
