@@ -3,6 +3,11 @@
 --! listen_outbox_events
 LISTEN outbox_events;
 
+-- The LISTEN connection's check after a quiet spell: a connection stalled without closing (a
+-- middlebox holding the server's bytes) answers nothing, and is replaced.
+--! listener_alive
+SELECT 1 AS alive;
+
 -- Adaptive wake-ups (see migration V3): a relay whose workers are all idle holds the waiting lock
 -- exclusively on a connection of its own, so the insert trigger, unable to take it shared, notifies.
 -- Taking it waits for every writer that holds it shared (their transactions end first): the relay

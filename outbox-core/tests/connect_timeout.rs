@@ -156,3 +156,71 @@ async fn the_relays_pool_connections_are_named() {
     );
     assert_eq!(name_of(&in_options).await, "ledger");
 }
+
+/// A LISTEN connection that stalls without closing (a middlebox holding the server's bytes, both
+/// sockets open) is asked whether it answers after a poll interval without a notification, found
+/// silent, and replaced (black-box run: never noticed; the relay fell back to polling for good,
+/// without a line).
+#[tokio::test]
+async fn a_stalled_listen_connection_is_found_and_replaced() {
+    let logs = outbox_tests::LogCapture::default();
+    let _g = logs.install();
+    let db = outbox_tests::TestDb::new().await;
+    let upstream = db
+        .url()
+        .split('@')
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or("127.0.0.1:5432")
+        .to_owned();
+    let proxy = outbox_tests::BlackHoleProxy::start(upstream.parse().unwrap()).await;
+    let mut listen = tokio_postgres::Config::new();
+    listen
+        .host("127.0.0.1")
+        .port(proxy.addr().port())
+        .user(db.config().get_user().unwrap_or("postgres"))
+        .dbname(db.name());
+    let publisher = std::sync::Arc::new(outbox_tests::RecordingPublisher::new());
+    let relay = outbox_core::Relay::builder(db.pool().clone(), publisher)
+        .listen(listen)
+        .poll_interval(Duration::from_secs(2))
+        .concurrency(1)
+        .build()
+        .unwrap();
+    let running = outbox_tests::RunningRelay::start(&relay);
+    let admin = db.connect().await;
+    let listeners = async || {
+        admin
+            .query(
+                "SELECT pid FROM pg_stat_activity \
+                 WHERE application_name = $1 AND datname = current_database()",
+                &[&outbox_core::LISTENER_APPLICATION_NAME],
+            )
+            .await
+            .unwrap()
+            .len()
+    };
+    assert!(
+        outbox_tests::eventually(Duration::from_secs(5), async || listeners().await == 1).await,
+        "the relay listens"
+    );
+    // The connection goes silent (caught once its check's bytes meet the black hole, 2 s on);
+    // new ones pass after.
+    proxy.black_hole();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    proxy.heal();
+    // Checked after 2 s without a notification, given 5 s to answer: a new LISTEN connection
+    // (the stalled one's server session lingers, idle).
+    assert!(
+        outbox_tests::eventually(Duration::from_secs(12), async || listeners().await == 2).await,
+        "a second LISTEN connection replaced the stalled one {}",
+        logs.text()
+    );
+    // Said, as a loss is.
+    let text = logs.text();
+    assert!(
+        text.contains("LISTEN connection lost") && text.contains("did not answer a check"),
+        "{text}"
+    );
+    running.stop().await;
+}

@@ -3,6 +3,8 @@
 use futures::StreamExt;
 use outbox_queries::queries::listen as sql;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
 
 use tokio::sync::Notify;
 use tokio_postgres::AsyncMessage;
@@ -49,14 +51,32 @@ pub(crate) struct Wakeups {
     pub(crate) database_back: Arc<Notify>,
 }
 
+/// How long the connection is given to answer its check (see [`check_after`]).
+const CHECK_ANSWER_WITHIN: Duration = Duration::from_secs(5);
+
+/// After how long without a notification the LISTEN connection is asked whether it still
+/// answers: the poll interval (within 1–30 s), so that a dead one costs about one more poll
+/// interval of latency, and checking it costs less than the polls. A connection that stalls
+/// without closing (a middlebox holding the server's bytes, the sockets open) was never noticed:
+/// the relay fell back to polling for good, without a line (black-box run: 100 s, then stopped).
+pub(crate) fn check_after(poll_interval: Duration) -> Duration {
+    poll_interval.clamp(Duration::from_secs(1), Duration::from_secs(30))
+}
+
 /// Listens until `token` is cancelled. After every (re)connection it wakes the workers once, so
 /// events committed while the connection was down are claimed without waiting for the poll; after
 /// a loss, the workers backing off too (a worker's back-off grows to 30 s: after a database outage
-/// of a minute the relay stayed idle up to half a minute once the database was back).
-pub(crate) async fn run(connector: PgConnector, wakeups: Wakeups, token: CancellationToken) {
+/// of a minute the relay stayed idle up to half a minute once the database was back). The
+/// connection is checked after `check_after` without a notification (see [`check_after`]).
+pub(crate) async fn run(
+    connector: PgConnector,
+    wakeups: Wakeups,
+    check_after: Duration,
+    token: CancellationToken,
+) {
     let mut backoff = Reconnects::up_to(RECONNECT_CAP);
     loop {
-        let e = match listen(&connector, &wakeups, &token, &mut backoff).await {
+        let e = match listen(&connector, &wakeups, check_after, &token, &mut backoff).await {
             Ok(()) => return,
             Err(e) => e,
         };
@@ -91,6 +111,7 @@ pub(crate) async fn run(connector: PgConnector, wakeups: Wakeups, token: Cancell
 async fn listen(
     connector: &PgConnector,
     wakeups: &Wakeups,
+    check_after: Duration,
     token: &CancellationToken,
     backoff: &mut Reconnects,
 ) -> Result<(), Error> {
@@ -121,10 +142,35 @@ async fn listen(
         wakeups.database_back.notify_waiters();
     }
     wake(claim);
+    let alive = sql::listener_alive();
+    let mut check_at = Instant::now() + check_after;
     loop {
         tokio::select! {
             _ = token.cancelled() => return Ok(()),
-            message = messages.next() => on_message(message, claim)?,
+            message = messages.next() => {
+                on_message(message, claim)?;
+                check_at = Instant::now() + check_after;
+            }
+            _ = tokio::time::sleep_until(check_at) => {
+                // Asked while its messages are still read (they drive the connection).
+                let answer = tokio::time::timeout(CHECK_ANSWER_WITHIN, alive.bind(&client).one());
+                tokio::pin!(answer);
+                loop {
+                    tokio::select! {
+                        _ = token.cancelled() => return Ok(()),
+                        message = messages.next() => on_message(message, claim)?,
+                        answered = &mut answer => match answered {
+                            Ok(r) => { r?; break; }
+                            Err(_) => return Err(Error::new(
+                                crate::error::ErrorKind::Timeout,
+                                format!("the LISTEN connection did not answer a check within {} s",
+                                    CHECK_ANSWER_WITHIN.as_secs()),
+                            )),
+                        },
+                    }
+                }
+                check_at = Instant::now() + check_after;
+            }
         }
     }
 }

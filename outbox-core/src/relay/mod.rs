@@ -359,6 +359,7 @@ impl<P: Publisher> Relay<P> {
                         claim: self.inner.wake.clone(),
                         database_back: self.inner.database_back.clone(),
                     },
+                    listener::check_after(self.inner.config.poll_interval),
                     stop.clone(),
                 ),
             );
