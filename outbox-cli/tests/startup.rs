@@ -125,9 +125,11 @@ async fn relay_start_up_checks_fail_fast_with_one_line() {
         &["role relay_ok lacks SELECT, DELETE ON processed_events"],
     );
     // --rds-iam: the password is an auth token made from the default AWS chain (here: the
-    // environment). This server is not RDS, so it refuses the token as a wrong password; the token
-    // appears nowhere, not even in debug logs.
-    let out = relay_cmd(&role_url("relay_ok", "not-used"))
+    // environment). This server is not RDS, so it refuses the token, said as a token's refusal
+    // with what to check (black-box run: "wrong password"); the token appears nowhere, not even in
+    // debug logs.
+    let no_password = format!("postgres://relay_ok@127.0.0.1:{}/app?{vf}", pg.port());
+    let out = relay_cmd(&no_password)
         .arg("--rds-iam")
         .env("AWS_REGION", "eu-west-1")
         .env("RUST_LOG", "debug")
@@ -136,15 +138,27 @@ async fn relay_start_up_checks_fail_fast_with_one_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("wrong password") && err.contains("relay_ok"),
+        err.contains("the RDS IAM auth token was refused")
+            && err.contains("GRANT rds_iam")
+            && err.contains("relay_ok"),
         "{err}"
     );
     assert!(
         !err.contains("X-Amz-Signature") && !err.contains("Action=connect"),
         "{err}"
     );
+    // A password in the URL as well: refused before anything is contacted, not silently
+    // replaced by the token.
+    let out = relay_cmd(&role_url("relay_ok", "not-used"))
+        .arg("--rds-iam")
+        .env("AWS_REGION", "eu-west-1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("remove the password from the URL"), "{err}");
     fails_fast(
-        relay_cmd(&role_url("relay_ok", "not-used"))
+        relay_cmd(&no_password)
             .arg("--rds-iam")
             .env_remove("AWS_REGION")
             .env_remove("AWS_DEFAULT_REGION")

@@ -14,7 +14,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::attempts::{AttemptError, connect_each};
 use super::connect_config::ConnectConfig;
-use super::describe::describe;
+use super::describe::{PasswordSource, describe};
 use super::password::{BoxError, DynPasswordProvider, PasswordProvider};
 use super::tls::Tls;
 use super::tls_source::TlsSource;
@@ -47,6 +47,8 @@ pub struct PgConnector {
     tls: Tls,
     make_tls: Arc<TlsSource>,
     password: Option<Arc<dyn DynPasswordProvider>>,
+    /// Where the password comes from, for the error when the server refuses it.
+    password_source: PasswordSource,
 }
 
 impl fmt::Debug for PgConnector {
@@ -69,6 +71,7 @@ impl PgConnector {
             tls: config.tls,
             make_tls,
             password: None,
+            password_source: PasswordSource::Url,
         })
     }
 
@@ -81,6 +84,7 @@ impl PgConnector {
     /// password, if any, is then ignored).
     pub fn password_provider(mut self, provider: impl PasswordProvider) -> PgConnector {
         self.password = Some(Arc::new(provider));
+        self.password_source = PasswordSource::Provider;
         self
     }
 
@@ -98,12 +102,15 @@ impl PgConnector {
         let provider = super::RdsIamTokenProvider::from_env(&self.pg)
             .await
             .map_err(|e| Error::config(e.to_string()).with_source(e))?;
-        Ok(self.password_provider(provider))
+        let mut connector = self.password_provider(provider);
+        connector.password_source = PasswordSource::RdsIam;
+        Ok(connector)
     }
 
     /// Why RDS IAM auth cannot be used with these settings, or `None`: `sslmode` below `require`
     /// (RDS rejects IAM auth in plaintext, and a token sent in clear is a credential for 15
-    /// minutes), several hosts, a socket, or no user (a token is signed for one host and user).
+    /// minutes), several hosts, a socket, or no user (a token is signed for one host and user), or
+    /// a password in the connection string (the token replaces it).
     /// Settings in conflict, found without contacting anything; a failure to get credentials or a
     /// region is not one of them.
     #[cfg(feature = "rds-iam")]
@@ -172,7 +179,7 @@ impl PgConnector {
                 ),
             )
             .with_source(e),
-            RawError::Pg(e) => describe(&e, &self.target(), self.tls.mode),
+            RawError::Pg(e) => describe(&e, &self.target(), self.tls.mode, self.password_source),
             RawError::Timeout(limit) => Error::new(
                 ErrorKind::Database,
                 format!(

@@ -9,16 +9,32 @@ use tokio_postgres::error::SqlState;
 use super::tls::SslMode;
 use crate::error::{Error, ErrorKind};
 
+/// Where a connection's password comes from: what a refusal of it is said to be about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PasswordSource {
+    /// The connection string.
+    Url,
+    /// A [`PasswordProvider`](super::PasswordProvider).
+    Provider,
+    /// An RDS IAM auth token.
+    RdsIam,
+}
+
 /// Turns a failed connection attempt into an error that says what to fix.
-pub(crate) fn describe(e: &tokio_postgres::Error, target: &str, mode: SslMode) -> Error {
-    let (kind, reason) = reason(e, mode);
+pub(crate) fn describe(
+    e: &tokio_postgres::Error,
+    target: &str,
+    mode: SslMode,
+    source: PasswordSource,
+) -> Error {
+    let (kind, reason) = reason(e, mode, source);
     Error::new(
         kind,
         format!("cannot connect to PostgreSQL at {target} (sslmode={mode}): {reason}"),
     )
 }
 
-fn reason(e: &tokio_postgres::Error, mode: SslMode) -> (ErrorKind, String) {
+fn reason(e: &tokio_postgres::Error, mode: SslMode, source: PasswordSource) -> (ErrorKind, String) {
     if let Some(tls) = find_rustls_error(e) {
         return (ErrorKind::Config, tls_reason(&tls));
     }
@@ -28,7 +44,7 @@ fn reason(e: &tokio_postgres::Error, mode: SslMode) -> (ErrorKind, String) {
         // Authentication failures stay retryable: a password or token may be mid-rotation. (The
         // CLI's start-up check exits on them at once.)
         if *code == SqlState::INVALID_PASSWORD {
-            return (ErrorKind::Database, format!("wrong password ({text})"));
+            return (ErrorKind::Database, refused(&text, source));
         }
         if *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION {
             if text.contains("no encryption") && mode < SslMode::Require {
@@ -60,6 +76,23 @@ fn reason(e: &tokio_postgres::Error, mode: SslMode) -> (ErrorKind, String) {
         );
     }
     (ErrorKind::Database, text)
+}
+
+/// The server's refusal of the password, said as what the password was (black-box run: a refused
+/// RDS IAM token read "wrong password", pointing at nothing to fix).
+fn refused(text: &str, source: PasswordSource) -> String {
+    match source {
+        PasswordSource::Url => format!("wrong password ({text})"),
+        PasswordSource::Provider => {
+            format!("the password provider's password was refused ({text})")
+        }
+        PasswordSource::RdsIam => format!(
+            "the RDS IAM auth token was refused ({text}): the instance needs IAM database \
+             authentication on, the user `GRANT rds_iam`, and the AWS credentials `rds-db:connect` \
+             on this user; the token is signed for the URL's host, port and user, in the region of \
+             the RDS host name"
+        ),
+    }
 }
 
 /// The rustls error behind a failed handshake (tokio-rustls wraps it in an `io::Error`).

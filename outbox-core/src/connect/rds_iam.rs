@@ -345,6 +345,12 @@ pub(crate) fn url_refusal(pg: &tokio_postgres::Config) -> Option<&'static str> {
         Some("RDS IAM auth needs a TCP host name")
     } else if pg.get_user().is_none() {
         Some("RDS IAM auth needs a user name")
+    } else if pg.get_password().is_some() {
+        // Replaced by the token without a word, it read as if it were used (black-box run).
+        Some(
+            "RDS IAM auth authenticates with a token, not the URL's password: remove the password \
+             from the URL",
+        )
     } else {
         None
     }
