@@ -79,6 +79,15 @@ fn hint(e: &(dyn std::error::Error + 'static), command: &str) -> Option<&'static
                  the primary, as a role that may write",
             );
         }
+        // A statement cut short by a time limit the role, the database or the URL's `options`
+        // set (black-box run: `statement_timeout` at 1 ms read as a bare SQLSTATE 57014).
+        if db.is_some_and(|d| *d.code() == SqlState::QUERY_CANCELED) {
+            return Some(
+                "a statement was cancelled: a statement_timeout set for this \
+                 role or database, or in the URL's options, is too short for the outbox's \
+                 statements; raise it or leave it unset for the role that runs `outbox`",
+            );
+        }
         if ours {
             return Some(
                 "the outbox schema is missing from this database, or older than this `outbox`: \

@@ -251,6 +251,35 @@ async fn operator_commands_on_an_unmigrated_database_say_to_migrate() {
     }
 }
 
+/// A statement cancelled by a short `statement_timeout` (here in the URL's options, waiting on a
+/// lock another session holds) says what cancelled it (black-box run: a bare SQLSTATE 57014).
+#[tokio::test]
+async fn a_statement_timeout_too_short_is_named_in_the_hint() {
+    let db = TestDb::new().await;
+    let holder = db.connect().await;
+    holder
+        .batch_execute("BEGIN; LOCK TABLE outbox_events IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let url = format!(
+        "{}{}options=-c%20statement_timeout%3D200",
+        db.url(),
+        if db.url().contains('?') { "&" } else { "?" }
+    );
+    let out = outbox(&db)
+        .env("DATABASE_URL", url)
+        .arg("stats")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("hint: a statement was cancelled: a statement_timeout"),
+        "{stderr}"
+    );
+    holder.batch_execute("ROLLBACK").await.unwrap();
+}
+
 /// Stored text with control characters is printed escaped: it cannot break the table's lines or
 /// send escape sequences to the terminal. A purge that would ask with no terminal to ask on
 /// refuses before it lists anything.
