@@ -73,7 +73,18 @@ impl FromStr for ConnectConfig {
         };
         let tls = Tls::resolve(mode.as_deref(), root.as_deref())?;
         let mut pg = tokio_postgres::Config::from_str(&rest).map_err(|e| {
-            Error::config("the database URL is not a valid connection string").with_source(e)
+            // A raw `@` in a user name, the password after it then read as a bad port, said
+            // without a word about either (black-box run).
+            let credentials =
+                s.contains("://") && s.split('/').nth(2).is_some_and(|a| a.contains('@'));
+            let message = if credentials {
+                "the database URL is not a valid connection string (an `@`, `:`, `/`, `#`, `?` \
+                 or `%` in the user name or password must be percent-encoded: %40, %3A, %2F, \
+                 %23, %3F, %25)"
+            } else {
+                "the database URL is not a valid connection string"
+            };
+            Error::config(message).with_source(e)
         })?;
         // The user and password end at the first `@`: a raw `@` in a password leaves the rest of
         // the password in the host name, which error messages would then show. Refused without

@@ -30,6 +30,25 @@ fn a_raw_question_mark_in_the_password_does_not_hide_sslmode() {
     assert_eq!(c.tls.mode, SslMode::Disable);
 }
 
+/// A raw `@` in a user name, the password after it read as a bad port, says to percent-encode
+/// (black-box run: "invalid value for option `port`" alone); the password is not quoted.
+#[test]
+fn a_raw_at_sign_in_the_user_name_says_to_percent_encode() {
+    for url in [
+        "postgres://relay@corp:S3cret@127.0.0.1/db",
+        "postgres://relay@corp:S3cret@127.0.0.1:5432/db?sslmode=require",
+    ] {
+        let e = url.parse::<ConnectConfig>().unwrap_err();
+        let text = crate::error_chain(&e);
+        assert!(text.contains("percent-encoded: %40"), "{url}: {text}");
+        assert!(!text.contains("S3cret"), "{url}: {text}");
+    }
+    let e = "postgres://127.0.0.1:notaport/db"
+        .parse::<ConnectConfig>()
+        .unwrap_err();
+    assert!(!e.to_string().contains("percent"), "no credentials: {e}");
+}
+
 #[test]
 fn a_raw_at_sign_in_the_password_or_the_query_is_refused_without_quoting_it() {
     // The password `S3C@RETpw`: tokio-postgres ends it at the first `@`, leaving `RETpw@…` as
