@@ -17,6 +17,7 @@ pub(crate) enum PasswordSource {
     /// A [`PasswordProvider`](super::PasswordProvider).
     Provider,
     /// An RDS IAM auth token.
+    #[cfg(feature = "rds-iam")]
     RdsIam,
 }
 
@@ -86,6 +87,7 @@ fn refused(text: &str, source: PasswordSource) -> String {
         PasswordSource::Provider => {
             format!("the password provider's password was refused ({text})")
         }
+        #[cfg(feature = "rds-iam")]
         PasswordSource::RdsIam => format!(
             "the RDS IAM auth token was refused ({text}): the instance needs IAM database \
              authentication on, the user `GRANT rds_iam`, and the AWS credentials `rds-db:connect` \
