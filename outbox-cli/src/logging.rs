@@ -1,5 +1,5 @@
-//! Log lines to stderr, filtered by `RUST_LOG` (default `info`; deadpool's lines at `error` unless
-//! `RUST_LOG` names deadpool). Text lines are coloured only when
+//! Log lines to stderr, filtered by `RUST_LOG` (default `info`; deadpool's lines, and the AWS SDK
+//! configuration loaders', at `error` unless `RUST_LOG` names them). Text lines are coloured only when
 //! stderr is a terminal (and `NO_COLOR` is unset): a file or a pipe gets no ANSI escapes. A text
 //! line's control characters are escaped ([`crate::log_writer`]): a value from a row cannot forge a
 //! line of its own; JSON lines escape them as JSON does.
@@ -16,6 +16,9 @@ use crate::log_writer::EscapingStderr;
 /// The target of deadpool-postgres's log lines.
 const DEADPOOL_TARGET: &str = "deadpool.postgres";
 
+/// The targets of the AWS SDK's configuration loaders' log lines.
+const AWS_CONFIG_TARGETS: [&str; 2] = ["aws_config", "aws_runtime::env_config"];
+
 /// Installs the global subscriber.
 pub fn init(format: LogFormat) {
     let setting = std::env::var("RUST_LOG").ok();
@@ -26,8 +29,17 @@ pub fn init(format: LogFormat) {
     // deadpool warns once per pooled connection it finds closed (`Connection could not be
     // recycled`), so one database restart made a warning per connection; it opens a new one, and the
     // relay reports the outage itself. Shown only when RUST_LOG names deadpool.
-    if !setting.is_some_and(|f| f.contains("deadpool")) {
+    if !setting.as_deref().is_some_and(|f| f.contains("deadpool")) {
         filter = filter.with_target(DEADPOOL_TARGET, tracing::Level::ERROR);
+    }
+    // The AWS SDK's configuration loaders warn about each place they looked for a region or
+    // credentials that had none (IMDS off EC2: two long lines with whole HTTP responses before
+    // the one-line error that says what is missing: black-box run). Shown only when RUST_LOG
+    // names them.
+    if !setting.as_deref().is_some_and(|f| f.contains("aws_")) {
+        for target in AWS_CONFIG_TARGETS {
+            filter = filter.with_target(target, tracing::Level::ERROR);
+        }
     }
     let registry = tracing_subscriber::registry().with(filter);
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();

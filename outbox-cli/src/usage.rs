@@ -44,6 +44,20 @@ pub fn context(prefix: &str, e: Failure) -> Failure {
     }
 }
 
+/// An error's text on one line: a line break and the indentation after it become `; ` (or a
+/// space after a `:`). The AWS SDK's error for an empty credential chain lists each provider it
+/// tried on a line of its own, which the one-line error showed as literal `\n`s (black-box run).
+fn fold_lines(text: &str) -> String {
+    let mut folded = String::with_capacity(text.len());
+    for piece in text.split('\n').map(str::trim).filter(|p| !p.is_empty()) {
+        if !folded.is_empty() {
+            folded.push_str(if folded.ends_with(':') { " " } else { "; " });
+        }
+        folded.push_str(piece);
+    }
+    folded
+}
+
 /// Prints `e` (with `hint`) in `format` for `outbox <command>`, and gives its exit status.
 pub fn report(
     e: &(dyn std::error::Error + Send + Sync + 'static),
@@ -53,7 +67,7 @@ pub fn report(
 ) -> ExitCode {
     let is_usage = e.is::<Usage>();
     let status: u8 = if is_usage { 2 } else { 1 };
-    let message = outbox_core::error_chain(e);
+    let message = fold_lines(&outbox_core::error_chain(e));
     let help = is_usage.then(|| help_command(command));
     match format {
         LogFormat::Text => {
@@ -236,6 +250,17 @@ mod tests {
 
     fn args(a: &[&str]) -> Vec<OsString> {
         a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn an_errors_lines_are_folded_into_one() {
+        let sdk = "no credentials found in chain. Attempted:\n  Environment: not set\n  Profile: \
+                   not enabled\n";
+        assert_eq!(
+            fold_lines(sdk),
+            "no credentials found in chain. Attempted: Environment: not set; Profile: not enabled"
+        );
+        assert_eq!(fold_lines("one line"), "one line");
     }
 
     #[test]

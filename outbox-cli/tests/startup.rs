@@ -164,8 +164,10 @@ async fn relay_start_up_checks_fail_fast_with_one_line() {
             .env_remove("AWS_DEFAULT_REGION")
             .env("AWS_CONFIG_FILE", "/nonexistent")
             .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-            // The AWS SDK warns about each place it looked for a region: not ours to count.
-            .env("RUST_LOG", "off"),
+            // The AWS SDK warns about each place it looked for a region, one long line each
+            // (IMDS's whole answer: black-box run): not shown unless RUST_LOG names it.
+            .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:9")
+            .env_remove("RUST_LOG"),
         &["RDS IAM auth needs an AWS region"],
     );
     // With the grants the README lists, the checks pass and the relay starts (then is stopped).
