@@ -20,6 +20,10 @@ impl SqsPublisher {
     /// destination down is not asked (the probe that finds it back reads it); a read that fails
     /// leaves the limit as it was.
     pub(crate) async fn read_limits_again(&self, events: &[ClaimedEvent], order: &[usize]) {
+        // The common case, queues at SQS's own limit: nothing to look at per event.
+        if !self.inner.queues.iter().any(|q| q.limit_lowered()) {
+            return;
+        }
         let mut asked: Vec<&Arc<Queue>> = Vec::new();
         for &i in order {
             let event = &events[i];

@@ -55,6 +55,12 @@ impl MaxMessage {
         }
     }
 
+    /// Whether the limit is below the most the destination could be set to take: a message over
+    /// it may fit once the limit is read again.
+    pub(crate) fn lowered(&self) -> bool {
+        self.bytes() < self.service_max()
+    }
+
     /// The most a destination of this kind can be set to take.
     fn service_max(&self) -> usize {
         match self.kind {
@@ -67,8 +73,7 @@ impl MaxMessage {
     /// reading the limit again for (the last read began [`READ_AGAIN_AFTER`] ago or more, or
     /// never was); if so, the read is taken as begun now, so that one caller reads it.
     pub(crate) fn read_again_for(&self, size: usize) -> bool {
-        let bytes = self.bytes();
-        if size <= bytes || bytes >= self.service_max() {
+        if size <= self.bytes() || !self.lowered() {
             return false;
         }
         let mut read_at = self.read_at.lock().unwrap_or_else(PoisonError::into_inner);

@@ -123,6 +123,11 @@ impl Queue {
         self.max_message.read_again_for(size)
     }
 
+    /// Whether its limit is below the most it could be set to take (see [`MaxMessage::lowered`]).
+    pub(crate) fn limit_lowered(&self) -> bool {
+        self.max_message.lowered()
+    }
+
     /// Whether its message limit is its own (its `MaximumMessageSize`), not its service's default.
     pub(crate) fn limit_is_own(&self) -> bool {
         self.max_message.is_own()
