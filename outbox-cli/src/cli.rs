@@ -91,6 +91,7 @@ impl Cli {
             Cli::command().mut_subcommand("relay", |c| c.long_about(help::relay())),
         );
         let args = negative::join_negative_values(&command, std::env::args_os().collect());
+        let command = unset_env_of_given_flags(command, &given_flags(&args));
         let matches = command.try_get_matches_from(args)?;
         let mut cli = Cli::from_arg_matches(&matches)?;
         let mut words = Vec::new();
@@ -106,6 +107,38 @@ impl Cli {
         };
         Ok(cli)
     }
+}
+
+/// The long flags on the command line (`--log-format`, `--log-format=json`: `log-format`).
+fn given_flags(args: &[std::ffi::OsString]) -> Vec<String> {
+    args.iter()
+        .filter_map(|a| a.to_str()?.strip_prefix("--"))
+        .map(|a| a.split('=').next().unwrap_or(a).to_owned())
+        .collect()
+}
+
+/// `command` without the variables of the flags `given`: a variable whose flag is given is not
+/// read at all, as the README says. clap reads a global flag's variable at the top level when the
+/// flag is given after the subcommand, and refused `OUTBOX_LOG_FORMAT=garbage` beside
+/// `relay --log-format text` (black-box run).
+fn unset_env_of_given_flags(mut command: clap::Command, given: &[String]) -> clap::Command {
+    let ids: Vec<clap::Id> = command
+        .get_arguments()
+        .filter(|a| a.get_env().is_some())
+        .filter(|a| a.get_long().is_some_and(|l| given.iter().any(|g| g == l)))
+        .map(|a| a.get_id().clone())
+        .collect();
+    for id in ids {
+        command = command.mut_arg(id, |a| a.env(None::<&'static str>));
+    }
+    let subcommands: Vec<String> = command
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .collect();
+    for name in subcommands {
+        command = command.mut_subcommand(name, |c| unset_env_of_given_flags(c, given));
+    }
+    command
 }
 
 /// `command` without the variables of its flags that are set but empty (blank), as templated
@@ -345,7 +378,7 @@ pub struct RelayArgs {
     pub inbox_retention: Option<Duration>,
     /// Do not LISTEN for wake-ups: poll only (for PgBouncer in transaction mode without a direct
     /// connection).
-    #[arg(long, env = ENV_NO_LISTEN, action = clap::ArgAction::SetTrue, value_parser = switch, conflicts_with = "listen_url")]
+    #[arg(long, env = ENV_NO_LISTEN, action = clap::ArgAction::SetTrue, value_parser = switch)]
     pub no_listen: bool,
     /// Connection string for the LISTEN connection, when DATABASE_URL goes through PgBouncer in
     /// transaction mode: a direct connection to the database (same sslmode rules).

@@ -141,6 +141,14 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
     // checked before the database is touched (`--migrate` included).
     // Settings invalid in themselves are usage errors (exit 2).
     let config = relay_config(&args).map_err(usage)?;
+    // Checked here, not by clap: clap took `OUTBOX_NO_LISTEN=false` beside a listen URL for a
+    // conflict (black-box run).
+    if args.no_listen && args.listen_url.is_some() {
+        return Err(usage(
+            "--no-listen (or OUTBOX_NO_LISTEN) and --listen-url (or OUTBOX_LISTEN_URL) are both \
+             set: poll only, or listen on that URL",
+        ));
+    }
     let mut sqs = sqs_config(&args).map_err(usage)?;
     if sqs.batch_aggregates && !config.per_aggregate_order {
         // Without per-aggregate order there are no waves to merge: every due event is sent at once.

@@ -567,6 +567,34 @@ fn invalid_settings_are_usage_errors_and_failures_are_not() {
             .env("OUTBOX_PG_RDS_IAM", ""),
         &["127.0.0.1:9"],
     );
+    // A variable whose flag is given is not read, global flags given after the subcommand
+    // included (black-box run: `OUTBOX_LOG_FORMAT=garbage` failed `relay --log-format text`).
+    fails_fast(
+        relay_cmd(nowhere)
+            .env("OUTBOX_LOG_FORMAT", "garbage")
+            .args(["--log-format", "text"]),
+        &["127.0.0.1:9"],
+    );
+    fails_fast(
+        outbox(nowhere)
+            .env("OUTBOX_LOG_FORMAT", "garbage")
+            .args(["stats", "--log-format=text"]),
+        &["127.0.0.1:9"],
+    );
+    // Listening switched off explicitly `false` beside a listen URL is no conflict (it was one:
+    // black-box run); both on is, named as such.
+    fails_fast(
+        relay_cmd(nowhere)
+            .env("OUTBOX_NO_LISTEN", "false")
+            .env("OUTBOX_LISTEN_URL", nowhere),
+        &["127.0.0.1:9"],
+    );
+    fails_usage(
+        relay_cmd(nowhere)
+            .env("OUTBOX_NO_LISTEN", "true")
+            .args(["--listen-url", nowhere]),
+        "--no-listen (or OUTBOX_NO_LISTEN) and --listen-url (or OUTBOX_LISTEN_URL) are both set",
+    );
 }
 
 /// Under `--log-format json` the final error is a JSON object like the log lines (it was plain
