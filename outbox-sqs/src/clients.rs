@@ -82,6 +82,8 @@ pub(crate) async fn clients(
     let Some(region) = region else {
         return Err(no_region());
     };
+    // Before any call: the SDK's signer panics on what a header cannot carry (`header_text.rs`).
+    crate::header_text::check_signing(sdk.credentials_provider(), Some(region.as_ref())).await?;
     let retry = config.max_attempts.map(|attempts| {
         sdk.retry_config()
             .cloned()

@@ -367,6 +367,7 @@ mod direct;
 mod down;
 mod endpoint;
 mod error;
+mod header_text;
 mod idle_breakers;
 mod in_progress;
 mod limit_again;

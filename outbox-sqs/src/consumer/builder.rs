@@ -211,9 +211,11 @@ impl ConsumerBuilder {
             conf = conf.endpoint_url(url);
         }
         let conf = conf.build();
-        if conf.region().is_none() {
+        let Some(region) = conf.region() else {
             return Err(no_region());
-        }
+        };
+        crate::header_text::check_signing(sdk.credentials_provider(), Some(region.as_ref()))
+            .await?;
         // Reads offloaded payloads (see `payload.rs`); no call until a pointer arrives.
         let s3 = match self.s3 {
             Some(s3) => s3,
