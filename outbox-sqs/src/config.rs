@@ -53,6 +53,9 @@ pub const MAX_IN_FLIGHT: usize = 10_000;
 pub const DEFAULT_MAX_UPLOADS: usize = 32;
 /// Upper bound of [`SqsConfig::call_timeout`]: one hour.
 pub const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(3600);
+/// Lower bound of [`SqsConfig::call_timeout`]: 100 ms (1 ms was accepted, and every call given up
+/// before SQS could answer was sent again: 13 messages for 5 events, black-box run).
+pub const MIN_CALL_TIMEOUT: Duration = Duration::from_millis(100);
 /// Default of [`SqsConfig::call_timeout`].
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default of [`SqsConfig::broken_queue_dead_letter_after`]: one hour.
@@ -69,6 +72,12 @@ pub const DEFAULT_OFFLOAD_WAIT: Duration = Duration::from_secs(1);
 pub const DEFAULT_CALL_WAIT: Duration = Duration::from_secs(1);
 /// Upper bound of [`SqsConfig::breaker_probe_interval`]: one hour.
 pub const MAX_BREAKER_PROBE_INTERVAL: Duration = Duration::from_secs(3600);
+/// Lower bound of [`SqsConfig::breaker_probe_interval`]: 100 ms (1 ms was accepted, and a broken
+/// queue was asked about 1 000 times a second, black-box run).
+pub const MIN_BREAKER_PROBE_INTERVAL: Duration = Duration::from_millis(100);
+/// Lower bound of [`SqsConfig::broken_queue_dead_letter_after`]: one second (as its error said;
+/// 1 ms was accepted: black-box run).
+pub const MIN_BROKEN_QUEUE_DEAD_LETTER_AFTER: Duration = Duration::from_secs(1);
 
 /// Sends the events whose type matches `pattern` to `queue` — an SQS queue or an SNS topic.
 ///

@@ -4,7 +4,8 @@ use crate::config::{
     ENV_BREAKER_PROBE_INTERVAL_MS, ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, ENV_CALL_TIMEOUT_MS,
     ENV_CALL_WAIT_MS, ENV_MAX_IN_FLIGHT, ENV_MAX_UPLOADS, ENV_OFFLOAD_WAIT_MS,
     MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, MAX_CALL_TIMEOUT,
-    MAX_IN_FLIGHT, SqsConfig,
+    MAX_IN_FLIGHT, MIN_BREAKER_PROBE_INTERVAL, MIN_BROKEN_QUEUE_DEAD_LETTER_AFTER,
+    MIN_CALL_TIMEOUT, SqsConfig,
 };
 use crate::destination::parse_target;
 use crate::error::{Result, config_error};
@@ -25,9 +26,10 @@ pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
             config.max_uploads
         )));
     }
-    if config.call_timeout.is_zero() || config.call_timeout > MAX_CALL_TIMEOUT {
+    if !(MIN_CALL_TIMEOUT..=MAX_CALL_TIMEOUT).contains(&config.call_timeout) {
         return Err(config_error(format!(
-            "call_timeout ({ENV_CALL_TIMEOUT_MS}) must be between 1 ms and {} s",
+            "call_timeout ({ENV_CALL_TIMEOUT_MS}) must be between {} ms and {} s",
+            MIN_CALL_TIMEOUT.as_millis(),
             MAX_CALL_TIMEOUT.as_secs()
         )));
     }
@@ -43,19 +45,23 @@ pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
             MAX_CALL_TIMEOUT.as_secs()
         )));
     }
-    if config.broken_queue_dead_letter_after.is_zero()
-        || config.broken_queue_dead_letter_after > MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER
+    if !(MIN_BROKEN_QUEUE_DEAD_LETTER_AFTER..=MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER)
+        .contains(&config.broken_queue_dead_letter_after)
     {
         return Err(config_error(format!(
-            "broken_queue_dead_letter_after ({ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS}) must be between 1 s and {} s",
+            "broken_queue_dead_letter_after ({ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS}, \
+             --broken-queue-dead-letter-after) must be between {} s and {} s",
+            MIN_BROKEN_QUEUE_DEAD_LETTER_AFTER.as_secs(),
             MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER.as_secs()
         )));
     }
-    if config.breaker_probe_interval.is_zero()
-        || config.breaker_probe_interval > MAX_BREAKER_PROBE_INTERVAL
+    if !(MIN_BREAKER_PROBE_INTERVAL..=MAX_BREAKER_PROBE_INTERVAL)
+        .contains(&config.breaker_probe_interval)
     {
         return Err(config_error(format!(
-            "breaker_probe_interval ({ENV_BREAKER_PROBE_INTERVAL_MS}) must be greater than zero and at most {} s",
+            "breaker_probe_interval ({ENV_BREAKER_PROBE_INTERVAL_MS}) must be between {} ms and \
+             {} s",
+            MIN_BREAKER_PROBE_INTERVAL.as_millis(),
             MAX_BREAKER_PROBE_INTERVAL.as_secs()
         )));
     }
@@ -153,6 +159,30 @@ mod tests {
         assert!(
             e.contains("call_timeout (OUTBOX_SQS_CALL_TIMEOUT_MS) must be between"),
             "{e}"
+        );
+        // Floors (black-box run: 1 ms was accepted for each, and a probe interval of 1 ms asked a
+        // broken queue 1 000 times a second).
+        let e = with(|c| c.call_timeout = std::time::Duration::from_millis(1)).unwrap_err();
+        assert!(e.contains("between 100 ms and 3600 s"), "{e}");
+        let e =
+            with(|c| c.breaker_probe_interval = std::time::Duration::from_millis(1)).unwrap_err();
+        assert!(
+            e.contains("breaker_probe_interval (OUTBOX_SQS_BREAKER_PROBE_INTERVAL_MS) must be between 100 ms"),
+            "{e}"
+        );
+        let e = with(|c| c.broken_queue_dead_letter_after = std::time::Duration::from_millis(1))
+            .unwrap_err();
+        assert!(
+            e.contains("--broken-queue-dead-letter-after) must be between 1 s"),
+            "{e}"
+        );
+        assert_eq!(
+            with(|c| c.call_timeout = std::time::Duration::from_millis(100)),
+            Ok(())
+        );
+        assert_eq!(
+            with(|c| c.breaker_probe_interval = std::time::Duration::from_millis(100)),
+            Ok(())
         );
     }
 }
