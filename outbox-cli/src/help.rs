@@ -72,7 +72,7 @@ fn relay_settings() -> Vec<(&'static str, &'static str, &'static str)> {
         (
             "--broken-queue-dead-letter-after",
             sqs::ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS,
-            "(default 1h)",
+            "dead-letter the events of a queue or topic broken this long (default 1h; 1s to 30d)",
         ),
         (
             "--no-listen",
@@ -119,12 +119,12 @@ fn relay_settings() -> Vec<(&'static str, &'static str, &'static str)> {
         (
             "",
             sqs::ENV_CALL_TIMEOUT_MS,
-            "time limit of one SQS call (default 10s)",
+            "time limit of one SQS call (default 10s; 100 ms to 1h)",
         ),
         (
             "",
             sqs::ENV_BREAKER_PROBE_INTERVAL_MS,
-            "probe of a broken queue (default 5s)",
+            "probe of a broken or down queue, topic or bucket (default 5s; 100 ms to 1h)",
         ),
         (
             "",
@@ -140,18 +140,27 @@ fn relay_settings() -> Vec<(&'static str, &'static str, &'static str)> {
         (
             "",
             sqs::ENV_TRANSPORT,
-            "`direct` (default) or `sdk`: the SQS client's",
+            "SQS client: `direct` (default; its own HTTP client and signer) or `sdk` (the AWS SDK)",
         ),
     ]
 }
 
 /// The long help of `outbox relay`.
 pub fn relay() -> String {
+    // Two lines a setting, so that the help fits 100 columns (one row each ran to 177, wrapped
+    // badly in a terminal: black-box run).
     let mut settings = String::new();
     for (flag, var, meaning) in relay_settings() {
-        settings.push_str(&format!("  {flag:<34} {var:<46} {meaning}\n"));
+        let names = if flag.is_empty() {
+            var.to_owned()
+        } else {
+            format!("{flag}, {var}")
+        };
+        settings.push_str(&format!("  {names}\n      {meaning}\n"));
     }
-    settings.push_str("  --inbox-retention                  (flag only)  delete processed_events older than this (default off)\n");
+    settings.push_str(
+        "  --inbox-retention (flag only)\n      delete processed_events older than this (default off)\n",
+    );
     RELAY.replace("{settings}", settings.trim_end())
 }
 
@@ -173,11 +182,12 @@ ROUTING:
 
 LARGE PAYLOADS:
   With --offload-bucket, a message over the threshold (default: the queue's or topic's own limit,
-  1 MiB for a queue, 256 KiB for a topic) is written to S3 at outbox/<event_id> and sent as a pointer in the AWS Extended Client
-  format (ExtendedPayloadSize attribute), which the Java/Python/.NET extended clients read
-  unchanged. Nothing deletes these objects: expire the outbox/ prefix with an S3 lifecycle rule.
+  1 MiB for a queue, 256 KiB for a topic) is written to S3 at outbox/<event_id> and sent as a
+  pointer in the AWS Extended Client format (ExtendedPayloadSize attribute), which the
+  Java/Python/.NET extended clients read unchanged. Nothing deletes these objects: expire the
+  outbox/ prefix with an S3 lifecycle rule.
 
-SETTINGS (flag, or environment variable):
+SETTINGS (flag and environment variable; the flag wins, and then the variable is not read):
 {settings}
 
 A BROKEN QUEUE OR TOPIC:

@@ -847,6 +847,11 @@ fn relay_help_names_every_setting_variable_the_code_reads() {
             "`outbox relay --help` does not name {var}:\n{help}"
         );
     }
+    // It fits a terminal (rows ran to 177 columns, and one stopped mid-sentence: black-box run).
+    for line in help.lines() {
+        assert!(line.chars().count() <= 100, "too wide: {line}");
+        assert!(!line.ends_with("client's"), "cut short: {line}");
+    }
 }
 
 /// Field values come from the rows: in text logs, a newline in an aggregate id wrote a forged log
