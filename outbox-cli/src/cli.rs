@@ -65,7 +65,7 @@ pub struct Cli {
     pub rds_iam: bool,
 
     /// Log format.
-    #[arg(long, env = ENV_LOG_FORMAT, value_enum, default_value_t = LogFormat::Text, global = true, help_heading = "Global options")]
+    #[arg(long, env = ENV_LOG_FORMAT, value_enum, ignore_case = true, default_value_t = LogFormat::Text, global = true, help_heading = "Global options")]
     pub log_format: LogFormat,
 
     /// What to do.
@@ -423,11 +423,9 @@ fn route(text: &str) -> Result<Route, String> {
 /// empty as off — a variable set to nothing is unset, as shells and container specs write it (it
 /// was a usage error).
 fn switch(text: &str) -> Result<bool, String> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" | "t" | "true" | "on" | "1" => Ok(true),
-        "" | "n" | "no" | "f" | "false" | "off" | "0" => Ok(false),
-        _ => Err(format!(
-            "`{text}`: expected true or false (also yes/no, on/off, 1/0)"
-        )),
+    if text.trim().is_empty() {
+        return Ok(false);
     }
+    outbox_core::env::switch(text)
+        .ok_or_else(|| format!("`{text}`: expected true or false (also yes/no, on/off, 1/0)"))
 }

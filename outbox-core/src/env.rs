@@ -38,6 +38,18 @@ pub const AWS_MAX_ATTEMPTS: &str = "AWS_MAX_ATTEMPTS";
 /// The AWS SDK's retry mode, read by `aws-config`'s default chain: `standard` or `adaptive`.
 pub const AWS_RETRY_MODE: &str = "AWS_RETRY_MODE";
 
+/// A switch variable's value: `true`, `yes`, `y`, `t`, `on`, `1` or `false`, `no`, `n`, `f`, `off`,
+/// `0`, in any case and with spaces around; `None` for anything else. Every switch the product
+/// reads takes these (`OUTBOX_PER_AGGREGATE_ORDER` refused `on` and `TRUE`, which the others
+/// took: black-box run).
+pub fn switch(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" | "t" | "true" | "on" | "1" => Some(true),
+        "n" | "no" | "f" | "false" | "off" | "0" => Some(false),
+        _ => None,
+    }
+}
+
 /// Why the AWS SDK's retry settings among the variables `lookup` finds ([`AWS_MAX_ATTEMPTS`],
 /// [`AWS_RETRY_MODE`]) would be refused, if they would: `aws-config` panics on a value it cannot
 /// use (zero, not a number, set but empty, an unknown mode), so the relay, the consumer and RDS IAM
@@ -140,16 +152,11 @@ impl RelayConfig {
             c.concurrency = usize::try_from(v).unwrap_or(usize::MAX);
         }
         if let Some(v) = lookup(PER_AGGREGATE_ORDER) {
-            c.per_aggregate_order = match v.trim() {
-                "true" | "1" | "yes" => true,
-                "false" | "0" | "no" => false,
-                _ => {
-                    return Err(Error::config(format!(
-                        "{} must be true or false, got `{v}`",
-                        PER_AGGREGATE_ORDER
-                    )));
-                }
-            };
+            c.per_aggregate_order = switch(&v).ok_or_else(|| {
+                Error::config(format!(
+                    "{PER_AGGREGATE_ORDER} must be true or false (also yes/no, on/off, 1/0), got `{v}`"
+                ))
+            })?;
         }
         if let Some(v) = ms(METRICS_INTERVAL_MS)? {
             c.metrics_interval = v;
@@ -195,6 +202,22 @@ mod tests {
             "{e}"
         );
         assert_eq!(name_the_variable("other thing".into()), "other thing");
+    }
+
+    #[test]
+    fn every_switch_takes_the_same_words() {
+        for (text, expected) in [
+            ("ON", true),
+            ("off", false),
+            (" TRUE ", true),
+            ("No", false),
+        ] {
+            let c = RelayConfig::from_lookup(vars(&[(PER_AGGREGATE_ORDER, text)])).unwrap();
+            assert_eq!(c.per_aggregate_order, expected, "{text}");
+        }
+        assert!(RelayConfig::from_lookup(vars(&[(PER_AGGREGATE_ORDER, "maybe")])).is_err());
+        assert_eq!(switch("t"), Some(true));
+        assert_eq!(switch(""), None);
     }
 
     #[test]

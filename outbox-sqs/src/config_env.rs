@@ -160,15 +160,11 @@ impl SqsConfig {
             config.offload_wait = Duration::from_millis(ms);
         }
         if let Some(on) = var(ENV_BATCH_AGGREGATES) {
-            config.batch_aggregates = match on.trim().to_ascii_lowercase().as_str() {
-                "true" | "1" | "yes" | "on" => true,
-                "false" | "0" | "no" | "off" => false,
-                _ => {
-                    return Err(config_error(format!(
-                        "{ENV_BATCH_AGGREGATES}: `{on}` is not true or false"
-                    )));
-                }
-            };
+            config.batch_aggregates = outbox_core::env::switch(&on).ok_or_else(|| {
+                config_error(format!(
+                    "{ENV_BATCH_AGGREGATES}: `{on}` is not true or false (also yes/no, on/off, 1/0)"
+                ))
+            })?;
         }
         if let Some(t) = var(ENV_TRANSPORT) {
             config.transport = t
