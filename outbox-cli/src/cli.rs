@@ -250,7 +250,8 @@ pub struct MigrateArgs {
           value_name = "GRANULARITY")]
     pub partitioned: Option<GranularityArg>,
     /// With --partitioned: partitions kept ready beyond the current one (default 3 days, 12 hours;
-    /// 2 to 1000). On a table partitioned before, the new setting for maintenance.
+    /// 2 to 100: each is more locks for every claim). On a table partitioned before, the new
+    /// setting for maintenance.
     #[arg(long, requires = "partitioned", value_name = "N", value_parser = ahead)]
     pub ahead: Option<u32>,
 }
