@@ -77,6 +77,17 @@ pub(crate) fn parse_target(target: &str) -> Result<Target, String> {
                  digits, `-`, `_`, at most 80), as https://sqs.REGION.amazonaws.com/ACCOUNT/NAME"
             ));
         }
+        // A queue URL has no `;`, `=`, space or the like: `a=URL1;b=URL2` was taken for one URL,
+        // ending in the second queue's name (black-box run).
+        if let Some(c) = rest
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || "-._~:/[]%".contains(*c)))
+        {
+            return Err(format!(
+                "`{target}` is not an SQS queue URL: `{c}` has no place in one (routes are \
+                 separated by `,`)"
+            ));
+        }
         return Ok(Target::QueueUrl(target.to_owned()));
     }
     if let Some(rest) = target.strip_prefix("arn:") {
@@ -191,6 +202,10 @@ mod tests {
             (
                 "https://sqs.eu-west-1.amazonaws.com/1/bad name",
                 "must end in the queue's name",
+            ),
+            (
+                "http://h:4566/000000000000/q1;b=http://h:4566/000000000000/q2",
+                "`;` has no place in one",
             ),
             ("orders queue", "neither"),
             ("sqs.eu-west-1.amazonaws.com/1/q", "neither"),
