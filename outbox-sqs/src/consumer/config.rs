@@ -118,7 +118,7 @@ pub struct ConsumerConfig {
     /// may take its [`wait`](Self::wait) more. A call that does not answer in time is given up
     /// as failed (a dropped connection that nobody closed, a proxy that never answers), so that
     /// no message, receiver or shutdown waits on it for ever. Default [`DEFAULT_CALL_TIMEOUT`]
-    /// (10 s); more than zero.
+    /// (10 s); more than zero, at most [`MAX_CALL_TIMEOUT`](crate::MAX_CALL_TIMEOUT) (1 h).
     pub call_timeout: Duration,
     /// The longest one handler may run. A handler still running then is given up: its
     /// transaction rolls back and the message is hidden for the retry delay, as after a handler
@@ -269,8 +269,13 @@ impl ConsumerConfig {
                 "bad_input_delay must be more than 0 (with Release) and at most 12 h".into(),
             );
         }
-        if self.call_timeout.is_zero() {
-            return fail("call_timeout must be more than 0".into());
+        // Bounded like the publisher's (it was unbounded: "no limit", unlike every other
+        // duration setting: review).
+        if self.call_timeout.is_zero() || self.call_timeout > crate::MAX_CALL_TIMEOUT {
+            return fail(format!(
+                "call_timeout must be more than 0 and at most {} s",
+                crate::MAX_CALL_TIMEOUT.as_secs()
+            ));
         }
         if let Some(url) = &self.endpoint_url {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -395,6 +400,16 @@ mod tests {
             );
         }
         c.handler_timeout = DEFAULT_HANDLER_TIMEOUT;
+        for d in [Duration::ZERO, Duration::from_secs(3601), Duration::MAX] {
+            c.call_timeout = d;
+            assert!(
+                c.validate()
+                    .unwrap_err()
+                    .to_string()
+                    .contains("call_timeout")
+            );
+        }
+        c.call_timeout = DEFAULT_CALL_TIMEOUT;
         c.visibility_timeout = Duration::ZERO;
         assert!(c.validate().is_err());
         c.visibility_timeout = Duration::from_millis(1500);

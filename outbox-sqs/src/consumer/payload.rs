@@ -96,6 +96,20 @@ fn is_outage<E: ProvideErrorMetadata>(e: &SdkError<E, HttpResponse>) -> bool {
     )
 }
 
+/// Why an offloaded payload was not read.
+enum Unread {
+    /// S3 failing, unreachable, or the transfer cut off.
+    Outage(String),
+    /// S3 refused (the object gone, access denied).
+    Failed(String),
+    /// The object is far larger than the message says, or of no stated length.
+    TooLarge(Option<u64>),
+}
+
+/// How many times the size a message declares (`ExtendedPayloadSize`) its object may be, at
+/// least 1 MiB: other clients may count the size differently, never by this much.
+const SIZE_SLACK: u64 = 4;
+
 /// The bucket and key of a pointer body.
 fn pointer(body: &str) -> Result<Pointer, PayloadError> {
     let malformed =
@@ -122,6 +136,9 @@ pub(crate) async fn body<'m>(
     let Pointer { bucket, key } = pointer(own)?;
     let mib = u32::try_from(size.div_ceil(1024 * 1024)).unwrap_or(u32::MAX);
     let limit = call_timeout.saturating_add(PER_MIB.saturating_mul(mib));
+    // Held in memory whole: an object much larger than the message says is not read (a pointer
+    // to a multi-GB object would exhaust the consumer's memory: review).
+    let most = size.saturating_mul(SIZE_SLACK).max(1024 * 1024);
     let read = async {
         let object = s3
             .get_object()
@@ -129,24 +146,40 @@ pub(crate) async fn body<'m>(
             .key(&key)
             .send()
             .await
-            .map_err(|e| (is_outage(&e), outbox_core::error_chain(&e)))?;
+            .map_err(|e| {
+                let text = outbox_core::error_chain(&e);
+                if is_outage(&e) {
+                    Unread::Outage(text)
+                } else {
+                    Unread::Failed(text)
+                }
+            })?;
+        let length = object.content_length().and_then(|n| u64::try_from(n).ok());
+        if length.is_none_or(|n| n > most) {
+            return Err(Unread::TooLarge(length));
+        }
         // Cut off while the object streams in: the connection failed.
         let bytes = object
             .body
             .collect()
             .await
-            .map_err(|e| (true, outbox_core::error_chain(&e)))?;
-        Ok::<_, (bool, String)>(bytes.into_bytes())
+            .map_err(|e| Unread::Outage(outbox_core::error_chain(&e)))?;
+        Ok(bytes.into_bytes())
     };
+    let cannot = |e: String| format!("cannot read the offloaded payload s3://{bucket}/{key}: {e}");
     let bytes = match tokio::time::timeout(limit, read).await {
         Ok(Ok(bytes)) => bytes,
-        Ok(Err((outage, e))) => {
-            let reason = format!("cannot read the offloaded payload s3://{bucket}/{key}: {e}");
-            return Err(if outage {
-                PayloadError::Unavailable(reason)
-            } else {
-                PayloadError::Fetch(reason)
-            });
+        Ok(Err(Unread::Outage(e))) => return Err(PayloadError::Unavailable(cannot(e))),
+        Ok(Err(Unread::Failed(e))) => return Err(PayloadError::Fetch(cannot(e))),
+        Ok(Err(Unread::TooLarge(length))) => {
+            let length = length.map_or_else(
+                || "of no stated length".to_owned(),
+                |n| format!("{n} bytes"),
+            );
+            return Err(PayloadError::Malformed(format!(
+                "the offloaded payload s3://{bucket}/{key} is {length}, where the message says \
+                 {size}: not read"
+            )));
         }
         Err(_) => {
             return Err(PayloadError::Unavailable(format!(

@@ -133,6 +133,48 @@ async fn send_pointer(queue: &TestQueue, bucket: &str, key: &str, event_id: Uuid
         .unwrap();
 }
 
+/// A pointer to an object far larger than the message says (here 2 MiB for 100 bytes) is bad
+/// input, not read: the consumer held any object whole in memory, a multi-GB one included
+/// (review).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_far_larger_than_its_message_says_is_not_read() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let bucket = bucket().await;
+    let id = Uuid::new_v4();
+    let key = format!("outbox/{id}");
+    s3_client(None)
+        .await
+        .put_object()
+        .bucket(&bucket)
+        .key(&key)
+        // A valid event, padded: read, it would be handled.
+        .body(
+            format!(
+                r#"{{"kind":"credited","account":"a-1","n":1,"cents":5}}{}"#,
+                " ".repeat(2 * 1024 * 1024)
+            )
+            .into_bytes()
+            .into(),
+        )
+        .send()
+        .await
+        .unwrap();
+    send_pointer(&queue, &bucket, &key, id).await;
+
+    let recorder = Arc::new(Recorder::default());
+    let c = consumer(&db, &queue, "ledger").await.build().await.unwrap();
+    let running = Running::start(c, recorder.clone());
+    let refused = eventually(Duration::from_secs(20), async || {
+        running.consumer.metrics().failures("undecodable") > 0
+    })
+    .await;
+    let c = running.stop().await;
+    assert!(refused, "{:?}", c.metrics());
+    assert_eq!(recorder.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
 /// A duplicate of an offloaded event already in the inbox is acknowledged without reading its
 /// object. Before, the object was read first: a large download for nothing, and, once the bucket's
 /// lifecycle rule had removed the object, a failed delivery on every receive until the redrive
