@@ -142,6 +142,10 @@ fn is_clock_skew(code: &str) -> bool {
 }
 
 /// `to - from` in milliseconds (negative when `to` is earlier).
+/// The most SQS's clock, read from an answer's `Date`, is taken to differ from this machine's:
+/// a day. Farther, the date is not a clock to sign by.
+const MAX_CLOCK_OFFSET_MS: u64 = 24 * 3600 * 1000;
+
 fn millis_between(from: SystemTime, to: SystemTime) -> i64 {
     match to.duration_since(from) {
         Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
@@ -392,12 +396,23 @@ impl DirectSqs {
         let (code, message) = sqs_json::parse_error(query_error.as_deref(), &bytes);
         if let Some(server_time) = server_time.filter(|_| is_clock_skew(&code)) {
             let offset = millis_between(SystemTime::now(), server_time);
-            tracing::warn!(
-                offset_ms = offset,
-                code,
-                "SQS refused the request's time; signing with SQS's clock from now on"
-            );
-            self.clock_offset_ms.store(offset, Ordering::Relaxed);
+            if offset.unsigned_abs() > MAX_CLOCK_OFFSET_MS {
+                // Not SQS's clock: a date years away signed every later request at a time the
+                // signer cannot write, and it panicked (review).
+                tracing::warn!(
+                    offset_ms = offset,
+                    code,
+                    "SQS refused the request's time, but its answer's date is more than a day \
+                     from this machine's clock: not taken; check the clock"
+                );
+            } else {
+                tracing::warn!(
+                    offset_ms = offset,
+                    code,
+                    "SQS refused the request's time; signing with SQS's clock from now on"
+                );
+                self.clock_offset_ms.store(offset, Ordering::Relaxed);
+            }
         }
         if is_credentials_refused(&code) {
             // Refused credentials may have been rotated (a signature refused for a rotated secret

@@ -291,6 +291,22 @@ async fn the_direct_transport_signs_with_sqs_clock_once_told_it_is_off() {
     assert_eq!(fx.take_messages().len(), 5);
 }
 
+/// A refusal whose date is more than a day away is not taken for SQS's clock: a date years
+/// away (a broken endpoint) had every later request signed at a time the signer cannot write,
+/// and it panicked (review).
+#[tokio::test]
+async fn a_clock_more_than_a_day_away_is_not_taken() {
+    let fx = SqsFixture::start().await;
+    fx.verify_signatures("test", "test");
+    let q = fx.create_queue("plain");
+    fx.set_clock_skew(2 * 24 * 3600);
+    let p = publisher(&fx, &q, SqsTransport::Direct, 1).await;
+    for _ in 0..2 {
+        let err = p.publish(&events(1, "order.created")).await.unwrap_err();
+        assert!(err.to_string().contains("RequestTimeTooSkewed"), "{err}");
+    }
+}
+
 /// An answer that is not SQS's (a proxy's 403 page: no error code) proves nothing about the
 /// entries: they are retried, never dead-lettered, through either transport. (Before, it was
 /// classified like an unknown sender fault: every entry `Permanent`.)
