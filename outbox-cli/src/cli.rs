@@ -121,11 +121,28 @@ fn given_flags(args: &[std::ffi::OsString]) -> Vec<String> {
 /// read at all, as the README says. clap reads a global flag's variable at the top level when the
 /// flag is given after the subcommand, and refused `OUTBOX_LOG_FORMAT=garbage` beside
 /// `relay --log-format text` (black-box run).
-fn unset_env_of_given_flags(mut command: clap::Command, given: &[String]) -> clap::Command {
+fn unset_env_of_given_flags(command: clap::Command, given: &[String]) -> clap::Command {
+    without_env(command, &|a| {
+        a.get_long().is_some_and(|l| given.iter().any(|g| g == l))
+    })
+}
+
+/// `command` without the variables of its flags that are set but empty (blank), as templated
+/// deployments leave them: unset, as the settings the library reads (clap took an empty
+/// `OUTBOX_LOG_FORMAT` or `OUTBOX_METRICS_ADDR` for a value and refused it: black-box run).
+fn unset_empty_env(command: clap::Command) -> clap::Command {
+    without_env(command, &|a| {
+        a.get_env()
+            .and_then(std::env::var_os)
+            .is_some_and(|v| v.to_string_lossy().trim().is_empty())
+    })
+}
+
+/// `command` (and its subcommands) with no variable read for the arguments `unset` picks.
+fn without_env(mut command: clap::Command, unset: &dyn Fn(&clap::Arg) -> bool) -> clap::Command {
     let ids: Vec<clap::Id> = command
         .get_arguments()
-        .filter(|a| a.get_env().is_some())
-        .filter(|a| a.get_long().is_some_and(|l| given.iter().any(|g| g == l)))
+        .filter(|a| a.get_env().is_some() && unset(a))
         .map(|a| a.get_id().clone())
         .collect();
     for id in ids {
@@ -136,33 +153,7 @@ fn unset_env_of_given_flags(mut command: clap::Command, given: &[String]) -> cla
         .map(|c| c.get_name().to_owned())
         .collect();
     for name in subcommands {
-        command = command.mut_subcommand(name, |c| unset_env_of_given_flags(c, given));
-    }
-    command
-}
-
-/// `command` without the variables of its flags that are set but empty (blank), as templated
-/// deployments leave them: unset, as the settings the library reads (clap took an empty
-/// `OUTBOX_LOG_FORMAT` or `OUTBOX_METRICS_ADDR` for a value and refused it: black-box run).
-fn unset_empty_env(mut command: clap::Command) -> clap::Command {
-    let blank: Vec<clap::Id> = command
-        .get_arguments()
-        .filter(|a| {
-            a.get_env()
-                .and_then(std::env::var_os)
-                .is_some_and(|v| v.to_string_lossy().trim().is_empty())
-        })
-        .map(|a| a.get_id().clone())
-        .collect();
-    for id in blank {
-        command = command.mut_arg(id, |a| a.env(None::<&'static str>));
-    }
-    let subcommands: Vec<String> = command
-        .get_subcommands()
-        .map(|c| c.get_name().to_owned())
-        .collect();
-    for name in subcommands {
-        command = command.mut_subcommand(name, unset_empty_env);
+        command = command.mut_subcommand(name, |c| without_env(c, unset));
     }
     command
 }

@@ -166,20 +166,8 @@ async fn a_stalled_listen_connection_is_found_and_replaced() {
     let logs = outbox_tests::LogCapture::default();
     let _g = logs.install();
     let db = outbox_tests::TestDb::new().await;
-    let upstream = db
-        .url()
-        .split('@')
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or("127.0.0.1:5432")
-        .to_owned();
-    let proxy = outbox_tests::BlackHoleProxy::start(upstream.parse().unwrap()).await;
-    let mut listen = tokio_postgres::Config::new();
-    listen
-        .host("127.0.0.1")
-        .port(proxy.addr().port())
-        .user(db.config().get_user().unwrap_or("postgres"))
-        .dbname(db.name());
+    let proxy = outbox_tests::BlackHoleProxy::start(db.server_addr()).await;
+    let listen = db.config_via(proxy.addr());
     let publisher = std::sync::Arc::new(outbox_tests::RecordingPublisher::new());
     let relay = outbox_core::Relay::builder(db.pool().clone(), publisher)
         .listen(listen)

@@ -200,14 +200,8 @@ impl TestDb {
     /// A pool of at most `max_size` connections to this database through `addr` instead of the
     /// server's own address (a proxy in front of it, e.g. [`DelayProxy`](crate::DelayProxy)).
     pub fn pool_via(&self, addr: std::net::SocketAddr, max_size: usize) -> Pool {
-        let mut config = tokio_postgres::Config::new();
-        config
-            .host(addr.ip().to_string())
-            .port(addr.port())
-            .user(self.config.get_user().unwrap_or("postgres"))
-            .dbname(&self.name);
         let manager = Manager::from_config(
-            config,
+            self.config_via(addr),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -217,6 +211,19 @@ impl TestDb {
             .max_size(max_size)
             .build()
             .expect("pool builds")
+    }
+
+    /// Connection settings for this database through `addr` instead of the server's own
+    /// address (a proxy in front of it). (`Config::host` adds a host: a copy of
+    /// [`config`](Self::config) given the proxy's would still connect to the server first.)
+    pub fn config_via(&self, addr: std::net::SocketAddr) -> tokio_postgres::Config {
+        let mut config = tokio_postgres::Config::new();
+        config
+            .host(addr.ip().to_string())
+            .port(addr.port())
+            .user(self.config.get_user().unwrap_or("postgres"))
+            .dbname(&self.name);
+        config
     }
 
     /// A new connection to this database that is not from the pool.
