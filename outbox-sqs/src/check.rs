@@ -77,9 +77,15 @@ impl SqsPublisher {
         };
         let any_answered = results.iter().any(Result::is_ok);
         let mut silent = Vec::new();
+        // With nothing answering, the unreachable are named together with the silent (a refused
+        // connection named the first destination only: black-box run).
+        let mut unreachable = Vec::new();
         for (queue, result) in self.inner.queues.iter().zip(results) {
             match result {
                 Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::Unavailable && !any_answered => {
+                    unreachable.push(e)
+                }
                 // A destination that does not answer, while another does: start with it down,
                 // its events waiting uncounted, so that the others' are relayed (black-box runs:
                 // one black-holed queue failed every relay's restart, and all delivery with it;
@@ -92,11 +98,10 @@ impl SqsPublisher {
                 Err(e) => return Err(e),
             }
         }
-        if !any_answered && !silent.is_empty() {
+        if !any_answered && !(silent.is_empty() && unreachable.is_empty()) {
             // Nothing answering fails: a wrong endpoint, or no network.
-            return Err(nothing_answered(
-                silent.into_iter().map(|(_, _, e)| e).collect(),
-            ));
+            unreachable.extend(silent.into_iter().map(|(_, _, e)| e));
+            return Err(nothing_answered(unreachable));
         }
         for (queue, service_answered, e) in silent {
             let error = outbox_core::error_chain(&e);
@@ -290,7 +295,9 @@ fn nothing_answered(mut silent: Vec<crate::Error>) -> crate::Error {
     }
     let each: Vec<&str> = silent.iter().map(crate::Error::message).collect();
     crate::Error::new(
-        ErrorKind::Timeout,
+        silent
+            .first()
+            .map_or(ErrorKind::Timeout, crate::Error::kind),
         format!(
             "none of the {} queues and topics answered the start-up check: {}",
             each.len(),

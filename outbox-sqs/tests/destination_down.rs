@@ -239,6 +239,24 @@ async fn nothing_answering_fails_the_start_up_check() {
     );
 }
 
+/// Every destination refusing connections: the error names each (it named the first only:
+/// black-box run).
+#[tokio::test]
+async fn nothing_reachable_names_every_destination() {
+    let fx = SqsFixture::start().await;
+    let a = fx.create_queue("a");
+    let b = fx.create_queue("b");
+    let publisher = a_and_b(&fx, &a, &b).await;
+    fx.refuse_connections().await;
+    let err = publisher.check().await.expect_err("nothing is reachable");
+    assert_eq!(err.kind(), outbox_sqs::ErrorKind::Unavailable, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("`{a}`")) && text.contains(&format!("`{b}`")),
+        "{text}"
+    );
+}
+
 /// A refusal (here a queue that does not exist) is the start-up check's error even when the
 /// destinations before it are silent: it is a setting to fix, and may explain the silence.
 #[tokio::test]

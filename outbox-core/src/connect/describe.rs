@@ -40,22 +40,10 @@ fn reason(e: &tokio_postgres::Error, mode: SslMode, source: PasswordSource) -> (
         return (ErrorKind::Config, tls_reason(&tls));
     }
     if let Some(db) = e.as_db_error() {
-        let code = db.code();
-        let mut text = db.message().to_string();
-        // Authentication failures stay retryable: a password or token may be mid-rotation. (The
-        // CLI's start-up check exits on them at once.)
-        if *code == SqlState::INVALID_PASSWORD {
-            return (ErrorKind::Database, refused(&text, source));
-        }
-        if *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION {
-            if text.contains("no encryption") && mode < SslMode::Require {
-                text.push_str(
-                    " (the server requires TLS: use sslmode=require, or verify-full with sslrootcert)",
-                );
-            }
-            return (ErrorKind::Database, format!("access refused: {text}"));
-        }
-        return (ErrorKind::Database, format!("the server said: {text}"));
+        return (
+            ErrorKind::Database,
+            server_reason(db.code(), db.message(), mode, source),
+        );
     }
     // tokio-postgres' own text and its causes, e.g. "error connecting to server: Connection refused".
     let text = crate::error_chain(e);
@@ -77,6 +65,31 @@ fn reason(e: &tokio_postgres::Error, mode: SslMode, source: PasswordSource) -> (
         );
     }
     (ErrorKind::Database, text)
+}
+
+/// What the server's error `code` and `message` say, for a failed connection. Authentication
+/// failures stay retryable: a password or token may be mid-rotation. (The CLI's start-up check
+/// exits on them at once.)
+fn server_reason(code: &SqlState, message: &str, mode: SslMode, source: PasswordSource) -> String {
+    let mut text = message.to_string();
+    if *code == SqlState::INVALID_PASSWORD {
+        return refused(&text, source);
+    }
+    if *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION {
+        // RDS checks IAM tokens through PAM, whose failure is this code, not INVALID_PASSWORD's
+        // (black-box run against a server answering as PostgreSQL's PAM does).
+        #[cfg(feature = "rds-iam")]
+        if source == PasswordSource::RdsIam && text.contains("authentication failed") {
+            return refused(&text, source);
+        }
+        if text.contains("no encryption") && mode < SslMode::Require {
+            text.push_str(
+                " (the server requires TLS: use sslmode=require, or verify-full with sslrootcert)",
+            );
+        }
+        return format!("access refused: {text}");
+    }
+    format!("the server said: {text}")
 }
 
 /// The server's refusal of the password, said as what the password was (black-box run: a refused
@@ -134,5 +147,41 @@ fn tls_reason(e: &rustls::Error) -> String {
             _ => format!("TLS: the server's certificate was refused ({e})"),
         },
         other => format!("TLS handshake failed: {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_is_said_as_what_the_password_was() {
+        let wrong = server_reason(
+            &SqlState::INVALID_PASSWORD,
+            "password authentication failed for user \"relay\"",
+            SslMode::Require,
+            PasswordSource::Url,
+        );
+        assert!(wrong.starts_with("wrong password"), "{wrong}");
+        let pam = "PAM authentication failed for user \"relay\"";
+        let url = server_reason(
+            &SqlState::INVALID_AUTHORIZATION_SPECIFICATION,
+            pam,
+            SslMode::Require,
+            PasswordSource::Url,
+        );
+        assert!(url.starts_with("access refused"), "{url}");
+        // RDS refuses an IAM token through PAM: 28000, not 28P01 (it read "access refused").
+        #[cfg(feature = "rds-iam")]
+        for code in [
+            SqlState::INVALID_AUTHORIZATION_SPECIFICATION,
+            SqlState::INVALID_PASSWORD,
+        ] {
+            let iam = server_reason(&code, pam, SslMode::Require, PasswordSource::RdsIam);
+            assert!(
+                iam.starts_with("the RDS IAM auth token was refused") && iam.contains("rds_iam"),
+                "{iam}"
+            );
+        }
     }
 }
