@@ -98,7 +98,8 @@ impl SqsPublisher {
                 Err(e) => return Err(e),
             }
         }
-        if !any_answered && !(silent.is_empty() && unreachable.is_empty()) {
+        let none_reached = !silent.is_empty() || !unreachable.is_empty();
+        if !any_answered && none_reached {
             // Nothing answering fails: a wrong endpoint, or no network.
             unreachable.extend(silent.into_iter().map(|(_, _, e)| e));
             return Err(nothing_answered(unreachable));

@@ -40,9 +40,9 @@ pub(crate) fn unsendable(credentials: &Credentials) -> Option<&'static str> {
 pub(crate) fn unsendable_region(region: &str) -> Option<String> {
     (!sendable(region)).then(|| {
         format!(
-            "the AWS region {:?} holds a character a request header cannot carry: fix AWS_REGION \
+            "the AWS region `{}` holds a character a request header cannot carry: fix AWS_REGION \
              or the profile",
-            region.escape_debug().to_string()
+            region.escape_debug()
         )
     })
 }
@@ -114,6 +114,12 @@ mod tests {
         let token = Credentials::new("AKID", "secret", Some("TO\r\nKEN".into()), None, "t");
         assert!(unsendable(&token).is_some_and(|p| p.contains("AWS_SESSION_TOKEN")));
         assert!(unsendable_region("eu-west-1").is_none());
-        assert!(unsendable_region("eu-west-1\n").is_some());
+        assert_eq!(
+            unsendable_region("eu-west-1\r").as_deref(),
+            Some(
+                "the AWS region `eu-west-1\\r` holds a character a request header cannot carry: \
+                 fix AWS_REGION or the profile"
+            )
+        );
     }
 }

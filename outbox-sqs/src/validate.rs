@@ -2,10 +2,10 @@
 
 use crate::config::{
     ENV_BREAKER_PROBE_INTERVAL_MS, ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS, ENV_CALL_TIMEOUT_MS,
-    ENV_CALL_WAIT_MS, ENV_MAX_IN_FLIGHT, ENV_MAX_UPLOADS, ENV_OFFLOAD_WAIT_MS,
-    MAX_BREAKER_PROBE_INTERVAL, MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, MAX_CALL_TIMEOUT,
-    MAX_IN_FLIGHT, MIN_BREAKER_PROBE_INTERVAL, MIN_BROKEN_QUEUE_DEAD_LETTER_AFTER,
-    MIN_CALL_TIMEOUT, SqsConfig,
+    ENV_CALL_WAIT_MS, ENV_DEFAULT_QUEUE_URL, ENV_MAX_IN_FLIGHT, ENV_MAX_UPLOADS,
+    ENV_OFFLOAD_WAIT_MS, ENV_ROUTES, MAX_BREAKER_PROBE_INTERVAL,
+    MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER, MAX_CALL_TIMEOUT, MAX_IN_FLIGHT,
+    MIN_BREAKER_PROBE_INTERVAL, MIN_BROKEN_QUEUE_DEAD_LETTER_AFTER, MIN_CALL_TIMEOUT, SqsConfig,
 };
 use crate::destination::parse_target;
 use crate::error::{Result, config_error};
@@ -97,13 +97,18 @@ pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
     let targets = config
         .routes
         .iter()
-        .map(|r| (format!("route `{}`", r.pattern), r.queue.as_str()))
-        .chain(
-            config
-                .default_queue
-                .iter()
-                .map(|q| ("the default queue".to_owned(), q.as_str())),
-        );
+        .map(|r| {
+            (
+                format!("route `{}` ({ENV_ROUTES} or --route)", r.pattern),
+                r.queue.as_str(),
+            )
+        })
+        .chain(config.default_queue.iter().map(|q| {
+            (
+                format!("the default queue ({ENV_DEFAULT_QUEUE_URL} or --default-queue)"),
+                q.as_str(),
+            )
+        }));
     for (what, target) in targets {
         parse_target(target).map_err(|e| config_error(format!("{what}: {e}")))?;
     }
@@ -122,6 +127,30 @@ pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bad target names the setting it came from (it named the route alone: black-box run).
+    #[test]
+    fn a_bad_target_names_its_setting() {
+        let mut c = SqsConfig::default();
+        c.routes.push(crate::Route::new(
+            "a",
+            "http://h:4566/000000000000/q1;b=http://h:4566/000000000000/q2",
+        ));
+        let e = validate(&c).unwrap_err().to_string();
+        assert!(
+            e.contains("route `a` (OUTBOX_SQS_ROUTES or --route)"),
+            "{e}"
+        );
+        let c = SqsConfig {
+            default_queue: Some("http://".into()),
+            ..SqsConfig::default()
+        };
+        let e = validate(&c).unwrap_err().to_string();
+        assert!(
+            e.contains("(OUTBOX_SQS_DEFAULT_QUEUE_URL or --default-queue)"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn slot_counts_and_the_call_time_out_are_bounded() {
