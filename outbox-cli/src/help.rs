@@ -72,7 +72,7 @@ fn relay_settings() -> Vec<(&'static str, &'static str, &'static str)> {
         (
             "--broken-queue-dead-letter-after",
             sqs::ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS,
-            "dead-letter the events of a queue or topic broken this long (default 1h; 1s to 30d)",
+            "dead-letter the events of a queue or topic broken this long (default 1h; 100ms to 30d)",
         ),
         (
             "--no-listen",

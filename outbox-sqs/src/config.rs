@@ -75,9 +75,9 @@ pub const MAX_BREAKER_PROBE_INTERVAL: Duration = Duration::from_secs(3600);
 /// Lower bound of [`SqsConfig::breaker_probe_interval`]: 100 ms (1 ms was accepted, and a broken
 /// queue was asked about 1 000 times a second, black-box run).
 pub const MIN_BREAKER_PROBE_INTERVAL: Duration = Duration::from_millis(100);
-/// Lower bound of [`SqsConfig::broken_queue_dead_letter_after`]: one second (as its error said;
+/// Lower bound of [`SqsConfig::broken_queue_dead_letter_after`]: 100 ms (its error said 1 s, and
 /// 1 ms was accepted: black-box run).
-pub const MIN_BROKEN_QUEUE_DEAD_LETTER_AFTER: Duration = Duration::from_secs(1);
+pub const MIN_BROKEN_QUEUE_DEAD_LETTER_AFTER: Duration = Duration::from_millis(100);
 
 /// Sends the events whose type matches `pattern` to `queue` — an SQS queue or an SNS topic.
 ///

@@ -50,8 +50,8 @@ pub(crate) fn validate(config: &SqsConfig) -> Result<()> {
     {
         return Err(config_error(format!(
             "broken_queue_dead_letter_after ({ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS}, \
-             --broken-queue-dead-letter-after) must be between {} s and {} s",
-            MIN_BROKEN_QUEUE_DEAD_LETTER_AFTER.as_secs(),
+             --broken-queue-dead-letter-after) must be between {} ms and {} s",
+            MIN_BROKEN_QUEUE_DEAD_LETTER_AFTER.as_millis(),
             MAX_BROKEN_QUEUE_DEAD_LETTER_AFTER.as_secs()
         )));
     }
@@ -202,7 +202,7 @@ mod tests {
         let e = with(|c| c.broken_queue_dead_letter_after = std::time::Duration::from_millis(1))
             .unwrap_err();
         assert!(
-            e.contains("--broken-queue-dead-letter-after) must be between 1 s"),
+            e.contains("--broken-queue-dead-letter-after) must be between 100 ms"),
             "{e}"
         );
         assert_eq!(
