@@ -18,3 +18,18 @@ SELECT count(*) AS n FROM (SELECT pg_advisory_lock(1869968504, 1)) l;
 
 --! stop_advertising_waiting
 SELECT pg_advisory_unlock(1869968504, 1) AS released;
+
+-- The server session of a relay connection (the LISTEN one, the one advertising waiting), so that
+-- once the connection stalls without closing, the next one can end the session it leaves behind: a
+-- stalled LISTEN session stops reading notifications and holds back the server's notification
+-- queue; a stalled advertising one keeps the waiting lock, and every writer notifies.
+--! this_session
+SELECT pid, (extract(epoch FROM backend_start) * 1000000)::bigint AS started_us
+FROM pg_stat_activity WHERE pid = pg_backend_pid();
+
+-- Ends that session if it is still there (same process id and start time: not a later session
+-- that reuses the id, nor another server's after a fail-over). A relay may end its own role's
+-- sessions.
+--! end_stalled_session
+SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+WHERE pid = :pid AND (extract(epoch FROM backend_start) * 1000000)::bigint = :started_us;

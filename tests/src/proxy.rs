@@ -3,8 +3,8 @@
 //! It can also hold what the client sends for a while, as a slow link or a busy server would.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -17,7 +17,36 @@ pub struct BlackHoleProxy {
     black_hole: Arc<AtomicBool>,
     /// Milliseconds each chunk the client sends is held before it is passed on.
     delay_ms: Arc<AtomicU64>,
+    /// Bytes whose first sender is caught (see [`BlackHoleProxy::catch_first_sending`]).
+    catch: Arc<Mutex<Option<Vec<u8>>>>,
     task: JoinHandle<()>,
+}
+
+/// What a pump watches: the proxy's black hole, and its own connection's.
+#[derive(Clone)]
+struct Holes {
+    proxy: Arc<AtomicBool>,
+    connection: Arc<AtomicBool>,
+    catch: Arc<Mutex<Option<Vec<u8>>>>,
+}
+
+impl Holes {
+    fn open(&self) -> bool {
+        self.proxy.load(Ordering::SeqCst) || self.connection.load(Ordering::SeqCst)
+    }
+
+    /// Whether `chunk` is the first to carry the bytes to catch (then this connection is caught).
+    fn catches(&self, chunk: &[u8]) -> bool {
+        let mut slot = self.catch.lock().unwrap_or_else(|p| p.into_inner());
+        let hit = slot
+            .as_deref()
+            .is_some_and(|p| !p.is_empty() && chunk.windows(p.len()).any(|w| w == p));
+        if hit {
+            *slot = None;
+            self.connection.store(true, Ordering::SeqCst);
+        }
+        hit
+    }
 }
 
 impl BlackHoleProxy {
@@ -31,10 +60,13 @@ impl BlackHoleProxy {
         let flag = Arc::clone(&black_hole);
         let delay_ms = Arc::new(AtomicU64::new(0));
         let delay = Arc::clone(&delay_ms);
+        let catch = Arc::new(Mutex::new(None));
+        let catching = Arc::clone(&catch);
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let flag = Arc::clone(&flag);
                 let delay = Arc::clone(&delay);
+                let catching = Arc::clone(&catching);
                 tokio::spawn(async move {
                     if flag.load(Ordering::SeqCst) {
                         // Accept and never answer: a new connection into the partition hangs.
@@ -46,8 +78,13 @@ impl BlackHoleProxy {
                     };
                     let (cr, cw) = client.into_split();
                     let (sr, sw) = server.into_split();
-                    let up = tokio::spawn(pump(cr, sw, Arc::clone(&flag), Some(delay)));
-                    let down = tokio::spawn(pump(sr, cw, flag, None));
+                    let holes = Holes {
+                        proxy: flag,
+                        connection: Arc::new(AtomicBool::new(false)),
+                        catch: catching,
+                    };
+                    let up = tokio::spawn(pump(cr, sw, holes.clone(), Some(delay)));
+                    let down = tokio::spawn(pump(sr, cw, holes, None));
                     let _ = tokio::join!(up, down);
                 });
             }
@@ -56,6 +93,7 @@ impl BlackHoleProxy {
             addr,
             black_hole,
             delay_ms,
+            catch,
             task,
         }
     }
@@ -75,6 +113,13 @@ impl BlackHoleProxy {
     /// hole stay silent, as a peer's dead connections do until its own timeouts drop them.
     pub fn heal(&self) {
         self.black_hole.store(false, Ordering::SeqCst);
+    }
+
+    /// The first connection whose client sends `bytes` (within one chunk, e.g. a statement's
+    /// text) is black-holed from that chunk on (the chunk is not passed on); other connections,
+    /// and later senders of the same bytes, pass. A stall at one precise step of a protocol.
+    pub fn catch_first_sending(&self, bytes: &[u8]) {
+        *self.catch.lock().unwrap_or_else(|p| p.into_inner()) = Some(bytes.to_vec());
     }
 
     /// From now on each chunk a client sends reaches the server `delay` later (zero: at once), on
@@ -97,12 +142,12 @@ impl Drop for BlackHoleProxy {
 async fn pump(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
-    black_hole: Arc<AtomicBool>,
+    holes: Holes,
     delay_ms: Option<Arc<AtomicU64>>,
 ) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        if black_hole.load(Ordering::SeqCst) {
+        if holes.open() {
             break;
         }
         let n = tokio::select! {
@@ -111,7 +156,8 @@ async fn pump(
             _ = tokio::time::sleep(Duration::from_millis(20)) => continue,
         };
         let Ok(n) = n else { return };
-        if n == 0 || black_hole.load(Ordering::SeqCst) {
+        // Only what the client sends is searched for the bytes to catch.
+        if n == 0 || holes.open() || (delay_ms.is_some() && holes.catches(&buf[..n])) {
             if n == 0 {
                 return;
             }

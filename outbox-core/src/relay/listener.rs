@@ -2,15 +2,16 @@
 
 use futures::StreamExt;
 use outbox_queries::queries::listen as sql;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::Instant;
 
 use tokio::sync::Notify;
 use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
 use super::outage::{RECONNECT_CAP, Reconnects};
+use super::session::{ANSWER_WITHIN, Session, note_stall, within};
 use crate::connect::{ConnectConfig, PgConnector};
 use crate::error::Error;
 
@@ -51,9 +52,6 @@ pub(crate) struct Wakeups {
     pub(crate) database_back: Arc<Notify>,
 }
 
-/// How long the connection is given to answer its check (see [`check_after`]).
-const CHECK_ANSWER_WITHIN: Duration = Duration::from_secs(5);
-
 /// After how long without a notification the LISTEN connection is asked whether it still
 /// answers: the poll interval (within 1–30 s), so that a dead one costs about one more poll
 /// interval of latency, and checking it costs less than the polls. A connection that stalls
@@ -75,8 +73,17 @@ pub(crate) async fn run(
     token: CancellationToken,
 ) {
     let mut backoff = Reconnects::up_to(RECONNECT_CAP);
+    let mut stalled = None;
     loop {
-        let e = match listen(&connector, &wakeups, check_after, &token, &mut backoff).await {
+        let listening = listen(
+            &connector,
+            &wakeups,
+            check_after,
+            &token,
+            &mut backoff,
+            &mut stalled,
+        );
+        let e = match listening.await {
             Ok(()) => return,
             Err(e) => e,
         };
@@ -107,13 +114,19 @@ pub(crate) async fn run(
     }
 }
 
-/// One connection's life: connect, LISTEN, forward notifications. `Ok` only when cancelled.
+/// What the LISTEN connection is called in errors and logs.
+const WHAT: &str = "LISTEN connection";
+
+/// One connection's life: connect, LISTEN, forward notifications. `Ok` only when cancelled. A
+/// connection that stalls (a statement unanswered within [`ANSWER_WITHIN`]) is left in `stalled`,
+/// for the next one to end its server session.
 async fn listen(
     connector: &PgConnector,
     wakeups: &Wakeups,
     check_after: Duration,
     token: &CancellationToken,
     backoff: &mut Reconnects,
+    stalled: &mut Option<Session>,
 ) -> Result<(), Error> {
     let claim = &*wakeups.claim;
     let (client, mut connection) = tokio::select! {
@@ -122,15 +135,26 @@ async fn listen(
     };
     // A plain `tokio::spawn(connection)` would drop notifications: drive it here and read them.
     let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
-    let statement = sql::listen_outbox_events();
-    let listening = statement.bind(&client);
-    tokio::pin!(listening);
-    loop {
-        tokio::select! {
-            _ = token.cancelled() => return Ok(()),
-            done = &mut listening => { done?; break; }
-            message = messages.next() => on_message(message, claim)?,
+    let Some(session) = ask(Session::of(&client, WHAT), &mut messages, claim, token).await? else {
+        return Ok(());
+    };
+    if let Some(old) = stalled.take() {
+        // Its session still listens, unread: end it before it holds back the notification queue.
+        let ending = async {
+            old.end_from(&client, WHAT).await;
+            Ok(())
+        };
+        if ask(ending, &mut messages, claim, token).await?.is_none() {
+            return Ok(());
         }
+    }
+    // Every statement from here on is given `ANSWER_WITHIN`; a stalled connection's session is
+    // ended by the next one.
+    let statement = sql::listen_outbox_events();
+    let listening = within(ANSWER_WITHIN, WHAT, statement.bind(&client));
+    let answer = ask(listening, &mut messages, claim, token).await;
+    if note_stall(answer, session, stalled)?.is_none() {
+        return Ok(());
     }
     let after_a_loss = backoff.failures() > 0;
     if backoff.connected() {
@@ -143,34 +167,41 @@ async fn listen(
     }
     wake(claim);
     let alive = sql::listener_alive();
-    let mut check_at = Instant::now() + check_after;
+    loop {
+        // A quiet spell of `check_after`: asked whether it still answers (its messages read
+        // meanwhile, as they drive the connection).
+        let quiet = tokio::select! {
+            _ = token.cancelled() => return Ok(()),
+            message = messages.next() => { on_message(message, claim)?; false }
+            _ = tokio::time::sleep(check_after) => true,
+        };
+        if quiet {
+            let check = within(ANSWER_WITHIN, WHAT, alive.bind(&client).one());
+            let answer = ask(check, &mut messages, claim, token).await;
+            if note_stall(answer, session, stalled)?.is_none() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Drives the connection (its `messages`: notifications wake a worker) until `statement` has
+/// answered; `None` when cancelled first.
+async fn ask<T, M>(
+    statement: impl Future<Output = Result<T, Error>>,
+    messages: &mut M,
+    claim: &Notify,
+    token: &CancellationToken,
+) -> Result<Option<T>, Error>
+where
+    M: futures::Stream<Item = Result<AsyncMessage, tokio_postgres::Error>> + Unpin,
+{
+    tokio::pin!(statement);
     loop {
         tokio::select! {
-            _ = token.cancelled() => return Ok(()),
-            message = messages.next() => {
-                on_message(message, claim)?;
-                check_at = Instant::now() + check_after;
-            }
-            _ = tokio::time::sleep_until(check_at) => {
-                // Asked while its messages are still read (they drive the connection).
-                let answer = tokio::time::timeout(CHECK_ANSWER_WITHIN, alive.bind(&client).one());
-                tokio::pin!(answer);
-                loop {
-                    tokio::select! {
-                        _ = token.cancelled() => return Ok(()),
-                        message = messages.next() => on_message(message, claim)?,
-                        answered = &mut answer => match answered {
-                            Ok(r) => { r?; break; }
-                            Err(_) => return Err(Error::new(
-                                crate::error::ErrorKind::Timeout,
-                                format!("the LISTEN connection did not answer a check within {} s",
-                                    CHECK_ANSWER_WITHIN.as_secs()),
-                            )),
-                        },
-                    }
-                }
-                check_at = Instant::now() + check_after;
-            }
+            _ = token.cancelled() => return Ok(None),
+            message = messages.next() => on_message(message, claim)?,
+            answer = &mut statement => return answer.map(Some),
         }
     }
 }

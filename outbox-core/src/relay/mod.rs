@@ -17,6 +17,7 @@ mod listener;
 mod outage;
 mod outcome;
 mod retry_warnings;
+mod session;
 mod settle;
 mod transaction;
 mod waiting;

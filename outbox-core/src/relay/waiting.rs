@@ -38,9 +38,11 @@ use tokio::time::Instant;
 
 use outbox_queries::queries::listen as sql;
 use tokio::sync::{Notify, watch};
+use tokio_postgres::error::SqlState;
 use tokio_util::sync::CancellationToken;
 
 use super::outage::{RECONNECT_CAP, Reconnects};
+use super::session::{ANSWER_WITHIN, Session, note_stall, within};
 use crate::connect::PgConnector;
 use crate::error::Error;
 
@@ -163,17 +165,15 @@ pub(crate) async fn run(
 ) {
     let mut backoff = Reconnects::up_to(RECONNECT_CAP);
     let mut idle = idle.subscribe();
+    let mut stalled = None;
     loop {
-        match advertise(
-            &connector,
-            &mut idle,
+        let life = Life {
+            connector: &connector,
             workers,
-            &reclaim,
-            &token,
-            &mut backoff,
-        )
-        .await
-        {
+            reclaim: &reclaim,
+            token: &token,
+        };
+        match life.advertise(&mut idle, &mut backoff, &mut stalled).await {
             Ok(()) => return,
             Err(e) => {
                 let (delay, warn) = backoff.failed();
@@ -206,87 +206,145 @@ pub(crate) async fn run(
     }
 }
 
-/// One connection's life. `Ok` only when cancelled; the lock goes with the connection.
-async fn advertise(
-    connector: &PgConnector,
-    idle: &mut watch::Receiver<usize>,
+/// What the connection advertising waiting is called in errors and logs.
+const WHAT: &str = "connection advertising waiting";
+
+/// How long the server waits for the waiting lock before it answers that it could not take it
+/// (`lock_timeout`); the relay then asks again at once. A long writer transaction holding the lock
+/// shared still only delays the advertising (between two requests a writer may take the lock
+/// shared and not notify; the next request waits for that writer, and the claim after the barrier
+/// sees its events), while a request with no answer [`ANSWER_WITHIN`] past this means the
+/// connection has stalled.
+const TAKE_WAITS_AT_MOST: Duration = Duration::from_secs(2);
+
+/// One connection's context.
+struct Life<'a> {
+    connector: &'a PgConnector,
     workers: usize,
-    reclaim: &Notify,
-    token: &CancellationToken,
-    backoff: &mut Reconnects,
-) -> Result<(), Error> {
-    let (client, connection) = tokio::select! {
-        _ = token.cancelled() => return Ok(()),
-        c = connector.connect() => c?,
-    };
-    let mut connection = tokio::spawn(connection);
-    let lost = |r: Result<Result<(), tokio_postgres::Error>, tokio::task::JoinError>| -> Error {
-        match r {
-            Ok(Err(e)) => e.into(),
-            _ => Error::new(
-                crate::error::ErrorKind::Database,
-                "the connection advertising waiting closed",
-            ),
-        }
-    };
-    // The exclusive request may wait for long writer transactions: no time limit on it.
-    tokio::select! {
-        _ = token.cancelled() => return Ok(()),
-        r = &mut connection => return Err(lost(r)),
-        r = client.batch_execute("SET statement_timeout = 0; SET lock_timeout = 0") => r?,
-    }
-    if backoff.connected() {
-        tracing::info!("the connection advertising waiting is back");
-    }
-    let (take, release) = (sql::advertise_waiting(), sql::stop_advertising_waiting());
-    loop {
-        // Idle: every worker's last claim found nothing.
-        tokio::select! {
+    reclaim: &'a Notify,
+    token: &'a CancellationToken,
+}
+
+impl Life<'_> {
+    /// One connection's life. `Ok` only when cancelled; the lock goes with the connection. A
+    /// connection that stalls (see [`TAKE_WAITS_AT_MOST`], [`ANSWER_WITHIN`]) is left in
+    /// `stalled`, for the next one to end its server session, and the lock with it.
+    async fn advertise(
+        &self,
+        idle: &mut watch::Receiver<usize>,
+        backoff: &mut Reconnects,
+        stalled: &mut Option<Session>,
+    ) -> Result<(), Error> {
+        let (workers, token) = (self.workers, self.token);
+        let (client, connection) = tokio::select! {
+            _ = token.cancelled() => return Ok(()),
+            c = self.connector.connect() => c?,
+        };
+        let mut connection = tokio::spawn(connection);
+        let lost = |r: Result<Result<(), tokio_postgres::Error>, tokio::task::JoinError>| -> Error {
+            match r {
+                Ok(Err(e)) => e.into(),
+                _ => Error::new(
+                    crate::error::ErrorKind::Database,
+                    "the connection advertising waiting closed",
+                ),
+            }
+        };
+        let settings = format!(
+            "SET statement_timeout = 0; SET lock_timeout = {}",
+            TAKE_WAITS_AT_MOST.as_millis()
+        );
+        let session = tokio::select! {
             _ = token.cancelled() => return Ok(()),
             r = &mut connection => return Err(lost(r)),
-            r = idle.wait_for(|n| *n >= workers) => { r.map_err(|_| closed())?; }
+            r = within(ANSWER_WITHIN, WHAT, client.batch_execute(&settings)) => {
+                r?;
+                Session::of(&client, WHAT).await?
+            }
+        };
+        if let Some(old) = stalled.take() {
+            // It may hold the waiting lock still: every writer would notify.
+            tokio::select! {
+                _ = token.cancelled() => return Ok(()),
+                r = &mut connection => return Err(lost(r)),
+                () = old.end_from(&client, WHAT) => {}
+            }
         }
-        tokio::select! {
-            _ = token.cancelled() => return Ok(()),
-            r = &mut connection => return Err(lost(r)),
-            r = take.bind(&client).one() => { r?; }
+        if backoff.connected() {
+            tracing::info!("the connection advertising waiting is back");
         }
-        // Every writer that found the lock free has ended: claim once more.
-        reclaim.notify_one();
-        tracing::trace!("advertising: writers notify");
-        // Advertise through short busy spells (see `HOLD_THROUGH_BUSY`); stop once busy that long,
-        // or busy most of the time (`BusyShare`).
-        let mut share = BusyShare::new(Instant::now());
-        // Set when the last window was mostly busy: stop at the start of the next busy spell (at
-        // its end the relay is idle again and would only take the lock back at once).
-        let mut mostly_busy = false;
+        let (take, release) = (sql::advertise_waiting(), sql::stop_advertising_waiting());
         loop {
+            // Idle: every worker's last claim found nothing.
             tokio::select! {
                 _ = token.cancelled() => return Ok(()),
                 r = &mut connection => return Err(lost(r)),
-                r = idle.wait_for(|n| *n < workers) => { r.map_err(|_| closed())?; }
+                r = idle.wait_for(|n| *n >= workers) => { r.map_err(|_| closed())?; }
             }
-            if mostly_busy {
-                break;
-            }
-            let spell = Instant::now();
+            let taking = async {
+                loop {
+                    let limit = TAKE_WAITS_AT_MOST + ANSWER_WITHIN;
+                    match tokio::time::timeout(limit, take.bind(&client).one()).await {
+                        Ok(Ok(_)) => return Ok(()),
+                        Ok(Err(e)) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => {
+                            tracing::trace!(
+                                "the waiting lock is held by a long writer transaction; asking again"
+                            );
+                        }
+                        Ok(Err(e)) => return Err(Error::from(e)),
+                        Err(_) => return Err(stalled_after(limit)),
+                    }
+                }
+            };
             tokio::select! {
                 _ = token.cancelled() => return Ok(()),
                 r = &mut connection => return Err(lost(r)),
-                r = tokio::time::timeout(HOLD_THROUGH_BUSY, idle.wait_for(|n| *n >= workers)) => match r {
-                    Ok(r) => { r.map_err(|_| closed())?; }
-                    Err(_) => break,
-                },
+                r = taking => note_stall(r, session, stalled)?,
             }
-            mostly_busy = share.mostly_busy(spell, Instant::now());
+            // Every writer that found the lock free has ended: claim once more.
+            self.reclaim.notify_one();
+            tracing::trace!("advertising: writers notify");
+            // Advertise through short busy spells (see `HOLD_THROUGH_BUSY`); stop once busy that
+            // long, or busy most of the time (`BusyShare`).
+            let mut share = BusyShare::new(Instant::now());
+            // Set when the last window was mostly busy: stop at the start of the next busy spell
+            // (at its end the relay is idle again and would only take the lock back at once).
+            let mut mostly_busy = false;
+            loop {
+                tokio::select! {
+                    _ = token.cancelled() => return Ok(()),
+                    r = &mut connection => return Err(lost(r)),
+                    r = idle.wait_for(|n| *n < workers) => { r.map_err(|_| closed())?; }
+                }
+                if mostly_busy {
+                    break;
+                }
+                let spell = Instant::now();
+                tokio::select! {
+                    _ = token.cancelled() => return Ok(()),
+                    r = &mut connection => return Err(lost(r)),
+                    r = tokio::time::timeout(HOLD_THROUGH_BUSY, idle.wait_for(|n| *n >= workers)) => match r {
+                        Ok(r) => { r.map_err(|_| closed())?; }
+                        Err(_) => break,
+                    },
+                }
+                mostly_busy = share.mostly_busy(spell, Instant::now());
+            }
+            tokio::select! {
+                _ = token.cancelled() => return Ok(()),
+                r = &mut connection => return Err(lost(r)),
+                r = within(ANSWER_WITHIN, WHAT, release.bind(&client).one()) => {
+                    note_stall(r, session, stalled)?;
+                }
+            }
+            tracing::trace!("busy: writers do not notify");
         }
-        tokio::select! {
-            _ = token.cancelled() => return Ok(()),
-            r = &mut connection => return Err(lost(r)),
-            r = release.bind(&client).one() => { r?; }
-        }
-        tracing::trace!("busy: writers do not notify");
     }
+}
+
+/// The error of a take that had no answer within `limit`.
+fn stalled_after(limit: Duration) -> Error {
+    super::session::stalled(limit, WHAT)
 }
 
 fn closed() -> Error {
@@ -297,126 +355,4 @@ fn closed() -> Error {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_relay_busy_three_quarters_of_a_window_or_more_is_mostly_busy() {
-        let t0 = Instant::now();
-        let ms = Duration::from_millis;
-        // Light load: 2 ms busy every 5 ms.
-        let mut light = BusyShare::new(t0);
-        let light_verdicts: Vec<bool> = (1..=80)
-            .map(|i| light.mostly_busy(t0 + ms(i * 5 - 2), t0 + ms(i * 5)))
-            .collect();
-        assert!(light_verdicts.iter().all(|b| !b));
-        // Keeping up with a high rate: 4 ms busy, 1 ms idle.
-        let mut heavy = BusyShare::new(t0);
-        let heavy_verdicts: Vec<bool> = (1..=80)
-            .map(|i| heavy.mostly_busy(t0 + ms(i * 5 - 4), t0 + ms(i * 5)))
-            .collect();
-        assert_eq!(
-            heavy_verdicts.iter().position(|b| *b),
-            Some(39),
-            "at the window's end"
-        );
-    }
-
-    /// Whether a relay holds the waiting lock in `observer`'s database (advisory locks are per
-    /// database; a relay waiting on another database of the server, a demo's say, is not this one).
-    async fn advertising(observer: &tokio_postgres::Client) -> bool {
-        let row = observer
-            .query_one(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int::oid \
-                 AND objid = $2::int::oid AND objsubid = 2 AND mode = 'ExclusiveLock' AND granted \
-                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-                &[&WAITING_LOCK.0, &WAITING_LOCK.1],
-            )
-            .await
-            .unwrap();
-        row.get::<_, i64>(0) > 0
-    }
-
-    /// The share rule at work on its own: a relay busy 16 ms of every 18 is never busy for
-    /// `HOLD_THROUGH_BUSY` at a stretch, yet it stops advertising (and takes the lock back at an
-    /// idle moment). The spells are driven by hand, so none can chain past the hold as spells of a
-    /// real worker do on a loaded machine (the integration test in `tests/wakeups.rs` then passes
-    /// without the rule).
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_relay_busy_most_of_the_time_in_short_spells_stops_advertising() {
-        let db = outbox_tests::TestDb::empty().await;
-        let connector = PgConnector::from_url(&db.url()).unwrap();
-        let observer = db.connect().await;
-        let idle = IdleWorkers::new();
-        let mut worker = idle.flag();
-        worker.set(true);
-        let token = CancellationToken::new();
-        let advertiser = tokio::spawn(run(
-            connector,
-            idle.clone(),
-            1,
-            Arc::new(Notify::new()),
-            token.clone(),
-        ));
-        let started = Instant::now();
-        while !advertising(&observer).await {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "never advertised"
-            );
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        // Busy 16 ms, idle 2 ms, for 2 s (ten of the share's windows), watched from a task. (Busy
-        // 8 ms and idle 2 ms measured about 75 % busy, the rule's threshold itself, once the timer
-        // rounded each sleep up: the test failed on a loaded CI machine.)
-        let watch = tokio::spawn(async move {
-            let mut released = 0;
-            let until = Instant::now() + Duration::from_millis(2000);
-            while Instant::now() < until {
-                if !advertising(&observer).await {
-                    released += 1;
-                }
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-            released
-        });
-        let until = Instant::now() + Duration::from_millis(2000);
-        let mut longest = Duration::ZERO;
-        while Instant::now() < until {
-            let spell = Instant::now();
-            worker.set(false);
-            tokio::time::sleep(Duration::from_millis(16)).await;
-            worker.set(true);
-            longest = longest.max(spell.elapsed());
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-        let released = watch.await.unwrap();
-        token.cancel();
-        advertiser.await.unwrap();
-        assert!(
-            longest < HOLD_THROUGH_BUSY,
-            "a spell of {longest:?} reached the hold: the machine is too loaded for this test"
-        );
-        assert!(released > 0, "the relay never stopped advertising");
-    }
-
-    #[test]
-    fn idle_flags_count_transitions_once_and_release_on_drop() {
-        let idle = IdleWorkers::new();
-        let rx = idle.subscribe();
-        let mut a = idle.flag();
-        let mut b = idle.flag();
-        a.set(true);
-        a.set(true);
-        assert_eq!(*rx.borrow(), 1);
-        b.set(true);
-        assert_eq!(*rx.borrow(), 2);
-        b.set(false);
-        b.set(false);
-        assert_eq!(*rx.borrow(), 1);
-        drop(a);
-        assert_eq!(*rx.borrow(), 0);
-        drop(b);
-        assert_eq!(*rx.borrow(), 0);
-    }
-}
+mod tests;

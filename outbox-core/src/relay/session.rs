@@ -1,0 +1,95 @@
+//! The server session behind one of a relay's own connections (the LISTEN one, the one advertising
+//! waiting), and ending it once that connection has stalled.
+//!
+//! A connection can stall without closing: a middlebox holds the server's bytes, both sockets stay
+//! open. The relay gives up on it and connects again, but the server still runs the old session
+//! until its own TCP time-outs drop it (with a proxy or a NAT in between: perhaps never). A stalled
+//! LISTEN session stops reading notifications, which holds back the server's notification queue
+//! (at 8 GB writers' commits fail); a stalled advertising session keeps the waiting lock, so every
+//! writer notifies. So the next connection ends it.
+
+use std::future::Future;
+use std::time::Duration;
+
+use outbox_queries::queries::listen as sql;
+use tokio_postgres::Client;
+
+use crate::error::{Error, ErrorKind};
+
+/// How long one of the relay's own connections is given to answer a statement that needs no lock
+/// (a check, `LISTEN`, an unlock); no answer by then means the connection has stalled.
+pub(crate) const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+
+/// A server session, told apart from a later one that reuses its process id (or another server's,
+/// after a fail-over) by its start time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Session {
+    pid: i32,
+    started_us: i64,
+}
+
+impl Session {
+    /// The session of `client`'s connection.
+    pub(crate) async fn of(client: &Client, what: &str) -> Result<Session, Error> {
+        let row = within(ANSWER_WITHIN, what, sql::this_session().bind(client).one()).await?;
+        Ok(Session {
+            pid: row.pid,
+            started_us: row.started_us,
+        })
+    }
+
+    /// Ends this (stalled) session from `client`, if it is still there. Best effort: a failure is
+    /// logged (the server's own time-outs end it in the end) and the new connection goes on.
+    pub(crate) async fn end_from(self, client: &Client, what: &str) {
+        let ended = within(
+            ANSWER_WITHIN,
+            what,
+            sql::end_stalled_session()
+                .bind(client, &self.pid, &self.started_us)
+                .opt(),
+        )
+        .await;
+        match ended {
+            Ok(Some(true)) => tracing::info!(
+                pid = self.pid,
+                "ended the server session of the stalled {what}"
+            ),
+            Ok(_) => tracing::debug!(pid = self.pid, "the stalled {what}'s session had ended"),
+            Err(e) => tracing::warn!(pid = self.pid, error = %crate::error_chain(&e),
+                "could not end the server session of the stalled {what}; the server ends it once its own time-outs notice"),
+        }
+    }
+}
+
+/// `statement`'s answer, or a time-out error saying that `what` (a connection) did not answer
+/// within `limit`.
+pub(crate) async fn within<T>(
+    limit: Duration,
+    what: &str,
+    statement: impl Future<Output = Result<T, tokio_postgres::Error>>,
+) -> Result<T, Error> {
+    match tokio::time::timeout(limit, statement).await {
+        Ok(r) => r.map_err(Error::from),
+        Err(_) => Err(stalled(limit, what)),
+    }
+}
+
+/// The error of a connection that did not answer within `limit`.
+pub(crate) fn stalled(limit: Duration, what: &str) -> Error {
+    Error::new(
+        ErrorKind::Timeout,
+        format!("the {what} did not answer within {} s", limit.as_secs_f64()),
+    )
+}
+
+/// `answer`, with `session` left in `stalled` when it is a time-out.
+pub(crate) fn note_stall<T>(
+    answer: Result<T, Error>,
+    session: Session,
+    stalled: &mut Option<Session>,
+) -> Result<T, Error> {
+    if matches!(&answer, Err(e) if e.kind() == ErrorKind::Timeout) {
+        *stalled = Some(session);
+    }
+    answer
+}

@@ -1,0 +1,231 @@
+//! The relay's own connections (the LISTEN one, the one advertising waiting) stalling without
+//! closing — a middlebox holding the server's bytes, both sockets open — at each step: found within
+//! a few seconds, replaced, and the server session they leave behind ended (a stalled LISTEN session
+//! holds back the server's notification queue; a stalled advertising one keeps the waiting lock, so
+//! every writer notifies).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use outbox_core::{LISTENER_APPLICATION_NAME, Relay, WAITING_APPLICATION_NAME, WAITING_LOCK};
+use outbox_tests::{
+    BlackHoleProxy, LogCapture, RecordingPublisher, RunningRelay, TestDb, TestEvent, eventually,
+};
+
+/// The sessions named `name` in the test's database: (pid, state, last statement).
+async fn sessions(admin: &tokio_postgres::Client, name: &str) -> Vec<(i32, String, String)> {
+    admin
+        .query(
+            "SELECT pid, coalesce(state, ''), query FROM pg_stat_activity \
+             WHERE application_name = $1 AND datname = current_database() ORDER BY pid",
+            &[&name],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect()
+}
+
+/// The pids of sessions that hold the waiting lock in the test's database.
+async fn lock_holders(admin: &tokio_postgres::Client) -> Vec<i32> {
+    admin
+        .query(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int::oid \
+             AND objid = $2::int::oid AND objsubid = 2 AND mode = 'ExclusiveLock' AND granted \
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            &[&WAITING_LOCK.0, &WAITING_LOCK.1],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// A relay listening (and advertising) through `proxy` without TLS (so the proxy can catch a
+/// statement by its text), one worker, polling every 2 s.
+fn relay_via(
+    db: &TestDb,
+    proxy: &BlackHoleProxy,
+    publisher: Arc<RecordingPublisher>,
+) -> Relay<Arc<RecordingPublisher>> {
+    Relay::builder(db.pool().clone(), publisher)
+        .listen(
+            db.config_via(proxy.addr())
+                .ssl_mode(tokio_postgres::config::SslMode::Disable)
+                .clone(),
+        )
+        .poll_interval(Duration::from_secs(2))
+        .concurrency(1)
+        .build()
+        .unwrap()
+}
+
+/// The session listening (its `LISTEN` answered), once there is exactly one.
+async fn the_listening_session(admin: &tokio_postgres::Client) -> Option<i32> {
+    match sessions(admin, LISTENER_APPLICATION_NAME).await.as_slice() {
+        [(pid, state, query)] if state == "idle" && query.starts_with("LISTEN") => Some(*pid),
+        _ => None,
+    }
+}
+
+/// Stalled while quiet: asked whether it answers after a poll interval without a notification,
+/// found silent, replaced (black-box run: never noticed; the relay fell back to polling for good,
+/// without a line), and its session ended.
+#[tokio::test]
+async fn a_stalled_listen_connection_is_found_and_replaced() {
+    let logs = LogCapture::default();
+    let _g = logs.install();
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    let relay = relay_via(&db, &proxy, Arc::new(RecordingPublisher::new()));
+    let running = RunningRelay::start(&relay);
+    let admin = db.connect().await;
+    let mut first = None;
+    // Listening, `LISTEN` answered (black-holed before that, the test would catch the start-up
+    // instead: see the next test).
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            first = the_listening_session(&admin).await;
+            first.is_some()
+        })
+        .await,
+        "the relay listens"
+    );
+    // The connection goes silent (caught within 20 ms); new ones pass again 3 s on.
+    proxy.black_hole();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    proxy.heal();
+    // Checked after 2 s without a notification, given 5 s to answer: a new LISTEN connection,
+    // which ends the stalled one's session.
+    assert!(
+        eventually(Duration::from_secs(15), async || {
+            the_listening_session(&admin)
+                .await
+                .is_some_and(|pid| Some(pid) != first)
+        })
+        .await,
+        "a new LISTEN connection replaced the stalled one, whose session was ended: {:?}\n{}",
+        sessions(&admin, LISTENER_APPLICATION_NAME).await,
+        logs.text()
+    );
+    let text = logs.text();
+    assert!(
+        text.contains("LISTEN connection lost")
+            && text.contains("did not answer within 5 s")
+            && text.contains("ended the server session of the stalled LISTEN connection"),
+        "{text}"
+    );
+    running.stop().await;
+}
+
+/// Stalled on its `LISTEN` (right after connecting: the statement had no time limit, and the
+/// listener waited for good — a CI run caught the previous test's connection there).
+#[tokio::test]
+async fn a_listen_statement_without_an_answer_is_given_up() {
+    let logs = LogCapture::default();
+    let _g = logs.install();
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    proxy.catch_first_sending(b"LISTEN");
+    let relay = relay_via(&db, &proxy, Arc::new(RecordingPublisher::new()));
+    let running = RunningRelay::start(&relay);
+    let admin = db.connect().await;
+    assert!(
+        eventually(Duration::from_secs(15), async || {
+            the_listening_session(&admin).await.is_some()
+        })
+        .await,
+        "listening on a second connection, the first one's session ended: {:?}\n{}",
+        sessions(&admin, LISTENER_APPLICATION_NAME).await,
+        logs.text()
+    );
+    assert!(
+        logs.text().contains("LISTEN connection lost"),
+        "{}",
+        logs.text()
+    );
+    running.stop().await;
+}
+
+/// Stalled while giving the waiting lock back (the relay got busy): given up after 5 s; the next
+/// connection ends the stalled session, and the lock goes with it. Before, the stalled session kept
+/// the lock until a restart, and every writer notified.
+#[tokio::test]
+async fn an_advertising_connection_stalled_on_its_unlock_is_replaced_and_its_lock_freed() {
+    let logs = LogCapture::default();
+    let _g = logs.install();
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    let publisher = Arc::new(RecordingPublisher::with_delay(Duration::from_millis(300)));
+    let relay = relay_via(&db, &proxy, Arc::clone(&publisher));
+    let running = RunningRelay::start(&relay);
+    let admin = db.connect().await;
+    let mut first = Vec::new();
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            first = lock_holders(&admin).await;
+            first.len() == 1
+        })
+        .await,
+        "the idle relay advertises"
+    );
+    proxy.catch_first_sending(b"pg_advisory_unlock");
+    // The relay busy for 300 ms (more than it holds the lock through): it gives the lock back.
+    let id = outbox_core::emit(&db.pool().get().await.unwrap(), &TestEvent::new("a", 1))
+        .await
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(20), async || {
+            let holders = lock_holders(&admin).await;
+            let advertising = sessions(&admin, WAITING_APPLICATION_NAME).await;
+            holders.len() == 1 && holders != first && advertising.len() == 1
+        })
+        .await,
+        "a new connection advertises; the stalled one's session (and its lock) is gone: {:?} {:?}\n{}",
+        lock_holders(&admin).await,
+        sessions(&admin, WAITING_APPLICATION_NAME).await,
+        logs.text()
+    );
+    assert_eq!(publisher.ids(), vec![id]);
+    let text = logs.text();
+    assert!(
+        text.contains("the connection advertising waiting was lost")
+            && text.contains("did not answer within 5 s"),
+        "{text}"
+    );
+    running.stop().await;
+}
+
+/// Stalled on its request for the waiting lock (the request never reached the server: nobody held
+/// the lock, and writers stopped notifying this relay until a restart): given up once the server
+/// would have answered (its `lock_timeout`) and 5 s more; the next connection takes the lock.
+#[tokio::test]
+async fn an_advertising_connection_stalled_on_its_lock_request_is_replaced() {
+    let logs = LogCapture::default();
+    let _g = logs.install();
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    proxy.catch_first_sending(b"pg_advisory_lock(");
+    let relay = relay_via(&db, &proxy, Arc::new(RecordingPublisher::new()));
+    let running = RunningRelay::start(&relay);
+    let admin = db.connect().await;
+    assert!(
+        eventually(Duration::from_secs(20), async || {
+            let holders = lock_holders(&admin).await;
+            let advertising = sessions(&admin, WAITING_APPLICATION_NAME).await;
+            holders.len() == 1 && advertising.len() == 1 && advertising[0].0 == holders[0]
+        })
+        .await,
+        "a second connection advertises, the first one's session ended: {:?} {:?}\n{}",
+        lock_holders(&admin).await,
+        sessions(&admin, WAITING_APPLICATION_NAME).await,
+        logs.text()
+    );
+    assert!(
+        logs.text()
+            .contains("ended the server session of the stalled connection advertising waiting")
+    );
+    running.stop().await;
+}
