@@ -83,7 +83,9 @@ pub(crate) async fn clients(
         return Err(no_region());
     };
     // Before any call: the SDK's signer panics on what a header cannot carry (`header_text.rs`).
-    crate::header_text::check_signing(sdk.credentials_provider(), Some(region.as_ref())).await?;
+    let first =
+        crate::header_text::check_signing(sdk.credentials_provider(), Some(region.as_ref()))
+            .await?;
     let retry = config.max_attempts.map(|attempts| {
         sdk.retry_config()
             .cloned()
@@ -98,6 +100,7 @@ pub(crate) async fn clients(
                 region.as_ref(),
                 config.endpoint_url.as_deref(),
                 config.max_attempts,
+                first,
             )
             .await?,
         ),

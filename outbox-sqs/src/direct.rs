@@ -206,13 +206,21 @@ fn tls_config(https: bool) -> Result<rustls::ClientConfig> {
 }
 
 impl DirectSqs {
+    /// Its signer (tests).
+    #[cfg(test)]
+    pub(crate) fn signer(&self) -> &Signer {
+        &self.signer
+    }
+
     /// A client for `region` from `sdk` (credentials, endpoint, retry settings), with the
-    /// builder's `endpoint_url` and `max_attempts` overrides.
+    /// builder's `endpoint_url` and `max_attempts` overrides; its signer starts with `first`, the
+    /// credentials the chain just gave, when given.
     pub(crate) async fn new(
         sdk: &SdkConfig,
         region: &str,
         endpoint_url: Option<&str>,
         max_attempts: Option<u32>,
+        first: Option<aws_credential_types::Credentials>,
     ) -> Result<Self> {
         let url = sqs_endpoint(sdk, endpoint_url, region).await?;
         let endpoint: Uri = url
@@ -245,7 +253,8 @@ impl DirectSqs {
             client,
             endpoint,
             host,
-            signer: Signer::new(sdk.credentials_provider(), region.to_owned(), "sqs"),
+            signer: Signer::new(sdk.credentials_provider(), region.to_owned(), "sqs")
+                .starting_with(first),
             max_attempts: max_attempts
                 .or_else(|| retry.map(|r| r.max_attempts()))
                 .unwrap_or(DEFAULT_MAX_ATTEMPTS)

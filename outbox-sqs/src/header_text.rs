@@ -49,25 +49,28 @@ pub(crate) fn unsendable_region(region: &str) -> Option<String> {
 
 /// The check, when the clients are built, of what they sign with: the region, and the
 /// credentials the chain gives now (a chain that gives none is left to the calls, which say so).
-/// A credentials error naming the problem, before any call could panic in the SDK's signer.
+/// A credentials error naming the problem, before any call could panic in the SDK's signer. The
+/// credentials it got, for the direct transport's signer to start with (the chain was asked twice
+/// at start: an STS call more with web identity or an assumed role).
 pub(crate) async fn check_signing(
     provider: Option<impl ProvideCredentials>,
     region: Option<&str>,
-) -> Result<()> {
+) -> Result<Option<Credentials>> {
     if let Some(problem) = region.and_then(unsendable_region) {
         return Err(Error::new(ErrorKind::Config, problem));
     }
     let Some(provider) = provider else {
-        return Ok(());
+        return Ok(None);
     };
-    if let Ok(Ok(credentials)) =
+    let Ok(Ok(credentials)) =
         tokio::time::timeout(PROVIDE_TIMEOUT, provider.provide_credentials()).await
-    {
-        if let Some(problem) = unsendable(&credentials) {
-            return Err(Error::new(ErrorKind::Credentials, problem));
-        }
+    else {
+        return Ok(None);
+    };
+    if let Some(problem) = unsendable(&credentials) {
+        return Err(Error::new(ErrorKind::Credentials, problem));
     }
-    Ok(())
+    Ok(Some(credentials))
 }
 
 #[cfg(test)]

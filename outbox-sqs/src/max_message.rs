@@ -84,6 +84,17 @@ impl MaxMessage {
         true
     }
 
+    /// Takes `bytes`, the limit a destination's refusal named, when it is lower than the one
+    /// known (the attribute lowered since it was read); whether it was.
+    pub(crate) fn lowered_to(&self, bytes: usize) -> bool {
+        let before = self.bytes();
+        if bytes >= before {
+            return false;
+        }
+        self.take(Some(&bytes.to_string()));
+        self.bytes() < before
+    }
+
     /// The largest message, in bytes.
     pub(crate) fn bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
@@ -112,9 +123,52 @@ impl MaxMessage {
     }
 }
 
+/// The limit a refusal of a message as too long names, in SQS's and SNS's words ("… Message must
+/// be shorter than 262144 bytes.").
+pub(crate) fn limit_named_in(refusal: &str) -> Option<usize> {
+    let rest = refusal.split("shorter than ").nth(1)?;
+    let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if !rest[digits..].starts_with(" bytes") {
+        return None;
+    }
+    rest[..digits].parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_names_the_limit_and_a_lower_one_is_taken() {
+        assert_eq!(
+            limit_named_in(
+                "One or more parameters are invalid. Reason: Message must be shorter than 2048 bytes."
+            ),
+            Some(2048)
+        );
+        assert_eq!(
+            limit_named_in(
+                "Invalid parameter: Message too long. Message must be shorter than 262144 bytes."
+            ),
+            Some(262_144)
+        );
+        for other in [
+            "Message too long",
+            "shorter than bytes",
+            "shorter than 12 kB",
+            "",
+        ] {
+            assert_eq!(limit_named_in(other), None, "{other}");
+        }
+        let q = MaxMessage::new(DestinationKind::Queue);
+        assert!(q.lowered_to(2048));
+        assert_eq!(q.bytes(), 2048);
+        assert!(!q.lowered_to(2048), "known already: no second put-back");
+        assert!(!q.lowered_to(4096), "a higher one is read, not guessed");
+        assert!(q.lowered_to(10), "within SQS's bounds");
+        assert_eq!(q.bytes(), 1024);
+        assert!(!q.lowered_to(10));
+    }
 
     #[test]
     fn a_queues_limit_is_its_own_never_above_sqss() {

@@ -123,6 +123,25 @@ impl Queue {
         self.max_message.read_again_for(size)
     }
 
+    /// The limit its refusal of a message of `size` bytes as too long names, when the message is
+    /// over it: the destination's `MaximumMessageSize` was lowered since it was read, and the
+    /// named limit is taken as its own now (see [`MaxMessage::lowered_to`]; logged once). `None`
+    /// for a message within the named limit (the service counts differently: sending it again
+    /// would not help), so an event is put back this way at most once per lowering.
+    pub(crate) fn limit_lowered_by(&self, refusal: &str, size: usize) -> Option<usize> {
+        let named = crate::max_message::limit_named_in(refusal)?;
+        if size <= named {
+            return None;
+        }
+        if self.max_message.lowered_to(named) {
+            tracing::info!(destination = %self.url, kind = %self.kind, limit = self.max_message.bytes(),
+                "{} refused a message as longer than the destination's limit, lower than when it \
+                 was read: taking that limit", self.service());
+        }
+        let limit = self.max_message.bytes();
+        (size > limit).then_some(limit)
+    }
+
     /// Whether its limit is below the most it could be set to take (see [`MaxMessage::lowered`]).
     pub(crate) fn limit_lowered(&self) -> bool {
         self.max_message.lowered()

@@ -141,25 +141,41 @@ pub(crate) fn settle(
                         sender_fault = f.sender_fault, message, "{service} failed a message"
                     );
                     let kind = failure_kind(code);
-                    match classify(code, f.sender_fault) {
-                        Class::Permanent => PublishOutcome::permanent(
-                            kind,
-                            format!("{service} rejected the message: {code}: {message}"),
-                        ),
-                        Class::Retry => PublishOutcome::retry(
-                            kind,
-                            format!("{service} did not accept the message: {code}: {message}"),
-                        ),
-                        Class::Unavailable => unavailable(
-                            PublishFailure::new(
-                                kind,
-                                format!(
-                                    "{service} {} `{}` unavailable: {code}: {message}",
-                                    queue.kind, queue.url
-                                ),
+                    if let Some(limit) = queue.limit_lowered_by(message, p.size) {
+                        // Lowered since it was read (black-box run: every event between the new
+                        // limit and the offload threshold dead-lettered with SQS's refusal, and
+                        // retrying did not help until a restart). Put back once, uncounted: the
+                        // next attempt offloads it, or refuses it in the relay's own words.
+                        PublishOutcome::unavailable(
+                            FailureKind::TooLarge,
+                            format!(
+                                "{service} refused the message as longer than {limit} bytes, the \
+                                 {}'s limit now (its MaximumMessageSize, lowered since it was \
+                                 read): put back to be sent within it",
+                                queue.kind
                             ),
-                            dead_letter,
-                        ),
+                        )
+                    } else {
+                        match classify(code, f.sender_fault) {
+                            Class::Permanent => PublishOutcome::permanent(
+                                kind,
+                                format!("{service} rejected the message: {code}: {message}"),
+                            ),
+                            Class::Retry => PublishOutcome::retry(
+                                kind,
+                                format!("{service} did not accept the message: {code}: {message}"),
+                            ),
+                            Class::Unavailable => unavailable(
+                                PublishFailure::new(
+                                    kind,
+                                    format!(
+                                        "{service} {} `{}` unavailable: {code}: {message}",
+                                        queue.kind, queue.url
+                                    ),
+                                ),
+                                dead_letter,
+                            ),
+                        }
                     }
                 } else {
                     PublishOutcome::retry(

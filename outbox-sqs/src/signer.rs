@@ -147,6 +147,14 @@ impl Signer {
         }
     }
 
+    /// The same signer, with `credentials` (just given by its provider) cached to begin with.
+    pub(crate) fn starting_with(self, credentials: Option<Credentials>) -> Self {
+        if let Some(c) = credentials {
+            self.store(Cached::new(c, SystemTime::now()));
+        }
+        self
+    }
+
     fn cached(&self) -> Option<Cached> {
         self.cached
             .lock()
@@ -420,6 +428,34 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.to_string().contains("AWS_ACCESS_KEY_ID"), "{e}");
+    }
+
+    /// The credentials the clients' build-time check got are the direct transport's first: the
+    /// chain is asked once at start, not twice (an STS call more with web identity).
+    #[tokio::test]
+    async fn the_chain_is_asked_once_at_start() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let sdk = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("eu-west-1"))
+            .endpoint_url("http://127.0.0.1:9")
+            .credentials_provider(SharedCredentialsProvider::new(Counting {
+                calls: calls.clone(),
+                expires_in: Some(Duration::from_secs(3600)),
+                fails_after: usize::MAX,
+            }))
+            .build();
+        let clients = crate::clients::clients(&crate::SqsConfig::default(), None, Some(sdk))
+            .await
+            .unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "the check's");
+        let direct = clients.direct.expect("the direct transport is the default");
+        direct
+            .signer()
+            .sign(&mut request(), b"{}", SystemTime::now())
+            .await
+            .unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "signed with the check's");
     }
 
     #[tokio::test]

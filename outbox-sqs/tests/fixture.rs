@@ -437,6 +437,65 @@ async fn a_queues_raised_limit_is_read_again_before_an_event_over_the_old_one_is
     assert_eq!(fx.messages().len(), 1);
 }
 
+/// A payload holding a character SQS refuses in a body is refused for its event alone, without a
+/// call (SQS refused it itself, in its words).
+#[tokio::test]
+async fn a_payload_with_a_character_sqs_refuses_is_refused_without_a_call() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("events");
+    let publisher = publisher(&fx, &q).await;
+    let bad = event("order.created", "order", "1", 1, json!("\u{FFFF}"));
+    let outcomes = publisher.publish(&[bad]).await.unwrap();
+    let refusal = permanent(&outcomes[0]);
+    assert!(
+        refusal.contains("the payload holds U+FFFF at byte 1, which SQS does not accept"),
+        "{refusal}"
+    );
+    assert_eq!(fx.calls(), 0);
+}
+
+/// A queue's limit lowered while the relay runs: SQS's refusal names the new limit, which is taken
+/// at once; the events it refused are put back once, uncounted, and their next attempt is refused
+/// (or offloaded) without a call, in the relay's own words. Before, each was dead-lettered with
+/// SQS's refusal (`InvalidParameterValue`), and retrying did not help until a restart (black-box
+/// run).
+#[tokio::test]
+async fn a_queues_limit_lowered_since_it_was_read_is_taken_from_sqss_refusal() {
+    let fx = SqsFixture::start().await;
+    let q = fx.create_queue("events");
+    let publisher = publisher(&fx, &q).await;
+    publisher.check().await.unwrap();
+    fx.set_max_message_size("events", 2048);
+    let big = |id: &str, seq| event("order.created", "order", id, seq, json!("x".repeat(4096)));
+    let small = event("order.created", "order", "3", 1, json!("x"));
+    let outcomes = publisher
+        .publish(&[big("1", 1), big("2", 1), small.clone()])
+        .await
+        .unwrap();
+    for outcome in &outcomes[..2] {
+        let put_back = unavailable(outcome);
+        assert!(
+            put_back.contains("longer than 2048 bytes, the queue's limit now"),
+            "{put_back}"
+        );
+    }
+    assert_eq!(outcomes[2], PublishOutcome::Published);
+    let calls = fx.calls();
+    let outcomes = publisher
+        .publish(&[big("1", 1), big("2", 1)])
+        .await
+        .unwrap();
+    for outcome in &outcomes {
+        let refusal = permanent(outcome);
+        assert!(
+            refusal.contains("the queue takes at most 2048 (its MaximumMessageSize)"),
+            "{refusal}"
+        );
+    }
+    assert_eq!(fx.calls(), calls, "refused without a call");
+    assert_eq!(fx.messages().len(), 1);
+}
+
 /// Throughput through the fixture (ignored: run with `--ignored --nocapture`, ideally `--release`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]

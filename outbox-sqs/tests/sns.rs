@@ -263,6 +263,31 @@ async fn a_message_over_snss_limit_is_permanent_without_offload() {
     }
 }
 
+/// A payload holding a character SNS refuses in a body (written past `emit`'s checks) is refused
+/// for its event alone, in the relay's words, without a call; the other events of the batch go
+/// (black-box run: SNS bodies were not checked, attribute values were).
+#[tokio::test]
+async fn a_payload_with_a_character_sns_refuses_is_permanent_for_its_event_alone() {
+    let topic = TestTopic::standard().await;
+    let p = publisher(&[("*", &topic.arn)]).await;
+    let bad = event("order.created", "order", "1", 1, json!({"t": "x\u{FFFE}"}));
+    // Fullwidth forms share the lead byte of U+FFFE: still sent.
+    let good = event("order.created", "order", "2", 1, json!({"t": "ｘ\u{FF01}"}));
+    let outcomes = p.publish(&[bad, good]).await.unwrap();
+    match &outcomes[0] {
+        PublishOutcome::Permanent(f) => {
+            assert_eq!(f.kind(), FailureKind::InvalidContent);
+            assert!(
+                f.message()
+                    .contains("the payload holds U+FFFE at byte 7, which SNS does not accept"),
+                "{f}"
+            );
+        }
+        other => panic!("expected Permanent, got {other:?}"),
+    }
+    assert_eq!(outcomes[1], PublishOutcome::Published);
+}
+
 /// A topic's own `MaximumMessageSize` (1 KiB to 1 MiB, 256 KiB by default) is read by the start-up
 /// check and is what the publisher holds to and states to `emit`: before, every topic was taken
 /// to accept 256 KiB, so `emit` refused the larger events a topic raised to 1 MiB takes, and a

@@ -243,8 +243,8 @@ impl SqsFixture {
         self.state.create_queue(name)
     }
 
-    /// Sets the `MaximumMessageSize` attribute the queue `name` answers with (SQS's limit unless
-    /// set; reported only: the fixture takes any message up to SQS's limit).
+    /// Sets the `MaximumMessageSize` of the queue `name` (SQS's limit unless set): the attribute
+    /// it answers with, and the largest message it takes, refusing a longer one as SQS does.
     pub fn set_max_message_size(&self, name: &str, bytes: usize) {
         if let Some(q) = lock(&self.state.queues).get_mut(name) {
             q.max_message_bytes = bytes;

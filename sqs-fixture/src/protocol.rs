@@ -170,11 +170,11 @@ fn to_sent(
     }
 }
 
-/// The queue's FIFO flag, or `QueueDoesNotExist`.
-fn queue_is_fifo(state: &State, url: &str) -> Result<bool, SqsError> {
+/// The queue's FIFO flag and its `MaximumMessageSize`, or `QueueDoesNotExist`.
+fn queue_shape(state: &State, url: &str) -> Result<(bool, usize), SqsError> {
     lock(&state.queues)
         .get(queue_name(url))
-        .map(|q| q.fifo)
+        .map(|q| (q.fifo, q.max_message_bytes))
         .ok_or_else(SqsError::no_queue)
 }
 
@@ -186,7 +186,7 @@ fn next_sequence(state: &State, url: &str) -> String {
 }
 
 fn send_message_batch(state: &State, input: SendMessageBatchInput<'_>) -> Result<String, SqsError> {
-    let fifo = queue_is_fifo(state, &input.queue_url)?;
+    let (fifo, max_bytes) = queue_shape(state, &input.queue_url)?;
     let entries = input.entries;
     if entries.is_empty() {
         return Err(SqsError::new(
@@ -258,6 +258,7 @@ fn send_message_batch(state: &State, input: SendMessageBatchInput<'_>) -> Result
             &e.message_attributes,
             e.message_group_id.as_deref(),
             fifo,
+            max_bytes,
         ) {
             failed.push(BatchFailed::new(e.id, true, code.to_owned(), message));
             continue;
@@ -349,12 +350,13 @@ fn serialize(answer: &impl Serialize) -> Result<String, SqsError> {
 }
 
 fn send_message(state: &State, input: SendMessageInput<'_>) -> Result<Value, SqsError> {
-    let fifo = queue_is_fifo(state, &input.queue_url)?;
+    let (fifo, max_bytes) = queue_shape(state, &input.queue_url)?;
     check_message(
         &input.message_body,
         &input.message_attributes,
         input.message_group_id.as_deref(),
         fifo,
+        max_bytes,
     )
     .map_err(|(code, message)| SqsError::new(400, code, code, message))?;
     let mut sent = to_sent(

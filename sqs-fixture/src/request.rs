@@ -109,6 +109,7 @@ pub(crate) fn check_message(
     attributes: &Attributes<'_>,
     group_id: Option<&str>,
     fifo: bool,
+    max_bytes: usize,
 ) -> Result<(), (&'static str, String)> {
     if body.is_empty() {
         return Err((
@@ -153,11 +154,13 @@ pub(crate) fn check_message(
         }
     }
     let size = message_size(body, attributes);
-    if size > MAX_MESSAGE_BYTES {
+    // The queue's own limit (SQS's unless set), in SQS's words.
+    let max_bytes = max_bytes.min(MAX_MESSAGE_BYTES);
+    if size > max_bytes {
         return Err((
             "InvalidParameterValue",
             format!(
-                "One or more parameters are invalid. Reason: Message must be shorter than {MAX_MESSAGE_BYTES} bytes."
+                "One or more parameters are invalid. Reason: Message must be shorter than {max_bytes} bytes."
             ),
         ));
     }
