@@ -854,6 +854,41 @@ fn relay_help_names_every_setting_variable_the_code_reads() {
     }
 }
 
+/// Every command's help fits a terminal of 100 columns (`dead-letters retry`'s usage line ran to
+/// 144: black-box run).
+#[test]
+fn every_commands_help_fits_100_columns() {
+    for args in [
+        &["--help"][..],
+        &["migrate", "--help"],
+        &["relay", "--help"],
+        &["stats", "--help"],
+        &["cleanup", "--help"],
+        &["dead-letters", "--help"],
+        &["dead-letters", "list", "--help"],
+        &["dead-letters", "retry", "--help"],
+        &["dead-letters", "purge", "--help"],
+        &["partitions", "--help"],
+        &["partitions", "list", "--help"],
+        &["partitions", "maintain", "--help"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_outbox"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        let help = String::from_utf8(out.stdout).unwrap();
+        assert!(help.contains("Usage:"), "{args:?}: {help}");
+        for line in help.lines() {
+            assert!(
+                line.chars().count() <= 100,
+                "{args:?}: too wide ({}): {line}",
+                line.chars().count()
+            );
+        }
+    }
+}
+
 /// Field values come from the rows: in text logs, a newline in an aggregate id wrote a forged log
 /// line of its own, and an escape sequence reached the operator's terminal (found by a black-box
 /// run). They are escaped, as `dead-letters list` escapes them.

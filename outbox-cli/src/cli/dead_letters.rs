@@ -3,6 +3,19 @@
 use clap::{Args, Subcommand};
 use uuid::Uuid;
 
+/// The usage lines of a subcommand that selects dead letters (clap's own ran to 144 columns, the
+/// required group written out on one line: black-box run). A filter is `--event-type`,
+/// `--aggregate-type` or `--aggregate-id`, as the options list says.
+macro_rules! usage {
+    ($command:literal) => {
+        concat!(
+            "outbox dead-letters ", $command, " [OPTIONS] <ID>...\n       ",
+            "outbox dead-letters ", $command, " [OPTIONS] <FILTER>...\n       ",
+            "outbox dead-letters ", $command, " [OPTIONS] --all"
+        )
+    };
+}
+
 /// Dead-letter operations.
 #[derive(Debug, Subcommand)]
 pub enum DeadLettersCommand {
@@ -10,14 +23,15 @@ pub enum DeadLettersCommand {
     #[command(long_about = "\
 List dead letters, oldest first, with their last error. Payloads are not shown.")]
     List {
-        #[command(flatten)]
-        filter: FilterArgs,
         /// At most this many (1 or more).
         #[arg(long, default_value_t = 50, value_parser = limit)]
         limit: i64,
         /// Print JSON (one array) instead of a table.
         #[arg(long)]
         json: bool,
+        // (Last: its heading would be the options' after it too.)
+        #[command(flatten)]
+        filter: FilterArgs,
     },
     /// Make dead letters pending again (attempts reset).
     #[command(long_about = "\
@@ -27,6 +41,7 @@ claims at once. Say which: event ids, a filter, or --all.
 
 Given ids that are not dead letters (mistyped, or published meanwhile) are named on stderr and make
 the exit status 1; the others are retried all the same, and listed on stdout.")]
+    #[command(override_usage = usage!("retry"))]
     Retry(SelectArgs),
     /// Delete dead letters for good.
     #[command(long_about = "\
@@ -35,6 +50,7 @@ ids, a filter, or --all. Asks for confirmation unless --yes is given.
 
 Unlike retry, purge deletes nothing when a given id is not a dead letter (mistyped, or published
 meanwhile): it names them on stderr and exits 1, so that a slip never deletes the rest unseen.")]
+    #[command(override_usage = usage!("purge"))]
     Purge {
         #[command(flatten)]
         select: SelectArgs,
@@ -44,8 +60,10 @@ meanwhile): it names them on stderr and exits 1, so that a slip never deletes th
     },
 }
 
-/// Filters over dead letters.
+/// Filters over dead letters (`<FILTER>` in the usage lines of retry and purge: one or more of
+/// these).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Filters")]
 pub struct FilterArgs {
     /// Only events of this type.
     #[arg(long)]
@@ -69,12 +87,14 @@ pub struct FilterArgs {
 ))]
 pub struct SelectArgs {
     /// Event ids.
+    #[arg(value_name = "ID")]
     pub ids: Vec<Uuid>,
-    #[command(flatten)]
-    pub filter: FilterArgs,
     /// Every dead letter.
     #[arg(long, conflicts_with_all = ["ids", "event_type", "aggregate_type", "aggregate_id"])]
     pub all: bool,
+    // (After `all`: the filters' heading would be its too.)
+    #[command(flatten)]
+    pub filter: FilterArgs,
 }
 
 /// `--limit N`: 1 or more (clap's own range check printed `1..9223372036854775807`).
