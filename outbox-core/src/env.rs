@@ -126,7 +126,16 @@ impl RelayConfig {
             c.batch_max_bytes = usize::try_from(v).unwrap_or(usize::MAX);
         }
         if let Some(v) = parse(MAX_ATTEMPTS)? {
-            c.max_attempts = u32::try_from(v).unwrap_or(u32::MAX);
+            // Said as given: saturated, 2^64 - 1 was refused as "got 4294967295" (black-box run).
+            c.max_attempts = u32::try_from(v)
+                .ok()
+                .filter(|n| *n <= i32::MAX as u32)
+                .ok_or_else(|| {
+                    Error::config(format!(
+                        "{MAX_ATTEMPTS} must be within 1..={}, got {v}",
+                        i32::MAX
+                    ))
+                })?;
         }
         if let Some(v) = ms(BACKOFF_BASE_MS)? {
             c.backoff_base = v;
@@ -218,6 +227,21 @@ mod tests {
         assert!(RelayConfig::from_lookup(vars(&[(PER_AGGREGATE_ORDER, "maybe")])).is_err());
         assert_eq!(switch("t"), Some(true));
         assert_eq!(switch(""), None);
+    }
+
+    #[test]
+    fn an_attempts_count_too_large_is_said_as_given() {
+        for v in ["18446744073709551615", "4294967296", "2147483648"] {
+            let e = RelayConfig::from_lookup(vars(&[(MAX_ATTEMPTS, v)])).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "invalid configuration: OUTBOX_MAX_ATTEMPTS must be within 1..=2147483647, got {v}"
+                ),
+            );
+        }
+        let c = RelayConfig::from_lookup(vars(&[(MAX_ATTEMPTS, "2147483647")])).unwrap();
+        assert_eq!(c.max_attempts, 2_147_483_647);
     }
 
     #[test]

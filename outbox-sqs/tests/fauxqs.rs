@@ -287,7 +287,8 @@ async fn content_the_server_rejects_is_permanent_and_batch_mates_are_published()
     let publisher = publisher_to(&queue).await;
 
     let mut evs = events(5, "order.created");
-    // U+FFFF is not a character SQS accepts; emit would have refused it, the relay would not.
+    // U+FFFF is not a character SQS accepts; emit would have refused it, and the publisher does,
+    // for that entry alone, without asking SQS.
     evs[2].set_payload(json!({"bad": "\u{FFFF}"}).to_string());
     let outcomes = publisher.publish(&evs).await.unwrap();
     for (i, o) in outcomes.iter().enumerate() {
@@ -296,7 +297,9 @@ async fn content_the_server_rejects_is_permanent_and_batch_mates_are_published()
                 PublishOutcome::Permanent(reason) => {
                     assert_eq!(reason.kind(), outbox_core::FailureKind::InvalidContent);
                     assert!(
-                        reason.message().contains("InvalidMessageContents"),
+                        reason
+                            .message()
+                            .contains("the payload holds U+FFFF at byte 8, which SQS does not"),
                         "{reason}"
                     )
                 }

@@ -9,9 +9,15 @@ use uuid::Uuid;
 macro_rules! usage {
     ($command:literal) => {
         concat!(
-            "outbox dead-letters ", $command, " [OPTIONS] <ID>...\n       ",
-            "outbox dead-letters ", $command, " [OPTIONS] <FILTER>...\n       ",
-            "outbox dead-letters ", $command, " [OPTIONS] --all"
+            "outbox dead-letters ",
+            $command,
+            " [OPTIONS] <ID>...\n       ",
+            "outbox dead-letters ",
+            $command,
+            " [OPTIONS] <FILTER>...\n       ",
+            "outbox dead-letters ",
+            $command,
+            " [OPTIONS] --all"
         )
     };
 }
