@@ -7,9 +7,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use outbox_core::{LISTENER_APPLICATION_NAME, Relay, WAITING_APPLICATION_NAME, WAITING_LOCK};
+use outbox_core::{LISTENER_APPLICATION_NAME, Relay, WAITING_APPLICATION_NAME};
 use outbox_tests::{
     BlackHoleProxy, LogCapture, RecordingPublisher, RunningRelay, TestDb, TestEvent, eventually,
+    waiting_lock_holders,
 };
 
 /// The sessions named `name` in the test's database: (pid, state, last statement).
@@ -24,22 +25,6 @@ async fn sessions(admin: &tokio_postgres::Client, name: &str) -> Vec<(i32, Strin
         .unwrap()
         .iter()
         .map(|r| (r.get(0), r.get(1), r.get(2)))
-        .collect()
-}
-
-/// The pids of sessions that hold the waiting lock in the test's database.
-async fn lock_holders(admin: &tokio_postgres::Client) -> Vec<i32> {
-    admin
-        .query(
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int::oid \
-             AND objid = $2::int::oid AND objsubid = 2 AND mode = 'ExclusiveLock' AND granted \
-             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            &[&WAITING_LOCK.0, &WAITING_LOCK.1],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
         .collect()
 }
 
@@ -165,7 +150,7 @@ async fn an_advertising_connection_stalled_on_its_unlock_is_replaced_and_its_loc
     let mut first = Vec::new();
     assert!(
         eventually(Duration::from_secs(10), async || {
-            first = lock_holders(&admin).await;
+            first = waiting_lock_holders(&admin).await;
             first.len() == 1
         })
         .await,
@@ -178,13 +163,13 @@ async fn an_advertising_connection_stalled_on_its_unlock_is_replaced_and_its_loc
         .unwrap();
     assert!(
         eventually(Duration::from_secs(20), async || {
-            let holders = lock_holders(&admin).await;
+            let holders = waiting_lock_holders(&admin).await;
             let advertising = sessions(&admin, WAITING_APPLICATION_NAME).await;
             holders.len() == 1 && holders != first && advertising.len() == 1
         })
         .await,
         "a new connection advertises; the stalled one's session (and its lock) is gone: {:?} {:?}\n{}",
-        lock_holders(&admin).await,
+        waiting_lock_holders(&admin).await,
         sessions(&admin, WAITING_APPLICATION_NAME).await,
         logs.text()
     );
@@ -213,13 +198,13 @@ async fn an_advertising_connection_stalled_on_its_lock_request_is_replaced() {
     let admin = db.connect().await;
     assert!(
         eventually(Duration::from_secs(20), async || {
-            let holders = lock_holders(&admin).await;
+            let holders = waiting_lock_holders(&admin).await;
             let advertising = sessions(&admin, WAITING_APPLICATION_NAME).await;
             holders.len() == 1 && advertising.len() == 1 && advertising[0].0 == holders[0]
         })
         .await,
         "a second connection advertises, the first one's session ended: {:?} {:?}\n{}",
-        lock_holders(&admin).await,
+        waiting_lock_holders(&admin).await,
         sessions(&admin, WAITING_APPLICATION_NAME).await,
         logs.text()
     );

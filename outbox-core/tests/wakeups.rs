@@ -153,19 +153,9 @@ async fn no_wake_up_is_lost_when_writers_race_a_relay_going_idle() {
 }
 
 /// Whether a relay holds the waiting lock in `client`'s database (it advertises that it waits:
-/// writers notify). Advisory locks are per database: a relay waiting on another database of the
-/// server (a demo's, another test's) is not this one.
+/// writers notify).
 async fn advertising(client: &tokio_postgres::Client) -> bool {
-    let row = client
-        .query_one(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int::oid \
-             AND objid = $2::int::oid AND objsubid = 2 AND mode = 'ExclusiveLock' AND granted \
-             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            &[&WAITING_LOCK.0, &WAITING_LOCK.1],
-        )
-        .await
-        .unwrap();
-    row.get::<_, i64>(0) > 0
+    !outbox_tests::waiting_lock_holders(client).await.is_empty()
 }
 
 /// A relay listening for wake-ups over `publisher` (polling every 10 minutes, so a wake-up left to

@@ -27,4 +27,4 @@ pub use held::HeldAggregate;
 pub use logs::LogCapture;
 pub use proxy::BlackHoleProxy;
 pub use publishers::{FlakyPublisher, RecordingPublisher};
-pub use running::{RunningRelay, eventually, set_waiting};
+pub use running::{RunningRelay, eventually, set_waiting, waiting_lock_holders};

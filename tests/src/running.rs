@@ -59,3 +59,22 @@ pub async fn set_waiting(client: &tokio_postgres::Client, waiting: bool) {
         .await
         .expect("the waiting lock");
 }
+
+/// The sessions holding the waiting lock in `observer`'s database (advisory locks are per
+/// database: a relay waiting on another database of the server, a demo's or another test's, is
+/// not this one's).
+pub async fn waiting_lock_holders(observer: &tokio_postgres::Client) -> Vec<i32> {
+    let (k1, k2) = outbox_core::WAITING_LOCK;
+    observer
+        .query(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int::oid \
+             AND objid = $2::int::oid AND objsubid = 2 AND mode = 'ExclusiveLock' AND granted \
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            &[&k1, &k2],
+        )
+        .await
+        .expect("the waiting lock's holders")
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}

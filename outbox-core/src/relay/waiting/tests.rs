@@ -24,19 +24,11 @@ fn a_relay_busy_three_quarters_of_a_window_or_more_is_mostly_busy() {
     );
 }
 
-/// Whether a relay holds the waiting lock in `observer`'s database (advisory locks are per
-/// database; a relay waiting on another database of the server, a demo's say, is not this one).
+/// Whether a relay holds the waiting lock in `observer`'s database.
 async fn advertising(observer: &tokio_postgres::Client) -> bool {
-    let row = observer
-        .query_one(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int::oid \
-             AND objid = $2::int::oid AND objsubid = 2 AND mode = 'ExclusiveLock' AND granted \
-             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            &[&WAITING_LOCK.0, &WAITING_LOCK.1],
-        )
+    !outbox_tests::waiting_lock_holders(observer)
         .await
-        .unwrap();
-    row.get::<_, i64>(0) > 0
+        .is_empty()
 }
 
 /// The share rule at work on its own: a relay busy 16 ms of every 18 is never busy for
