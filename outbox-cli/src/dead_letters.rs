@@ -72,13 +72,7 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             );
             for r in rows {
                 let aggregate = printable(&format!("{}/{}", r.aggregate_type, r.aggregate_id));
-                let error = printable(
-                    &r.last_error
-                        .unwrap_or_default()
-                        .chars()
-                        .take(80)
-                        .collect::<String>(),
-                );
+                let error = printable_within(&r.last_error.unwrap_or_default(), ERROR_SHOWN_CHARS);
                 out!(
                     "{:<36}  {:<24}  {:<28}  {:>8}  {:<20}  {error}",
                     r.id,
@@ -173,27 +167,44 @@ fn unmatched(asked: &[uuid::Uuid], found: &[uuid::Uuid]) -> Result<(), Failure> 
 /// The characters of a value a table row shows (`--json` shows them whole).
 const MAX_SHOWN_CHARS: usize = 100;
 
-/// `text` with control characters escaped (`\n`, `\u{1b}`): stored text (an error message, an id
-/// written by hand) must not break the table's lines or send escape sequences to the terminal.
-/// Cut at [`MAX_SHOWN_CHARS`] (a hand-written row's 100 000-character event type made a 100 kB
-/// table row).
+/// The characters of the last error a table row shows (the row's last column).
+const ERROR_SHOWN_CHARS: usize = 80;
+
+/// `text` with control characters and noncharacters escaped (`\n`, `\u{1b}`, `\u{fffe}`): stored
+/// text (an error message, an id written by hand) must not break the table's lines, send escape
+/// sequences to the terminal, or show nothing where a character is (U+FFFE printed raw looked like
+/// no character at all: black-box run). Cut at [`MAX_SHOWN_CHARS`] (a hand-written row's 100 000-
+/// character event type made a 100 kB table row).
 fn printable(text: &str) -> String {
-    let text: std::borrow::Cow<'_, str> = match text.char_indices().nth(MAX_SHOWN_CHARS) {
+    printable_within(text, MAX_SHOWN_CHARS)
+}
+
+/// [`printable`], cut at `max` characters, with `…` where it is cut (the last error was cut
+/// without one).
+fn printable_within(text: &str, max: usize) -> String {
+    let text: std::borrow::Cow<'_, str> = match text.char_indices().nth(max) {
         Some((end, _)) => format!("{}…", &text[..end]).into(),
         None => text.into(),
     };
-    if !text.chars().any(char::is_control) {
+    let hidden = |c: char| c.is_control() || is_noncharacter(c);
+    if !text.chars().any(hidden) {
         return text.into_owned();
     }
     text.chars()
         .map(|c| {
-            if c.is_control() {
+            if hidden(c) {
                 c.escape_default().to_string()
             } else {
                 c.to_string()
             }
         })
         .collect()
+}
+
+/// One of Unicode's 66 noncharacters (U+FDD0–U+FDEF, and the last two of every plane).
+fn is_noncharacter(c: char) -> bool {
+    let n = c as u32;
+    (0xFDD0..=0xFDEF).contains(&n) || n & 0xFFFE == 0xFFFE
 }
 
 /// How many of the dead letters to be purged are listed before the question.
@@ -269,6 +280,10 @@ mod tests {
     fn printable_escapes_control_characters_and_cuts_long_values() {
         assert_eq!(printable("a\nb"), "a\\nb");
         assert_eq!(printable("order.created"), "order.created");
+        assert_eq!(printable("A\u{FFFE}q\u{10FFFF}"), "A\\u{fffe}q\\u{10ffff}");
+        assert_eq!(printable("ｘ\u{FF01}é"), "ｘ\u{FF01}é");
+        assert_eq!(printable_within("abcdef", 3), "abc…");
+        assert_eq!(printable_within("abc", 3), "abc");
         let long = "u".repeat(100_000);
         assert_eq!(
             printable(&long),

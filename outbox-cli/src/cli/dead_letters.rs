@@ -4,8 +4,8 @@ use clap::{Args, Subcommand};
 use uuid::Uuid;
 
 /// The usage lines of a subcommand that selects dead letters (clap's own ran to 144 columns, the
-/// required group written out on one line: black-box run). A filter is `--event-type`,
-/// `--aggregate-type` or `--aggregate-id`, as the options list says.
+/// required group written out on one line: black-box run). The filters' line leaves out
+/// `[OPTIONS]` to fit (a `<FILTER>` there read as an argument: black-box run).
 macro_rules! usage {
     ($command:literal) => {
         concat!(
@@ -14,7 +14,7 @@ macro_rules! usage {
             " [OPTIONS] <ID>...\n       ",
             "outbox dead-letters ",
             $command,
-            " [OPTIONS] <FILTER>...\n       ",
+            " [--event-type <T>] [--aggregate-type <T>] [--aggregate-id <ID>]\n       ",
             "outbox dead-letters ",
             $command,
             " [OPTIONS] --all"
@@ -66,8 +66,7 @@ meanwhile): it names them on stderr and exits 1, so that a slip never deletes th
     },
 }
 
-/// Filters over dead letters (`<FILTER>` in the usage lines of retry and purge: one or more of
-/// these).
+/// Filters over dead letters (with retry and purge: one or more of these, or ids, or `--all`).
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Filters")]
 pub struct FilterArgs {
