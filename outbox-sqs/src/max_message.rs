@@ -95,6 +95,18 @@ impl MaxMessage {
         self.bytes() < before
     }
 
+    /// Whether the limit is worth reading again now, whatever it is (a refusal of a message as
+    /// too long that names no limit): at most every [`READ_AGAIN_AFTER`]; if so, the read is taken
+    /// as begun now.
+    pub(crate) fn read_again_now(&self) -> bool {
+        let mut read_at = self.read_at.lock().unwrap_or_else(PoisonError::into_inner);
+        if read_at.is_some_and(|at| at.elapsed() < READ_AGAIN_AFTER) {
+            return false;
+        }
+        *read_at = Some(Instant::now());
+        true
+    }
+
     /// The largest message, in bytes.
     pub(crate) fn bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
@@ -121,6 +133,12 @@ impl MaxMessage {
             }
         }
     }
+}
+
+/// Whether a refusal says the message is too long ("Invalid parameter: Message too long", as SNS
+/// words it, with or without the limit).
+pub(crate) fn says_too_long(refusal: &str) -> bool {
+    refusal.to_ascii_lowercase().contains("too long") || limit_named_in(refusal).is_some()
 }
 
 /// The limit a refusal of a message as too long names, in SQS's and SNS's words ("… Message must
@@ -160,6 +178,11 @@ mod tests {
         ] {
             assert_eq!(limit_named_in(other), None, "{other}");
         }
+        assert!(says_too_long("Invalid parameter: Message too long"));
+        assert!(says_too_long(
+            "Reason: Message must be shorter than 2048 bytes."
+        ));
+        assert!(!says_too_long("Invalid parameter: Subject"));
         let q = MaxMessage::new(DestinationKind::Queue);
         assert!(q.lowered_to(2048));
         assert_eq!(q.bytes(), 2048);

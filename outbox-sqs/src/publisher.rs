@@ -142,6 +142,22 @@ impl Queue {
         (size > limit).then_some(limit)
     }
 
+    /// Has its limit read again, in a task of its own, after a refusal of a message as too long
+    /// that names no limit (at most every few seconds: [`MaxMessage::read_again_now`]), so that
+    /// the refused event's next attempt is held to it (offloaded, or refused without a call).
+    pub(crate) fn read_limit_again_soon(&self) {
+        if !self.max_message.read_again_now() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let down = Arc::clone(&self.down);
+        runtime.spawn(async move {
+            down.probe().works(crate::watch::SILENT_AFTER).await;
+        });
+    }
+
     /// Whether its limit is below the most it could be set to take (see [`MaxMessage::lowered`]).
     pub(crate) fn limit_lowered(&self) -> bool {
         self.max_message.lowered()

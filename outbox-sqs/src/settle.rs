@@ -8,6 +8,7 @@ use outbox_core::{FailureKind, PublishFailure, PublishOutcome};
 use crate::answer::BatchAnswer;
 use crate::classify::{Class, call_failure_kind, classify, failure_kind, is_throttling};
 use crate::error::Error;
+use crate::max_message::{limit_named_in, says_too_long};
 use crate::message::Prepared;
 use crate::publisher::Queue;
 
@@ -82,6 +83,41 @@ fn unavailable(failure: PublishFailure, dead_letter: bool) -> PublishOutcome {
     }
 }
 
+/// The outcome of an entry refused as too long, when the limit known for its destination may be
+/// stale (lowered since it was read; black-box runs: every event between the new limit and the
+/// offload threshold dead-lettered with the service's refusal, retrying did not help until a
+/// restart); `None` for any other refusal.
+fn too_long(queue: &Queue, size: usize, code: &str, message: &str) -> Option<PublishOutcome> {
+    let service = queue.service();
+    if let Some(limit) = queue.limit_lowered_by(message, size) {
+        // The refusal names the limit, now taken: put back once, uncounted; the next attempt
+        // offloads the event, or refuses it in the relay's own words.
+        return Some(PublishOutcome::unavailable(
+            FailureKind::TooLarge,
+            format!(
+                "{service} refused the message as longer than {limit} bytes, the {}'s limit now \
+                 (its MaximumMessageSize, lowered since it was read): put back to be sent within it",
+                queue.kind
+            ),
+        ));
+    }
+    if limit_named_in(message).is_some() || !says_too_long(message) {
+        return None;
+    }
+    // Too long, the limit unsaid (SNS's words): read it again; the next attempt (counted: a
+    // refusal for another cause ends as a dead letter) offloads the event or refuses it without a
+    // call if it is over it.
+    queue.read_limit_again_soon();
+    Some(PublishOutcome::retry(
+        FailureKind::TooLarge,
+        format!(
+            "{service} refused the message as too long: {code}: {message} (the {}'s limit is read \
+             again for its next attempt)",
+            queue.kind
+        ),
+    ))
+}
+
 /// Records the outcome of every entry of a call.
 pub(crate) fn settle(
     queue: &Queue,
@@ -141,20 +177,8 @@ pub(crate) fn settle(
                         sender_fault = f.sender_fault, message, "{service} failed a message"
                     );
                     let kind = failure_kind(code);
-                    if let Some(limit) = queue.limit_lowered_by(message, p.size) {
-                        // Lowered since it was read (black-box run: every event between the new
-                        // limit and the offload threshold dead-lettered with SQS's refusal, and
-                        // retrying did not help until a restart). Put back once, uncounted: the
-                        // next attempt offloads it, or refuses it in the relay's own words.
-                        PublishOutcome::unavailable(
-                            FailureKind::TooLarge,
-                            format!(
-                                "{service} refused the message as longer than {limit} bytes, the \
-                                 {}'s limit now (its MaximumMessageSize, lowered since it was \
-                                 read): put back to be sent within it",
-                                queue.kind
-                            ),
-                        )
+                    if let Some(outcome) = too_long(queue, p.size, code, message) {
+                        outcome
                     } else {
                         match classify(code, f.sender_fault) {
                             Class::Permanent => PublishOutcome::permanent(
@@ -221,5 +245,101 @@ pub(crate) fn settle(
                 report.first_failure = Some(failure.error);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::time::Duration;
+
+    use aws_sdk_sns::operation::publish_batch::PublishBatchOutput;
+    use aws_sdk_sns::types::BatchResultErrorEntry;
+    use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome};
+
+    use super::{Report, settle};
+    use crate::answer::BatchAnswer;
+    use crate::breaker::Breaker;
+    use crate::destination::DestinationKind;
+    use crate::message::prepare;
+    use crate::publisher::Queue;
+
+    /// What a topic's refusal of one 2 KB message with `message` makes of it.
+    fn refused(topic: &Queue, message: &str) -> PublishOutcome {
+        let event = ClaimedEvent::for_test(
+            uuid::Uuid::new_v4(),
+            1,
+            "order",
+            "o-1",
+            "order.created",
+            format!("\"{}\"", "x".repeat(2000)),
+            "{}",
+            0,
+        );
+        let entry = prepare(0, &event, topic, None, true).unwrap();
+        let output = PublishBatchOutput::builder()
+            .failed(
+                BatchResultErrorEntry::builder()
+                    .id("0")
+                    .code("InvalidParameter")
+                    .message(message)
+                    .sender_fault(true)
+                    .build()
+                    .unwrap(),
+            )
+            .build();
+        let mut report = Report::default();
+        let answer = BatchAnswer::from(output);
+        settle(
+            topic,
+            Ok(answer),
+            vec![entry],
+            &mut report,
+            &mut HashSet::new(),
+        );
+        report.outcomes.remove(0).1
+    }
+
+    /// A topic lowered since its limit was read: SNS's refusal names the new limit (taken, the
+    /// event put back uncounted) or not (SNS's usual words: the limit is read again and the
+    /// attempt counts: black-box run, dead-lettered with SNS's refusal before); any other
+    /// refusal is what it was.
+    #[tokio::test]
+    async fn a_refusal_as_too_long_takes_the_limit_or_has_it_read_again() {
+        let topic = Queue::new(
+            "arn:aws:sns:us-east-1:000000000000:t".into(),
+            DestinationKind::Topic,
+            false,
+            Breaker::new(
+                "t".into(),
+                Duration::from_secs(5),
+                Duration::from_secs(3600),
+                Default::default(),
+            ),
+            crate::destination_down::DestinationDown::for_test("t", DestinationKind::Topic),
+        );
+        match refused(&topic, "Invalid parameter: Message too long") {
+            PublishOutcome::Retry(f) => {
+                assert_eq!(f.kind(), FailureKind::TooLarge);
+                assert!(
+                    f.message().contains("the topic's limit is read again"),
+                    "{f}"
+                );
+            }
+            other => panic!("expected a counted retry, got {other:?}"),
+        }
+        assert_eq!(topic.limits().max_message_bytes(), 262_144, "until read");
+        assert!(matches!(
+            refused(&topic, "Invalid parameter: Subject"),
+            PublishOutcome::Permanent(_)
+        ));
+        match refused(
+            &topic,
+            "Invalid parameter: Message too long. Message must be shorter than 1024 bytes.",
+        ) {
+            PublishOutcome::Unavailable(f) => assert_eq!(f.kind(), FailureKind::TooLarge),
+            other => panic!("expected it put back uncounted, got {other:?}"),
+        }
+        assert_eq!(topic.limits().max_message_bytes(), 1024);
     }
 }
