@@ -3,7 +3,7 @@
 //! It can also hold what the client sends for a while, as a slow link or a busy server would.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,7 +19,18 @@ pub struct BlackHoleProxy {
     delay_ms: Arc<AtomicU64>,
     /// Bytes whose first sender is caught (see [`BlackHoleProxy::catch_first_sending`]).
     catch: Arc<Mutex<Option<Vec<u8>>>>,
+    /// Forwarded connections whose client has not closed its side.
+    open: Arc<AtomicUsize>,
     task: JoinHandle<()>,
+}
+
+/// One forwarded connection counted open until its client closes its side (dropped then).
+struct Open(Arc<AtomicUsize>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// What a pump watches: the proxy's black hole, and its own connection's.
@@ -62,11 +73,14 @@ impl BlackHoleProxy {
         let delay = Arc::clone(&delay_ms);
         let catch = Arc::new(Mutex::new(None));
         let catching = Arc::clone(&catch);
+        let open = Arc::new(AtomicUsize::new(0));
+        let counting = Arc::clone(&open);
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let flag = Arc::clone(&flag);
                 let delay = Arc::clone(&delay);
                 let catching = Arc::clone(&catching);
+                let counting = Arc::clone(&counting);
                 tokio::spawn(async move {
                     if flag.load(Ordering::SeqCst) {
                         // Accept and never answer: a new connection into the partition hangs.
@@ -83,7 +97,12 @@ impl BlackHoleProxy {
                         connection: Arc::new(AtomicBool::new(false)),
                         catch: catching,
                     };
-                    let up = tokio::spawn(pump(cr, sw, holes.clone(), Some(delay)));
+                    counting.fetch_add(1, Ordering::SeqCst);
+                    let client = Client {
+                        delay,
+                        open: Open(counting),
+                    };
+                    let up = tokio::spawn(pump(cr, sw, holes.clone(), Some(client)));
                     let down = tokio::spawn(pump(sr, cw, holes, None));
                     let _ = tokio::join!(up, down);
                 });
@@ -94,6 +113,7 @@ impl BlackHoleProxy {
             black_hole,
             delay_ms,
             catch,
+            open,
             task,
         }
     }
@@ -113,6 +133,12 @@ impl BlackHoleProxy {
     /// hole stay silent, as a peer's dead connections do until its own timeouts drop them.
     pub fn heal(&self) {
         self.black_hole.store(false, Ordering::SeqCst);
+    }
+
+    /// How many forwarded connections are open on their client's side, black-holed ones included
+    /// (a client that gives one up should close its socket).
+    pub fn open_connections(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
     }
 
     /// The first connection whose client sends `bytes` (within one chunk, e.g. a statement's
@@ -139,11 +165,18 @@ impl Drop for BlackHoleProxy {
 /// Copies `from` to `to` (each chunk held for `delay` first, when given) until either closes or
 /// the black hole opens; then holds both open, silently, forever (the proxy's task ends with the
 /// test).
+/// The client's side of a connection, as its pump sees it.
+struct Client {
+    /// Milliseconds each chunk is held.
+    delay: Arc<AtomicU64>,
+    open: Open,
+}
+
 async fn pump(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     holes: Holes,
-    delay_ms: Option<Arc<AtomicU64>>,
+    client: Option<Client>,
 ) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -157,13 +190,15 @@ async fn pump(
         };
         let Ok(n) = n else { return };
         // Only what the client sends is searched for the bytes to catch.
-        if n == 0 || holes.open() || (delay_ms.is_some() && holes.catches(&buf[..n])) {
+        if n == 0 || holes.open() || (client.is_some() && holes.catches(&buf[..n])) {
             if n == 0 {
                 return;
             }
             break;
         }
-        let hold = delay_ms.as_ref().map_or(0, |d| d.load(Ordering::SeqCst));
+        let hold = client
+            .as_ref()
+            .map_or(0, |c| c.delay.load(Ordering::SeqCst));
         if hold > 0 {
             tokio::time::sleep(Duration::from_millis(hold)).await;
         }
@@ -171,7 +206,16 @@ async fn pump(
             return;
         }
     }
-    // Black-holed: keep both halves open and read nothing more.
+    // Black-holed: keep both halves open and pass nothing more; the client's bytes are read (and
+    // dropped) only to see it close its side.
+    if let Some(client) = client {
+        while let Ok(n) = from.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+        }
+        drop(client.open);
+    }
     let _keep = (from, to);
     std::future::pending::<()>().await;
 }

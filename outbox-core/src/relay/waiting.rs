@@ -40,6 +40,7 @@ use outbox_queries::queries::listen as sql;
 use tokio::sync::{Notify, watch};
 use tokio_postgres::error::SqlState;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::outage::{RECONNECT_CAP, Reconnects};
 use super::session::{ANSWER_WITHIN, Session, note_stall, within};
@@ -240,7 +241,9 @@ impl Life<'_> {
             _ = token.cancelled() => return Ok(()),
             c = self.connector.connect() => c?,
         };
-        let mut connection = tokio::spawn(connection);
+        // Aborted when this life ends: a stalled connection's task waits for its answer for
+        // ever, and kept its socket open, one per stall (black-box run).
+        let mut connection = AbortOnDropHandle::new(tokio::spawn(connection));
         let lost = |r: Result<Result<(), tokio_postgres::Error>, tokio::task::JoinError>| -> Error {
             match r {
                 Ok(Err(e)) => e.into(),
