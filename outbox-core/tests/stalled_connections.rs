@@ -223,3 +223,55 @@ async fn an_advertising_connection_stalled_on_its_lock_request_is_replaced() {
     );
     running.stop().await;
 }
+
+/// Stopped while both its connections have stalled unnoticed (the LISTEN one between two checks,
+/// the advertising one holding the waiting lock): each is asked once more, found silent, and its
+/// session ended from a new connection. Before, both sessions ran on for good behind a middlebox
+/// that keeps the server's side open; the advertising one kept the waiting lock (every writer
+/// notified, and a relay started again queued behind it). A relay stopped with healthy connections
+/// ends nothing.
+#[tokio::test]
+async fn a_relay_stopped_with_stalled_connections_leaves_no_session_behind() {
+    let logs = LogCapture::default();
+    let _g = logs.install();
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    let admin = db.connect().await;
+    let gone = async || {
+        sessions(&admin, LISTENER_APPLICATION_NAME).await.is_empty()
+            && sessions(&admin, WAITING_APPLICATION_NAME).await.is_empty()
+            && waiting_lock_holders(&admin).await.is_empty()
+    };
+    for stall in [false, true] {
+        let relay = relay_via(&db, &proxy, Arc::new(RecordingPublisher::new()));
+        let running = RunningRelay::start(&relay);
+        assert!(
+            eventually(Duration::from_secs(10), async || {
+                the_listening_session(&admin).await.is_some()
+                    && waiting_lock_holders(&admin).await.len() == 1
+            })
+            .await,
+            "the relay listens and advertises"
+        );
+        if stall {
+            // Both connections go silent; a new one passes.
+            proxy.black_hole();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            proxy.heal();
+        }
+        running.stop().await;
+        assert!(
+            eventually(Duration::from_secs(2), gone).await,
+            "stalled: {stall}; sessions left: {:?} {:?}, lock held by {:?}\n{}",
+            sessions(&admin, LISTENER_APPLICATION_NAME).await,
+            sessions(&admin, WAITING_APPLICATION_NAME).await,
+            waiting_lock_holders(&admin).await,
+            logs.text()
+        );
+        let text = logs.text();
+        for what in ["LISTEN connection", "connection advertising waiting"] {
+            let ended = format!("ended the server session of the stalled {what}");
+            assert_eq!(text.contains(&ended), stall, "{what}\n{text}");
+        }
+    }
+}

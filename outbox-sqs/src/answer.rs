@@ -119,28 +119,14 @@ mod tests {
     #[test]
     fn partial_publish_batch_failures_map_to_the_right_events() {
         use std::collections::HashSet;
-        use std::time::Duration;
 
         use outbox_core::{ClaimedEvent, FailureKind, PublishOutcome};
 
-        use crate::breaker::Breaker;
-        use crate::destination::DestinationKind;
         use crate::message::prepare;
         use crate::publisher::Queue;
         use crate::settle::{Report, settle};
 
-        let topic = Queue::new(
-            "arn:aws:sns:us-east-1:000000000000:t".into(),
-            DestinationKind::Topic,
-            false,
-            Breaker::new(
-                "t".into(),
-                Duration::from_secs(5),
-                Duration::from_secs(3600),
-                Default::default(),
-            ),
-            crate::destination_down::DestinationDown::for_test("t", DestinationKind::Topic),
-        );
+        let topic = Queue::topic_for_test();
         let events: Vec<ClaimedEvent> = (0..4)
             .map(|i| {
                 ClaimedEvent::for_test(

@@ -111,6 +111,24 @@ impl Queue {
         }
     }
 
+    /// A standard SNS topic `t` that no call reaches (its probe's endpoint refuses), with the
+    /// service's limits until told otherwise: for unit tests of what its answers make of events.
+    #[cfg(test)]
+    pub(crate) fn topic_for_test() -> Self {
+        Queue::new(
+            "arn:aws:sns:us-east-1:000000000000:t".into(),
+            DestinationKind::Topic,
+            false,
+            Breaker::new(
+                "t".into(),
+                Duration::from_secs(5),
+                Duration::from_secs(3600),
+                Default::default(),
+            ),
+            DestinationDown::for_test("t", DestinationKind::Topic),
+        )
+    }
+
     /// Takes a `MaximumMessageSize` attribute as the destination answered it (see
     /// [`MaxMessage::take`]).
     pub(crate) fn take_max_message_size(&self, attribute: Option<&str>) {

@@ -251,7 +251,6 @@ pub(crate) fn settle(
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
-    use std::time::Duration;
 
     use aws_sdk_sns::operation::publish_batch::PublishBatchOutput;
     use aws_sdk_sns::types::BatchResultErrorEntry;
@@ -259,8 +258,6 @@ mod tests {
 
     use super::{Report, settle};
     use crate::answer::BatchAnswer;
-    use crate::breaker::Breaker;
-    use crate::destination::DestinationKind;
     use crate::message::prepare;
     use crate::publisher::Queue;
 
@@ -306,18 +303,7 @@ mod tests {
     /// refusal is what it was.
     #[tokio::test]
     async fn a_refusal_as_too_long_takes_the_limit_or_has_it_read_again() {
-        let topic = Queue::new(
-            "arn:aws:sns:us-east-1:000000000000:t".into(),
-            DestinationKind::Topic,
-            false,
-            Breaker::new(
-                "t".into(),
-                Duration::from_secs(5),
-                Duration::from_secs(3600),
-                Default::default(),
-            ),
-            crate::destination_down::DestinationDown::for_test("t", DestinationKind::Topic),
-        );
+        let topic = Queue::topic_for_test();
         match refused(&topic, "Invalid parameter: Message too long") {
             PublishOutcome::Retry(f) => {
                 assert_eq!(f.kind(), FailureKind::TooLarge);

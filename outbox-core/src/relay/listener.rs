@@ -11,7 +11,7 @@ use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
 use super::outage::{RECONNECT_CAP, Reconnects};
-use super::session::{ANSWER_WITHIN, Session, note_stall, within};
+use super::session::{ANSWER_WITHIN, Session, end_at_shutdown, note_stall, within};
 use crate::connect::{ConnectConfig, PgConnector};
 use crate::error::Error;
 
@@ -84,7 +84,7 @@ pub(crate) async fn run(
             &mut stalled,
         );
         let e = match listening.await {
-            Ok(()) => return,
+            Ok(()) => return end_at_shutdown(&connector, stalled, WHAT).await,
             Err(e) => e,
         };
         let (delay, warn) = backoff.failed();
@@ -108,7 +108,7 @@ pub(crate) async fn run(
         }
         wake(&wakeups.claim);
         tokio::select! {
-            _ = token.cancelled() => return,
+            _ = token.cancelled() => return end_at_shutdown(&connector, stalled, WHAT).await,
             _ = tokio::time::sleep(delay) => {}
         }
     }
@@ -119,7 +119,9 @@ const WHAT: &str = "LISTEN connection";
 
 /// One connection's life: connect, LISTEN, forward notifications. `Ok` only when cancelled. A
 /// connection that stalls (a statement unanswered within [`ANSWER_WITHIN`]) is left in `stalled`,
-/// for the next one to end its server session.
+/// for the next one to end its server session. Cancelled while listening, it is asked once more
+/// whether it answers; cancelled with a statement unanswered, or then silent, its session is left
+/// in `stalled` too, for [`end_at_shutdown`] (it would go on listening, unread, for good).
 async fn listen(
     connector: &PgConnector,
     wakeups: &Wakeups,
@@ -145,6 +147,7 @@ async fn listen(
             Ok(())
         };
         if ask(ending, &mut messages, claim, token).await?.is_none() {
+            *stalled = Some(old);
             return Ok(());
         }
     }
@@ -154,6 +157,7 @@ async fn listen(
     let listening = within(ANSWER_WITHIN, WHAT, statement.bind(&client));
     let answer = ask(listening, &mut messages, claim, token).await;
     if note_stall(answer, session, stalled)?.is_none() {
+        *stalled = Some(session);
         return Ok(());
     }
     let after_a_loss = backoff.failures() > 0;
@@ -171,7 +175,13 @@ async fn listen(
         // A quiet spell of `check_after`: asked whether it still answers (its messages read
         // meanwhile, as they drive the connection).
         let quiet = tokio::select! {
-            _ = token.cancelled() => return Ok(()),
+            _ = token.cancelled() => {
+                // Asked once more: one stalled unnoticed is ended from a new connection.
+                let check = within(ANSWER_WITHIN, WHAT, alive.bind(&client).one());
+                let answer = ask(check, &mut messages, claim, &CancellationToken::new()).await;
+                let _ = note_stall(answer, session, stalled);
+                return Ok(());
+            }
             message = messages.next() => { on_message(message, claim)?; false }
             _ = tokio::time::sleep(check_after) => true,
         };
@@ -179,6 +189,7 @@ async fn listen(
             let check = within(ANSWER_WITHIN, WHAT, alive.bind(&client).one());
             let answer = ask(check, &mut messages, claim, token).await;
             if note_stall(answer, session, stalled)?.is_none() {
+                *stalled = Some(session);
                 return Ok(());
             }
         }

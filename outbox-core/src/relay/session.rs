@@ -14,6 +14,9 @@ use std::time::Duration;
 use outbox_queries::queries::listen as sql;
 use tokio_postgres::Client;
 
+use tokio_util::task::AbortOnDropHandle;
+
+use crate::connect::PgConnector;
 use crate::error::{Error, ErrorKind};
 
 /// How long one of the relay's own connections is given to answer a statement that needs no lock
@@ -59,6 +62,32 @@ impl Session {
                 "could not end the server session of the stalled {what}; the server ends it once its own time-outs notice"),
         }
     }
+}
+
+/// At shutdown: ends `session`, when there is one, from a new connection, all within
+/// [`ANSWER_WITHIN`]. It is a stalled session not ended yet (the relay stopped before its next
+/// connection), or the session of a connection whose statement had no answer when the relay
+/// stopped: behind a middlebox that holds the server's side open, it would otherwise run on,
+/// keeping the waiting lock or holding back the notification queue, until the server's own
+/// time-outs end it (perhaps never).
+pub(crate) async fn end_at_shutdown(connector: &PgConnector, session: Option<Session>, what: &str) {
+    let Some(session) = session else { return };
+    let ending = async {
+        let (client, connection) = connector.connect().await?;
+        let connection = AbortOnDropHandle::new(tokio::spawn(connection));
+        session.end_from(&client, what).await;
+        // Closed the polite way: the server is told, rather than finding the socket gone.
+        drop(client);
+        let _ = connection.await;
+        Ok::<(), Error>(())
+    };
+    let failed = match tokio::time::timeout(ANSWER_WITHIN, ending).await {
+        Ok(Ok(())) => return,
+        Ok(Err(e)) => crate::error_chain(&e),
+        Err(_) => format!("no connection within {} s", ANSWER_WITHIN.as_secs()),
+    };
+    tracing::warn!(pid = session.pid, error = %failed,
+        "stopping: could not end the server session of the {what}, which had not answered; the server ends it once its own time-outs notice");
 }
 
 /// `statement`'s answer, or a time-out error saying that `what` (a connection) did not answer

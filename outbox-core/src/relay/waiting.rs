@@ -43,7 +43,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::outage::{RECONNECT_CAP, Reconnects};
-use super::session::{ANSWER_WITHIN, Session, note_stall, within};
+use super::session::{ANSWER_WITHIN, Session, end_at_shutdown, note_stall, within};
 use crate::connect::PgConnector;
 use crate::error::Error;
 
@@ -175,7 +175,7 @@ pub(crate) async fn run(
             token: &token,
         };
         match life.advertise(&mut idle, &mut backoff, &mut stalled).await {
-            Ok(()) => return,
+            Ok(()) => return end_at_shutdown(&connector, stalled, WHAT).await,
             Err(e) => {
                 let (delay, warn) = backoff.failed();
                 let retry_in_ms = delay.as_millis() as u64;
@@ -199,7 +199,7 @@ pub(crate) async fn run(
                         "the connection advertising waiting: reconnect failed");
                 }
                 tokio::select! {
-                    _ = token.cancelled() => return,
+                    _ = token.cancelled() => return end_at_shutdown(&connector, stalled, WHAT).await,
                     _ = tokio::time::sleep(delay) => {}
                 }
             }
@@ -229,7 +229,10 @@ struct Life<'a> {
 impl Life<'_> {
     /// One connection's life. `Ok` only when cancelled; the lock goes with the connection. A
     /// connection that stalls (see [`TAKE_WAITS_AT_MOST`], [`ANSWER_WITHIN`]) is left in
-    /// `stalled`, for the next one to end its server session, and the lock with it.
+    /// `stalled`, for the next one to end its server session, and the lock with it. Cancelled
+    /// holding the lock, it gives the lock back; cancelled with a lock request or an unlock
+    /// unanswered, or its unlock then unanswered, the session is left in `stalled` too, for
+    /// [`end_at_shutdown`] (it may hold the lock, or get it, for good).
     async fn advertise(
         &self,
         idle: &mut watch::Receiver<usize>,
@@ -268,7 +271,10 @@ impl Life<'_> {
         if let Some(old) = stalled.take() {
             // It may hold the waiting lock still: every writer would notify.
             tokio::select! {
-                _ = token.cancelled() => return Ok(()),
+                _ = token.cancelled() => {
+                    *stalled = Some(old);
+                    return Ok(());
+                }
                 r = &mut connection => return Err(lost(r)),
                 () = old.end_from(&client, WHAT) => {}
             }
@@ -295,12 +301,15 @@ impl Life<'_> {
                             );
                         }
                         Ok(Err(e)) => return Err(Error::from(e)),
-                        Err(_) => return Err(stalled_after(limit)),
+                        Err(_) => return Err(super::session::stalled(limit, WHAT)),
                     }
                 }
             };
             tokio::select! {
-                _ = token.cancelled() => return Ok(()),
+                _ = token.cancelled() => {
+                    *stalled = Some(session);
+                    return Ok(());
+                }
                 r = &mut connection => return Err(lost(r)),
                 r = taking => note_stall(r, session, stalled)?,
             }
@@ -314,27 +323,37 @@ impl Life<'_> {
             // (at its end the relay is idle again and would only take the lock back at once).
             let mut mostly_busy = false;
             loop {
-                tokio::select! {
-                    _ = token.cancelled() => return Ok(()),
+                // (The lock is given back once the guard `wait_for` gives has gone: not `Send`.)
+                let cancelled = tokio::select! {
+                    _ = token.cancelled() => true,
                     r = &mut connection => return Err(lost(r)),
-                    r = idle.wait_for(|n| *n < workers) => { r.map_err(|_| closed())?; }
+                    r = idle.wait_for(|n| *n < workers) => { r.map_err(|_| closed())?; false }
+                };
+                if cancelled {
+                    return give_back(&client, session, stalled).await;
                 }
                 if mostly_busy {
                     break;
                 }
                 let spell = Instant::now();
-                tokio::select! {
-                    _ = token.cancelled() => return Ok(()),
+                let cancelled = tokio::select! {
+                    _ = token.cancelled() => true,
                     r = &mut connection => return Err(lost(r)),
                     r = tokio::time::timeout(HOLD_THROUGH_BUSY, idle.wait_for(|n| *n >= workers)) => match r {
-                        Ok(r) => { r.map_err(|_| closed())?; }
+                        Ok(r) => { r.map_err(|_| closed())?; false }
                         Err(_) => break,
                     },
+                };
+                if cancelled {
+                    return give_back(&client, session, stalled).await;
                 }
                 mostly_busy = share.mostly_busy(spell, Instant::now());
             }
             tokio::select! {
-                _ = token.cancelled() => return Ok(()),
+                _ = token.cancelled() => {
+                    *stalled = Some(session);
+                    return Ok(());
+                }
                 r = &mut connection => return Err(lost(r)),
                 r = within(ANSWER_WITHIN, WHAT, release.bind(&client).one()) => {
                     note_stall(r, session, stalled)?;
@@ -345,9 +364,19 @@ impl Life<'_> {
     }
 }
 
-/// The error of a take that had no answer within `limit`.
-fn stalled_after(limit: Duration) -> Error {
-    super::session::stalled(limit, WHAT)
+/// Cancelled holding the waiting lock: gives it back, within [`ANSWER_WITHIN`]. Closing the
+/// connection gives it back too, unless the connection has stalled unnoticed (a middlebox keeping
+/// the server's side open): no answer leaves the session in `stalled`, for [`end_at_shutdown`].
+/// Any other error means the connection, and the lock with it, is gone.
+async fn give_back(
+    client: &tokio_postgres::Client,
+    session: Session,
+    stalled: &mut Option<Session>,
+) -> Result<(), Error> {
+    let release = sql::stop_advertising_waiting();
+    let answer = within(ANSWER_WITHIN, WHAT, release.bind(client).one()).await;
+    let _ = note_stall(answer, session, stalled);
+    Ok(())
 }
 
 fn closed() -> Error {
