@@ -34,6 +34,12 @@ SELECT outbox_partitions_carve(:wanted) AS created;
 --! partitions_drain_tail
 SELECT outbox_partitions_drain_tail(:wanted, :lock_timeout_ms::int) AS moved;
 
+-- The rows of the tail partition: after a drain, those it put back, dated past the partitions made
+-- ahead (written by hand, a clock far ahead).
+--! partitions_tail_rows
+SELECT count(*) AS n FROM outbox_events
+ WHERE created_at >= (SELECT lo FROM outbox_partition_list() WHERE name = 'outbox_events_p_tail');
+
 -- Advances the horizon before which every transaction of the database has ended (V6), and says how
 -- far it must reach for every partition past the retention to be retired; no row on the plain layout.
 --! partitions_settle : (settled_before?, needed?)

@@ -304,3 +304,29 @@ async fn an_unreadable_created_at_from_before_v6_is_dead_lettered_and_the_relay_
         assert!(validated, "partitioned: {partitioned}");
     }
 }
+
+/// A drain counts the rows it moved into partitions, not those it put back into the tail (dated
+/// past the partitions made ahead): a black-box run's drain that moved one row of two said "moved 2".
+#[tokio::test]
+async fn a_drain_counts_only_the_rows_it_moved_out_of_the_tail() {
+    let db = TestDb::partitioned(Granularity::Daily).await;
+    // Both in the tail: one that more partitions ahead will hold, one far past them.
+    db.execute(
+        "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, created_at)
+         VALUES ('order', 'o-1', 'order.test', '{}', now() + interval '20 days'),
+                ('order', 'o-2', 'order.test', '{}', '9999-12-31 23:00+00')",
+    )
+    .await;
+    db.execute("UPDATE outbox_partitioning SET ahead = 25")
+        .await;
+    let report = db.maintain(&MaintainOptions::new()).await;
+    assert_eq!(report.drained, 1, "{report:?}");
+    let tail: i64 = db
+        .connect()
+        .await
+        .query_one("SELECT count(*) FROM outbox_events_p_tail", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(tail, 1, "the row far ahead stays in the tail");
+}

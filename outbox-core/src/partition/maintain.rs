@@ -351,12 +351,17 @@ async fn drain(
             }
         })?;
     let after = partition_count(client).await?;
+    // The drain takes every row of the tail out and puts back those dated past the partitions
+    // made ahead: they did not move (counted as moved, they made a run that moved one row of two
+    // say "moved 2").
+    let put_back = sql::partitions_tail_rows().bind(client).one().await?;
+    let moved = moved.saturating_sub(put_back).max(0);
     report.drained += moved;
     report.created += u32::try_from(after.saturating_sub(before)).unwrap_or(u32::MAX);
     tracing::warn!(
         moved,
         "partition maintenance drained the tail partition (maintenance had not run for longer \
-         than the partitions created ahead)"
+         than the partitions created ahead, or rows were written with a later created_at)"
     );
     Ok(())
 }

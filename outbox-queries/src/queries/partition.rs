@@ -1451,6 +1451,35 @@ impl<'c, 'a, 's, C: GenericClient>
         self.bind(client, &params.wanted, &params.lock_timeout_ms)
     }
 }
+pub struct PartitionsTailRowsStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn partitions_tail_rows() -> PartitionsTailRowsStmt {
+    PartitionsTailRowsStmt(
+        "SELECT count(*) AS n FROM outbox_events WHERE created_at >= (SELECT lo FROM outbox_partition_list() WHERE name = 'outbox_events_p_tail')",
+        None,
+    )
+}
+impl PartitionsTailRowsStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+    ) -> I64Query<'c, 'a, 's, C, i64, 0> {
+        I64Query {
+            client,
+            params: [],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
 pub struct PartitionsSettleStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn partitions_settle() -> PartitionsSettleStmt {
     PartitionsSettleStmt(
