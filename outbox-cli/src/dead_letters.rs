@@ -68,7 +68,9 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
                 "event type",
                 "aggregate",
                 "attempts",
-                "dead since"
+                // Times are UTC (the session's TimeZone does not apply: a black-box run on a
+                // +13:45 server read them as local).
+                "dead since (UTC)"
             );
             for r in rows {
                 let aggregate = printable(&format!("{}/{}", r.aggregate_type, r.aggregate_id));
@@ -145,10 +147,12 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
 /// Fails, naming them, when some of the event ids the operator gave (`asked`) are not among the
 /// dead letters the command found (`found`): a mistyped id, or an event that is not (or no longer)
 /// a dead letter. A filter that matches nothing is not a failure; an id that matches nothing is.
+/// Each is named once, however often it was given.
 fn unmatched(asked: &[uuid::Uuid], found: &[uuid::Uuid]) -> Result<(), Failure> {
+    let mut named = std::collections::HashSet::new();
     let missing: Vec<String> = asked
         .iter()
-        .filter(|id| !found.contains(id))
+        .filter(|id| !found.contains(id) && named.insert(**id))
         .map(ToString::to_string)
         .collect();
     if missing.is_empty() {

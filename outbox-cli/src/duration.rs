@@ -53,7 +53,8 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     if text.starts_with('-') {
         return Err(format!("`{text}`: a duration cannot be negative"));
     }
-    let too_large = || format!("`{text}`: too large (at most 100 years)");
+    // In the unit the limit is checked in: "100 years" read as 36 524 days (a black-box run).
+    let too_large = || format!("`{text}`: too large (at most {})", display(MAX));
     let mut total_ms: u64 = 0;
     let mut rest = text;
     while !rest.is_empty() {
@@ -147,6 +148,10 @@ mod tests {
         }
         assert_eq!(parse("5200w").unwrap(), Duration::from_secs(5200 * 604_800));
         assert_eq!(parse("36500d").unwrap(), MAX);
+        assert_eq!(
+            parse("36524d").unwrap_err(),
+            "`36524d`: too large (at most 36500d)"
+        );
     }
 
     #[test]

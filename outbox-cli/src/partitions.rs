@@ -74,8 +74,8 @@ pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failur
             out!(
                 "{:<28} {:<17} {:<17} {:>12}",
                 "partition",
-                "from",
-                "to",
+                "from (UTC)",
+                "to (UTC)",
                 "rows (est.)"
             );
             for p in &list {

@@ -122,6 +122,8 @@ async fn dead_letter_commands_change_exactly_the_rows_asked_for() {
     );
     assert!(list.contains("rejected: invalid content"));
     assert!(!list.contains("not shown"), "{list}");
+    // Its times are UTC, and say so.
+    assert!(list.contains("dead since (UTC)"), "{list}");
     // Fewer shown than there are: said so (black-box run: `--limit 3` of 27 printed 3 rows and
     // nothing else).
     let one = stdout(&run(outbox(&db).args([

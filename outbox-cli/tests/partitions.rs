@@ -80,6 +80,10 @@ async fn migrate_partitioned_converts_and_maintain_retires_what_it_may() {
     assert_eq!(last.iter().filter(|e| **e == 0).count(), 5, "{last:?}");
     let text = succeeds(outbox(&db.url()).args(["partitions", "list"]));
     assert!(!text.contains("unknown"), "{text}");
+    assert!(
+        text.contains("from (UTC)"),
+        "bounds are UTC, and say so: {text}"
+    );
 
     // An expired partition holding a pending event is kept, and said so.
     let c = db.connect().await;

@@ -81,8 +81,9 @@ pub const MIN_INBOX_RETENTION: Duration = Duration::from_secs(3600);
 pub fn check_inbox_retention(older_than: Duration) -> Result<(), Error> {
     if older_than < MIN_INBOX_RETENTION {
         return Err(Error::config(format!(
-            "an inbox retention of {older_than:?} is too short: at least 1 h, and longer than a \
-             message can be redelivered (the queue's message retention, up to 14 days on SQS)"
+            "an inbox retention of {} s is too short: at least 1 h, and longer than a \
+             message can be redelivered (the queue's message retention, up to 14 days on SQS)",
+            older_than.as_secs_f64()
         )));
     }
     Ok(())
