@@ -15,7 +15,7 @@ pub async fn run(
     if let Some(inbox) = inbox_older_than {
         outbox_core::check_inbox_retention(inbox).map_err(usage)?;
     }
-    let client = db::connect(url).await?;
+    let client = db::connect_bounded(url).await?;
     if let Some(older_than) = older_than {
         let deleted = outbox_core::cleanup(&client, older_than).await?;
         out!(

@@ -61,7 +61,31 @@ pub async fn connector_named(url: &str, name: Option<&str>) -> Result<PgConnecto
     })
 }
 
+/// The `application_name` of the CLI's own connections (unless the URL sets one), so operators
+/// can tell them apart in `pg_stat_activity` (they had none; the relay's are `outbox-relay…`).
+pub const CLI_APPLICATION_NAME: &str = "outbox-cli";
+
+/// How long a statement of `stats`, `dead-letters`, `cleanup` and `partitions list` waits for a
+/// lock (unless the URL's `options` set a `lock_timeout`): behind a `LOCK TABLE`, an `ALTER TABLE`
+/// or a `VACUUM FULL` they waited, silently, as long as it was held (black-box run). `migrate` and
+/// `partitions maintain` bound their own waits.
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
 /// One connection, driven on a task.
 pub async fn connect(url: Option<&str>) -> Result<tokio_postgres::Client, Failure> {
-    Ok(connector(url).await?.connect_spawned().await?)
+    let connector = connector(url).await?;
+    Ok(connector
+        .with_default_application_name(CLI_APPLICATION_NAME)
+        .connect_spawned()
+        .await?)
+}
+
+/// [`connect`], its statements waiting at most [`LOCK_WAIT`] for a lock.
+pub async fn connect_bounded(url: Option<&str>) -> Result<tokio_postgres::Client, Failure> {
+    let connector = connector(url).await?;
+    Ok(connector
+        .with_default_application_name(CLI_APPLICATION_NAME)
+        .with_default_lock_timeout(LOCK_WAIT)
+        .connect_spawned()
+        .await?)
 }

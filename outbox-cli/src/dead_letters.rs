@@ -39,7 +39,7 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             limit,
             json,
         } => {
-            let client = db::connect(url).await?;
+            let client = db::connect_bounded(url).await?;
             // One more than asked: whether there are more to say so.
             let mut rows =
                 outbox_core::list_dead_letters(&client, &filter(&args), limit.saturating_add(1))
@@ -91,7 +91,7 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
         }
         DeadLettersCommand::Retry(args) => {
             let f = selection(&args)?;
-            let client = db::connect(url).await?;
+            let client = db::connect_bounded(url).await?;
             let ids = outbox_core::retry_dead_letters(&client, &f).await?;
             out!("retried {}", dead_letters(ids.len()));
             for id in &ids {
@@ -104,7 +104,7 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             if !yes {
                 refuse_without_terminal()?;
             }
-            let client = db::connect(url).await?;
+            let client = db::connect_bounded(url).await?;
             // The ids are captured now: the purge deletes exactly these, not whatever matches the
             // filter by the time the operator answers.
             let ids = outbox_core::dead_letter_ids(&client, &f).await?;

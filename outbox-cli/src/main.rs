@@ -88,6 +88,13 @@ fn hint(e: &(dyn std::error::Error + 'static), command: &str) -> Option<&'static
                  statements; raise it or leave it unset for the role that runs `outbox`",
             );
         }
+        if db.is_some_and(|d| *d.code() == SqlState::LOCK_NOT_AVAILABLE) {
+            return Some(
+                "another session holds a lock on the outbox's tables (LOCK TABLE, ALTER TABLE, \
+                 VACUUM FULL, a migration): pg_locks shows which; run the command again once it \
+                 has ended (or give it longer: `options=-c lock_timeout=…` in the URL)",
+            );
+        }
         if ours {
             return Some(
                 "the outbox schema is missing from this database, or older than this `outbox`: \

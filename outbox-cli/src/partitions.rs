@@ -13,7 +13,11 @@ const NOT_PARTITIONED: &str =
 
 /// Runs one partition command.
 pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failure> {
-    let client = db::connect(url).await?;
+    // `maintain` bounds its own lock waits (a drain's lock timeout, the settle timeout).
+    let client = match cmd {
+        PartitionsCommand::Maintain { .. } => db::connect(url).await?,
+        PartitionsCommand::List { .. } => db::connect_bounded(url).await?,
+    };
     if partition::layout(&client).await?.is_none() {
         return Err(NOT_PARTITIONED.into());
     }

@@ -5,7 +5,7 @@ use crate::{Failure, db};
 
 /// Prints the outbox's state as a table or JSON.
 pub async fn run(url: Option<&str>, json: bool) -> Result<(), Failure> {
-    let client = db::connect(url).await?;
+    let client = db::connect_bounded(url).await?;
     let s = outbox_core::stats(&client).await?;
     let partitions = outbox_core::partition::partition_stats(&client).await?;
     if json {

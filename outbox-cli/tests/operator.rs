@@ -290,6 +290,77 @@ async fn a_statement_timeout_too_short_is_named_in_the_hint() {
     holder.batch_execute("ROLLBACK").await.unwrap();
 }
 
+/// Behind a lock another session holds on the table (`LOCK TABLE`, `ALTER TABLE`, `VACUUM FULL`),
+/// the operator's commands give up after 5 s with a hint, and show in `pg_stat_activity` as
+/// `outbox-cli`: they waited, silently and unnamed, as long as the lock was held (black-box run).
+/// A `lock_timeout` in the URL's options is kept.
+#[tokio::test]
+async fn operator_commands_give_up_behind_a_held_lock_with_a_hint() {
+    let db = TestDb::new().await;
+    let holder = db.connect().await;
+    holder
+        .batch_execute("BEGIN; LOCK TABLE outbox_events IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    // (Not the holder: a transaction sees one snapshot of pg_stat_activity.)
+    let observer = db.connect().await;
+    for command in [&["stats"][..], &["dead-letters", "list"]] {
+        let started = Instant::now();
+        let child = outbox(&db)
+            .args(command)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut named = false;
+        while !named && started.elapsed() < Duration::from_secs(4) {
+            let waiting: i64 = observer
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'outbox-cli' \
+                     AND wait_event_type = 'Lock' AND datname = current_database()",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            named = waiting == 1;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(named, "{command:?}: waits for the lock as outbox-cli");
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{command:?}: {stderr}");
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{command:?}: gave up within about 5 s: {:?}",
+            started.elapsed()
+        );
+        assert!(
+            stderr.contains("lock timeout")
+                && stderr.contains("hint: another session holds a lock on the outbox's tables"),
+            "{command:?}: {stderr}"
+        );
+    }
+    let url = format!(
+        "{}{}options=-c%20lock_timeout%3D300",
+        db.url(),
+        if db.url().contains('?') { "&" } else { "?" }
+    );
+    let started = Instant::now();
+    let out = outbox(&db)
+        .env("DATABASE_URL", url)
+        .arg("stats")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the URL's lock_timeout kept: {:?}",
+        started.elapsed()
+    );
+    holder.batch_execute("ROLLBACK").await.unwrap();
+}
+
 /// Stored text with control characters is printed escaped: it cannot break the table's lines or
 /// send escape sequences to the terminal. A purge that would ask with no terminal to ask on
 /// refuses before it lists anything.

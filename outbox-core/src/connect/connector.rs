@@ -290,6 +290,24 @@ impl PgConnector {
             })
     }
 
+    /// The same connector with the server's `lock_timeout` set to `limit` for its sessions (an
+    /// `options` start-up setting), unless the connection string's `options` set one: a statement
+    /// waiting longer for a lock fails (SQLSTATE 55P03) instead of waiting as long as another
+    /// session holds it. For commands an operator waits for.
+    pub fn with_default_lock_timeout(mut self, limit: std::time::Duration) -> PgConnector {
+        let options = self.pg.get_options().unwrap_or_default();
+        if !options.contains("lock_timeout") {
+            let set = format!("-c lock_timeout={}", limit.as_millis().max(1));
+            let options = if options.is_empty() {
+                set
+            } else {
+                format!("{options} {set}")
+            };
+            self.pg.options(&options);
+        }
+        self
+    }
+
     /// The same connector with `application_name` set, unless the connection string sets one.
     pub fn with_default_application_name(mut self, name: &str) -> PgConnector {
         // A name given in `options` (`-c application_name=…`) would lose to the start-up packet's
