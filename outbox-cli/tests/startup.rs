@@ -105,7 +105,11 @@ async fn relay_start_up_checks_fail_fast_with_one_line() {
             "{}&options=-c%20default_transaction_read_only%3Don",
             pg.url("postgres", "app", &vf)
         )),
-        &["database app is read-only", "primary"],
+        &[
+            "database app is read-only",
+            "default_transaction_read_only is on",
+            "ALTER ROLE postgres SET default_transaction_read_only = off",
+        ],
     );
     fails_fast(
         &mut relay_cmd(&role_url("relay_nohist", "right-password")),

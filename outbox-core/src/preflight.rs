@@ -56,14 +56,22 @@ pub async fn check_relay_database(
     if read_only {
         // Every claim would fail (SQLSTATE 25006) while the relay reported itself ready
         // (black-box run).
+        // On a primary, pointing the relay elsewhere does not help (black-box run: the advice
+        // said so for a database set read-only).
         let why = if replica {
-            "the server is a replica (in recovery)"
+            "the server is a replica (in recovery); point the relay at the primary (the \
+             cluster's writer endpoint)"
+                .to_owned()
         } else {
-            "default_transaction_read_only is on for this session"
+            format!(
+                "default_transaction_read_only is on for this session (set for the role, the \
+                 database or the server, or in the URL's options); turn it off for the relay: \
+                 `ALTER ROLE {user} SET default_transaction_read_only = off`, or unset it where \
+                 it was set"
+            )
         };
         return Err(config(format!(
-            "database {database} is read-only for role {user}: {why}; point the relay at the \
-             primary (the cluster's writer endpoint)"
+            "database {database} is read-only for role {user}: {why}"
         )));
     }
     let (has_events, has_history): (bool, bool) = (row.try_get(4)?, row.try_get(5)?);

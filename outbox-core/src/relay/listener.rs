@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::outage::{RECONNECT_CAP, Reconnects};
 use super::session::{ANSWER_WITHIN, Session, end_at_shutdown, note_stall, within};
+use super::slots::HelperSlot;
 use crate::connect::{ConnectConfig, PgConnector};
 use crate::error::Error;
 
@@ -68,6 +69,7 @@ pub(crate) fn check_after(poll_interval: Duration) -> Duration {
 /// connection is checked after `check_after` without a notification (see [`check_after`]).
 pub(crate) async fn run(
     connector: PgConnector,
+    mut slot: HelperSlot,
     wakeups: Wakeups,
     check_after: Duration,
     token: CancellationToken,
@@ -75,6 +77,9 @@ pub(crate) async fn run(
     let mut backoff = Reconnects::up_to(RECONNECT_CAP);
     let mut stalled = None;
     loop {
+        if !slot.until_workers_have_slots(&token).await {
+            return end_at_shutdown(&connector, stalled, WHAT).await;
+        }
         let listening = listen(
             &connector,
             &wakeups,
@@ -83,9 +88,18 @@ pub(crate) async fn run(
             &mut backoff,
             &mut stalled,
         );
-        let e = match listening.await {
-            Ok(()) => return end_at_shutdown(&connector, stalled, WHAT).await,
-            Err(e) => e,
+        // The workers short of connection slots: this one is given up (dropped) for them.
+        let listened = tokio::select! {
+            r = listening => Some(r),
+            () = slot.workers_short() => None,
+        };
+        let e = match listened {
+            Some(Ok(())) => return end_at_shutdown(&connector, stalled, WHAT).await,
+            Some(Err(e)) => e,
+            None => {
+                slot.gave_way();
+                continue;
+            }
         };
         let (delay, warn) = backoff.failed();
         let retry_in_ms = delay.as_millis() as u64;

@@ -19,6 +19,7 @@ mod outcome;
 mod retry_warnings;
 mod session;
 mod settle;
+mod slots;
 mod transaction;
 mod waiting;
 mod worker;
@@ -89,6 +90,8 @@ pub(crate) struct Inner<P> {
     due: Arc<due::DueWakes>,
     /// Wakes every worker backing off after failures: the database answers again.
     database_back: Arc<tokio::sync::Notify>,
+    /// The workers before the LISTEN and waiting connections, when slots are short (`slots.rs`).
+    slots: slots::Slots,
     /// Whether the watch for the database coming back runs (`database_watch.rs`)…
     database_watch: std::sync::atomic::AtomicBool,
     /// …and whether a batch failed since its last look began.
@@ -258,6 +261,7 @@ impl<P: Publisher> RelayBuilder<P> {
             .max(self.config.poll_interval)
             .saturating_add(Duration::from_secs(5));
         let wake = Arc::new(tokio::sync::Notify::new());
+        let database_back = Arc::new(tokio::sync::Notify::new());
         Ok(Relay {
             inner: Arc::new(Inner {
                 policy: self.config.retry_policy(),
@@ -273,7 +277,8 @@ impl<P: Publisher> RelayBuilder<P> {
                 claims: claim::ClaimState::default(),
                 wake: wake.clone(),
                 due: Arc::new(due::DueWakes::new(&wake)),
-                database_back: Arc::new(tokio::sync::Notify::new()),
+                slots: slots::Slots::new(database_back.clone()),
+                database_back,
                 database_watch: std::sync::atomic::AtomicBool::new(false),
                 database_watch_wanted: std::sync::atomic::AtomicBool::new(false),
                 any_text: tokio::sync::OnceCell::new(),
@@ -356,6 +361,7 @@ impl<P: Publisher> Relay<P> {
                 "LISTEN",
                 listener::run(
                     connector.clone(),
+                    self.inner.slots.helper("LISTEN connection"),
                     listener::Wakeups {
                         claim: self.inner.wake.clone(),
                         database_back: self.inner.database_back.clone(),
@@ -370,6 +376,7 @@ impl<P: Publisher> Relay<P> {
                 "waiting",
                 waiting::run(
                     connector.clone(),
+                    self.inner.slots.helper("connection advertising waiting"),
                     idle.clone(),
                     self.inner.config.concurrency,
                     self.inner.wake.clone(),

@@ -44,6 +44,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::outage::{RECONNECT_CAP, Reconnects};
 use super::session::{ANSWER_WITHIN, Session, end_at_shutdown, note_stall, within};
+use super::slots::HelperSlot;
 use crate::connect::PgConnector;
 use crate::error::Error;
 
@@ -159,6 +160,7 @@ impl Drop for IdleFlag {
 /// claim after the barrier (see the module docs).
 pub(crate) async fn run(
     connector: PgConnector,
+    mut slot: HelperSlot,
     idle: IdleWorkers,
     workers: usize,
     reclaim: Arc<Notify>,
@@ -168,15 +170,25 @@ pub(crate) async fn run(
     let mut idle = idle.subscribe();
     let mut stalled = None;
     loop {
+        if !slot.until_workers_have_slots(&token).await {
+            return end_at_shutdown(&connector, stalled, WHAT).await;
+        }
         let life = Life {
             connector: &connector,
             workers,
             reclaim: &reclaim,
             token: &token,
         };
-        match life.advertise(&mut idle, &mut backoff, &mut stalled).await {
-            Ok(()) => return end_at_shutdown(&connector, stalled, WHAT).await,
-            Err(e) => {
+        // The workers short of connection slots: this one is given up (dropped, and the lock
+        // with it) for them.
+        let advertised = tokio::select! {
+            r = life.advertise(&mut idle, &mut backoff, &mut stalled) => Some(r),
+            () = slot.workers_short() => None,
+        };
+        match advertised {
+            None => slot.gave_way(),
+            Some(Ok(())) => return end_at_shutdown(&connector, stalled, WHAT).await,
+            Some(Err(e)) => {
                 let (delay, warn) = backoff.failed();
                 let retry_in_ms = delay.as_millis() as u64;
                 if e.is_retryable() {

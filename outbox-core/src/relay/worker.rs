@@ -211,6 +211,7 @@ impl<P: Publisher> Relay<P> {
             let mut publisher_failed = false;
             let delay = match self.run_once_until(&shutdown, room).await {
                 Ok(report) => {
+                    self.inner.slots.worker_succeeded();
                     if infra.failures() > 0 {
                         // The others backing off try again now, not at the end of their delays.
                         self.inner.database_back.notify_waiters();
@@ -241,6 +242,7 @@ impl<P: Publisher> Relay<P> {
                 Err(e) => {
                     // This worker backs off: the wake-up it may have been given goes to another.
                     self.inner.wake.notify_one();
+                    self.inner.slots.worker_failed(&e);
                     // Not a publish past its time limit: the broker's, not the database's
                     // (review).
                     let database = match e.kind() {

@@ -47,6 +47,7 @@ async fn a_relay_busy_most_of_the_time_in_short_spells_stops_advertising() {
     let token = CancellationToken::new();
     let advertiser = tokio::spawn(run(
         connector,
+        crate::relay::slots::Slots::new(Arc::new(Notify::new())).helper("waiting"),
         idle.clone(),
         1,
         Arc::new(Notify::new()),
