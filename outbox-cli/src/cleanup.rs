@@ -22,6 +22,18 @@ pub async fn run(
             "deleted {deleted} processed events older than {}",
             crate::duration::display(older_than)
         );
+        // After a conversion to partitions, the plain table's published rows are elsewhere: a
+        // black-box run read "deleted 0" as nothing left. Best effort: a role that may not read
+        // the partitioning's settings just goes without the line.
+        if let Ok(Some(partitions)) = outbox_core::partition::partition_stats(&client).await {
+            if partitions.legacy_table {
+                out!(
+                    "outbox_events_legacy, the published rows of the table converted to \
+                     partitions, is not cleaned up here: `outbox partitions maintain --retention \
+                     …` (or a relay with --retention) drops it once they are past the retention"
+                );
+            }
+        }
     }
     if let Some(older_than) = inbox_older_than {
         let deleted = outbox_core::cleanup_inbox(&client, older_than).await?;

@@ -85,6 +85,13 @@ async fn migrate_partitioned_converts_and_maintain_retires_what_it_may() {
         "bounds are UTC, and say so: {text}"
     );
 
+    // `cleanup` leaves the conversion's table of published rows to maintenance, and says so.
+    let out = succeeds(outbox(&db.url()).args(["cleanup", "--older-than", "0s"]));
+    assert!(
+        out.contains("outbox_events_legacy, the published rows of the table converted"),
+        "{out}"
+    );
+
     // An expired partition holding a pending event is kept, and said so.
     let c = db.connect().await;
     c.batch_execute(
