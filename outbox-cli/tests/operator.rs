@@ -261,21 +261,29 @@ async fn operator_commands_on_an_unmigrated_database_say_to_migrate() {
     }
 }
 
-/// A statement cancelled by a short `statement_timeout` (here in the URL's options, waiting on a
-/// lock another session holds) says what cancelled it (black-box run: a bare SQLSTATE 57014).
-#[tokio::test]
-async fn a_statement_timeout_too_short_is_named_in_the_hint() {
-    let db = TestDb::new().await;
+/// A session holding `outbox_events` locked (`ACCESS EXCLUSIVE`) until it rolls back.
+async fn lock_the_table(db: &TestDb) -> tokio_postgres::Client {
     let holder = db.connect().await;
     holder
         .batch_execute("BEGIN; LOCK TABLE outbox_events IN ACCESS EXCLUSIVE MODE")
         .await
         .unwrap();
-    let url = format!(
-        "{}{}options=-c%20statement_timeout%3D200",
-        db.url(),
-        if db.url().contains('?') { "&" } else { "?" }
-    );
+    holder
+}
+
+/// The test database's URL with `options` (URL-encoded) added.
+fn url_with_options(db: &TestDb, options: &str) -> String {
+    let separator = if db.url().contains('?') { "&" } else { "?" };
+    format!("{}{separator}options={options}", db.url())
+}
+
+/// A statement cancelled by a short `statement_timeout` (here in the URL's options, waiting on a
+/// lock another session holds) says what cancelled it (black-box run: a bare SQLSTATE 57014).
+#[tokio::test]
+async fn a_statement_timeout_too_short_is_named_in_the_hint() {
+    let db = TestDb::new().await;
+    let holder = lock_the_table(&db).await;
+    let url = url_with_options(&db, "-c%20statement_timeout%3D200");
     let out = outbox(&db)
         .env("DATABASE_URL", url)
         .arg("stats")
@@ -297,11 +305,7 @@ async fn a_statement_timeout_too_short_is_named_in_the_hint() {
 #[tokio::test]
 async fn operator_commands_give_up_behind_a_held_lock_with_a_hint() {
     let db = TestDb::new().await;
-    let holder = db.connect().await;
-    holder
-        .batch_execute("BEGIN; LOCK TABLE outbox_events IN ACCESS EXCLUSIVE MODE")
-        .await
-        .unwrap();
+    let holder = lock_the_table(&db).await;
     // (Not the holder: a transaction sees one snapshot of pg_stat_activity.)
     let observer = db.connect().await;
     for command in [&["stats"][..], &["dead-letters", "list"]] {
@@ -341,11 +345,7 @@ async fn operator_commands_give_up_behind_a_held_lock_with_a_hint() {
             "{command:?}: {stderr}"
         );
     }
-    let url = format!(
-        "{}{}options=-c%20lock_timeout%3D300",
-        db.url(),
-        if db.url().contains('?') { "&" } else { "?" }
-    );
+    let url = url_with_options(&db, "-c%20lock_timeout%3D300");
     let started = Instant::now();
     let out = outbox(&db)
         .env("DATABASE_URL", url)
