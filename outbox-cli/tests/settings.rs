@@ -43,6 +43,11 @@ fn aws_settings_the_sdk_cannot_use_are_usage_errors() {
         ("AWS_ENDPOINT_URL", "notaurl"),
         ("AWS_ENDPOINT_URL_SQS", "http://"),
         ("AWS_REGION", "us east"),
+        // Set but empty: the SDK does not take them for unset (an empty AWS_ENDPOINT_URL
+        // panicked the relay once the database was connected: black-box run).
+        ("AWS_ENDPOINT_URL", ""),
+        ("AWS_ENDPOINT_URL_S3", ""),
+        ("AWS_REGION", ""),
     ] {
         let (out, err) = relay(&["--default-queue", QUEUE], &[(name, value)]);
         assert_eq!(out.status.code(), Some(2), "{name}={value:?}: {err}");

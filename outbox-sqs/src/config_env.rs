@@ -21,8 +21,19 @@ const AWS_ENDPOINTS: [&str; 4] = [
 /// Why the AWS endpoint or region variables `var` finds are unusable, if they are: an endpoint
 /// that is not an http(s) URL with a host, a region that is not lowercase letters, digits and
 /// `-`. (They failed only once the database was connected, as a bare SDK error after pages of
-/// `aws-config` warnings: black-box run.) Empty ones are left to `aws-config`, which ignores them.
+/// `aws-config` warnings: black-box run.) Empty ones too: the AWS SDK does not take an empty
+/// variable for an unset one (black-box run: an empty `AWS_ENDPOINT_URL` panicked the relay once
+/// the database was connected; an empty `AWS_ENDPOINT_URL_S3` made every offload fail, an empty
+/// `AWS_REGION` named region `` as unknown).
 pub(crate) fn aws_endpoint_refusal(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    for name in AWS_ENDPOINTS.iter().chain(&["AWS_REGION"]) {
+        if var(name).is_some_and(|v| v.trim().is_empty()) {
+            return Some(format!(
+                "{name} is set but empty: unset it, or give it a value (the AWS SDK does not \
+                 read an empty one as unset)"
+            ));
+        }
+    }
     let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
     for name in AWS_ENDPOINTS {
         let Some(url) = set(name) else { continue };
@@ -317,6 +328,10 @@ mod tests {
             ("AWS_ENDPOINT_URL_S3", "https:// x"),
             ("AWS_REGION", "us east"),
             ("AWS_REGION", "US-EAST-1"),
+            ("AWS_ENDPOINT_URL", ""),
+            ("AWS_ENDPOINT_URL_SQS", " "),
+            ("AWS_ENDPOINT_URL_S3", ""),
+            ("AWS_REGION", ""),
         ] {
             let e = SqsConfig::from_lookup(vars(&[(name, value)])).unwrap_err();
             assert!(e.to_string().contains(name), "{name}={value:?}: {e}");
@@ -327,7 +342,6 @@ mod tests {
                 "AWS_ENDPOINT_URL_SNS",
                 "https://sns.eu-west-1.amazonaws.com/",
             ),
-            ("AWS_ENDPOINT_URL_SQS", ""),
             ("AWS_REGION", "eu-west-1"),
         ] {
             assert!(
