@@ -67,6 +67,8 @@ pub(crate) async fn run_batch<P: Publisher>(
         match &result {
             Ok(report) if report.claimed > 0 => m.batch(started.elapsed().as_secs_f64()),
             Ok(_) => {}
+            // A worker waiting for a connection slot while others work (`slots.rs`).
+            Err(e) if super::slots::fewer_than_workers(e, inner.pool.status().size) => {}
             Err(_) => m.relay_error(),
         }
     }

@@ -34,6 +34,9 @@ struct State {
     through_since: Option<Instant>,
 }
 
+/// How often the relay says that it runs with fewer connections than workers.
+const SAY_FEWER_EVERY: Duration = Duration::from_secs(60);
+
 /// Whether the relay's workers are short of connection slots, shared by the workers (who say so)
 /// and the helper connections (who give way).
 #[derive(Debug, Clone)]
@@ -43,6 +46,8 @@ pub(crate) struct Slots {
     workers: Arc<Notify>,
     /// [`QUIET_FOR`], shorter in tests.
     quiet_for: Duration,
+    /// When the relay last said it runs with fewer connections than workers.
+    said_fewer: Arc<std::sync::Mutex<Option<Instant>>>,
 }
 
 impl Slots {
@@ -52,6 +57,7 @@ impl Slots {
             short: watch::Sender::new(State::default()),
             workers,
             quiet_for: QUIET_FOR,
+            said_fewer: Arc::default(),
         }
     }
 
@@ -69,6 +75,23 @@ impl Slots {
             s.short = true;
             s.through_since = None;
         });
+    }
+
+    /// Says, once a minute, that the relay runs with fewer connections than workers (see
+    /// [`fewer_than_workers`]).
+    pub(crate) fn say_fewer_than_workers(&self, held: usize, workers: usize) {
+        let now = Instant::now();
+        let mut said = self.said_fewer.lock().unwrap_or_else(|p| p.into_inner());
+        if said.is_none_or(|t| now.duration_since(t) >= SAY_FEWER_EVERY) {
+            *said = Some(now);
+            tracing::warn!(
+                connections = held,
+                workers,
+                "the database refuses the relay more connections (too many connections: the \
+                 role's CONNECTION LIMIT or the server's max_connections): the workers without \
+                 one wait for a slot; lower --concurrency (OUTBOX_CONCURRENCY) or raise the limit"
+            );
+        }
     }
 
     /// A worker's batch went through: the helpers may connect again.
@@ -155,6 +178,15 @@ impl HelperSlot {
             return true;
         }
     }
+}
+
+/// Whether `error` is a worker refused a connection for want of slots while the relay's pool holds
+/// `held` others (all in use: the pool opens one only then): the relay runs with fewer connections
+/// than workers. That is no failure of the relay: counted as one, an idle relay with a single slot
+/// kept raising `outbox_relay_errors_total` (black-box run), which the README's alert reads as a
+/// relay failing. The worker waits for a slot instead.
+pub(crate) fn fewer_than_workers(error: &(dyn StdError + 'static), held: usize) -> bool {
+    held > 0 && too_many_connections(error)
 }
 
 /// Whether `error`, or one of its sources, is the server refusing a connection for want of slots.

@@ -239,6 +239,21 @@ impl<P: Publisher> Relay<P> {
                     self.inner.wake.notify_one();
                     return Err(e);
                 }
+                Err(e) if super::slots::fewer_than_workers(&e, self.inner.pool.status().size) => {
+                    // Fewer connection slots than workers: the others work; this one waits for
+                    // a slot (no failure, no back-off growing), the helpers giving theirs up.
+                    self.inner.wake.notify_one();
+                    self.inner.slots.worker_failed(&e);
+                    self.inner.slots.say_fewer_than_workers(
+                        self.inner.pool.status().size,
+                        self.inner.config.concurrency,
+                    );
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return Ok(()),
+                        _ = tokio::time::sleep(self.inner.config.poll_interval) => {}
+                    }
+                    continue;
+                }
                 Err(e) => {
                     // This worker backs off: the wake-up it may have been given goes to another.
                     self.inner.wake.notify_one();
