@@ -144,7 +144,7 @@ async fn workers_without_a_slot_wait_for_one_without_failing() {
     let db = TestDb::new().await;
     let (role, _, pool) = limited_role(&db, 1, 3).await;
     let events: Vec<TestEvent> = (0..60)
-        .map(|i| TestEvent::new(&format!("a{i}"), 1))
+        .map(|i| TestEvent::new(format!("a{i}"), 1))
         .collect();
     let ids = outbox_core::emit_all(&db.pool().get().await.unwrap(), &events)
         .await
