@@ -22,10 +22,12 @@ const AWS_CONFIG_TARGETS: [&str; 2] = ["aws_config", "aws_runtime::env_config"];
 /// Installs the global subscriber.
 pub fn init(format: LogFormat) {
     let setting = std::env::var("RUST_LOG").ok();
-    let mut filter: Targets = setting
+    let parsed: Option<Targets> = setting.as_deref().and_then(|f| f.parse().ok());
+    // Said once logging is up: it was ignored without a word (black-box run).
+    let unread = setting
         .as_deref()
-        .and_then(|f| f.parse().ok())
-        .unwrap_or_else(|| Targets::new().with_default(tracing::Level::INFO));
+        .filter(|f| !f.trim().is_empty() && parsed.is_none());
+    let mut filter = parsed.unwrap_or_else(|| Targets::new().with_default(tracing::Level::INFO));
     // deadpool warns once per pooled connection it finds closed (`Connection could not be
     // recycled`), so one database restart made a warning per connection; it opens a new one, and the
     // relay reports the outage itself. Shown only when RUST_LOG names deadpool.
@@ -61,5 +63,13 @@ pub fn init(format: LogFormat) {
             )
             .try_init(),
     };
-    let _ = result;
+    if result.is_ok() {
+        if let Some(unread) = unread {
+            tracing::warn!(
+                rust_log = unread,
+                "RUST_LOG is not a filter this reads (`info`, `outbox=debug,info`, \
+                 `target=level` pairs): logging at info"
+            );
+        }
+    }
 }

@@ -56,6 +56,19 @@ fn aws_settings_the_sdk_cannot_use_are_usage_errors() {
     }
 }
 
+/// A `RUST_LOG` that does not parse is said, and logging goes on at info (it was ignored without
+/// a word: black-box run).
+#[test]
+fn a_rust_log_that_does_not_parse_is_said() {
+    let (_, err) = relay(&["--default-queue", QUEUE], &[("RUST_LOG", "garbage===")]);
+    assert!(
+        err.contains("RUST_LOG is not a filter this reads") && err.contains("garbage==="),
+        "{err}"
+    );
+    let (_, err) = relay(&["--default-queue", QUEUE], &[("RUST_LOG", "warn")]);
+    assert!(!err.contains("RUST_LOG"), "{err}");
+}
+
 /// A bad value in a variable whose flag is given is not read: the flag wins (it failed the
 /// start naming the variable: black-box run).
 #[test]

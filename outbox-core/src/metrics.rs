@@ -220,6 +220,23 @@ impl RelayMetrics {
         if event_type.len() > MAX_EVENT_TYPE_LABEL_BYTES {
             return OTHER_EVENT_TYPES.to_owned();
         }
+        // Control characters escaped (`\r` as the two characters `\` `r`; a newline the encoder
+        // escapes itself): a raw carriage return in a label made a scraper's parser refuse the
+        // whole page (black-box run).
+        let event_type = if event_type.chars().any(|c| c.is_control() && c != '\n') {
+            event_type
+                .chars()
+                .map(|c| {
+                    if c.is_control() && c != '\n' {
+                        c.escape_default().to_string()
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect()
+        } else {
+            event_type
+        };
         let known = |seen: &HashSet<String>| seen.contains(&event_type);
         if known(&self.event_types.read().unwrap_or_else(|e| e.into_inner())) {
             return event_type;
@@ -352,6 +369,18 @@ mod tests {
             r#"{{event_type="{}"}} 1"#,
             "u".repeat(MAX_EVENT_TYPE_LABEL_BYTES)
         )));
+    }
+
+    #[test]
+    fn control_characters_in_an_event_type_are_escaped_in_its_label() {
+        let m = RelayMetrics::new();
+        m.published("cr\rret\u{1b}".into(), 0.01);
+        let text = m.encode();
+        assert!(!text.contains('\r') && !text.contains('\u{1b}'), "{text:?}");
+        assert!(
+            text.contains(r#"{event_type="cr\\rret\\u{1b}"} 1"#),
+            "{text}"
+        );
     }
 
     #[test]
