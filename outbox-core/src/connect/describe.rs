@@ -144,6 +144,19 @@ fn tls_reason(e: &rustls::Error) -> String {
             CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
                 "TLS: the server's certificate has expired".to_string()
             }
+            // webpki's reason, within `Other` (rustls names no variant for it). A self-signed
+            // certificate made by OpenSSL's defaults is a CA certificate: refused as the
+            // server's own even when it is the sslrootcert itself, which libpq accepts; the
+            // reason read as Rust debug text (black-box run).
+            CertificateError::Other(other)
+                if format!("{other:?}").contains("CaUsedAsEndEntity") =>
+            {
+                "TLS: the server's certificate is a CA certificate (basicConstraints CA:TRUE), \
+                 which is refused as a server's own, even when it is the sslrootcert itself \
+                 (libpq accepts that): give the server a certificate with CA:FALSE, signed by the \
+                 CA in sslrootcert (or self-signed with -addext basicConstraints=critical,CA:FALSE)"
+                    .to_string()
+            }
             _ => format!("TLS: the server's certificate was refused ({e})"),
         },
         other => format!("TLS handshake failed: {other}"),
@@ -153,6 +166,29 @@ fn tls_reason(e: &rustls::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A CA certificate as the server's own (a self-signed one made by OpenSSL's defaults) is
+    /// said in words, not as Rust debug text.
+    #[test]
+    fn a_ca_certificate_as_the_servers_own_is_said_in_words() {
+        #[derive(Debug)]
+        struct CaUsedAsEndEntity;
+        impl std::fmt::Display for CaUsedAsEndEntity {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("CaUsedAsEndEntity")
+            }
+        }
+        impl StdError for CaUsedAsEndEntity {}
+        let e = rustls::Error::InvalidCertificate(CertificateError::Other(rustls::OtherError(
+            std::sync::Arc::new(CaUsedAsEndEntity),
+        )));
+        let reason = tls_reason(&e);
+        assert!(
+            reason.contains("is a CA certificate (basicConstraints CA:TRUE)")
+                && !reason.contains("Other("),
+            "{reason}"
+        );
+    }
 
     #[test]
     fn a_refusal_is_said_as_what_the_password_was() {

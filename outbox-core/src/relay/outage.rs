@@ -280,6 +280,9 @@ impl Outage {
         let retry_in_ms = retry_in.as_millis() as u64;
         let publisher = error.is_publishers();
         let report = self.failed_between(began, Instant::now(), publisher);
+        // The whole chain: a pool's TLS failure said "error performing TLS handshake" and not why
+        // (black-box run: an untrusted certificate, named only on the LISTEN connection's line).
+        let error = crate::error_chain(error);
         if stopping {
             tracing::info!(error = %error, "relay batch failed while shutting down");
             return;

@@ -19,6 +19,43 @@ fn url_ssl_parameters_are_ours_the_rest_goes_to_tokio_postgres() {
     );
 }
 
+/// Several hosts in the query's `host=` (libpq's form): each is a host (it was looked up as one
+/// name, `a,b`: black-box run); a socket directory among them too.
+#[test]
+fn hosts_listed_in_the_querys_host_are_several_hosts() {
+    use tokio_postgres::config::Host;
+    let c: ConnectConfig =
+        "postgresql://u:p@/db?host=db1,db2%2C%2Frun%2Fpg&port=5433,5434,5435&sslmode=require"
+            .parse()
+            .unwrap();
+    assert_eq!(
+        c.pg.get_hosts(),
+        &[
+            Host::Tcp("db1".into()),
+            Host::Tcp("db2".into()),
+            Host::Unix("/run/pg".into())
+        ]
+    );
+    assert_eq!(c.pg.get_ports(), &[5433, 5434, 5435]);
+}
+
+/// A client certificate asked for is refused as such (it read as a hint to percent-encode the
+/// password: black-box run).
+#[test]
+fn a_client_certificate_is_refused_as_unsupported() {
+    for url in [
+        "postgres://u:p@h/db?sslmode=verify-full&sslcert=%2Fc.pem&sslkey=%2Fk.pem",
+        "host=h user=u sslkey=/k.pem",
+    ] {
+        let e = url.parse::<ConnectConfig>().unwrap_err().to_string();
+        assert!(
+            e.contains("client certificates (sslcert, sslkey, sslpassword) are not supported")
+                && !e.contains("percent-encoded"),
+            "{url}: {e}"
+        );
+    }
+}
+
 #[test]
 fn a_raw_question_mark_in_the_password_does_not_hide_sslmode() {
     // It made our parser read `ss@h/db?sslmode=require` as the query: sslmode stayed `prefer`.

@@ -286,3 +286,35 @@ fn a_connection_that_keeps_dropping_warns_once_a_minute() {
     assert!(r.failed_at(at(61)).1);
     assert!(r.connected());
 }
+
+/// A failed batch's line names the cause at the bottom of its error's chain (a pool's TLS failure
+/// said "error performing TLS handshake", not why: black-box run).
+#[test]
+fn a_failed_batch_is_logged_with_its_whole_chain() {
+    #[derive(Debug)]
+    struct Handshake(std::io::Error);
+    impl std::fmt::Display for Handshake {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("error performing TLS handshake")
+        }
+    }
+    impl std::error::Error for Handshake {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+    let logs = outbox_tests::LogCapture::default();
+    let _g = logs.install();
+    let cause = std::io::Error::other("invalid peer certificate: UnknownIssuer");
+    let e = Error::new(
+        crate::error::ErrorKind::Pool,
+        "could not get a connection from the pool",
+    )
+    .with_source(Handshake(cause));
+    Outage::default().failed(&e, Instant::now(), 1, Duration::from_millis(100), false);
+    let text = logs.text();
+    assert!(
+        text.contains("error performing TLS handshake: invalid peer certificate: UnknownIssuer"),
+        "{text}"
+    );
+}
