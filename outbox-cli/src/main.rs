@@ -90,9 +90,10 @@ fn hint(e: &(dyn std::error::Error + 'static), command: &str) -> Option<&'static
         }
         if db.is_some_and(|d| *d.code() == SqlState::LOCK_NOT_AVAILABLE) {
             return Some(
-                "another session holds a lock on the outbox's tables (LOCK TABLE, ALTER TABLE, \
-                 VACUUM FULL, a migration): pg_locks shows which; run the command again once it \
-                 has ended (or give it longer: `options=-c lock_timeout=…` in the URL)",
+                "another session holds a lock on the outbox's tables (most often a transaction \
+                 left open, `idle in transaction`; or LOCK TABLE, ALTER TABLE, VACUUM FULL, a \
+                 migration): pg_stat_activity and pg_locks show which; run the command again once \
+                 it has ended (or give it longer: `options=-c lock_timeout=…` in the URL)",
             );
         }
         if ours {
