@@ -56,26 +56,7 @@ async fn the_relays_own_connections_give_their_slots_to_the_workers() {
     let logs = LogCapture::default();
     let _g = logs.install();
     let db = TestDb::new().await;
-    let role = format!(
-        "outbox_relay_slots_{}",
-        &db.name()["outbox_test_".len()..][..12]
-    );
-    db.execute(&format!("CREATE ROLE {role} LOGIN CONNECTION LIMIT 3"))
-        .await;
-    db.give_tables_to(&role).await;
-    let mut config = db.config().clone();
-    config.user(&role);
-    let manager = deadpool_postgres::Manager::from_config(
-        config.clone(),
-        tokio_postgres::NoTls,
-        deadpool_postgres::ManagerConfig {
-            recycling_method: deadpool_postgres::RecyclingMethod::Fast,
-        },
-    );
-    let pool = deadpool_postgres::Pool::builder(manager)
-        .max_size(2)
-        .build()
-        .unwrap();
+    let (role, config, pool) = limited_role(&db, 3, 2).await;
     let publisher = Arc::new(RecordingPublisher::new());
     let relay = Relay::builder(pool, Arc::clone(&publisher))
         .listen(config)
