@@ -242,13 +242,19 @@ async fn a_relay_stopped_with_stalled_connections_leaves_no_session_behind() {
             && sessions(&admin, WAITING_APPLICATION_NAME).await.is_empty()
             && waiting_lock_holders(&admin).await.is_empty()
     };
-    for stall in [false, true] {
+    for (round, stall) in [false, true].into_iter().enumerate() {
         let relay = relay_via(&db, &proxy, Arc::new(RecordingPublisher::new()));
         let running = RunningRelay::start(&relay);
+        // Both answers must have reached the relay (not only the server's view of them): a LISTEN
+        // answer held by the black hole leaves a statement in flight at stop, not a stall (the
+        // race CI once lost).
+        let heard = |line: &str| logs.text().matches(line).count() > round;
         assert!(
             eventually(Duration::from_secs(10), async || {
                 the_listening_session(&admin).await.is_some()
                     && waiting_lock_holders(&admin).await.len() == 1
+                    && heard("listening for outbox notifications")
+                    && heard("advertising: writers notify")
             })
             .await,
             "the relay listens and advertises"
