@@ -60,19 +60,37 @@ pub(crate) async fn run_batch<P: Publisher>(
     inner: &Inner<P>,
     stop: Option<&CancellationToken>,
     room: Option<usize>,
-) -> Result<BatchReport, Error> {
+) -> Ran {
     let started = Instant::now();
     let result = claim_publish_ack(inner, stop, room).await;
+    // Decided once, here, for the metric and for the worker's wait.
+    let held = inner.pool.status().size;
+    let slot_wait = match &result {
+        Err(e) if super::slots::fewer_than_workers(e, held) => Some(held),
+        _ => None,
+    };
     if let Some(m) = &inner.metrics {
         match &result {
             Ok(report) if report.claimed > 0 => m.batch(started.elapsed().as_secs_f64()),
             Ok(_) => {}
             // A worker waiting for a connection slot while others work (`slots.rs`).
-            Err(e) if super::slots::fewer_than_workers(e, inner.pool.status().size) => {}
+            Err(_) if slot_wait.is_some() => {}
             Err(_) => m.relay_error(),
         }
     }
-    result
+    Ran { result, slot_wait }
+}
+
+/// A batch's result, and what its failure means for the worker that ran it.
+#[derive(Debug)]
+pub(crate) struct Ran {
+    /// What [`run_batch`] did.
+    pub(crate) result: Result<BatchReport, Error>,
+    /// `Some(connections the relay's pool holds)` when the batch failed only because the database
+    /// refused its worker a connection while the others hold theirs
+    /// ([`fewer_than_workers`](super::slots::fewer_than_workers)): the worker waits for a slot, no
+    /// failure counted.
+    pub(crate) slot_wait: Option<usize>,
 }
 
 /// The server-side limits of the claim transaction, from the publish timeout: no statement and no

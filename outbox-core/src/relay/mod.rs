@@ -319,7 +319,7 @@ impl<P: Publisher> Relay<P> {
     /// `Err` when the database failed (nothing recorded, claims released) or the publisher failed
     /// as a whole (what was published before is recorded; the rest released without an attempt).
     pub async fn run_once(&self) -> Result<BatchReport, Error> {
-        batch::run_batch(&self.inner, None, None).await
+        batch::run_batch(&self.inner, None, None).await.result
     }
 
     /// [`run_once`](Self::run_once), starting no further wave of the batch once `stop` is
@@ -328,7 +328,7 @@ impl<P: Publisher> Relay<P> {
         &self,
         stop: &CancellationToken,
         room: Option<usize>,
-    ) -> Result<BatchReport, Error> {
+    ) -> batch::Ran {
         batch::run_batch(&self.inner, Some(stop), room).await
     }
 

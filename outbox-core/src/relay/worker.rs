@@ -209,7 +209,8 @@ impl<P: Publisher> Relay<P> {
             // back-off that follows.
             let mut recovered = std::pin::pin!(self.inner.publisher.recovered());
             let mut publisher_failed = false;
-            let delay = match self.run_once_until(&shutdown, room).await {
+            let ran = self.run_once_until(&shutdown, room).await;
+            let delay = match ran.result {
                 Ok(report) => {
                     self.inner.slots.worker_succeeded();
                     if infra.failures() > 0 {
@@ -239,13 +240,13 @@ impl<P: Publisher> Relay<P> {
                     self.inner.wake.notify_one();
                     return Err(e);
                 }
-                Err(e) if super::slots::fewer_than_workers(&e, self.inner.pool.status().size) => {
+                Err(e) if ran.slot_wait.is_some() => {
                     // Fewer connection slots than workers: the others work; this one waits for
                     // a slot (no failure, no back-off growing), the helpers giving theirs up.
                     self.inner.wake.notify_one();
                     self.inner.slots.worker_failed(&e);
                     self.inner.slots.say_fewer_than_workers(
-                        self.inner.pool.status().size,
+                        ran.slot_wait.unwrap_or_default(),
                         self.inner.config.concurrency,
                     );
                     tokio::select! {
