@@ -205,9 +205,7 @@ async fn run_migrations_to(
         .set_abort_divergent(true)
         .run_async(client)
         .await
-        .map_err(|e| {
-            Error::new(ErrorKind::Migration, "could not apply the outbox schema").with_source(e)
-        })?;
+        .map_err(failed)?;
     Ok(MigrationReport {
         applied: report
             .applied_migrations()
@@ -215,4 +213,52 @@ async fn run_migrations_to(
             .map(|m| format!("V{}__{}", m.version(), m.name()))
             .collect(),
     })
+}
+
+/// A failed migration run in the product's words: a database a newer release migrated, a history
+/// with a hole or another build's version, or the migration that failed and what was applied
+/// before it (refinery's own text named none of this plainly: "migration V12__x is missing from
+/// the filesystem" for a database ahead of the binary, and nothing of what a partial run applied).
+fn failed(e: refinery::Error) -> Error {
+    let latest = schema_version();
+    let what = match e.kind() {
+        refinery::error::Kind::MissingVersion(m) if i64::from(m.version()) > latest => format!(
+            "the outbox schema in this database is at version {} ({m}), newer than this \
+             binary's latest, {latest}: a newer release migrated it; use that release (a schema \
+             is never taken back)",
+            m.version()
+        ),
+        refinery::error::Kind::MissingVersion(m) => format!(
+            "version {} of the outbox schema ({m}) is not recorded in {SCHEMA_HISTORY_TABLE}, \
+             though later versions are: the history was edited by hand; restore its row if that \
+             version was applied (this binary will not apply it out of order)",
+            m.version()
+        ),
+        refinery::error::Kind::DivergentVersion(applied, ours) => format!(
+            "version {} of the outbox schema was applied as {applied}, not as this binary's \
+             {ours} (another checksum): another build of outbox migrated this database",
+            applied.version()
+        ),
+        _ => {
+            let applied: Vec<String> = e
+                .report()
+                .map(|r| {
+                    r.applied_migrations()
+                        .iter()
+                        .map(|m| m.to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut what = String::from("could not apply the outbox schema");
+            if !applied.is_empty() {
+                what.push_str(&format!(
+                    " (applied first, and kept: {}; run `outbox migrate` again once the cause \
+                     is fixed)",
+                    applied.join(", ")
+                ));
+            }
+            return Error::new(ErrorKind::Migration, what).with_source(e);
+        }
+    };
+    Error::new(ErrorKind::Migration, what)
 }

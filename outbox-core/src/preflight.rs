@@ -96,20 +96,46 @@ pub async fn check_relay_database(
     {
         return Err(grant(&format!("SELECT ON {SCHEMA_HISTORY_TABLE}")));
     }
-    let applied: Option<i64> = client
-        .query_one(
-            &format!("SELECT max(version)::int8 FROM {SCHEMA_HISTORY_TABLE}"),
-            &[],
-        )
-        .await?
-        .try_get(0)?;
-    let applied = applied.unwrap_or(0);
     let expected = schema_version();
+    let history = client
+        .query_one(
+            &format!(
+                "SELECT max(version)::int8,
+                        ARRAY(SELECT v::int8 FROM generate_series(1, $1::int8) v
+                               WHERE NOT EXISTS (SELECT FROM {SCHEMA_HISTORY_TABLE} h
+                                                  WHERE h.version = v)
+                               ORDER BY v)
+                   FROM {SCHEMA_HISTORY_TABLE}"
+            ),
+            &[&expected],
+        )
+        .await?;
+    let applied: i64 = history.try_get::<_, Option<i64>>(0)?.unwrap_or(0);
+    let missing: Vec<i64> = history.try_get(1)?;
     if applied < expected {
         return Err(config(format!(
             "the outbox schema in database {database} is at version {applied}, this binary needs \
              version {expected}: run `outbox migrate` as the schema owner"
         )));
+    }
+    if !missing.is_empty() {
+        // Checked as a whole: the latest version alone let a relay start on a schema with a hole.
+        let missing: Vec<String> = missing.iter().map(i64::to_string).collect();
+        return Err(config(format!(
+            "the outbox schema in database {database} records version {applied} but not \
+             version(s) {} in {SCHEMA_HISTORY_TABLE}: the history was edited by hand; restore the \
+             rows of versions that were applied (`outbox migrate` will not apply one out of order)",
+            missing.join(", ")
+        )));
+    }
+    if applied > expected {
+        tracing::warn!(
+            schema_version = applied,
+            binary_schema_version = expected,
+            "the outbox schema in database {database} is at version {applied}, newer than this \
+             binary's {expected}: a newer release migrated it; this relay runs (as during a \
+             rolling upgrade), but upgrade it"
+        );
     }
     if !privilege(
         client,

@@ -1,0 +1,137 @@
+//! The schema's history as a release reads it: a database a newer release migrated, a history
+//! with a hole or another build's version, and a migration run that fails part-way. Each is said in
+//! the product's words, naming the versions (refinery's own text said "migration V12__x is missing
+//! from the filesystem" for a database ahead of the binary, and nothing of what a partial run had
+//! applied; the relay's start-up check read the latest version only, and started on a history
+//! with a hole).
+
+use outbox_core::{
+    ErrorKind, SCHEMA_HISTORY_TABLE, check_relay_database, error_chain, migrate, migrate_up_to,
+    schema_version,
+};
+use outbox_tests::{LogCapture, TestDb};
+
+async fn history(client: &tokio_postgres::Client, sql: &str) {
+    client
+        .batch_execute(&sql.replace("{history}", SCHEMA_HISTORY_TABLE))
+        .await
+        .unwrap();
+}
+
+/// A newer release migrated the database: `migrate` refuses, saying so (it cannot take a schema
+/// back); the relay starts (as during a rolling upgrade), with a warning naming both versions.
+#[tokio::test]
+async fn a_database_a_newer_release_migrated_is_named_so() {
+    let logs = LogCapture::default();
+    let _g = logs.install();
+    let db = TestDb::new().await;
+    let mut client = db.connect().await;
+    let next = schema_version() + 1;
+    history(
+        &client,
+        &format!(
+            "INSERT INTO {{history}} (version, name, applied_on, checksum)
+             VALUES ({next}, 'from_a_newer_release', '2026-12-06T10:00:00Z', '1')"
+        ),
+    )
+    .await;
+    let refused = migrate(&mut client).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Migration);
+    let text = error_chain(&refused);
+    assert!(
+        text.contains(&format!("is at version {next}"))
+            && text.contains("newer than this binary's latest")
+            && !text.contains("missing from the filesystem"),
+        "{text}"
+    );
+    let report = check_relay_database(&client, false).await.unwrap();
+    assert_eq!(report.schema_version, next);
+    let logs = logs.text();
+    assert!(
+        logs.contains(&format!(
+            "is at version {next}, newer than this binary's {}",
+            schema_version()
+        )),
+        "{logs}"
+    );
+}
+
+/// A version's row removed by hand while later ones stay: `migrate` names it (it would not apply
+/// it out of order) and the relay refuses to start, naming it too.
+#[tokio::test]
+async fn a_history_with_a_hole_is_refused_naming_the_version() {
+    let db = TestDb::new().await;
+    let mut client = db.connect().await;
+    history(&client, "DELETE FROM {history} WHERE version IN (3, 5)").await;
+    let refused = migrate(&mut client).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Migration);
+    let text = error_chain(&refused);
+    assert!(
+        text.contains("version 3 of the outbox schema") && text.contains("is not recorded"),
+        "{text}"
+    );
+    let refused = check_relay_database(&client, false).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Config);
+    let text = error_chain(&refused);
+    assert!(
+        text.contains(&format!(
+            "records version {} but not version(s) 3, 5",
+            schema_version()
+        )),
+        "{text}"
+    );
+}
+
+/// A version applied by another build (its checksum differs): named, with both names.
+#[tokio::test]
+async fn a_version_another_build_applied_is_named() {
+    let db = TestDb::new().await;
+    let mut client = db.connect().await;
+    history(
+        &client,
+        "UPDATE {history} SET checksum = '1' WHERE version = 2",
+    )
+    .await;
+    let refused = migrate(&mut client).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Migration);
+    let text = error_chain(&refused);
+    assert!(
+        text.contains("version 2 of the outbox schema was applied as V2__")
+            && text.contains("another build of outbox"),
+        "{text}"
+    );
+}
+
+/// A run that fails part-way says which migrations it applied (and kept) before the one that
+/// failed, and why that one failed.
+#[tokio::test]
+async fn a_run_that_fails_part_way_says_what_it_applied() {
+    let db = TestDb::empty().await;
+    let mut client = db.connect().await;
+    migrate_up_to(&mut client, 9).await.unwrap();
+    // V11 makes this function with another return type: it fails; V10 goes through first.
+    client
+        .batch_execute(
+            "CREATE FUNCTION outbox_events_notify_guard() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+        )
+        .await
+        .unwrap();
+    let refused = migrate(&mut client).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Migration);
+    let text = error_chain(&refused);
+    assert!(
+        text.contains("applied first, and kept: V10__published_since")
+            && text.contains("V11__notify_guard")
+            && text.contains("cannot change return type"),
+        "{text}"
+    );
+    let latest: i32 = client
+        .query_one(
+            &format!("SELECT max(version) FROM {SCHEMA_HISTORY_TABLE}"),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(latest, 10);
+}
