@@ -20,3 +20,8 @@ SET client_encoding = 'SQL_ASCII';
 
 --! reset_client_encoding
 RESET client_encoding;
+
+-- Whether the schema history table is there (a database never migrated has none).
+--! history_exists
+SELECT to_regclass('outbox_schema_history') IS NOT NULL AS present;
+

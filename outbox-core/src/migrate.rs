@@ -199,6 +199,7 @@ async fn run_migrations_to(
     client: &mut tokio_postgres::Client,
     target: refinery::Target,
 ) -> Result<MigrationReport, Error> {
+    readable_history(client).await?;
     let mut runner = embedded::migrations::runner().set_target(target);
     runner.set_migration_table_name(SCHEMA_HISTORY_TABLE);
     let report = runner
@@ -213,6 +214,45 @@ async fn run_migrations_to(
             .map(|m| format!("V{}__{}", m.version(), m.name()))
             .collect(),
     })
+}
+
+/// The versions of history rows refinery cannot read (it panics on them: a NULL, an `applied_on`
+/// that is not RFC 3339, a checksum that is not a 64-bit unsigned number). Plain SQL here: the
+/// history table is refinery's, made by no migration, so cornucopia cannot prepare against it.
+const UNREADABLE_HISTORY_ROWS: &str = r"SELECT version::int8
+  FROM outbox_schema_history
+ WHERE name IS NULL OR applied_on IS NULL OR checksum IS NULL
+    OR applied_on !~ '^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$'
+    OR CASE WHEN checksum ~ '^\d{1,20}$'
+            THEN checksum::numeric > 18446744073709551615 ELSE true END
+ ORDER BY version";
+
+/// Refuses a history refinery could not read (it panics on such a row: black-box run, a row
+/// written by hand with `now()::text` as its `applied_on`), naming the versions.
+async fn readable_history(client: &tokio_postgres::Client) -> Result<(), Error> {
+    if !migrate::history_exists().bind(client).one().await? {
+        return Ok(());
+    }
+    let unreadable: Vec<i64> = client
+        .query(UNREADABLE_HISTORY_ROWS, &[])
+        .await?
+        .iter()
+        .map(|row| row.try_get(0))
+        .collect::<Result<_, _>>()?;
+    if unreadable.is_empty() {
+        return Ok(());
+    }
+    let versions: Vec<String> = unreadable.iter().map(i64::to_string).collect();
+    Err(Error::new(
+        ErrorKind::Migration,
+        format!(
+            "the rows of version(s) {} in {SCHEMA_HISTORY_TABLE} cannot be read (a name, \
+             applied_on or checksum missing, an applied_on not in RFC 3339 such as \
+             2026-01-31T12:00:00Z, or a checksum not a 64-bit unsigned number): the history was \
+             edited by hand; restore those rows",
+            versions.join(", ")
+        ),
+    ))
 }
 
 /// A failed migration run in the product's words: a database a newer release migrated, a history

@@ -135,3 +135,23 @@ async fn a_run_that_fails_part_way_says_what_it_applied() {
         .get(0);
     assert_eq!(latest, 10);
 }
+
+/// History rows refinery cannot read (it panicked on them: an `applied_on` written with
+/// `now()::text`, a checksum that is no number): refused, naming their versions.
+#[tokio::test]
+async fn unreadable_history_rows_are_refused_naming_them() {
+    let db = TestDb::new().await;
+    let mut client = db.connect().await;
+    history(
+        &client,
+        "UPDATE {history} SET applied_on = now()::text WHERE version = 2;
+         UPDATE {history} SET checksum = 'x' WHERE version = 4;
+         UPDATE {history} SET checksum = '99999999999999999999' WHERE version = 5;
+         UPDATE {history} SET name = NULL WHERE version = 6",
+    )
+    .await;
+    let refused = migrate(&mut client).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Migration);
+    let text = error_chain(&refused);
+    assert!(text.contains("the rows of version(s) 2, 4, 5, 6"), "{text}");
+}

@@ -283,3 +283,32 @@ impl ResetClientEncodingStmt {
         client.execute(self.0, &[]).await
     }
 }
+pub struct HistoryExistsStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn history_exists() -> HistoryExistsStmt {
+    HistoryExistsStmt(
+        "SELECT to_regclass('outbox_schema_history') IS NOT NULL AS present",
+        None,
+    )
+}
+impl HistoryExistsStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+    ) -> BoolQuery<'c, 'a, 's, C, bool, 0> {
+        BoolQuery {
+            client,
+            params: [],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
