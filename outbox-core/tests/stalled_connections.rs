@@ -192,6 +192,53 @@ async fn an_advertising_connection_stalled_on_its_unlock_is_replaced_and_its_loc
     running.stop().await;
 }
 
+/// Stalled while it holds the waiting lock, the relay idle: found by a check after a quiet spell
+/// (the poll interval, as for the LISTEN connection), its session (and the lock) ended, and a new
+/// connection advertises. Before, it was noticed only once the relay was next busy and gave the
+/// lock back: an idle relay's stalled session kept the lock, every writer notifying, for as long.
+#[tokio::test]
+async fn an_idle_relays_stalled_advertising_connection_is_found_and_replaced() {
+    let logs = LogCapture::default();
+    let _g = logs.install();
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    let relay = relay_via(&db, &proxy, Arc::new(RecordingPublisher::new()));
+    let running = RunningRelay::start(&relay);
+    let admin = db.connect().await;
+    let mut first = Vec::new();
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            first = waiting_lock_holders(&admin).await;
+            first.len() == 1 && logs.text().contains("advertising: writers notify")
+        })
+        .await,
+        "the idle relay advertises"
+    );
+    proxy.black_hole();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    proxy.heal();
+    assert!(
+        eventually(Duration::from_secs(20), async || {
+            let holders = waiting_lock_holders(&admin).await;
+            let advertising = sessions(&admin, WAITING_APPLICATION_NAME).await;
+            holders.len() == 1 && holders != first && advertising.len() == 1
+        })
+        .await,
+        "a new connection advertises; the stalled one's session (and its lock) is gone: {:?} {:?}\n{}",
+        waiting_lock_holders(&admin).await,
+        sessions(&admin, WAITING_APPLICATION_NAME).await,
+        logs.text()
+    );
+    let text = logs.text();
+    assert!(
+        text.contains("the connection advertising waiting was lost")
+            && text
+                .contains("ended the server session of the stalled connection advertising waiting"),
+        "{text}"
+    );
+    running.stop().await;
+}
+
 /// Stalled on its request for the waiting lock (the request never reached the server: nobody held
 /// the lock, and writers stopped notifying this relay until a restart): given up once the server
 /// would have answered (its `lock_timeout`) and 5 s more; the next connection takes the lock.

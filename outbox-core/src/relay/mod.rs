@@ -380,6 +380,7 @@ impl<P: Publisher> Relay<P> {
                     idle.clone(),
                     self.inner.config.concurrency,
                     self.inner.wake.clone(),
+                    listener::check_after(self.inner.config.poll_interval),
                     stop.clone(),
                 ),
             );

@@ -164,6 +164,7 @@ pub(crate) async fn run(
     idle: IdleWorkers,
     workers: usize,
     reclaim: Arc<Notify>,
+    check_after: Duration,
     token: CancellationToken,
 ) {
     let mut backoff = Reconnects::up_to(RECONNECT_CAP);
@@ -177,6 +178,7 @@ pub(crate) async fn run(
             connector: &connector,
             workers,
             reclaim: &reclaim,
+            check_after,
             token: &token,
         };
         // The workers short of connection slots: this one is given up (dropped, and the lock
@@ -235,6 +237,9 @@ struct Life<'a> {
     connector: &'a PgConnector,
     workers: usize,
     reclaim: &'a Notify,
+    /// How long the lock is held idle before the connection is asked whether it still answers
+    /// (the LISTEN connection's [`check_after`](super::listener::check_after)).
+    check_after: Duration,
     token: &'a CancellationToken,
 }
 
@@ -295,6 +300,7 @@ impl Life<'_> {
             tracing::info!("the connection advertising waiting is back");
         }
         let (take, release) = (sql::advertise_waiting(), sql::stop_advertising_waiting());
+        let alive = sql::listener_alive();
         loop {
             // Idle: every worker's last claim found nothing.
             tokio::select! {
@@ -336,10 +342,21 @@ impl Life<'_> {
             let mut mostly_busy = false;
             loop {
                 // (The lock is given back once the guard `wait_for` gives has gone: not `Send`.)
-                let cancelled = tokio::select! {
-                    _ = token.cancelled() => true,
-                    r = &mut connection => return Err(lost(r)),
-                    r = idle.wait_for(|n| *n < workers) => { r.map_err(|_| closed())?; false }
+                let cancelled = loop {
+                    tokio::select! {
+                        _ = token.cancelled() => break true,
+                        r = &mut connection => return Err(lost(r)),
+                        r = idle.wait_for(|n| *n < workers) => { r.map_err(|_| closed())?; break false }
+                        _ = tokio::time::sleep(self.check_after) => {}
+                    }
+                    // Idle that long: does the connection still answer? One stalled unnoticed
+                    // kept the lock (every writer notifying) until the relay was next busy.
+                    tokio::select! {
+                        r = &mut connection => return Err(lost(r)),
+                        r = within(ANSWER_WITHIN, WHAT, alive.bind(&client).one()) => {
+                            note_stall(r, session, stalled)?;
+                        }
+                    }
                 };
                 if cancelled {
                     return give_back(&client, session, stalled).await;

@@ -51,6 +51,7 @@ async fn a_relay_busy_most_of_the_time_in_short_spells_stops_advertising() {
         idle.clone(),
         1,
         Arc::new(Notify::new()),
+        Duration::from_secs(1),
         token.clone(),
     ));
     let started = Instant::now();
