@@ -48,6 +48,27 @@ fn relay_via(
 }
 
 /// The session listening (its `LISTEN` answered), once there is exactly one.
+/// Waits until one new connection (none of `first`) holds the waiting lock, alone advertising:
+/// the stalled one's session, and its lock, are gone.
+async fn a_new_connection_advertises(
+    admin: &tokio_postgres::Client,
+    first: &[i32],
+    logs: &LogCapture,
+) {
+    assert!(
+        eventually(Duration::from_secs(20), async || {
+            let holders = waiting_lock_holders(admin).await;
+            let advertising = sessions(admin, WAITING_APPLICATION_NAME).await;
+            holders.len() == 1 && holders != first && advertising.len() == 1
+        })
+        .await,
+        "a new connection advertises; the stalled one's session (and its lock) is gone: {:?} {:?}\n{}",
+        waiting_lock_holders(admin).await,
+        sessions(admin, WAITING_APPLICATION_NAME).await,
+        logs.text()
+    );
+}
+
 async fn the_listening_session(admin: &tokio_postgres::Client) -> Option<i32> {
     match sessions(admin, LISTENER_APPLICATION_NAME).await.as_slice() {
         [(pid, state, query)] if state == "idle" && query.starts_with("LISTEN") => Some(*pid),
@@ -161,18 +182,7 @@ async fn an_advertising_connection_stalled_on_its_unlock_is_replaced_and_its_loc
     let id = outbox_core::emit(&db.pool().get().await.unwrap(), &TestEvent::new("a", 1))
         .await
         .unwrap();
-    assert!(
-        eventually(Duration::from_secs(20), async || {
-            let holders = waiting_lock_holders(&admin).await;
-            let advertising = sessions(&admin, WAITING_APPLICATION_NAME).await;
-            holders.len() == 1 && holders != first && advertising.len() == 1
-        })
-        .await,
-        "a new connection advertises; the stalled one's session (and its lock) is gone: {:?} {:?}\n{}",
-        waiting_lock_holders(&admin).await,
-        sessions(&admin, WAITING_APPLICATION_NAME).await,
-        logs.text()
-    );
+    a_new_connection_advertises(&admin, &first, &logs).await;
     assert_eq!(publisher.ids(), vec![id]);
     // The stalled connection's socket is closed (it stayed open for good, one per stall: a
     // black-box run counted 11 after 10 stalls): the LISTEN one and the new one are left.
@@ -217,18 +227,7 @@ async fn an_idle_relays_stalled_advertising_connection_is_found_and_replaced() {
     proxy.black_hole();
     tokio::time::sleep(Duration::from_secs(3)).await;
     proxy.heal();
-    assert!(
-        eventually(Duration::from_secs(20), async || {
-            let holders = waiting_lock_holders(&admin).await;
-            let advertising = sessions(&admin, WAITING_APPLICATION_NAME).await;
-            holders.len() == 1 && holders != first && advertising.len() == 1
-        })
-        .await,
-        "a new connection advertises; the stalled one's session (and its lock) is gone: {:?} {:?}\n{}",
-        waiting_lock_holders(&admin).await,
-        sessions(&admin, WAITING_APPLICATION_NAME).await,
-        logs.text()
-    );
+    a_new_connection_advertises(&admin, &first, &logs).await;
     let text = logs.text();
     assert!(
         text.contains("the connection advertising waiting was lost")
