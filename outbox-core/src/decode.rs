@@ -70,10 +70,9 @@ pub trait DecodeEvent: OutboxEvent + DeserializeOwned + Sized {
             Error::new(
                 ErrorKind::Decode,
                 format!(
-                    "the body of a `{}` event does not decode (line {}, column {})",
+                    "the body of a `{}` event does not decode: {}",
                     quoted(event_type),
-                    e.line(),
-                    e.column()
+                    why(&e)
                 ),
             )
         })?;
@@ -92,6 +91,35 @@ pub trait DecodeEvent: OutboxEvent + DeserializeOwned + Sized {
 }
 
 impl<T: OutboxEvent + DeserializeOwned> DecodeEvent for T {}
+
+/// Why a body does not decode, without quoting it: serde's messages quote the body's values
+/// ("invalid type: string \"…\"", "unknown variant `…`"), so only what the type itself names (a
+/// missing or duplicate field) is kept, with the position when there is one (none inside an
+/// internally tagged enum: a black-box run read "line 0, column 0" for a missing field, and could
+/// not tell a schema mismatch from junk).
+fn why(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let text = e.to_string();
+    let what = match e.classify() {
+        Category::Syntax => "not JSON".to_owned(),
+        Category::Eof => "JSON cut short".to_owned(),
+        Category::Io => "unreadable".to_owned(),
+        Category::Data => ["missing field `", "duplicate field `"]
+            .iter()
+            .find_map(|prefix| {
+                let rest = text.strip_prefix(prefix)?;
+                let (field, _) = rest.split_once('`')?;
+                Some(format!("{prefix}{}`", quoted(field)))
+            })
+            .unwrap_or_else(|| {
+                "JSON of another shape (a value of another type, or an unknown variant)".to_owned()
+            }),
+    };
+    match e.line() {
+        0 => what,
+        line => format!("{what} (line {line}, column {})", e.column()),
+    }
+}
 
 /// `text`, cut to a length fit for an error message.
 fn quoted(text: &str) -> &str {
@@ -134,6 +162,34 @@ mod tests {
         let e = Manual::decode("manual.a", r#"{"id":1,"kind":"b"}"#).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Decode);
         assert!(e.to_string().contains("`manual.b`"), "{e}");
+    }
+
+    /// A black-box run read "(line 0, column 0)" for a body without a field the type needs: it
+    /// could not tell that from junk.
+    #[test]
+    fn errors_say_why_naming_only_what_the_type_names() {
+        let cases = [
+            (
+                r#"{"id":1}"#,
+                "does not decode: missing field `kind` (line 1, column 8)",
+            ),
+            (r#"{"id":1,"kind":"a","id":2}"#, "duplicate field `id`"),
+            ("card 4111", "does not decode: not JSON (line 1, column 1)"),
+            (r#"{"id":1,"#, "does not decode: JSON cut short"),
+            (
+                r#"{"id":"4111","kind":"a"}"#,
+                "does not decode: JSON of another shape",
+            ),
+        ];
+        for (body, why) in cases {
+            let e = Manual::decode("manual.a", body).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Decode);
+            let text = e.to_string();
+            assert!(
+                text.contains(why) && !text.contains("4111"),
+                "{body}: {text}"
+            );
+        }
     }
 
     #[test]

@@ -415,4 +415,28 @@ mod decode {
         assert!(e.to_string().contains("cart.emptied"), "{e}");
         assert!(!e.kind().is_retryable());
     }
+
+    /// A field the type needs, missing inside an internally tagged enum (serde reports no
+    /// position there): named, so that a schema mismatch is told from junk (a black-box run read
+    /// only "line 0, column 0").
+    #[test]
+    fn a_missing_field_is_named_inside_a_tagged_enum() {
+        #[derive(Debug, Serialize, Deserialize, OutboxEvent)]
+        #[serde(tag = "kind")]
+        #[outbox(aggregate = "acct")]
+        enum Acct {
+            Step {
+                #[outbox(aggregate_id)]
+                acct: String,
+                amount: i64,
+            },
+        }
+        let body = r#"{"kind":"Step","acct":"x","seq":4111}"#;
+        let e = Acct::decode("acct.step", body).unwrap_err();
+        assert!(e.to_string().contains("missing field `amount`"), "{e}");
+        assert!(!e.to_string().contains("4111"), "{e}");
+        assert_eq!(e.kind(), ErrorKind::Decode);
+        assert!(e.to_string().contains("missing field `"), "{e}");
+        assert!(!e.to_string().contains("line 0"), "{e}");
+    }
 }

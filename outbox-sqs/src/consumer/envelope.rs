@@ -85,6 +85,23 @@ pub(crate) fn group_id(message: &Message) -> Option<&str> {
     system(message, &MessageSystemAttributeName::MessageGroupId)
 }
 
+/// The `event_id` and `event_type` attributes of `message` as they come (empty when absent), each
+/// cut to [`CARRIED_MAX_CHARS`] characters: for the log line of a message without a usable
+/// envelope.
+pub(crate) fn carried(message: &Message) -> (String, String) {
+    let cut = |name| {
+        attribute(message, name)
+            .unwrap_or_default()
+            .chars()
+            .take(CARRIED_MAX_CHARS)
+            .collect()
+    };
+    (cut(ATTR_EVENT_ID), cut(ATTR_EVENT_TYPE))
+}
+
+/// The most characters of an attribute [`carried`] keeps.
+const CARRIED_MAX_CHARS: usize = 128;
+
 impl Envelope {
     /// Reads the envelope of `message`; `Err` when it has no usable `event_id` or `event_type`.
     pub(crate) fn read(message: &Message) -> Result<Envelope, BadInput> {
@@ -145,6 +162,25 @@ mod tests {
         assert_eq!(e.receive_count, 3);
         assert_eq!(e.traceparent, None);
         assert_eq!(e.message_group_id.as_deref(), Some("order:42"));
+    }
+
+    /// A message with a type but no usable id is logged with the type it carries (a black-box
+    /// run read `event_type=""`), cut to a bounded length.
+    #[test]
+    fn what_a_message_without_an_envelope_carries_is_kept_for_its_log() {
+        let m = Message::builder()
+            .message_attributes(ATTR_EVENT_TYPE, attr("acct.step"))
+            .build();
+        assert_eq!(Envelope::read(&m), Err(BadInput::MissingEventId));
+        assert_eq!(carried(&m), (String::new(), "acct.step".to_owned()));
+        let long = "é".repeat(1000);
+        let m = Message::builder()
+            .message_attributes(ATTR_EVENT_ID, attr("not-a-uuid"))
+            .message_attributes(ATTR_EVENT_TYPE, attr(&long))
+            .build();
+        let (id, event_type) = carried(&m);
+        assert_eq!(id, "not-a-uuid");
+        assert_eq!(event_type.chars().count(), CARRIED_MAX_CHARS);
     }
 
     #[test]

@@ -19,7 +19,7 @@ struct ReasonLabel {
 ///
 /// | name | type | meaning |
 /// |---|---|---|
-/// | `outbox_consumer_received_total{consumer}` | counter | messages received |
+/// | `outbox_consumer_received_total{consumer}` | counter | messages received; one given back unhandled (at shutdown, or a FIFO message behind a failed one of its group) counts here only, so received ≥ handled + duplicates + failures |
 /// | `outbox_consumer_handled_total{consumer}` | counter | events handled and committed |
 /// | `outbox_consumer_duplicates_total{consumer}` | counter | duplicates skipped by the inbox |
 /// | `outbox_consumer_failures_total{consumer,reason}` | counter | failures by reason: `handler`, `database`, `missing_event_id`, `unknown_event_type`, `undecodable`, `receive`, `delete`, `visibility`, `unit` (a unit of work that ended abnormally), `offload` (an offloaded payload not read from S3) |

@@ -49,7 +49,7 @@ where
     let envelope = Envelope::read(message);
     let (outcome, left_in_queue) = match &envelope {
         Err(bad) => (
-            bad_input(shared, *bad, &message_id, None, &receipt, pending).await,
+            bad_input(shared, *bad, message, None, &receipt, pending).await,
             false,
         ),
         Ok(env) => {
@@ -121,7 +121,7 @@ where
             let outcome = bad_input(
                 shared,
                 BadInput::Undecodable,
-                &env.message_id,
+                message,
                 Some(env),
                 receipt,
                 pending,
@@ -159,8 +159,7 @@ where
             };
             // The decode error never quotes the body.
             tracing::warn!(error = %e, "cannot decode the event");
-            let outcome =
-                bad_input(shared, bad, &env.message_id, Some(env), receipt, pending).await;
+            let outcome = bad_input(shared, bad, message, Some(env), receipt, pending).await;
             return (outcome, false);
         }
     };
@@ -287,11 +286,13 @@ async fn failed(
     visibility::change(shared.sqs(), &[receipt.to_owned()], delay).await;
 }
 
-/// Counts, logs (never the body) and disposes of a message that cannot be read.
+/// Counts, logs (never the body) and disposes of a message that cannot be read. Without a usable
+/// envelope, the log names the event id and type the message's attributes carry as they are (a
+/// black-box run read `event_type=""` for a message that had one but no event id).
 async fn bad_input(
     shared: &Shared,
     bad: BadInput,
-    message_id: &str,
+    message: &Message,
     env: Option<&Envelope>,
     receipt: &str,
     pending: &Pending,
@@ -299,12 +300,16 @@ async fn bad_input(
     pending.take(receipt).await;
     shared.metrics.on_failure(bad.as_str());
     let policy = shared.config.bad_input;
+    let (event_id, event_type) = match env {
+        Some(e) => (e.event_id.to_string(), e.event_type.clone()),
+        None => super::envelope::carried(message),
+    };
     tracing::warn!(
         consumer = %shared.config.name,
         reason = bad.as_str(),
-        message_id,
-        event_id = env.map(|e| e.event_id.to_string()).unwrap_or_default(),
-        event_type = env.map(|e| e.event_type.as_str()).unwrap_or_default(),
+        message_id = message.message_id().unwrap_or_default(),
+        event_id,
+        event_type,
         policy = ?policy,
         "a message that cannot be handled"
     );
