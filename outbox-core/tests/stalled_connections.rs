@@ -35,6 +35,16 @@ fn relay_via(
     proxy: &BlackHoleProxy,
     publisher: Arc<RecordingPublisher>,
 ) -> Relay<Arc<RecordingPublisher>> {
+    relay_with_workers(db, proxy, publisher, 1)
+}
+
+/// [`relay_via`] with `workers` workers.
+fn relay_with_workers(
+    db: &TestDb,
+    proxy: &BlackHoleProxy,
+    publisher: Arc<RecordingPublisher>,
+    workers: usize,
+) -> Relay<Arc<RecordingPublisher>> {
     Relay::builder(db.pool().clone(), publisher)
         .listen(
             db.config_via(proxy.addr())
@@ -42,7 +52,7 @@ fn relay_via(
                 .clone(),
         )
         .poll_interval(Duration::from_secs(2))
-        .concurrency(1)
+        .concurrency(workers)
         .build()
         .unwrap()
 }
@@ -212,7 +222,10 @@ async fn an_idle_relays_stalled_advertising_connection_is_found_and_replaced() {
     let _g = logs.install();
     let db = TestDb::new().await;
     let proxy = BlackHoleProxy::start(db.server_addr()).await;
-    let relay = relay_via(&db, &proxy, Arc::new(RecordingPublisher::new()));
+    // Four workers polling every 2 s, each poll a busy instant: the check after a quiet spell
+    // started again at each, and never came (black-box run: a stalled connection kept the lock
+    // 10 minutes; with one worker the test had passed).
+    let relay = relay_with_workers(&db, &proxy, Arc::new(RecordingPublisher::new()), 4);
     let running = RunningRelay::start(&relay);
     let admin = db.connect().await;
     let mut first = Vec::new();

@@ -340,6 +340,12 @@ impl Life<'_> {
             // Set when the last window was mostly busy: stop at the start of the next busy spell
             // (at its end the relay is idle again and would only take the lock back at once).
             let mut mostly_busy = false;
+            // When the connection is next asked whether it still answers: a deadline that the
+            // workers' busy instants (each poll is one) do not move. A quiet spell timed afresh
+            // after each was never reached with four workers polling, and a stalled connection
+            // kept the lock, every writer notifying, for as long as the relay stayed idle
+            // (black-box run: 10 minutes).
+            let mut next_check = Instant::now() + self.check_after;
             loop {
                 // (The lock is given back once the guard `wait_for` gives has gone: not `Send`.)
                 let cancelled = loop {
@@ -347,16 +353,15 @@ impl Life<'_> {
                         _ = token.cancelled() => break true,
                         r = &mut connection => return Err(lost(r)),
                         r = idle.wait_for(|n| *n < workers) => { r.map_err(|_| closed())?; break false }
-                        _ = tokio::time::sleep(self.check_after) => {}
+                        _ = tokio::time::sleep_until(next_check) => {}
                     }
-                    // Idle that long: does the connection still answer? One stalled unnoticed
-                    // kept the lock (every writer notifying) until the relay was next busy.
                     tokio::select! {
                         r = &mut connection => return Err(lost(r)),
                         r = within(ANSWER_WITHIN, WHAT, alive.bind(&client).one()) => {
                             note_stall(r, session, stalled)?;
                         }
                     }
+                    next_check = Instant::now() + self.check_after;
                 };
                 if cancelled {
                     return give_back(&client, session, stalled).await;
