@@ -230,8 +230,19 @@ const UNREADABLE_HISTORY_ROWS: &str = r"SELECT version::int8
 /// Refuses a history refinery could not read (it panics on such a row: black-box run, a row
 /// written by hand with `now()::text` as its `applied_on`), naming the versions.
 async fn readable_history(client: &tokio_postgres::Client) -> Result<(), Error> {
+    match unreadable_history(client).await? {
+        None => Ok(()),
+        Some(what) => Err(Error::new(ErrorKind::Migration, what)),
+    }
+}
+
+/// What is wrong with the history rows refinery cannot read, naming their versions; `None` when
+/// there are none (or no history yet). The relay's start-up check warns with it.
+pub(crate) async fn unreadable_history(
+    client: &tokio_postgres::Client,
+) -> Result<Option<String>, Error> {
     if !migrate::history_exists().bind(client).one().await? {
-        return Ok(());
+        return Ok(None);
     }
     let unreadable: Vec<i64> = client
         .query(UNREADABLE_HISTORY_ROWS, &[])
@@ -240,19 +251,16 @@ async fn readable_history(client: &tokio_postgres::Client) -> Result<(), Error> 
         .map(|row| row.try_get(0))
         .collect::<Result<_, _>>()?;
     if unreadable.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let versions: Vec<String> = unreadable.iter().map(i64::to_string).collect();
-    Err(Error::new(
-        ErrorKind::Migration,
-        format!(
-            "the rows of version(s) {} in {SCHEMA_HISTORY_TABLE} cannot be read (a name, \
-             applied_on or checksum missing, an applied_on not in RFC 3339 such as \
-             2026-01-31T12:00:00Z, or a checksum not a 64-bit unsigned number): the history was \
-             edited by hand; restore those rows",
-            versions.join(", ")
-        ),
-    ))
+    Ok(Some(format!(
+        "the rows of version(s) {} in {SCHEMA_HISTORY_TABLE} cannot be read (a name, applied_on \
+         or checksum missing, an applied_on not in RFC 3339 such as 2026-01-31T12:00:00Z, or a \
+         checksum not a 64-bit unsigned number): the history was edited by hand; restore those \
+         rows",
+        versions.join(", ")
+    )))
 }
 
 /// A failed migration run in the product's words: a database a newer release migrated, a history
@@ -275,8 +283,14 @@ fn failed(e: refinery::Error) -> Error {
             m.version()
         ),
         refinery::error::Kind::DivergentVersion(applied, ours) => format!(
-            "version {} of the outbox schema was applied as {applied}, not as this binary's \
-             {ours} (another checksum): another build of outbox migrated this database",
+            "version {} of the outbox schema ({applied}) is recorded in {SCHEMA_HISTORY_TABLE} \
+             with checksum {}, this binary's {ours} has {}: another build of outbox migrated \
+             this database, or the row was edited. If the schema is the same, record this \
+             binary's: UPDATE {SCHEMA_HISTORY_TABLE} SET checksum = '{}' WHERE version = {}",
+            applied.version(),
+            applied.checksum(),
+            ours.checksum(),
+            ours.checksum(),
             applied.version()
         ),
         _ => {

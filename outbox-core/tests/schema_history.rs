@@ -96,10 +96,17 @@ async fn a_version_another_build_applied_is_named() {
     assert_eq!(refused.kind(), ErrorKind::Migration);
     let text = error_chain(&refused);
     assert!(
-        text.contains("version 2 of the outbox schema was applied as V2__")
-            && text.contains("another build of outbox"),
+        text.contains("version 2 of the outbox schema (V2__")
+            && text.contains("with checksum 1, this binary's V2__")
+            && text.contains("another build of outbox")
+            && text.contains("SET checksum = '")
+            && text.contains("WHERE version = 2"),
         "{text}"
     );
+    // The statement it suggests records this binary's checksum: migrate goes through.
+    let fix = &text[text.find("UPDATE ").unwrap()..];
+    client.batch_execute(fix).await.unwrap();
+    assert!(migrate(&mut client).await.unwrap().applied.is_empty());
 }
 
 /// A run that fails part-way says which migrations it applied (and kept) before the one that
@@ -140,6 +147,8 @@ async fn a_run_that_fails_part_way_says_what_it_applied() {
 /// `now()::text`, a checksum that is no number): refused, naming their versions.
 #[tokio::test]
 async fn unreadable_history_rows_are_refused_naming_them() {
+    let logs = LogCapture::default();
+    let _g = logs.install();
     let db = TestDb::new().await;
     let mut client = db.connect().await;
     history(
@@ -154,4 +163,12 @@ async fn unreadable_history_rows_are_refused_naming_them() {
     assert_eq!(refused.kind(), ErrorKind::Migration);
     let text = error_chain(&refused);
     assert!(text.contains("the rows of version(s) 2, 4, 5, 6"), "{text}");
+    // The relay needs none of them: it starts, saying so (a black-box run saw it start silently
+    // on what `migrate` refused).
+    check_relay_database(&client, false).await.unwrap();
+    let logs = logs.text();
+    assert!(
+        logs.contains("the rows of version(s) 2, 4, 5, 6") && logs.contains("this relay runs"),
+        "{logs}"
+    );
 }
