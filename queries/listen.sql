@@ -33,3 +33,16 @@ FROM pg_stat_activity WHERE pid = pg_backend_pid();
 --! end_stalled_session
 SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
 WHERE pid = :pid AND (extract(epoch FROM backend_start) * 1000000)::bigint = :started_us;
+
+-- How a session is doing, seen from another connection: housekeeping watches its own connection
+-- this way while a round runs, for a statement may rightly take minutes (a retention delete, a
+-- detach waiting for old transactions) but a session waiting for a statement that never came, or
+-- done with one whose answer never arrived, has stalled. No row: the session has ended (the
+-- connection never heard). `idle_us`: how long the session has waited for the client's next
+-- statement (NULL while one runs or waits for a lock).
+--! session_state : (idle_us?)
+SELECT CASE WHEN state LIKE 'idle%'
+            THEN (extract(epoch FROM clock_timestamp() - state_change) * 1000000)::bigint
+       END AS idle_us
+FROM pg_stat_activity
+WHERE pid = :pid AND (extract(epoch FROM backend_start) * 1000000)::bigint = :started_us;

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::session::Session;
+use super::stall_watch;
 use crate::error::{Error, ErrorKind};
 use crate::partition::{self, MaintainOptions};
 use crate::retention;
@@ -51,7 +53,11 @@ pub(crate) async fn run(
     }
 }
 
-/// One round; returns the mode for the next.
+/// One round; returns the mode for the next. No time limit fits a round (a retention delete, a
+/// detach waiting for old transactions may rightly take minutes), so its connection is watched
+/// from another instead: one that stalls is given up, its server session ended, and the next
+/// round connects anew (before, a stalled connection kept housekeeping waiting until shutdown,
+/// and retention and the partitions made ahead stopped without a word).
 async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode: Mode) -> Mode {
     // A connection of its own, closed afterwards: maintenance's election lock is a session lock
     // and must never go back to the pool.
@@ -62,9 +68,40 @@ async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode
             return mode;
         }
     };
+    let session = match Session::of(&client, WHAT).await {
+        Ok(session) => session,
+        Err(e) => {
+            if e.kind() == ErrorKind::Timeout {
+                given_up(pool);
+            }
+            tracing::warn!(error = %crate::error_chain(&e), "housekeeping could not start; trying again next round");
+            return mode;
+        }
+    };
+    tokio::select! {
+        next = work(&client, retention, mode) => next,
+        stall = stall_watch::until_stalled(pool, session, WHAT) => {
+            given_up(pool);
+            tracing::warn!(%stall, "the {WHAT} stopped answering: this round is given up, the next connects anew");
+            mode
+        }
+    }
+}
+
+/// What housekeeping's connection is called in the log.
+const WHAT: &str = "housekeeping connection";
+
+/// After housekeeping's connection stalled: the pool's idle connections went the same way (through
+/// the same middlebox), so they are closed too, as after a claim's stall.
+fn given_up(pool: &deadpool_postgres::Pool) {
+    drop(pool.retain(|_, _| false));
+}
+
+/// The round's work on its connection; returns the mode for the next.
+async fn work(client: &tokio_postgres::Client, retention: Option<Duration>, mode: Mode) -> Mode {
     let (mode, plain) = match mode {
-        Mode::Look => match partition::layout(&*client).await {
-            Ok(Some(_)) => match partition::maintenance_refusal(&client).await {
+        Mode::Look => match partition::layout(client).await {
+            Ok(Some(_)) => match partition::maintenance_refusal(client).await {
                 Ok(None) => (Mode::Maintain, false),
                 Ok(Some(refusal)) => {
                     tracing::info!(
@@ -96,7 +133,7 @@ async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode
     match mode {
         Mode::Maintain => {
             let options = MaintainOptions::new().retention(retention);
-            match partition::maintain(&client, &options).await {
+            match partition::maintain(client, &options).await {
                 Ok(r) if r.skipped => {
                     tracing::debug!("partition maintenance: another maintainer is at work")
                 }
@@ -108,7 +145,7 @@ async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode
                     tracing::warn!(error = %crate::error_chain(&e),
                         "partition maintenance refused: run `outbox partitions maintain` as the \
                          owner of outbox_events; deleting rows instead");
-                    delete_rows(&client, retention).await;
+                    delete_rows(client, retention).await;
                     return Mode::Look;
                 }
                 Err(e) => {
@@ -116,7 +153,7 @@ async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode
                 }
             }
         }
-        Mode::Rows => delete_rows(&client, retention).await,
+        Mode::Rows => delete_rows(client, retention).await,
         Mode::Look => {}
     }
     if plain { Mode::Look } else { mode }

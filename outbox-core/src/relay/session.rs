@@ -1,5 +1,5 @@
 //! The server session behind one of a relay's own connections (the LISTEN one, the one advertising
-//! waiting), and ending it once that connection has stalled.
+//! waiting, housekeeping's), and ending it once that connection has stalled.
 //!
 //! A connection can stall without closing: a middlebox holds the server's bytes, both sockets stay
 //! open. The relay gives up on it and connects again, but the server still runs the old session
@@ -34,6 +34,17 @@ pub(crate) struct Session {
     stalled: bool,
 }
 
+/// What a session is doing, seen from another connection ([`Session::state_from`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionState {
+    /// Running a statement, or waiting in one for a lock.
+    Busy,
+    /// Waiting this long for its client's next statement.
+    Idle(Duration),
+    /// Ended: its connection will never hear an answer.
+    Gone,
+}
+
 impl Session {
     /// The session of `client`'s connection.
     pub(crate) async fn of(client: &Client, what: &str) -> Result<Session, Error> {
@@ -42,6 +53,39 @@ impl Session {
             pid: row.pid,
             started_us: row.started_us,
             stalled: false,
+        })
+    }
+
+    /// This session, found stalled (so that [`end_from`](Self::end_from) says so).
+    pub(crate) fn stalled(self) -> Session {
+        Session {
+            stalled: true,
+            ..self
+        }
+    }
+
+    /// What this session is doing, asked from `client` (another connection, `what`) within
+    /// [`ANSWER_WITHIN`].
+    pub(crate) async fn state_from(
+        &self,
+        client: &Client,
+        what: &str,
+    ) -> Result<SessionState, Error> {
+        let row = within(
+            ANSWER_WITHIN,
+            what,
+            sql::session_state()
+                .bind(client, &self.pid, &self.started_us)
+                .opt(),
+        )
+        .await?;
+        Ok(match row {
+            None => SessionState::Gone,
+            Some(None) => SessionState::Busy,
+            // A negative span (clocks read apart) is no time at all.
+            Some(Some(us)) => {
+                SessionState::Idle(Duration::from_micros(u64::try_from(us).unwrap_or(0)))
+            }
         })
     }
 
@@ -128,10 +172,7 @@ pub(crate) fn note_stall<T>(
     stalled: &mut Option<Session>,
 ) -> Result<T, Error> {
     if matches!(&answer, Err(e) if e.kind() == ErrorKind::Timeout) {
-        *stalled = Some(Session {
-            stalled: true,
-            ..session
-        });
+        *stalled = Some(session.stalled());
     }
     answer
 }

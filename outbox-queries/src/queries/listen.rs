@@ -5,6 +5,11 @@ pub struct EndStalledSessionParams {
     pub pid: i32,
     pub started_us: i64,
 }
+#[derive(Clone, Copy, Debug)]
+pub struct SessionStateParams {
+    pub pid: i32,
+    pub started_us: i64,
+}
 #[derive(Debug, Clone, PartialEq, Copy, serde::Serialize)]
 pub struct ThisSession {
     pub pid: i32,
@@ -268,6 +273,70 @@ where
         Ok(mapped)
     }
 }
+pub struct Optioni64Query<'c, 'a, 's, C: GenericClient, T, const N: usize> {
+    client: &'c C,
+    params: [&'a (dyn postgres_types::ToSql + Sync); N],
+    query: &'static str,
+    cached: Option<&'s tokio_postgres::Statement>,
+    extractor: fn(&tokio_postgres::Row) -> Result<Option<i64>, tokio_postgres::Error>,
+    mapper: fn(Option<i64>) -> T,
+}
+impl<'c, 'a, 's, C, T: 'c, const N: usize> Optioni64Query<'c, 'a, 's, C, T, N>
+where
+    C: GenericClient,
+{
+    pub fn map<R>(self, mapper: fn(Option<i64>) -> R) -> Optioni64Query<'c, 'a, 's, C, R, N> {
+        Optioni64Query {
+            client: self.client,
+            params: self.params,
+            query: self.query,
+            cached: self.cached,
+            extractor: self.extractor,
+            mapper,
+        }
+    }
+    pub async fn one(self) -> Result<T, tokio_postgres::Error> {
+        let row =
+            crate::client::async_::one(self.client, self.query, &self.params, self.cached).await?;
+        Ok((self.mapper)((self.extractor)(&row)?))
+    }
+    pub async fn all(self) -> Result<Vec<T>, tokio_postgres::Error> {
+        self.iter().await?.try_collect().await
+    }
+    pub async fn opt(self) -> Result<Option<T>, tokio_postgres::Error> {
+        let opt_row =
+            crate::client::async_::opt(self.client, self.query, &self.params, self.cached).await?;
+        Ok(opt_row
+            .map(|row| {
+                let extracted = (self.extractor)(&row)?;
+                Ok((self.mapper)(extracted))
+            })
+            .transpose()?)
+    }
+    pub async fn iter(
+        self,
+    ) -> Result<
+        impl futures::Stream<Item = Result<T, tokio_postgres::Error>> + 'c,
+        tokio_postgres::Error,
+    > {
+        let stream = crate::client::async_::raw(
+            self.client,
+            self.query,
+            crate::slice_iter(&self.params),
+            self.cached,
+        )
+        .await?;
+        let mapped = stream
+            .map(move |res| {
+                res.and_then(|row| {
+                    let extracted = (self.extractor)(&row)?;
+                    Ok((self.mapper)(extracted))
+                })
+            })
+            .into_stream();
+        Ok(mapped)
+    }
+}
 pub struct ListenOutboxEventsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn listen_outbox_events() -> ListenOutboxEventsStmt {
     ListenOutboxEventsStmt("LISTEN outbox_events", None)
@@ -448,6 +517,55 @@ impl<'c, 'a, 's, C: GenericClient>
         client: &'c C,
         params: &'a EndStalledSessionParams,
     ) -> BoolQuery<'c, 'a, 's, C, bool, 2> {
+        self.bind(client, &params.pid, &params.started_us)
+    }
+}
+pub struct SessionStateStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn session_state() -> SessionStateStmt {
+    SessionStateStmt(
+        "SELECT CASE WHEN state LIKE 'idle%' THEN (extract(epoch FROM clock_timestamp() - state_change) * 1000000)::bigint END AS idle_us FROM pg_stat_activity WHERE pid = $1 AND (extract(epoch FROM backend_start) * 1000000)::bigint = $2",
+        None,
+    )
+}
+impl SessionStateStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+        pid: &'a i32,
+        started_us: &'a i64,
+    ) -> Optioni64Query<'c, 'a, 's, C, Option<i64>, 2> {
+        Optioni64Query {
+            client,
+            params: [pid, started_us],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
+impl<'c, 'a, 's, C: GenericClient>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        SessionStateParams,
+        Optioni64Query<'c, 'a, 's, C, Option<i64>, 2>,
+        C,
+    > for SessionStateStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a SessionStateParams,
+    ) -> Optioni64Query<'c, 'a, 's, C, Option<i64>, 2> {
         self.bind(client, &params.pid, &params.started_us)
     }
 }

@@ -1,0 +1,89 @@
+//! Watching one of the relay's connections through statements of any length, from another.
+//!
+//! Housekeeping's statements may rightly run for minutes (a retention delete, a detach waiting for
+//! old transactions), so no time limit fits them. But a connection can stall without closing (a
+//! middlebox holds its bytes, both sockets open): its statement then waits for ever, and
+//! retention and the partitions made ahead stop without a word. The server tells the two apart: a
+//! session running a statement, or waiting in one for a lock, is busy; one that never got its
+//! statement, or whose answer never arrived, sits idle while its client waits.
+
+use std::fmt;
+use std::time::Duration;
+
+use deadpool_postgres::Pool;
+
+use super::session::{ANSWER_WITHIN, Session, SessionState};
+use crate::error::Error;
+
+/// How often the watched session is looked at.
+const LOOK_EVERY: Duration = Duration::from_secs(5);
+
+/// How long the watched session may sit idle while its client waits for an answer. Between two
+/// statements of a connection that works it is idle for microseconds (housekeeping's own pauses
+/// between statements are at most 25 ms).
+const IDLE_AT_MOST: Duration = ANSWER_WITHIN;
+
+/// Why a watched connection was given up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stall {
+    /// Its session had sat idle this long (and was ended).
+    Idle(Duration),
+    /// Its session had ended without the connection hearing of it.
+    Gone,
+}
+
+impl fmt::Display for Stall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stall::Idle(idle) => write!(
+                f,
+                "its server session had sat idle for {} s while the relay waited for an answer (ended now)",
+                idle.as_secs()
+            ),
+            Stall::Gone => {
+                f.write_str("its server session had ended without the connection hearing of it")
+            }
+        }
+    }
+}
+
+/// Resolves once `session`, the session of the connection `what` that is waiting for an answer,
+/// has stalled (having ended the session when it was still there); never while it is busy. Looks
+/// every [`LOOK_EVERY`] from a pool connection; a look that fails decides nothing.
+pub(crate) async fn until_stalled(pool: &Pool, session: Session, what: &str) -> Stall {
+    loop {
+        tokio::time::sleep(LOOK_EVERY).await;
+        match look(pool, session, what).await {
+            Ok(Some(stall)) => return stall,
+            Ok(None) => {}
+            Err(e) => tracing::debug!(error = %crate::error_chain(&e),
+                "could not look at the server session of the {what}; looking again"),
+        }
+    }
+}
+
+/// One look: `Some` when the session has stalled.
+async fn look(pool: &Pool, session: Session, what: &str) -> Result<Option<Stall>, Error> {
+    let watcher = format!("connection watching the {what}");
+    let client = match tokio::time::timeout(ANSWER_WITHIN, pool.get()).await {
+        Ok(got) => got?,
+        Err(_) => return Err(super::session::stalled(ANSWER_WITHIN, &watcher)),
+    };
+    let state = match session.state_from(&client, &watcher).await {
+        Ok(state) => state,
+        Err(e) => {
+            // Not back to the pool: it may have stalled the same way.
+            drop(deadpool_postgres::Object::take(client));
+            return Err(e);
+        }
+    };
+    Ok(match state {
+        SessionState::Busy => None,
+        SessionState::Idle(idle) if idle < IDLE_AT_MOST => None,
+        SessionState::Idle(idle) => {
+            session.stalled().end_from(&client, what).await;
+            Some(Stall::Idle(idle))
+        }
+        SessionState::Gone => Some(Stall::Gone),
+    })
+}

@@ -1,0 +1,132 @@
+//! Housekeeping's connection watched through its rounds: one that stalls (a middlebox holding its
+//! bytes, the sockets open) is given up and its server session ended, so retention goes on; one
+//! whose statement rightly takes long (waiting for a lock) is left to finish.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use outbox_core::Relay;
+use outbox_tests::{
+    BlackHoleProxy, LogCapture, RecordingPublisher, RunningRelay, TestDb, TestEvent, eventually,
+};
+
+/// The relay's warning when it gives a round up.
+const GIVEN_UP: &str = "housekeeping connection stopped answering";
+
+/// Three events published an hour ago: past a retention of a minute.
+async fn published_an_hour_ago(db: &TestDb) {
+    let client = db.connect().await;
+    let events: Vec<_> = (0..3).map(|i| TestEvent::new("hk", i)).collect();
+    outbox_core::emit_all(&client, &events).await.unwrap();
+    db.execute("UPDATE outbox_events SET processed_at = now() - interval '1 hour'")
+        .await;
+}
+
+async fn rows(db: &TestDb) -> i64 {
+    db.connect()
+        .await
+        .query_one("SELECT count(*) FROM outbox_events", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Sessions of the test database whose last statement was housekeeping's look at the layout and
+/// that wait for another: a stalled housekeeping connection's (each round closes its own).
+async fn stalled_housekeeping_sessions(db: &TestDb) -> i64 {
+    db.connect()
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND state = 'idle' AND query LIKE '%FROM outbox_partitioning%' \
+             AND state_change < now() - interval '1 s'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// The retention's delete never reaches the server (the connection stalls as it is sent): the
+/// round is given up within seconds, its session ended, and the next round deletes. Before, the
+/// round waited until shutdown and nothing was deleted again.
+#[tokio::test]
+async fn a_round_whose_connection_stalls_is_given_up_and_the_next_deletes() {
+    let logs = LogCapture::default();
+    let _guard = logs.install();
+    let db = TestDb::new().await;
+    published_an_hour_ago(&db).await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    proxy.catch_first_sending(b"DELETE FROM outbox_events");
+    let relay = Relay::builder(
+        db.pool_via(proxy.addr(), 4),
+        Arc::new(RecordingPublisher::new()),
+    )
+    .retention(Some(Duration::from_secs(60)))
+    .housekeeping_interval(Duration::from_millis(200))
+    .build()
+    .unwrap();
+    let running = RunningRelay::start(&relay);
+    let deleted = eventually(Duration::from_secs(30), async || rows(&db).await == 0).await;
+    let ended = eventually(Duration::from_secs(5), async || {
+        stalled_housekeeping_sessions(&db).await == 0
+    })
+    .await;
+    running.stop().await;
+    let text = logs.text();
+    assert!(deleted, "retention went on after the stall: {text}");
+    assert!(text.contains(GIVEN_UP), "{text}");
+    assert!(
+        text.contains("ended the server session of the stalled housekeeping connection"),
+        "{text}"
+    );
+    assert!(ended, "the stalled round's server session is gone");
+}
+
+/// The retention's delete waits 12 s for a lock (another transaction holds the table): the
+/// connection is busy, not stalled, and the round finishes once the lock is released.
+#[tokio::test]
+async fn a_round_waiting_for_a_lock_is_left_to_finish() {
+    let logs = LogCapture::default();
+    let _guard = logs.install();
+    let db = TestDb::new().await;
+    published_an_hour_ago(&db).await;
+    let mut holder = db.connect().await;
+    let lock = holder.transaction().await.unwrap();
+    lock.batch_execute("LOCK TABLE outbox_events IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let relay = Relay::builder(db.pool().clone(), Arc::new(RecordingPublisher::new()))
+        .retention(Some(Duration::from_secs(60)))
+        .housekeeping_interval(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let running = RunningRelay::start(&relay);
+    // The round waits for the lock (and is looked at twice meanwhile).
+    let waiting = eventually(Duration::from_secs(10), async || {
+        db.connect()
+            .await
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND state = 'active' AND wait_event_type = 'Lock' \
+                 AND query LIKE 'DELETE FROM outbox_events%'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+            == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    lock.rollback().await.unwrap();
+    let deleted = eventually(Duration::from_secs(10), async || rows(&db).await == 0).await;
+    running.stop().await;
+    let text = logs.text();
+    assert!(waiting, "the retention's delete waited for the lock");
+    assert!(deleted, "{text}");
+    assert!(
+        !text.contains(GIVEN_UP),
+        "a busy round was given up: {text}"
+    );
+}
