@@ -8,6 +8,10 @@ use outbox_queries::queries::inbox as inbox_sql;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
+use crate::relay::stall_watch;
+
+/// What the inbox retention's connection is called in the log.
+const WHAT: &str = "inbox retention connection";
 
 /// Rows deleted per statement: short statements, no long locks.
 pub const CLEANUP_BATCH_SIZE: i64 = 1_000;
@@ -93,7 +97,10 @@ pub fn check_inbox_retention(older_than: Duration) -> Result<(), Error> {
 pub const INBOX_RETENTION_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Runs [`cleanup_inbox`] now and then every [`INBOX_RETENTION_INTERVAL`] until `shutdown` is
-/// cancelled; failures are logged and tried again on the next round. Spawn it in a consumer
+/// cancelled; failures are logged and tried again on the next round. A round's connection is
+/// watched from another of `pool`'s: one that stalls without closing (a middlebox holding its
+/// bytes) is given up with a warning and its server session ended, rather than waited on until
+/// shutdown. Spawn it in a consumer
 /// service (or use `outbox relay --inbox-retention` when the inbox shares the relay's database).
 pub async fn run_inbox_retention(
     pool: deadpool_postgres::Pool,
@@ -106,11 +113,25 @@ pub async fn run_inbox_retention(
     }
     loop {
         match pool.get().await {
-            Ok(client) => match cleanup_inbox(&**client, older_than).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(deleted = n, "inbox retention deleted processed_events"),
-                Err(e) => tracing::warn!(error = %crate::error_chain(&e), "inbox retention failed"),
-            },
+            Ok(client) => {
+                // Watched: a connection that stalls (a middlebox holding its bytes) is given up
+                // rather than waited on until shutdown.
+                let cleanup = cleanup_inbox(&**client, older_than);
+                match stall_watch::watched(&pool, &client, WHAT, cleanup).await {
+                    Ok(Ok(0)) => {}
+                    Ok(Ok(n)) => {
+                        tracing::info!(deleted = n, "inbox retention deleted processed_events")
+                    }
+                    Ok(Err(e)) => {
+                        tracing::warn!(error = %crate::error_chain(&e), "inbox retention failed")
+                    }
+                    Err(e) => {
+                        // Closed, not back to the pool.
+                        drop(deadpool_postgres::Object::take(client));
+                        tracing::warn!(error = %crate::error_chain(&e), "inbox retention given up; the next round connects anew")
+                    }
+                }
+            }
             Err(e) => {
                 tracing::warn!(error = %crate::error_chain(&e), "inbox retention could not get a connection")
             }

@@ -130,3 +130,39 @@ async fn a_round_waiting_for_a_lock_is_left_to_finish() {
         "a busy round was given up: {text}"
     );
 }
+
+/// The inbox retention's delete never reaches the server: the round is given up within seconds
+/// and its server session ended (before, it waited until shutdown, and the inbox grew).
+#[tokio::test]
+async fn an_inbox_retention_round_whose_connection_stalls_is_given_up() {
+    let logs = LogCapture::default();
+    let _guard = logs.install();
+    let db = TestDb::new().await;
+    db.execute(
+        "INSERT INTO processed_events (consumer, event_id, processed_at) \
+         VALUES ('billing', gen_random_uuid(), now() - interval '2 days')",
+    )
+    .await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    proxy.catch_first_sending(b"DELETE FROM processed_events");
+    let stop = tokio_util::sync::CancellationToken::new();
+    let retention = tokio::spawn(outbox_core::run_inbox_retention(
+        db.pool_via(proxy.addr(), 2),
+        Duration::from_secs(86_400),
+        stop.clone(),
+    ));
+    let given_up = eventually(Duration::from_secs(20), async || {
+        logs.text()
+            .contains("ended the server session of the stalled inbox retention connection")
+    })
+    .await;
+    stop.cancel();
+    let stopped = tokio::time::timeout(Duration::from_secs(5), retention).await;
+    let text = logs.text();
+    assert!(given_up, "{text}");
+    assert!(
+        text.contains("inbox retention connection stopped answering"),
+        "{text}"
+    );
+    assert!(stopped.is_ok(), "stopped at shutdown");
+}

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::session::Session;
 use super::stall_watch;
 use crate::error::{Error, ErrorKind};
 use crate::partition::{self, MaintainOptions};
@@ -68,21 +67,11 @@ async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode
             return mode;
         }
     };
-    let session = match Session::of(&client, WHAT).await {
-        Ok(session) => session,
+    match stall_watch::watched(pool, &client, WHAT, work(&client, retention, mode)).await {
+        Ok(next) => next,
         Err(e) => {
-            if e.kind() == ErrorKind::Timeout {
-                given_up(pool);
-            }
-            tracing::warn!(error = %crate::error_chain(&e), "housekeeping could not start; trying again next round");
-            return mode;
-        }
-    };
-    tokio::select! {
-        next = work(&client, retention, mode) => next,
-        stall = stall_watch::until_stalled(pool, session, WHAT) => {
-            given_up(pool);
-            tracing::warn!(%stall, "the {WHAT} stopped answering: this round is given up, the next connects anew");
+            tracing::warn!(error = %crate::error_chain(&e),
+                "housekeeping round given up; the next connects anew");
             mode
         }
     }
@@ -90,12 +79,6 @@ async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode
 
 /// What housekeeping's connection is called in the log.
 const WHAT: &str = "housekeeping connection";
-
-/// After housekeeping's connection stalled: the pool's idle connections went the same way (through
-/// the same middlebox), so they are closed too, as after a claim's stall.
-fn given_up(pool: &deadpool_postgres::Pool) {
-    drop(pool.retain(|_, _| false));
-}
 
 /// The round's work on its connection; returns the mode for the next.
 async fn work(client: &tokio_postgres::Client, retention: Option<Duration>, mode: Mode) -> Mode {

@@ -20,7 +20,7 @@ mod retry_warnings;
 mod session;
 mod settle;
 mod slots;
-mod stall_watch;
+pub(crate) mod stall_watch;
 mod transaction;
 mod waiting;
 mod worker;

@@ -5,15 +5,18 @@
 //! middlebox holds its bytes, both sockets open): its statement then waits for ever, and
 //! retention and the partitions made ahead stop without a word. The server tells the two apart: a
 //! session running a statement, or waiting in one for a lock, is busy; one that never got its
-//! statement, or whose answer never arrived, sits idle while its client waits.
+//! statement, or whose answer never arrived, sits idle while its client waits. (Row retention and
+//! the inbox's are watched the same way.)
 
 use std::fmt;
+use std::future::Future;
 use std::time::Duration;
 
 use deadpool_postgres::Pool;
+use tokio_postgres::Client;
 
 use super::session::{ANSWER_WITHIN, Session, SessionState};
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 
 /// How often the watched session is looked at.
 const LOOK_EVERY: Duration = Duration::from_secs(5);
@@ -25,7 +28,7 @@ const IDLE_AT_MOST: Duration = ANSWER_WITHIN;
 
 /// Why a watched connection was given up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stall {
+enum Stall {
     /// Its session had sat idle this long (and was ended).
     Idle(Duration),
     /// Its session had ended without the connection hearing of it.
@@ -47,10 +50,45 @@ impl fmt::Display for Stall {
     }
 }
 
+/// Runs `work` (statements on `client`, a connection of `what`) while watching that connection
+/// from another of `pool`'s: `work`'s output, or, once the connection has stalled, an
+/// [`ErrorKind::Timeout`] error saying how (its server session ended when still there; the
+/// pool's idle connections closed, as they went the same way). The connection is asked its
+/// session first, within 5 s: no answer is the same error.
+pub(crate) async fn watched<T>(
+    pool: &Pool,
+    client: &Client,
+    what: &str,
+    work: impl Future<Output = T>,
+) -> Result<T, Error> {
+    let session = match Session::of(client, what).await {
+        Ok(session) => session,
+        Err(e) => {
+            if e.kind() == ErrorKind::Timeout {
+                close_idle(pool);
+            }
+            return Err(e);
+        }
+    };
+    tokio::select! {
+        done = work => Ok(done),
+        stall = until_stalled(pool, session, what) => {
+            close_idle(pool);
+            Err(Error::new(ErrorKind::Timeout, format!("the {what} stopped answering: {stall}")))
+        }
+    }
+}
+
+/// After a connection stalled: the pool's idle connections went the same way (through the same
+/// middlebox), so they are closed, as after a claim's stall, and the next users connect anew.
+fn close_idle(pool: &Pool) {
+    drop(pool.retain(|_, _| false));
+}
+
 /// Resolves once `session`, the session of the connection `what` that is waiting for an answer,
 /// has stalled (having ended the session when it was still there); never while it is busy. Looks
 /// every [`LOOK_EVERY`] from a pool connection; a look that fails decides nothing.
-pub(crate) async fn until_stalled(pool: &Pool, session: Session, what: &str) -> Stall {
+async fn until_stalled(pool: &Pool, session: Session, what: &str) -> Stall {
     loop {
         tokio::time::sleep(LOOK_EVERY).await;
         match look(pool, session, what).await {
