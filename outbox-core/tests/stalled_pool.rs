@@ -49,3 +49,62 @@ async fn after_a_stall_the_pools_idle_connections_are_not_used_again() {
     // One stall (6 s), not one per stalled connection (a housekeeping round may take one).
     assert!(took < Duration::from_secs(11), "published after {took:?}");
 }
+
+/// The pool's connections' server sessions on the relay's side of the database, from a new
+/// connection: their process ids.
+async fn sessions(db: &TestDb) -> Vec<i32> {
+    db.connect()
+        .await
+        .query(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
+             AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// The pool's connections all go silent behind a middlebox that keeps the server's side open: the
+/// claim that stalls closes them, and their server sessions are ended too. Before, the idle ones'
+/// sessions stayed (until the server's TCP time-outs; behind a proxy, for good), each holding a
+/// connection slot.
+#[tokio::test]
+async fn the_sessions_of_connections_closed_after_a_stall_are_ended() {
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    let pool = db.pool_via(proxy.addr(), 4);
+    let held: Vec<_> = futures::future::join_all((0..4).map(|_| pool.get())).await;
+    assert!(held.iter().all(Result::is_ok));
+    drop(held);
+    let relay = Relay::builder(pool, Arc::new(RecordingPublisher::new()))
+        .publish_timeout(Duration::from_secs(1))
+        .poll_interval(Duration::from_millis(50))
+        .concurrency(1)
+        .build()
+        .unwrap();
+    let running = RunningRelay::start(&relay);
+    // The worker claims on each idle connection in turn (the pool hands them out first in, first
+    // out), and so learns their sessions.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = sessions(&db).await;
+    assert!(before.len() >= 3, "the pool's sessions: {before:?}");
+    proxy.black_hole();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    proxy.heal();
+    // The next claim stalls (1 s and 5 s), then the sessions are ended a second later.
+    let ended = eventually(Duration::from_secs(15), async || {
+        let now = sessions(&db).await;
+        !before.iter().any(|pid| now.contains(pid))
+    })
+    .await;
+    let left: Vec<_> = sessions(&db)
+        .await
+        .into_iter()
+        .filter(|pid| before.contains(pid))
+        .collect();
+    running.stop().await;
+    assert!(ended, "sessions left from before the stall: {left:?}");
+}

@@ -116,7 +116,7 @@ async fn claim_publish_ack<P: Publisher>(
         .config
         .publish_timeout
         .saturating_add(super::config::CLAIM_IDLE_MARGIN);
-    let mut tx = ClaimTransaction::connect(&inner.pool, bound).await?;
+    let mut tx = ClaimTransaction::connect(&inner.pool, &inner.pool_sessions, bound).await?;
     let result = in_transaction(inner, &mut tx, stop, room).await;
     if result.is_err() {
         // Still open when the claim or the acknowledgement failed: rolled back here, or (when that

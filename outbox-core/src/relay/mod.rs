@@ -16,6 +16,7 @@ mod isolate;
 mod listener;
 mod outage;
 mod outcome;
+mod pool_sessions;
 mod retry_warnings;
 mod session;
 mod settle;
@@ -75,6 +76,8 @@ impl<P> Clone for Relay<P> {
 
 pub(crate) struct Inner<P> {
     pool: deadpool_postgres::Pool,
+    /// The server sessions of the pool's connections (`pool_sessions.rs`).
+    pool_sessions: Arc<pool_sessions::PoolSessions>,
     publisher: P,
     config: RelayConfig,
     policy: RetryPolicy,
@@ -267,6 +270,7 @@ impl<P: Publisher> RelayBuilder<P> {
             inner: Arc::new(Inner {
                 policy: self.config.retry_policy(),
                 pool: self.pool,
+                pool_sessions: Default::default(),
                 publisher: self.publisher,
                 config: self.config,
                 listen: connector

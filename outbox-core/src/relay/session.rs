@@ -89,9 +89,13 @@ impl Session {
         })
     }
 
-    /// Ends this (stalled) session from `client`, if it is still there. Best effort: a failure is
-    /// logged (the server's own time-outs end it in the end) and the new connection goes on.
-    pub(crate) async fn end_from(self, client: &Client, what: &str) {
+    /// Ends this session from `client` (another connection, `what` in the error) if it is still
+    /// there, within [`ANSWER_WITHIN`]: whether it was.
+    pub(crate) async fn end_quietly_from(
+        &self,
+        client: &Client,
+        what: &str,
+    ) -> Result<bool, Error> {
         let ended = within(
             ANSWER_WITHIN,
             what,
@@ -99,19 +103,25 @@ impl Session {
                 .bind(client, &self.pid, &self.started_us)
                 .opt(),
         )
-        .await;
-        match ended {
-            Ok(Some(true)) if self.stalled => tracing::info!(
+        .await?;
+        Ok(ended == Some(true))
+    }
+
+    /// Ends this (stalled) session from `client`, if it is still there. Best effort: a failure is
+    /// logged (the server's own time-outs end it in the end) and the new connection goes on.
+    pub(crate) async fn end_from(self, client: &Client, what: &str) {
+        match self.end_quietly_from(client, what).await {
+            Ok(true) if self.stalled => tracing::info!(
                 pid = self.pid,
                 "ended the server session of the stalled {what}"
             ),
             // Stopping with a statement in flight (a lock request behind another relay's lock):
             // nothing wrong (a black-box run read "stalled" on every stop of two relays).
-            Ok(Some(true)) => tracing::debug!(
+            Ok(true) => tracing::debug!(
                 pid = self.pid,
                 "stopping: ended the server session of the {what}, whose last statement was unanswered"
             ),
-            Ok(_) => tracing::debug!(pid = self.pid, "the stalled {what}'s session had ended"),
+            Ok(false) => tracing::debug!(pid = self.pid, "the stalled {what}'s session had ended"),
             Err(e) => tracing::warn!(pid = self.pid, error = %crate::error_chain(&e),
                 "could not end the server session of the stalled {what}; the server ends it once its own time-outs notice"),
         }

@@ -10,8 +10,11 @@
 //! taken out of the pool and closed, which makes PostgreSQL roll it back and release its row locks.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
+
+use super::pool_sessions::{self, PoolSessions};
 
 use crate::error::{Error, ErrorKind};
 
@@ -29,27 +32,43 @@ pub(crate) struct ClaimTransaction {
     bound: Duration,
     /// The pool the connection came from: its idle connections are closed after a stall.
     pool: deadpool_postgres::Pool,
+    /// The sessions of the pool's connections: those a stall leaves behind are ended.
+    sessions: Arc<PoolSessions>,
 }
 
 impl ClaimTransaction {
-    /// Takes a connection from `pool` within `bound` (no transaction is begun yet).
+    /// Takes a connection from `pool` within `bound` (no transaction is begun yet), learning its
+    /// server session the first time (see `pool_sessions.rs`).
     pub(crate) async fn connect(
         pool: &deadpool_postgres::Pool,
+        sessions: &Arc<PoolSessions>,
         bound: Duration,
     ) -> Result<ClaimTransaction, Error> {
-        match tokio::time::timeout(bound, pool.get()).await {
-            Ok(client) => Ok(ClaimTransaction {
-                client: Some(client?),
-                open: false,
-                stalled: false,
-                bound,
-                pool: pool.clone(),
-            }),
-            Err(_) => Err(Error::new(
-                ErrorKind::Pool,
-                format!("no connection from the pool within {bound:?}"),
-            )),
+        let client = match tokio::time::timeout(bound, pool.get()).await {
+            Ok(client) => client?,
+            Err(_) => {
+                return Err(Error::new(
+                    ErrorKind::Pool,
+                    format!("no connection from the pool within {bound:?}"),
+                ));
+            }
+        };
+        let mut tx = ClaimTransaction {
+            client: Some(client),
+            open: false,
+            stalled: false,
+            bound,
+            pool: pool.clone(),
+            sessions: Arc::clone(sessions),
+        };
+        let client = connection(&tx.client)?;
+        let learnt = bounded(&mut tx.stalled, bound, sessions.learn(pool, client)).await;
+        if let Err(e) = learnt {
+            // Unanswered (in 5 s, within `bound` or not): out of step, closed on drop.
+            tx.stalled |= e.kind() == ErrorKind::Timeout;
+            return Err(e);
         }
+        Ok(tx)
     }
 
     /// Runs `statements` (which must send their first message on their first poll) right behind
@@ -148,9 +167,11 @@ impl ClaimTransaction {
 
 impl Drop for ClaimTransaction {
     fn drop(&mut self) {
+        let mut own = None;
         if (self.open || self.stalled)
             && let Some(client) = self.client.take()
         {
+            own = self.sessions.forget(&client);
             // Out of the pool and closed: the server rolls back what was left open.
             drop(deadpool_postgres::Client::take(client));
         }
@@ -158,8 +179,11 @@ impl Drop for ClaimTransaction {
             // The pool's idle connections went the same way (through the same middlebox, or to
             // the same demoted primary): closed too, so that the next batches connect anew rather
             // than stall on them one by one (black-box run: an idle connection black-holed with
-            // the one that stalled stalled another batch, 35 s, when used a minute later).
-            drop(self.pool.retain(|_, _| false));
+            // the one that stalled stalled another batch, 35 s, when used a minute later). Their
+            // server sessions, and this one's, are ended if they outlive the closing.
+            let mut left = self.sessions.close_idle(&self.pool);
+            left.extend(own);
+            pool_sessions::end_later(self.pool.clone(), left);
         }
     }
 }
