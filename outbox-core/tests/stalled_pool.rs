@@ -10,18 +10,24 @@ use outbox_tests::{
     BlackHoleProxy, RecordingPublisher, RunningRelay, TestDb, TestEvent, eventually,
 };
 
-/// Four idle pool connections black-holed together: one batch stalls (its bound: the publish
-/// timeout and 5 s), the next connects anew. Before, each later batch took another stalled idle
-/// connection and stalled again (black-box run: 35 s each time, with the defaults).
-#[tokio::test]
-async fn after_a_stall_the_pools_idle_connections_are_not_used_again() {
-    let db = TestDb::new().await;
+/// A pool of four connections to `db` through a proxy, all four opened and idle.
+async fn four_idle_connections(db: &TestDb) -> (BlackHoleProxy, deadpool_postgres::Pool) {
     let proxy = BlackHoleProxy::start(db.server_addr()).await;
     let pool = db.pool_via(proxy.addr(), 4);
     let held: Vec<_> = futures::future::join_all((0..4).map(|_| pool.get())).await;
     assert!(held.iter().all(Result::is_ok));
     drop(held);
     assert_eq!(pool.status().size, 4);
+    (proxy, pool)
+}
+
+/// Four idle pool connections black-holed together: one batch stalls (its bound: the publish
+/// timeout and 5 s), the next connects anew. Before, each later batch took another stalled idle
+/// connection and stalled again (black-box run: 35 s each time, with the defaults).
+#[tokio::test]
+async fn after_a_stall_the_pools_idle_connections_are_not_used_again() {
+    let db = TestDb::new().await;
+    let (proxy, pool) = four_idle_connections(&db).await;
     // The four go silent; new connections pass.
     proxy.black_hole();
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -74,11 +80,7 @@ async fn sessions(db: &TestDb) -> Vec<i32> {
 #[tokio::test]
 async fn the_sessions_of_connections_closed_after_a_stall_are_ended() {
     let db = TestDb::new().await;
-    let proxy = BlackHoleProxy::start(db.server_addr()).await;
-    let pool = db.pool_via(proxy.addr(), 4);
-    let held: Vec<_> = futures::future::join_all((0..4).map(|_| pool.get())).await;
-    assert!(held.iter().all(Result::is_ok));
-    drop(held);
+    let (proxy, pool) = four_idle_connections(&db).await;
     let relay = Relay::builder(pool, Arc::new(RecordingPublisher::new()))
         .publish_timeout(Duration::from_secs(1))
         .poll_interval(Duration::from_millis(50))
