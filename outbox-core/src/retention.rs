@@ -117,7 +117,7 @@ pub async fn run_inbox_retention(
                 // Watched: a connection that stalls (a middlebox holding its bytes) is given up
                 // rather than waited on until shutdown.
                 let cleanup = cleanup_inbox(&**client, older_than);
-                match stall_watch::watched(&pool, &client, WHAT, cleanup).await {
+                match stall_watch::watched(&pool, None, &client, WHAT, cleanup).await {
                     Ok(Ok(0)) => {}
                     Ok(Ok(n)) => {
                         tracing::info!(deleted = n, "inbox retention deleted processed_events")

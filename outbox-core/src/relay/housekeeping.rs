@@ -1,10 +1,12 @@
 //! The relay's periodic housekeeping: partition maintenance on the partitioned layout, row
 //! retention on the plain one.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::pool_sessions::PoolSessions;
 use super::stall_watch;
 use crate::error::{Error, ErrorKind};
 use crate::partition::{self, MaintainOptions};
@@ -32,6 +34,7 @@ enum Mode {
 /// went to the tail partition within days).
 pub(crate) async fn run(
     pool: deadpool_postgres::Pool,
+    known: Arc<PoolSessions>,
     retention: Option<Duration>,
     interval: Duration,
     shutdown: CancellationToken,
@@ -43,7 +46,7 @@ pub(crate) async fn run(
         // which rolls back what it was doing; an interrupted detach is finished next time.
         mode = tokio::select! {
             _ = shutdown.cancelled() => return,
-            next = round(&pool, retention, mode) => next,
+            next = round(&pool, &known, retention, mode) => next,
         };
         tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -57,7 +60,12 @@ pub(crate) async fn run(
 /// from another instead: one that stalls is given up, its server session ended, and the next
 /// round connects anew (before, a stalled connection kept housekeeping waiting until shutdown,
 /// and retention and the partitions made ahead stopped without a word).
-async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode: Mode) -> Mode {
+async fn round(
+    pool: &deadpool_postgres::Pool,
+    known: &PoolSessions,
+    retention: Option<Duration>,
+    mode: Mode,
+) -> Mode {
     // A connection of its own, closed afterwards: maintenance's election lock is a session lock
     // and must never go back to the pool.
     let client = match pool.get().await {
@@ -67,7 +75,15 @@ async fn round(pool: &deadpool_postgres::Pool, retention: Option<Duration>, mode
             return mode;
         }
     };
-    match stall_watch::watched(pool, &client, WHAT, work(&client, retention, mode)).await {
+    match stall_watch::watched(
+        pool,
+        Some(known),
+        &client,
+        WHAT,
+        work(&client, retention, mode),
+    )
+    .await
+    {
         Ok(next) => next,
         Err(e) => {
             tracing::warn!(error = %crate::error_chain(&e),

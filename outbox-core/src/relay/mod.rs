@@ -407,6 +407,7 @@ impl<P: Publisher> Relay<P> {
             "housekeeping",
             housekeeping::run(
                 self.inner.pool.clone(),
+                Arc::clone(&self.inner.pool_sessions),
                 self.inner.config.retention,
                 self.inner.housekeeping_interval,
                 stop.clone(),

@@ -15,6 +15,7 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 use tokio_postgres::Client;
 
+use super::pool_sessions::{self, PoolSessions};
 use super::session::{ANSWER_WITHIN, Session, SessionState};
 use crate::error::{Error, ErrorKind};
 
@@ -51,12 +52,13 @@ impl fmt::Display for Stall {
 }
 
 /// Runs `work` (statements on `client`, a connection of `what`) while watching that connection
-/// from another of `pool`'s: `work`'s output, or, once the connection has stalled, an
+/// from another of `pool`'s (whose connections' sessions are `known` to a relay): `work`'s output, or, once the connection has stalled, an
 /// [`ErrorKind::Timeout`] error saying how (its server session ended when still there; the
 /// pool's idle connections closed, as they went the same way). The connection is asked its
 /// session first, within 5 s: no answer is the same error.
 pub(crate) async fn watched<T>(
     pool: &Pool,
+    known: Option<&PoolSessions>,
     client: &Client,
     what: &str,
     work: impl Future<Output = T>,
@@ -65,7 +67,7 @@ pub(crate) async fn watched<T>(
         Ok(session) => session,
         Err(e) => {
             if e.kind() == ErrorKind::Timeout {
-                close_idle(pool);
+                close_idle(pool, known);
             }
             return Err(e);
         }
@@ -73,16 +75,20 @@ pub(crate) async fn watched<T>(
     tokio::select! {
         done = work => Ok(done),
         stall = until_stalled(pool, session, what) => {
-            close_idle(pool);
+            close_idle(pool, known);
             Err(Error::new(ErrorKind::Timeout, format!("the {what} stopped answering: {stall}")))
         }
     }
 }
 
 /// After a connection stalled: the pool's idle connections went the same way (through the same
-/// middlebox), so they are closed, as after a claim's stall, and the next users connect anew.
-fn close_idle(pool: &Pool) {
-    drop(pool.retain(|_, _| false));
+/// middlebox), so they are closed, as after a claim's stall, and the next users connect anew; the
+/// sessions `known` among them are ended a moment later.
+fn close_idle(pool: &Pool, known: Option<&PoolSessions>) {
+    match known {
+        Some(known) => pool_sessions::end_later(pool.clone(), known.close_idle(pool)),
+        None => drop(pool.retain(|_, _| false)),
+    }
 }
 
 /// Resolves once `session`, the session of the connection `what` that is waiting for an answer,
