@@ -12,7 +12,14 @@ use outbox_tests::{
 
 /// A pool of four connections to `db` through a proxy, all four opened and idle.
 async fn four_idle_connections(db: &TestDb) -> (BlackHoleProxy, deadpool_postgres::Pool) {
-    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    four_idle_connections_via(db, BlackHoleProxy::start(db.server_addr()).await).await
+}
+
+/// The same through `proxy`.
+async fn four_idle_connections_via(
+    db: &TestDb,
+    proxy: BlackHoleProxy,
+) -> (BlackHoleProxy, deadpool_postgres::Pool) {
     let pool = db.pool_via(proxy.addr(), 4);
     let held: Vec<_> = futures::future::join_all((0..4).map(|_| pool.get())).await;
     assert!(held.iter().all(Result::is_ok));
@@ -73,14 +80,10 @@ async fn sessions(db: &TestDb) -> Vec<i32> {
         .collect()
 }
 
-/// The pool's connections all go silent behind a middlebox that keeps the server's side open: the
-/// claim that stalls closes them, and their server sessions are ended too. Before, the idle ones'
-/// sessions stayed (until the server's TCP time-outs; behind a proxy, for good), each holding a
-/// connection slot.
-#[tokio::test]
-async fn the_sessions_of_connections_closed_after_a_stall_are_ended() {
-    let db = TestDb::new().await;
-    let (proxy, pool) = four_idle_connections(&db).await;
+/// The relay's sessions through `proxy` after the pool's connections went silent: those of
+/// `before` still there 8 s after, and whether all are gone.
+async fn stall_all(db: &TestDb, proxy: BlackHoleProxy) -> (Vec<i32>, Vec<i32>, bool) {
+    let (proxy, pool) = four_idle_connections_via(db, proxy).await;
     let relay = Relay::builder(pool, Arc::new(RecordingPublisher::new()))
         .publish_timeout(Duration::from_secs(1))
         .poll_interval(Duration::from_millis(50))
@@ -91,22 +94,47 @@ async fn the_sessions_of_connections_closed_after_a_stall_are_ended() {
     // The worker claims on each idle connection in turn (the pool hands them out first in, first
     // out), and so learns their sessions.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let before = sessions(&db).await;
+    let before = sessions(db).await;
     assert!(before.len() >= 3, "the pool's sessions: {before:?}");
     proxy.black_hole();
     tokio::time::sleep(Duration::from_millis(100)).await;
     proxy.heal();
     // The next claim stalls (1 s and 5 s), then the sessions are ended a second later.
     let ended = eventually(Duration::from_secs(15), async || {
-        let now = sessions(&db).await;
+        let now = sessions(db).await;
         !before.iter().any(|pid| now.contains(pid))
     })
     .await;
-    let left: Vec<_> = sessions(&db)
+    let left: Vec<_> = sessions(db)
         .await
         .into_iter()
         .filter(|pid| before.contains(pid))
         .collect();
     running.stop().await;
+    (before, left, ended)
+}
+
+/// The pool's connections all go silent behind a middlebox that keeps the server's side open: the
+/// claim that stalls closes them, and their server sessions are ended too. Before, the idle ones'
+/// sessions stayed (until the server's TCP time-outs; behind a proxy, for good), each holding a
+/// connection slot.
+#[tokio::test]
+async fn the_sessions_of_connections_closed_after_a_stall_are_ended() {
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    let (_, left, ended) = stall_all(&db, proxy).await;
     assert!(ended, "sessions left from before the stall: {left:?}");
+}
+
+/// The same behind a pooler (its clients' start-ups name other processes than the sessions that
+/// answer them): those sessions may serve other clients, and are left alone. (The stalled claim's
+/// own is ended by the server, `idle_in_transaction_session_timeout`; the idle ones stay.)
+#[tokio::test]
+async fn behind_a_pooler_the_sessions_are_left_alone() {
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    proxy.name_other_processes();
+    let (before, left, ended) = stall_all(&db, proxy).await;
+    assert!(!ended, "sessions ended: {before:?}");
+    assert!(left.len() >= 2, "left: {left:?} of {before:?}");
 }

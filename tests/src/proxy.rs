@@ -21,6 +21,9 @@ pub struct BlackHoleProxy {
     catch: Arc<Mutex<Option<Vec<u8>>>>,
     /// Forwarded connections whose client has not closed its side.
     open: Arc<AtomicUsize>,
+    /// Whether start-ups name another process than the server's (see
+    /// [`BlackHoleProxy::name_other_processes`]).
+    rename: Arc<AtomicBool>,
     task: JoinHandle<()>,
 }
 
@@ -39,6 +42,7 @@ struct Holes {
     proxy: Arc<AtomicBool>,
     connection: Arc<AtomicBool>,
     catch: Arc<Mutex<Option<Vec<u8>>>>,
+    rename: Arc<AtomicBool>,
 }
 
 impl Holes {
@@ -75,12 +79,15 @@ impl BlackHoleProxy {
         let catching = Arc::clone(&catch);
         let open = Arc::new(AtomicUsize::new(0));
         let counting = Arc::clone(&open);
+        let rename = Arc::new(AtomicBool::new(false));
+        let renaming = Arc::clone(&rename);
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let flag = Arc::clone(&flag);
                 let delay = Arc::clone(&delay);
                 let catching = Arc::clone(&catching);
                 let counting = Arc::clone(&counting);
+                let renaming = Arc::clone(&renaming);
                 tokio::spawn(async move {
                     if flag.load(Ordering::SeqCst) {
                         // Accept and never answer: a new connection into the partition hangs.
@@ -96,6 +103,7 @@ impl BlackHoleProxy {
                         proxy: flag,
                         connection: Arc::new(AtomicBool::new(false)),
                         catch: catching,
+                        rename: renaming,
                     };
                     counting.fetch_add(1, Ordering::SeqCst);
                     let client = Client {
@@ -114,6 +122,7 @@ impl BlackHoleProxy {
             delay_ms,
             catch,
             open,
+            rename,
             task,
         }
     }
@@ -148,6 +157,13 @@ impl BlackHoleProxy {
         *self.catch.lock().unwrap_or_else(|p| p.into_inner()) = Some(bytes.to_vec());
     }
 
+    /// From now on new connections' start-ups (their `BackendKeyData`, unencrypted: `NoTls`) name
+    /// another process id than their server session's, as a pooler's do (PgBouncer hands its
+    /// clients keys of its own): the session that answers is not one to end.
+    pub fn name_other_processes(&self) {
+        self.rename.store(true, Ordering::SeqCst);
+    }
+
     /// From now on each chunk a client sends reaches the server `delay` later (zero: at once), on
     /// existing and new connections: every request is answered that much later.
     pub fn delay_requests(&self, delay: Duration) {
@@ -159,6 +175,16 @@ impl BlackHoleProxy {
 impl Drop for BlackHoleProxy {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+/// Changes the process id of a `BackendKeyData` message in `chunk` (what a server sends), if any.
+fn rename_process(chunk: &mut [u8]) {
+    const KEY_DATA: &[u8] = &[b'K', 0, 0, 0, 12];
+    if let Some(at) = chunk.windows(KEY_DATA.len()).position(|w| w == KEY_DATA)
+        && let Some(pid) = chunk.get_mut(at + 5..at + 9)
+    {
+        pid.iter_mut().for_each(|b| *b ^= 0x5a);
     }
 }
 
@@ -195,6 +221,9 @@ async fn pump(
                 return;
             }
             break;
+        }
+        if client.is_none() && holes.rename.load(Ordering::SeqCst) {
+            rename_process(&mut buf[..n]);
         }
         let hold = client
             .as_ref()

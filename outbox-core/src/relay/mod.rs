@@ -13,6 +13,7 @@ mod held;
 mod helpers;
 mod housekeeping;
 mod isolate;
+mod key_data;
 mod listener;
 mod outage;
 mod outcome;

@@ -11,10 +11,10 @@
 //! from a new connection.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use deadpool_postgres::{Object, Pool};
+use deadpool_postgres::{ClientWrapper, Metrics, Object, Pool};
 
 use super::session::{ANSWER_WITHIN, Session};
 use crate::error::Error;
@@ -26,19 +26,17 @@ const WHAT: &str = "pool connection";
 /// not stall send `Terminate` as they close) before the rest are ended.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
-/// The known sessions of the pool's connections, by the instant the pool made each connection
-/// (deadpool's [`Metrics::created`](deadpool_postgres::Metrics), which tells one connection
-/// from another without touching it).
+/// The known sessions of the pool's connections, by [`Key`].
 #[derive(Debug, Default)]
 pub(crate) struct PoolSessions {
-    known: Mutex<HashMap<Instant, Session>>,
+    known: Mutex<HashMap<Key, Session>>,
 }
 
 impl PoolSessions {
     /// Learns `client`'s session unless known (one round trip within 5 s; a time-out is an
     /// [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) error: the connection has stalled).
     pub(crate) async fn learn(&self, pool: &Pool, client: &Object) -> Result<(), Error> {
-        let created = Object::metrics(client).created;
+        let created = key(client, Object::metrics(client));
         if self.lock().contains_key(&created) {
             return Ok(());
         }
@@ -50,8 +48,8 @@ impl PoolSessions {
         // claim.
         if known.len() >= 4 * pool.status().max_size.max(1) {
             let mut idle = std::collections::HashSet::new();
-            drop(pool.retain(|_, metrics| {
-                idle.insert(metrics.created);
+            drop(pool.retain(|wrapper, metrics| {
+                idle.insert(key(wrapper, &metrics));
                 true
             }));
             known.retain(|created, _| idle.contains(created));
@@ -62,23 +60,37 @@ impl PoolSessions {
 
     /// Forgets `client`'s session (its connection is being closed): the session, when known.
     pub(crate) fn forget(&self, client: &Object) -> Option<Session> {
-        self.lock().remove(&Object::metrics(client).created)
+        self.lock().remove(&key(client, Object::metrics(client)))
     }
 
     /// Closes the pool's idle connections: the sessions known among them.
     pub(crate) fn close_idle(&self, pool: &Pool) -> Vec<Session> {
         let mut known = self.lock();
         let mut closed = Vec::new();
-        drop(pool.retain(|_, metrics| {
-            closed.extend(known.remove(&metrics.created));
+        drop(pool.retain(|wrapper, metrics| {
+            closed.extend(known.remove(&key(wrapper, &metrics)));
             false
         }));
+        // Behind a pooler, none is the connection's own (`key_data.rs`).
+        closed.retain(Session::is_direct);
         closed
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Instant, Session>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Session>> {
         self.known.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// A pool connection told from the others without touching it: where its statement cache lives
+/// (no two live connections share one) and when the pool made it (so that a later connection
+/// whose cache lands at the same address is another).
+type Key = (usize, Instant);
+
+fn key(wrapper: &ClientWrapper, metrics: &Metrics) -> Key {
+    (
+        Arc::as_ptr(&wrapper.statement_cache) as usize,
+        metrics.created,
+    )
 }
 
 /// Ends `sessions` (of connections just closed after a stall) that are still there, from a new

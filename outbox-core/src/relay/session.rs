@@ -32,6 +32,10 @@ pub(crate) struct Session {
     /// Found stalled (a statement unanswered within its time), rather than left with a
     /// statement in flight when the relay stopped (waiting for another relay's lock, say).
     stalled: bool,
+    /// The connection's own session: the one its start-up named answered. Not so through a
+    /// pooler, whose server connections serve other clients too: such a session is neither
+    /// watched nor ended (`key_data.rs`).
+    direct: bool,
 }
 
 /// What a session is doing, seen from another connection ([`Session::state_from`]).
@@ -49,11 +53,25 @@ impl Session {
     /// The session of `client`'s connection.
     pub(crate) async fn of(client: &Client, what: &str) -> Result<Session, Error> {
         let row = within(ANSWER_WITHIN, what, sql::this_session().bind(client).one()).await?;
+        let direct = super::key_data::startup_pid(client).await == Some(row.pid);
+        if !direct {
+            tracing::debug!(
+                pid = row.pid,
+                "the {what} leads through a pooler (its start-up named another process): its server session is neither watched nor ended"
+            );
+        }
         Ok(Session {
             pid: row.pid,
             started_us: row.started_us,
             stalled: false,
+            direct,
         })
+    }
+
+    /// Whether this is the connection's own session, which the relay may watch and end (not
+    /// one of a pooler's server connections).
+    pub(crate) fn is_direct(&self) -> bool {
+        self.direct
     }
 
     /// This session, found stalled (so that [`end_from`](Self::end_from) says so).
@@ -71,6 +89,10 @@ impl Session {
         client: &Client,
         what: &str,
     ) -> Result<SessionState, Error> {
+        if !self.direct {
+            // Another client's, as like as not: nothing to judge by.
+            return Ok(SessionState::Busy);
+        }
         let row = within(
             ANSWER_WITHIN,
             what,
@@ -96,6 +118,10 @@ impl Session {
         client: &Client,
         what: &str,
     ) -> Result<bool, Error> {
+        if !self.direct {
+            // Through a pooler: the server session may serve another client now.
+            return Ok(false);
+        }
         let ended = within(
             ANSWER_WITHIN,
             what,

@@ -30,8 +30,8 @@ const IDLE_AT_MOST: Duration = ANSWER_WITHIN;
 /// Why a watched connection was given up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stall {
-    /// Its session had sat idle this long (and was ended).
-    Idle(Duration),
+    /// Its session had sat idle this long (and was ended, or not).
+    Idle { idle: Duration, ended: bool },
     /// Its session had ended without the connection hearing of it.
     Gone,
 }
@@ -39,10 +39,11 @@ enum Stall {
 impl fmt::Display for Stall {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Stall::Idle(idle) => write!(
+            Stall::Idle { idle, ended } => write!(
                 f,
-                "its server session had sat idle for {} s while the relay waited for an answer (ended now)",
-                idle.as_secs()
+                "its server session had sat idle for {} s while the relay waited for an answer ({})",
+                idle.as_secs(),
+                if *ended { "ended now" } else { "not ended" }
             ),
             Stall::Gone => {
                 f.write_str("its server session had ended without the connection hearing of it")
@@ -64,6 +65,9 @@ pub(crate) async fn watched<T>(
     work: impl Future<Output = T>,
 ) -> Result<T, Error> {
     let session = match Session::of(client, what).await {
+        // Through a pooler the session that answered may not be this connection's next: nothing
+        // to watch by (`key_data.rs`).
+        Ok(session) if !session.is_direct() => return Ok(work.await),
         Ok(session) => session,
         Err(e) => {
             if e.kind() == ErrorKind::Timeout {
@@ -74,7 +78,7 @@ pub(crate) async fn watched<T>(
     };
     tokio::select! {
         done = work => Ok(done),
-        stall = until_stalled(pool, session, what) => {
+        stall = until_stalled(pool, known, session, what) => {
             close_idle(pool, known);
             Err(Error::new(ErrorKind::Timeout, format!("the {what} stopped answering: {stall}")))
         }
@@ -94,14 +98,26 @@ fn close_idle(pool: &Pool, known: Option<&PoolSessions>) {
 /// Resolves once `session`, the session of the connection `what` that is waiting for an answer,
 /// has stalled (having ended the session when it was still there); never while it is busy. Looks
 /// every [`LOOK_EVERY`] from a pool connection; a look that fails decides nothing.
-async fn until_stalled(pool: &Pool, session: Session, what: &str) -> Stall {
+async fn until_stalled(
+    pool: &Pool,
+    known: Option<&PoolSessions>,
+    session: Session,
+    what: &str,
+) -> Stall {
     loop {
         tokio::time::sleep(LOOK_EVERY).await;
         match look(pool, session, what).await {
             Ok(Some(stall)) => return stall,
             Ok(None) => {}
-            Err(e) => tracing::debug!(error = %crate::error_chain(&e),
-                "could not look at the server session of the {what}; looking again"),
+            Err(e) => {
+                if e.kind() == ErrorKind::Timeout {
+                    // The pool's idle connections stalled too (the same middlebox): closed, so
+                    // that the next look connects anew rather than take another of them.
+                    close_idle(pool, known);
+                }
+                tracing::debug!(error = %crate::error_chain(&e),
+                    "could not look at the server session of the {what}; looking again")
+            }
         }
     }
 }
@@ -125,8 +141,16 @@ async fn look(pool: &Pool, session: Session, what: &str) -> Result<Option<Stall>
         SessionState::Busy => None,
         SessionState::Idle(idle) if idle < IDLE_AT_MOST => None,
         SessionState::Idle(idle) => {
-            session.stalled().end_from(&client, what).await;
-            Some(Stall::Idle(idle))
+            let ended = match session.end_quietly_from(&client, &watcher).await {
+                Ok(ended) => ended,
+                Err(e) => {
+                    drop(deadpool_postgres::Object::take(client));
+                    tracing::warn!(error = %crate::error_chain(&e),
+                        "could not end the server session of the stalled {what}; the server ends it once its own time-outs notice");
+                    false
+                }
+            };
+            Some(Stall::Idle { idle, ended })
         }
         SessionState::Gone => Some(Stall::Gone),
     })
