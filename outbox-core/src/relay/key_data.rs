@@ -1,7 +1,8 @@
 //! The process id a server gave a connection at start-up (its `BackendKeyData`), which tells
 //! whether the connection leads straight to a server session or through a pooler.
 //!
-//! A pooler (PgBouncer, RDS Proxy) gives its clients keys of its own and runs their statements
+//! A pooler (PgBouncer; any that shares server connections, a client being bound to none when it
+//! starts) gives its clients keys of its own and runs their statements
 //! on server connections it shares: there, the session that answered one statement is not the
 //! connection's, and ending it would end another client's. So the relay acts on a connection's
 //! server session (watching it, ending it after a stall) only when the session that answers is
