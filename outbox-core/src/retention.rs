@@ -8,6 +8,7 @@ use outbox_queries::queries::inbox as inbox_sql;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
+use crate::relay::pool_sessions::PoolSessions;
 use crate::relay::stall_watch;
 
 /// What the inbox retention's connection is called in the log.
@@ -111,13 +112,15 @@ pub async fn run_inbox_retention(
         tracing::error!(error = %crate::error_chain(&e), "inbox retention not started");
         return;
     }
+    // The sessions of this pool's connections, as the watch learns them.
+    let known = PoolSessions::default();
     loop {
         match pool.get().await {
             Ok(client) => {
                 // Watched: a connection that stalls (a middlebox holding its bytes) is given up
                 // rather than waited on until shutdown.
                 let cleanup = cleanup_inbox(&**client, older_than);
-                match stall_watch::watched(&pool, None, &client, WHAT, cleanup).await {
+                match stall_watch::watched(&pool, &known, &client, WHAT, cleanup).await {
                     Ok(Ok(0)) => {}
                     Ok(Ok(n)) => {
                         tracing::info!(deleted = n, "inbox retention deleted processed_events")
@@ -126,7 +129,7 @@ pub async fn run_inbox_retention(
                         tracing::warn!(error = %crate::error_chain(&e), "inbox retention failed")
                     }
                     Err(e) => {
-                        // Closed, not back to the pool.
+                        // Closed, not back to the pool (its session was ended by the watch).
                         drop(deadpool_postgres::Object::take(client));
                         tracing::warn!(error = %crate::error_chain(&e), "inbox retention given up; the next round connects anew")
                     }

@@ -83,6 +83,15 @@ async fn sessions(db: &TestDb) -> Vec<i32> {
 /// The relay's sessions through `proxy` after the pool's connections went silent: those of
 /// `before` still there 8 s after, and whether all are gone.
 async fn stall_all(db: &TestDb, proxy: BlackHoleProxy) -> (Vec<i32>, Vec<i32>, bool) {
+    stall_all_for(db, proxy, Duration::from_millis(100)).await
+}
+
+/// The same with the connections silent for `outage` (new ones too) before new ones pass.
+async fn stall_all_for(
+    db: &TestDb,
+    proxy: BlackHoleProxy,
+    outage: Duration,
+) -> (Vec<i32>, Vec<i32>, bool) {
     let (proxy, pool) = four_idle_connections_via(db, proxy).await;
     let relay = Relay::builder(pool, Arc::new(RecordingPublisher::new()))
         .publish_timeout(Duration::from_secs(1))
@@ -97,9 +106,10 @@ async fn stall_all(db: &TestDb, proxy: BlackHoleProxy) -> (Vec<i32>, Vec<i32>, b
     let before = sessions(db).await;
     assert!(before.len() >= 3, "the pool's sessions: {before:?}");
     proxy.black_hole();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::sleep(outage).await;
     proxy.heal();
-    // The next claim stalls (1 s and 5 s), then the sessions are ended a second later.
+    // The next claim stalls (1 s and 5 s), then the sessions are ended a second later (or once
+    // the database can be reached).
     let ended = eventually(Duration::from_secs(15), async || {
         let now = sessions(db).await;
         !before.iter().any(|pid| now.contains(pid))
@@ -124,6 +134,60 @@ async fn the_sessions_of_connections_closed_after_a_stall_are_ended() {
     let proxy = BlackHoleProxy::start(db.server_addr()).await;
     let (_, left, ended) = stall_all(&db, proxy).await;
     assert!(ended, "sessions left from before the stall: {left:?}");
+}
+
+/// The outage goes on past the stall's discovery (10 s: new connections hang too): the sessions
+/// are ended once the database can be reached again. Before, one try a second after the stall
+/// failed, and they were left for good (black-box run: one more session per stall).
+#[tokio::test]
+async fn sessions_are_ended_once_a_longer_outage_ends() {
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    let (_, left, ended) = stall_all_for(&db, proxy, Duration::from_secs(10)).await;
+    assert!(ended, "sessions left from before the stall: {left:?}");
+}
+
+/// The gauges' refresh stalls (its connection goes silent as it asks the database's clock): cut
+/// by its time-out, the connection is discarded and its session ended. Before, the connection went
+/// back to the pool with its session idle in a transaction, for good.
+#[tokio::test]
+async fn a_gauge_refresh_cut_by_its_time_out_leaves_no_session() {
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    proxy.catch_first_sending(b"clock_timestamp() AS now");
+    let relay = Relay::builder(
+        db.pool_via(proxy.addr(), 4),
+        Arc::new(RecordingPublisher::new()),
+    )
+    .metrics(outbox_core::RelayMetrics::new())
+    .concurrency(1)
+    .build()
+    .unwrap();
+    let running = RunningRelay::start(&relay);
+    let left_in_refresh = async || {
+        db.connect()
+            .await
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND state = 'idle in transaction' AND query LIKE '%AS pending%'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+    };
+    let caught = eventually(Duration::from_secs(10), async || {
+        left_in_refresh().await == 1
+    })
+    .await;
+    // The refresh's time-out (20 s), then the session is ended a second later.
+    let ended = eventually(Duration::from_secs(30), async || {
+        left_in_refresh().await == 0
+    })
+    .await;
+    running.stop().await;
+    assert!(caught, "the refresh stalled with its transaction open");
+    assert!(ended, "the stalled refresh's session is left");
 }
 
 /// The same behind a pooler (its clients' start-ups name other processes than the sessions that

@@ -15,6 +15,7 @@ use std::time::Duration;
 use outbox_queries::queries::relay as sql;
 use tokio_util::sync::CancellationToken;
 
+use super::pool_sessions::PoolSessions;
 use super::{Inner, Relay};
 use crate::publisher::Publisher;
 
@@ -91,7 +92,7 @@ async fn watch_until_back<P: Publisher>(
             return was_down;
         };
         inner.database_watch_wanted.store(false, Ordering::SeqCst);
-        match writable(&inner.pool).await {
+        match writable(&inner.pool, &inner.pool_sessions).await {
             Heard::Writable => {
                 if was_down {
                     tracing::debug!("the database answers again: waking the relay's workers");
@@ -107,7 +108,7 @@ async fn watch_until_back<P: Publisher>(
 
 /// Whether a pooled session answers and can write. A read-only session is closed, not returned:
 /// it stays read-only whatever the server becomes (`transaction.rs`).
-async fn writable(pool: &deadpool_postgres::Pool) -> Heard {
+async fn writable(pool: &deadpool_postgres::Pool, known: &PoolSessions) -> Heard {
     let client = match tokio::time::timeout(ASK_TIMEOUT, pool.get()).await {
         Ok(Ok(client)) => client,
         _ => {
@@ -123,10 +124,15 @@ async fn writable(pool: &deadpool_postgres::Pool) -> Heard {
         tokio::time::timeout(ASK_TIMEOUT, sql::session_writable().bind(&**client).one()).await;
     match asked {
         Ok(Ok(true)) => Heard::Writable,
-        // Read-only, or unanswered in time (its answer may come later, on a connection another
-        // batch would take): closed.
-        Ok(Ok(false)) | Err(_) => {
+        // Read-only: closed.
+        Ok(Ok(false)) => {
             drop(deadpool_postgres::Client::take(client));
+            Heard::Down
+        }
+        // Unanswered in time (its answer may come later, on a connection another batch would
+        // take): closed, and its session ended once the database can be reached.
+        Err(_) => {
+            known.discard(pool, client);
             Heard::Down
         }
         Ok(Err(_)) => Heard::Down,

@@ -5,6 +5,7 @@ use std::time::Duration;
 use outbox_queries::queries::admin as admin_sql;
 use tokio_util::sync::CancellationToken;
 
+use super::in_use::InUse;
 use super::{Relay, outage};
 use crate::error::Error;
 use crate::metrics::RelayMetrics;
@@ -26,23 +27,32 @@ impl<P: Publisher> Relay<P> {
             // put the connection back in the pool with the query still running on it); the
             // timeout here covers the network on top.
             let refresh = tokio::time::timeout(GAUGE_REFRESH_TIMEOUT * 2, async {
-                let mut client = self.inner.pool.get().await?;
-                let tx = client.transaction().await?;
-                let millis = GAUGE_REFRESH_TIMEOUT.as_millis().to_string();
-                admin_sql::limit_transaction_statements()
-                    .bind(&tx, &millis)
-                    .one()
-                    .await?;
-                let s = stats::gauges(&tx).await?;
-                // The database's clock against this host's, at the middle of the round trip: a
-                // short one only (a slow answer says little about the offset).
-                let before = chrono::Utc::now();
-                let db_now = admin_sql::database_clock().bind(&tx).one().await?;
-                let after = chrono::Utc::now();
-                let ahead = (after - before < chrono::TimeDelta::seconds(1))
-                    .then(|| (db_now - (before + (after - before) / 2)).as_seconds_f64());
-                tx.commit().await?;
-                Ok::<_, Error>((s, ahead))
+                // Cut by the time-out, the connection is discarded (its statement unanswered)
+                // rather than put back for a claim to stall on (black-box run: its session was
+                // left behind a stall, with nothing to end it).
+                let (pool, known) = (&self.inner.pool, &*self.inner.pool_sessions);
+                let mut client = InUse::get(pool, known, GAUGE_REFRESH_TIMEOUT * 2).await?;
+                let refreshed = async {
+                    let tx = client.transaction().await?;
+                    let millis = GAUGE_REFRESH_TIMEOUT.as_millis().to_string();
+                    admin_sql::limit_transaction_statements()
+                        .bind(&tx, &millis)
+                        .one()
+                        .await?;
+                    let s = stats::gauges(&tx).await?;
+                    // The database's clock against this host's, at the middle of the round trip: a
+                    // short one only (a slow answer says little about the offset).
+                    let before = chrono::Utc::now();
+                    let db_now = admin_sql::database_clock().bind(&tx).one().await?;
+                    let after = chrono::Utc::now();
+                    let ahead = (after - before < chrono::TimeDelta::seconds(1))
+                        .then(|| (db_now - (before + (after - before) / 2)).as_seconds_f64());
+                    tx.commit().await?;
+                    Ok::<_, Error>((s, ahead))
+                }
+                .await;
+                client.done();
+                refreshed
             });
             tokio::select! {
                 _ = shutdown.cancelled() => return,

@@ -75,15 +75,7 @@ async fn round(
             return mode;
         }
     };
-    match stall_watch::watched(
-        pool,
-        Some(known),
-        &client,
-        WHAT,
-        work(&client, retention, mode),
-    )
-    .await
-    {
+    match stall_watch::watched(pool, known, &client, WHAT, work(&client, retention, mode)).await {
         Ok(next) => next,
         Err(e) => {
             tracing::warn!(error = %crate::error_chain(&e),

@@ -63,6 +63,14 @@ impl PoolSessions {
         self.lock().remove(&key(client, Object::metrics(client)))
     }
 
+    /// Takes `client` out of the pool and closes it (its conversation may be out of step: a
+    /// statement was left unanswered), and ends its session a moment later if known.
+    pub(crate) fn discard(&self, pool: &Pool, client: Object) {
+        let session = self.forget(&client);
+        drop(Object::take(client));
+        end_later(pool.clone(), session.into_iter().collect());
+    }
+
     /// Closes the pool's idle connections: the sessions known among them.
     pub(crate) fn close_idle(&self, pool: &Pool) -> Vec<Session> {
         let mut known = self.lock();
@@ -71,8 +79,6 @@ impl PoolSessions {
             closed.extend(known.remove(&key(wrapper, &metrics)));
             false
         }));
-        // Behind a pooler, none is the connection's own (`key_data.rs`).
-        closed.retain(Session::is_direct);
         closed
     }
 
@@ -95,35 +101,30 @@ fn key(wrapper: &ClientWrapper, metrics: &Metrics) -> Key {
 
 /// Ends `sessions` (of connections just closed after a stall) that are still there, from a new
 /// connection of `pool`, in a task of its own: a moment later, so that those that did not stall
-/// have ended theirs. Best effort: the server's own time-outs end what this cannot.
+/// have ended theirs, and again, less and less often, while the database cannot be reached (the
+/// outage may go on), for [`KEEP_TRYING`]; after that the server's own time-outs are left to it.
 pub(crate) fn end_later(pool: Pool, sessions: Vec<Session>) {
-    if sessions.is_empty() {
+    let mut left: Vec<Session> = sessions.into_iter().filter(Session::is_direct).collect();
+    if left.is_empty() {
         return;
     }
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
     runtime.spawn(async move {
-        tokio::time::sleep(CLOSE_GRACE).await;
-        let client = match tokio::time::timeout(ANSWER_WITHIN, pool.get()).await {
-            Ok(Ok(client)) => client,
-            Ok(Err(e)) => return gave_up(&Error::from(e), sessions.len()),
-            Err(_) => {
-                let e = super::session::stalled(ANSWER_WITHIN, "new pool connection");
-                return gave_up(&e, sessions.len());
+        let started = tokio::time::Instant::now();
+        let (mut pause, mut ended, mut failed) = (CLOSE_GRACE, 0, None);
+        loop {
+            tokio::time::sleep(pause).await;
+            if let Err(e) = end_some(&pool, &mut left, &mut ended).await {
+                tracing::debug!(error = %crate::error_chain(&e), left = left.len(),
+                    "could not end the server sessions of pool connections closed after a stall yet; trying again");
+                failed = Some(e);
             }
-        };
-        let mut ended = 0;
-        for session in &sessions {
-            match session.end_quietly_from(&client, WHAT).await {
-                Ok(true) => ended += 1,
-                Ok(false) => {}
-                Err(e) => {
-                    // Not back to the pool: it may have stalled the same way.
-                    drop(Object::take(client));
-                    return gave_up(&e, sessions.len() - ended);
-                }
+            if left.is_empty() || started.elapsed() >= KEEP_TRYING {
+                break;
             }
+            pause = (pause * 2).min(LONGEST_PAUSE);
         }
         if ended > 0 {
             tracing::info!(
@@ -131,10 +132,43 @@ pub(crate) fn end_later(pool: Pool, sessions: Vec<Session>) {
                 "ended the server sessions of pool connections closed after a stall"
             );
         }
+        if let (false, Some(e)) = (left.is_empty(), failed) {
+            tracing::warn!(error = %crate::error_chain(&e), left = left.len(),
+                "could not end the server sessions of pool connections closed after a stall; the server ends them once its own time-outs notice");
+        }
     });
 }
 
-fn gave_up(e: &Error, left: usize) {
-    tracing::warn!(error = %crate::error_chain(e), left,
-        "could not end the server sessions of pool connections closed after a stall; the server ends them once its own time-outs notice");
+/// How long [`end_later`] keeps trying.
+const KEEP_TRYING: Duration = Duration::from_secs(600);
+
+/// The longest pause between two of [`end_later`]'s tries.
+const LONGEST_PAUSE: Duration = Duration::from_secs(30);
+
+/// One try: ends what it can of `left` (taking each out as it is ended or found gone), counting
+/// in `ended`.
+async fn end_some(pool: &Pool, left: &mut Vec<Session>, ended: &mut usize) -> Result<(), Error> {
+    let client = match tokio::time::timeout(ANSWER_WITHIN, pool.get()).await {
+        Ok(got) => got?,
+        Err(_) => {
+            return Err(super::session::stalled(
+                ANSWER_WITHIN,
+                "new pool connection",
+            ));
+        }
+    };
+    while let Some(session) = left.last().copied() {
+        match session.end_quietly_from(&client, WHAT).await {
+            Ok(was_there) => {
+                left.pop();
+                *ended += usize::from(was_there);
+            }
+            Err(e) => {
+                // Not back to the pool: it may have stalled the same way.
+                drop(Object::take(client));
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
 }

@@ -15,6 +15,7 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 use tokio_postgres::Client;
 
+use super::in_use::InUse;
 use super::pool_sessions::{self, PoolSessions};
 use super::session::{ANSWER_WITHIN, Session, SessionState};
 use crate::error::{Error, ErrorKind};
@@ -59,7 +60,7 @@ impl fmt::Display for Stall {
 /// session first, within 5 s: no answer is the same error.
 pub(crate) async fn watched<T>(
     pool: &Pool,
-    known: Option<&PoolSessions>,
+    known: &PoolSessions,
     client: &Client,
     what: &str,
     work: impl Future<Output = T>,
@@ -88,25 +89,17 @@ pub(crate) async fn watched<T>(
 /// After a connection stalled: the pool's idle connections went the same way (through the same
 /// middlebox), so they are closed, as after a claim's stall, and the next users connect anew; the
 /// sessions `known` among them are ended a moment later.
-fn close_idle(pool: &Pool, known: Option<&PoolSessions>) {
-    match known {
-        Some(known) => pool_sessions::end_later(pool.clone(), known.close_idle(pool)),
-        None => drop(pool.retain(|_, _| false)),
-    }
+fn close_idle(pool: &Pool, known: &PoolSessions) {
+    pool_sessions::end_later(pool.clone(), known.close_idle(pool));
 }
 
 /// Resolves once `session`, the session of the connection `what` that is waiting for an answer,
 /// has stalled (having ended the session when it was still there); never while it is busy. Looks
 /// every [`LOOK_EVERY`] from a pool connection; a look that fails decides nothing.
-async fn until_stalled(
-    pool: &Pool,
-    known: Option<&PoolSessions>,
-    session: Session,
-    what: &str,
-) -> Stall {
+async fn until_stalled(pool: &Pool, known: &PoolSessions, session: Session, what: &str) -> Stall {
     loop {
         tokio::time::sleep(LOOK_EVERY).await;
-        match look(pool, session, what).await {
+        match look(pool, known, session, what).await {
             Ok(Some(stall)) => return stall,
             Ok(None) => {}
             Err(e) => {
@@ -123,28 +116,31 @@ async fn until_stalled(
 }
 
 /// One look: `Some` when the session has stalled.
-async fn look(pool: &Pool, session: Session, what: &str) -> Result<Option<Stall>, Error> {
+async fn look(
+    pool: &Pool,
+    known: &PoolSessions,
+    session: Session,
+    what: &str,
+) -> Result<Option<Stall>, Error> {
     let watcher = format!("connection watching the {what}");
-    let client = match tokio::time::timeout(ANSWER_WITHIN, pool.get()).await {
-        Ok(got) => got?,
-        Err(_) => return Err(super::session::stalled(ANSWER_WITHIN, &watcher)),
-    };
-    let state = match session.state_from(&client, &watcher).await {
-        Ok(state) => state,
-        Err(e) => {
-            // Not back to the pool: it may have stalled the same way.
-            drop(deadpool_postgres::Object::take(client));
-            return Err(e);
+    // Unanswered, it is discarded (it may have stalled the same way), not put back.
+    let client = match InUse::get(pool, known, ANSWER_WITHIN).await {
+        Ok(client) => client,
+        Err(e) if e.kind() == ErrorKind::Pool => {
+            return Err(super::session::stalled(ANSWER_WITHIN, &watcher));
         }
+        Err(e) => return Err(e),
     };
-    Ok(match state {
+    let state = session.state_from(&client, &watcher).await?;
+    let mut answered = true;
+    let stall = match state {
         SessionState::Busy => None,
         SessionState::Idle(idle) if idle < IDLE_AT_MOST => None,
         SessionState::Idle(idle) => {
             let ended = match session.end_quietly_from(&client, &watcher).await {
                 Ok(ended) => ended,
                 Err(e) => {
-                    drop(deadpool_postgres::Object::take(client));
+                    answered = false;
                     tracing::warn!(error = %crate::error_chain(&e),
                         "could not end the server session of the stalled {what}; the server ends it once its own time-outs notice");
                     false
@@ -153,5 +149,11 @@ async fn look(pool: &Pool, session: Session, what: &str) -> Result<Option<Stall>
             Some(Stall::Idle { idle, ended })
         }
         SessionState::Gone => Some(Stall::Gone),
-    })
+    };
+    if answered {
+        client.done();
+    } else {
+        client.discard();
+    }
+    Ok(stall)
 }
