@@ -120,7 +120,8 @@ pub async fn run_inbox_retention(
                 // Watched: a connection that stalls (a middlebox holding its bytes) is given up
                 // rather than waited on until shutdown.
                 let cleanup = cleanup_inbox(&**client, older_than);
-                match stall_watch::watched(&pool, &known, &client, WHAT, cleanup).await {
+                let earlier = known.forget(&client);
+                match stall_watch::watched(&pool, &known, &client, earlier, WHAT, cleanup).await {
                     Ok(Ok(0)) => {}
                     Ok(Ok(n)) => {
                         tracing::info!(deleted = n, "inbox retention deleted processed_events")

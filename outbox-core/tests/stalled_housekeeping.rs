@@ -166,6 +166,64 @@ async fn a_round_waiting_for_a_lock_is_left_to_finish() {
     );
 }
 
+/// The pool's idle connections go silent (a claim had used each) and the next round starts on
+/// one: it is given up at its first statement, and that connection's session is ended too, with
+/// the rest. Before, the round's own session was left behind (black-box run: one per stall).
+#[tokio::test]
+async fn a_round_started_on_a_connection_stalled_in_the_pool_leaves_no_session() {
+    let db = TestDb::plain().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    let pool = db.pool_via(proxy.addr(), 4);
+    let held: Vec<_> = futures::future::join_all((0..4).map(|_| pool.get())).await;
+    assert!(held.iter().all(Result::is_ok));
+    drop(held);
+    let relay = Relay::builder(pool, Arc::new(RecordingPublisher::new()))
+        .retention(Some(Duration::from_secs(60)))
+        .publish_timeout(Duration::from_secs(1))
+        .poll_interval(Duration::from_millis(50))
+        .concurrency(1)
+        .housekeeping_interval(Duration::from_secs(3))
+        .build()
+        .unwrap();
+    let running = RunningRelay::start(&relay);
+    // The worker claims on each idle connection in turn and learns their sessions; the next
+    // round starts 3 s after the first.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let sessions = async || -> Vec<i32> {
+        db.connect()
+            .await
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
+                 AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    let before = sessions().await;
+    proxy.black_hole();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    proxy.heal();
+    let ended = eventually(Duration::from_secs(20), async || {
+        let now = sessions().await;
+        !before.iter().any(|pid| now.contains(pid))
+    })
+    .await;
+    let left: Vec<_> = sessions()
+        .await
+        .into_iter()
+        .filter(|pid| before.contains(pid))
+        .collect();
+    running.stop().await;
+    assert!(
+        ended,
+        "sessions left from before the stall: {left:?} of {before:?}"
+    );
+}
+
 /// The inbox retention's delete never reaches the server: the round is given up within seconds
 /// and its server session ended (before, it waited until shutdown, and the inbox grew).
 #[tokio::test]

@@ -120,6 +120,14 @@ async fn writable(pool: &deadpool_postgres::Pool, known: &PoolSessions) -> Heard
             };
         }
     };
+    // Learned, so that a session left behind by a stall here later can be ended.
+    if tokio::time::timeout(ASK_TIMEOUT, known.learn(pool, &client))
+        .await
+        .map_or(true, |learned| learned.is_err())
+    {
+        known.discard(pool, client);
+        return Heard::Down;
+    }
     let asked =
         tokio::time::timeout(ASK_TIMEOUT, sql::session_writable().bind(&**client).one()).await;
     match asked {

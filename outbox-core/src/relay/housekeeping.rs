@@ -68,14 +68,19 @@ async fn round(
 ) -> Mode {
     // A connection of its own, closed afterwards: maintenance's election lock is a session lock
     // and must never go back to the pool.
-    let client = match pool.get().await {
-        Ok(c) => deadpool_postgres::Object::take(c),
+    let (client, earlier) = match pool.get().await {
+        // Its session as a claim learned it, if one did: it leaves the pool for good.
+        Ok(c) => {
+            let earlier = known.forget(&c);
+            (deadpool_postgres::Object::take(c), earlier)
+        }
         Err(e) => {
             tracing::warn!(error = %crate::error_chain(&e), "housekeeping could not get a connection");
             return mode;
         }
     };
-    match stall_watch::watched(pool, known, &client, WHAT, work(&client, retention, mode)).await {
+    let work = work(&client, retention, mode);
+    match stall_watch::watched(pool, known, &client, earlier, WHAT, work).await {
         Ok(next) => next,
         Err(e) => {
             tracing::warn!(error = %crate::error_chain(&e),

@@ -54,14 +54,17 @@ impl fmt::Display for Stall {
 }
 
 /// Runs `work` (statements on `client`, a connection of `what`) while watching that connection
-/// from another of `pool`'s (whose connections' sessions are `known` to a relay): `work`'s output, or, once the connection has stalled, an
+/// from another of `pool`'s (whose connections' sessions are `known`): `work`'s output, or, once
+/// the connection has stalled, an
 /// [`ErrorKind::Timeout`] error saying how (its server session ended when still there; the
 /// pool's idle connections closed, as they went the same way). The connection is asked its
-/// session first, within 5 s: no answer is the same error.
+/// session first, within 5 s: no answer is the same error, and `earlier`, its session as learned
+/// before (by a claim, say), is ended once the database can be reached.
 pub(crate) async fn watched<T>(
     pool: &Pool,
     known: &PoolSessions,
     client: &Client,
+    earlier: Option<Session>,
     what: &str,
     work: impl Future<Output = T>,
 ) -> Result<T, Error> {
@@ -73,6 +76,9 @@ pub(crate) async fn watched<T>(
         Err(e) => {
             if e.kind() == ErrorKind::Timeout {
                 close_idle(pool, known);
+                // A connection that stalled while idle in the pool (black-box run: its session
+                // was left behind each time).
+                pool_sessions::end_later(pool.clone(), earlier.into_iter().collect());
             }
             return Err(e);
         }
