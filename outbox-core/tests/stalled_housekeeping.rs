@@ -22,6 +22,23 @@ async fn published_an_hour_ago(db: &TestDb) {
         .await;
 }
 
+/// A relay through `proxy` with a retention of a minute, rounds every 200 ms, and its first
+/// retention delete caught by the proxy (the connection stalls as it is sent).
+fn relay_whose_delete_stalls(
+    db: &TestDb,
+    proxy: &BlackHoleProxy,
+) -> Relay<Arc<RecordingPublisher>> {
+    proxy.catch_first_sending(b"DELETE FROM outbox_events");
+    Relay::builder(
+        db.pool_via(proxy.addr(), 4),
+        Arc::new(RecordingPublisher::new()),
+    )
+    .retention(Some(Duration::from_secs(60)))
+    .housekeeping_interval(Duration::from_millis(200))
+    .build()
+    .unwrap()
+}
+
 async fn rows(db: &TestDb) -> i64 {
     db.connect()
         .await
@@ -58,15 +75,7 @@ async fn a_round_whose_connection_stalls_is_given_up_and_the_next_deletes() {
     let db = TestDb::plain().await;
     published_an_hour_ago(&db).await;
     let proxy = BlackHoleProxy::start(db.server_addr()).await;
-    proxy.catch_first_sending(b"DELETE FROM outbox_events");
-    let relay = Relay::builder(
-        db.pool_via(proxy.addr(), 4),
-        Arc::new(RecordingPublisher::new()),
-    )
-    .retention(Some(Duration::from_secs(60)))
-    .housekeeping_interval(Duration::from_millis(200))
-    .build()
-    .unwrap();
+    let relay = relay_whose_delete_stalls(&db, &proxy);
     let running = RunningRelay::start(&relay);
     let deleted = eventually(Duration::from_secs(30), async || rows(&db).await == 0).await;
     let ended = eventually(Duration::from_secs(5), async || {
@@ -97,15 +106,7 @@ async fn behind_a_pooler_a_round_is_not_judged_by_a_session_that_may_not_be_its_
     published_an_hour_ago(&db).await;
     let proxy = BlackHoleProxy::start(db.server_addr()).await;
     proxy.name_other_processes();
-    proxy.catch_first_sending(b"DELETE FROM outbox_events");
-    let relay = Relay::builder(
-        db.pool_via(proxy.addr(), 4),
-        Arc::new(RecordingPublisher::new()),
-    )
-    .retention(Some(Duration::from_secs(60)))
-    .housekeeping_interval(Duration::from_millis(200))
-    .build()
-    .unwrap();
+    let relay = relay_whose_delete_stalls(&db, &proxy);
     let running = RunningRelay::start(&relay);
     tokio::time::sleep(Duration::from_secs(12)).await;
     let left = stalled_housekeeping_sessions(&db).await;
@@ -189,30 +190,17 @@ async fn a_round_started_on_a_connection_stalled_in_the_pool_leaves_no_session()
     // The worker claims on each idle connection in turn and learns their sessions; the next
     // round starts 3 s after the first.
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    let sessions = async || -> Vec<i32> {
-        db.connect()
-            .await
-            .query(
-                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
-                 AND pid <> pg_backend_pid()",
-                &[],
-            )
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect()
-    };
-    let before = sessions().await;
+    let before = db.session_pids().await;
     proxy.black_hole();
     tokio::time::sleep(Duration::from_millis(100)).await;
     proxy.heal();
     let ended = eventually(Duration::from_secs(20), async || {
-        let now = sessions().await;
+        let now = db.session_pids().await;
         !before.iter().any(|pid| now.contains(pid))
     })
     .await;
-    let left: Vec<_> = sessions()
+    let left: Vec<_> = db
+        .session_pids()
         .await
         .into_iter()
         .filter(|pid| before.contains(pid))

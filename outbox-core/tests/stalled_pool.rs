@@ -63,23 +63,6 @@ async fn after_a_stall_the_pools_idle_connections_are_not_used_again() {
     assert!(took < Duration::from_secs(11), "published after {took:?}");
 }
 
-/// The pool's connections' server sessions on the relay's side of the database, from a new
-/// connection: their process ids.
-async fn sessions(db: &TestDb) -> Vec<i32> {
-    db.connect()
-        .await
-        .query(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
-             AND pid <> pg_backend_pid()",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect()
-}
-
 /// The relay's sessions through `proxy` after the pool's connections went silent: those of
 /// `before` still there 8 s after, and whether all are gone.
 async fn stall_all(db: &TestDb, proxy: BlackHoleProxy) -> (Vec<i32>, Vec<i32>, bool) {
@@ -103,7 +86,7 @@ async fn stall_all_for(
     // The worker claims on each idle connection in turn (the pool hands them out first in, first
     // out), and so learns their sessions.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let before = sessions(db).await;
+    let before = db.session_pids().await;
     assert!(before.len() >= 3, "the pool's sessions: {before:?}");
     proxy.black_hole();
     tokio::time::sleep(outage).await;
@@ -111,11 +94,12 @@ async fn stall_all_for(
     // The next claim stalls (1 s and 5 s), then the sessions are ended a second later (or once
     // the database can be reached).
     let ended = eventually(Duration::from_secs(15), async || {
-        let now = sessions(db).await;
+        let now = db.session_pids().await;
         !before.iter().any(|pid| now.contains(pid))
     })
     .await;
-    let left: Vec<_> = sessions(db)
+    let left: Vec<_> = db
+        .session_pids()
         .await
         .into_iter()
         .filter(|pid| before.contains(pid))

@@ -230,6 +230,23 @@ impl TestDb {
     pub async fn connect(&self) -> tokio_postgres::Client {
         connect(&self.config).await
     }
+
+    /// The process ids of the server sessions on this database, seen from a new connection (not
+    /// counted).
+    pub async fn session_pids(&self) -> Vec<i32> {
+        self.connect()
+            .await
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
+                 AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .expect("read pg_stat_activity")
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
 }
 
 impl Drop for TestDb {
