@@ -58,6 +58,13 @@ impl PoolSessions {
         Ok(())
     }
 
+    /// `client`'s session, when known.
+    pub(crate) fn session(&self, client: &Object) -> Option<Session> {
+        self.lock()
+            .get(&key(client, Object::metrics(client)))
+            .copied()
+    }
+
     /// Forgets `client`'s session (its connection is being closed): the session, when known.
     pub(crate) fn forget(&self, client: &Object) -> Option<Session> {
         self.lock().remove(&key(client, Object::metrics(client)))

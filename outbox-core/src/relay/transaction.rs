@@ -15,6 +15,8 @@ use std::task::Poll;
 use std::time::Duration;
 
 use super::pool_sessions::{self, PoolSessions};
+use super::session::Session;
+use super::stall_watch;
 
 use crate::error::{Error, ErrorKind};
 
@@ -34,6 +36,9 @@ pub(crate) struct ClaimTransaction {
     pool: deadpool_postgres::Pool,
     /// The sessions of the pool's connections: those a stall leaves behind are ended.
     sessions: Arc<PoolSessions>,
+    /// The connection's server session, watched through round trips that go unanswered (`None`:
+    /// through a pooler, or not learned).
+    session: Option<Session>,
 }
 
 impl ClaimTransaction {
@@ -60,6 +65,7 @@ impl ClaimTransaction {
             bound,
             pool: pool.clone(),
             sessions: Arc::clone(sessions),
+            session: None,
         };
         let client = connection(&tx.client)?;
         let learnt = bounded(&mut tx.stalled, bound, sessions.learn(pool, client)).await;
@@ -68,6 +74,7 @@ impl ClaimTransaction {
             tx.stalled |= e.kind() == ErrorKind::Timeout;
             return Err(e);
         }
+        tx.session = sessions.session(client);
         Ok(tx)
     }
 
@@ -82,7 +89,8 @@ impl ClaimTransaction {
         // From here on the transaction may be open on the server, whatever happens to this future.
         self.open = true;
         let client = connection(&self.client)?;
-        bounded(&mut self.stalled, self.bound, async {
+        let watch = (&self.pool, &*self.sessions, self.session);
+        round_trip(&mut self.stalled, self.bound, watch, async {
             // `join` polls in order: `BEGIN` is queued before the statements' first message.
             let (begun, done) =
                 futures::future::join(client.batch_execute(&begin), statements(client)).await;
@@ -106,7 +114,8 @@ impl ClaimTransaction {
         statements: impl AsyncFnOnce(&deadpool_postgres::Client) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let client = connection(&self.client)?;
-        let (done, committed) = bounded(&mut self.stalled, self.bound, async {
+        let watch = (&self.pool, &*self.sessions, self.session);
+        let (done, committed) = round_trip(&mut self.stalled, self.bound, watch, async {
             let mut work = std::pin::pin!(statements(client));
             // The first poll sends every statement, or fails before the last one is sent.
             let mut first = None;
@@ -138,7 +147,8 @@ impl ClaimTransaction {
         statements: impl AsyncFnOnce(&deadpool_postgres::Client) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let client = connection(&self.client)?;
-        bounded(&mut self.stalled, self.bound, statements(client)).await
+        let watch = (&self.pool, &*self.sessions, self.session);
+        round_trip(&mut self.stalled, self.bound, watch, statements(client)).await
     }
 
     /// Commits what was sent so far.
@@ -155,7 +165,8 @@ impl ClaimTransaction {
         let Ok(client) = connection(&self.client) else {
             return;
         };
-        let rolled_back = bounded(&mut self.stalled, self.bound, async {
+        let watch = (&self.pool, &*self.sessions, self.session);
+        let rolled_back = round_trip(&mut self.stalled, self.bound, watch, async {
             Ok(client.batch_execute("ROLLBACK").await?)
         })
         .await;
@@ -195,6 +206,23 @@ fn connection(
     client
         .as_ref()
         .ok_or_else(|| Error::new(ErrorKind::Database, "the claim's connection is gone"))
+}
+
+/// Runs `fut`, a round trip on the connection whose server session is `watch`'s, for at most
+/// `bound`, and for less once the connection has stalled (`stall_watch::claim_round_trip`): then
+/// the connection is marked `stalled`.
+async fn round_trip<T>(
+    stalled: &mut bool,
+    bound: Duration,
+    watch: (&deadpool_postgres::Pool, &PoolSessions, Option<Session>),
+    fut: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let (pool, known, session) = watch;
+    let mut found = false;
+    let watched = stall_watch::claim_round_trip(pool, known, session, &mut found, fut);
+    let result = bounded(stalled, bound, watched).await;
+    *stalled |= found;
+    result
 }
 
 /// Runs `fut` (a database round trip) for at most `bound`; past it, marks the connection `stalled`.

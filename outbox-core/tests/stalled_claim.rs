@@ -1,0 +1,142 @@
+//! A claim's connection that stalls (a middlebox holding its bytes, the sockets open) is given up
+//! once its server session has sat idle while the relay waited for an answer, long before the
+//! claim's bound (the publish timeout and 5 s: 35 s with the defaults); a claim waiting for a lock
+//! is left to wait.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use outbox_core::Relay;
+use outbox_tests::{
+    BlackHoleProxy, LogCapture, RecordingPublisher, RunningRelay, TestDb, TestEvent, eventually,
+};
+
+/// What the relay says when it gives up on a claim's connection before the bound.
+const GIVEN_UP: &str = "the claim's connection stopped answering";
+
+/// Far below the claim's bound with the default publish timeout (35 s), above what the watch
+/// needs (a look after 5 s, one more after a look that got no answer, a batch after the stall).
+const WITHIN: Duration = Duration::from_secs(22);
+
+/// A relay with the default publish timeout through `proxy`, on a pool of four connections.
+fn relay_via(db: &TestDb, proxy: &BlackHoleProxy) -> Relay<Arc<RecordingPublisher>> {
+    Relay::builder(
+        db.pool_via(proxy.addr(), 4),
+        Arc::new(RecordingPublisher::new()),
+    )
+    .poll_interval(Duration::from_millis(50))
+    .concurrency(1)
+    .build()
+    .unwrap()
+}
+
+/// Every connection of the relay's pool goes silent after the relay has claimed on it (a 100 ms
+/// outage; new connections pass after it): the claim that stalls is given up in seconds, and an
+/// event emitted then is published. Before, the claim waited for its bound, 35 s (black-box run: a
+/// 3 s outage stopped publishing for ~35 s).
+#[tokio::test]
+async fn a_claim_on_a_silent_connection_is_given_up_long_before_its_bound() {
+    let logs = LogCapture::default();
+    let _guard = logs.install();
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    let relay = relay_via(&db, &proxy);
+    let running = RunningRelay::start(&relay);
+    // The worker claims on the pool's connections (and learns their sessions).
+    let warm = outbox_core::emit(&db.pool().get().await.unwrap(), &TestEvent::new("a", 1))
+        .await
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), async || db
+            .processed(&[warm])
+            .await)
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.black_hole();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    proxy.heal();
+    let started = Instant::now();
+    let id = outbox_core::emit(&db.pool().get().await.unwrap(), &TestEvent::new("a", 2))
+        .await
+        .unwrap();
+    let published = eventually(WITHIN, async || db.processed(&[id]).await).await;
+    let took = started.elapsed();
+    running.stop().await;
+    let text = logs.text();
+    assert!(published, "not published within {WITHIN:?}: {text}");
+    assert!(text.contains(GIVEN_UP), "{text}");
+    assert!(took < WITHIN, "published after {took:?}");
+}
+
+/// The acknowledgement's statement is held by a middlebox (its session sits idle in the claim's
+/// transaction, holding the claimed row): given up in seconds, the session ended, and the event
+/// claimed again and marked. Before, the relay waited for the bound, 35 s.
+#[tokio::test]
+async fn an_acknowledgement_that_never_arrives_is_given_up_long_before_the_bound() {
+    let logs = LogCapture::default();
+    let _guard = logs.install();
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    proxy.catch_first_sending(b"UPDATE outbox_events SET processed_at = clock_timestamp()");
+    let relay = relay_via(&db, &proxy);
+    let id = outbox_core::emit(&db.pool().get().await.unwrap(), &TestEvent::new("a", 1))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let running = RunningRelay::start(&relay);
+    let marked = eventually(WITHIN, async || db.processed(&[id]).await).await;
+    let took = started.elapsed();
+    running.stop().await;
+    let text = logs.text();
+    assert!(marked, "not marked within {WITHIN:?}: {text}");
+    assert!(text.contains(GIVEN_UP), "{text}");
+    assert!(took < WITHIN, "marked after {took:?}");
+}
+
+/// The claim waits 12 s for a lock (another transaction holds the table): its connection is busy,
+/// not stalled, and the claim goes on once the lock is released, looked at meanwhile without being
+/// given up.
+#[tokio::test]
+async fn a_claim_waiting_for_a_lock_is_left_to_wait() {
+    let logs = LogCapture::default();
+    let _guard = logs.install();
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    let id = outbox_core::emit(&db.pool().get().await.unwrap(), &TestEvent::new("a", 1))
+        .await
+        .unwrap();
+    let mut holder = db.connect().await;
+    let lock = holder.transaction().await.unwrap();
+    lock.batch_execute("LOCK TABLE outbox_events IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let relay = relay_via(&db, &proxy);
+    let running = RunningRelay::start(&relay);
+    let waiting = eventually(Duration::from_secs(10), async || {
+        db.connect()
+            .await
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND state = 'active' AND wait_event_type = 'Lock' \
+                 AND query LIKE 'SELECT id, seq, aggregate_type, %'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+            >= 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    lock.rollback().await.unwrap();
+    let published = eventually(Duration::from_secs(10), async || db.processed(&[id]).await).await;
+    running.stop().await;
+    let text = logs.text();
+    assert!(waiting, "the claim waited for the lock: {text}");
+    assert!(published, "{text}");
+    assert!(
+        !text.contains(GIVEN_UP),
+        "a claim waiting for a lock was given up: {text}"
+    );
+}
