@@ -37,12 +37,24 @@ WHERE pid = :pid AND (extract(epoch FROM backend_start) * 1000000)::bigint = :st
 -- How a session is doing, seen from another connection: housekeeping watches its own connection
 -- this way while a round runs, for a statement may rightly take minutes (a retention delete, a
 -- detach waiting for old transactions) but a session waiting for a statement that never came, or
--- done with one whose answer never arrived, has stalled. No row: the session has ended (the
--- connection never heard). `idle_us`: how long the session has waited for the client's next
--- statement (NULL while one runs or waits for a lock).
---! session_state : (idle_us?)
+-- done with one whose answer never arrived, has stalled (a claim's round trip that goes unanswered
+-- is watched too). No row: the session has ended (the connection never heard). `idle_us`: how long
+-- the session has waited for the client's next statement (NULL while one runs or waits for a
+-- lock); `in_transaction`: whether it waits inside a transaction; `state_change_us`: when it began
+-- to wait (to end it only if it still does: `end_idle_session`).
+--! session_state : (idle_us?, state_change_us?)
 SELECT CASE WHEN state LIKE 'idle%'
             THEN (extract(epoch FROM clock_timestamp() - state_change) * 1000000)::bigint
-       END AS idle_us
+       END AS idle_us,
+       coalesce(state LIKE 'idle in transaction%', false) AS in_transaction,
+       (extract(epoch FROM state_change) * 1000000)::bigint AS state_change_us
 FROM pg_stat_activity
 WHERE pid = :pid AND (extract(epoch FROM backend_start) * 1000000)::bigint = :started_us;
+
+-- Ends that session if it still waits where `session_state` saw it begin to wait: not once the
+-- statement that was late has arrived after all, nor once it has been answered.
+--! end_idle_session
+SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+WHERE pid = :pid AND (extract(epoch FROM backend_start) * 1000000)::bigint = :started_us
+  AND state LIKE 'idle%'
+  AND (extract(epoch FROM state_change) * 1000000)::bigint = :state_change_us;

@@ -69,16 +69,18 @@ async fn a_claim_on_a_silent_connection_is_given_up_long_before_its_bound() {
     assert!(took < WITHIN, "published after {took:?}");
 }
 
-/// The acknowledgement's statement is held by a middlebox (its session sits idle in the claim's
-/// transaction, holding the claimed row): given up in seconds, the session ended, and the event
-/// claimed again and marked. Before, the relay waited for the bound, 35 s.
+/// The acknowledgement (the mark and `COMMIT`, one round trip) is held by a middlebox (its session
+/// sits idle in the claim's transaction, holding the claimed row): given up in seconds, the
+/// session ended, and the event claimed again and marked. Before, the relay waited for the bound,
+/// 35 s.
 #[tokio::test]
 async fn an_acknowledgement_that_never_arrives_is_given_up_long_before_the_bound() {
     let logs = LogCapture::default();
     let _guard = logs.install();
     let db = TestDb::new().await;
     let proxy = BlackHoleProxy::start(db.server_addr()).await;
-    proxy.catch_first_sending(b"UPDATE outbox_events SET processed_at = clock_timestamp()");
+    // The simple-query message `COMMIT` (not the `READ COMMITTED` of a claim's `BEGIN`).
+    proxy.catch_first_sending(b"\x00\x00\x00\x0bCOMMIT\x00");
     let relay = relay_via(&db, &proxy);
     let id = outbox_core::emit(&db.pool().get().await.unwrap(), &TestEvent::new("a", 1))
         .await
@@ -93,6 +95,46 @@ async fn an_acknowledgement_that_never_arrives_is_given_up_long_before_the_bound
     assert!(text.contains(GIVEN_UP), "{text}");
     assert!(took < WITHIN, "marked after {took:?}");
 }
+
+/// The claim's answer leaves the server but takes 12 s to arrive (a large claim over a slow link):
+/// its session waits in the claim's transaction meanwhile, as it would had the answer been lost,
+/// but it got the request, so the claim is left to its bound and publishes once the answer
+/// arrives. Before (review), the claim was given up after 10 s, and with it every claim of such
+/// a link.
+#[tokio::test]
+async fn a_claim_whose_answer_is_on_its_way_is_left_to_arrive() {
+    let logs = LogCapture::default();
+    let _guard = logs.install();
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    proxy.hold_answer_to(
+        b"BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL statement_timeout",
+        Duration::from_secs(12),
+    );
+    let id = outbox_core::emit(&db.pool().get().await.unwrap(), &TestEvent::new("a", 1))
+        .await
+        .unwrap();
+    let relay = relay_via(&db, &proxy);
+    let started = Instant::now();
+    let running = RunningRelay::start(&relay);
+    let published = eventually(WITHIN, async || db.processed(&[id]).await).await;
+    let took = started.elapsed();
+    running.stop().await;
+    let text = logs.text();
+    assert!(published, "{text}");
+    assert!(
+        took >= Duration::from_secs(11),
+        "the answer was held: {took:?}"
+    );
+    assert!(text.contains(LOOKED), "{text}");
+    assert!(
+        !text.contains(GIVEN_UP),
+        "a claim on its way was given up: {text}"
+    );
+}
+
+/// What the relay says (debug) when it looks at a claim's session.
+const LOOKED: &str = "looked at the server session of the claim's connection";
 
 /// The claim waits 12 s for a lock (another transaction holds the table): its connection is busy,
 /// not stalled, and the claim goes on once the lock is released, looked at meanwhile without being
@@ -135,6 +177,7 @@ async fn a_claim_waiting_for_a_lock_is_left_to_wait() {
     let text = logs.text();
     assert!(waiting, "the claim waited for the lock: {text}");
     assert!(published, "{text}");
+    assert!(text.contains(LOOKED), "{text}");
     assert!(
         !text.contains(GIVEN_UP),
         "a claim waiting for a lock was given up: {text}"

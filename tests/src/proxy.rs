@@ -11,6 +11,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
+/// Bytes whose first sender's answers are held, and for how long.
+type Held = (Vec<u8>, Duration);
+
 /// A proxy on `127.0.0.1:<port>` forwarding to one upstream address. Stops when dropped.
 pub struct BlackHoleProxy {
     addr: SocketAddr,
@@ -19,6 +22,9 @@ pub struct BlackHoleProxy {
     delay_ms: Arc<AtomicU64>,
     /// Bytes whose first sender is caught (see [`BlackHoleProxy::catch_first_sending`]).
     catch: Arc<Mutex<Option<Vec<u8>>>>,
+    /// Bytes whose first sender's answer is held, and for how long (see
+    /// [`BlackHoleProxy::hold_answer_to`]).
+    hold: Arc<Mutex<Option<Held>>>,
     /// Forwarded connections whose client has not closed its side.
     open: Arc<AtomicUsize>,
     /// Whether start-ups name another process than the server's (see
@@ -43,6 +49,9 @@ struct Holes {
     connection: Arc<AtomicBool>,
     catch: Arc<Mutex<Option<Vec<u8>>>>,
     rename: Arc<AtomicBool>,
+    hold: Arc<Mutex<Option<Held>>>,
+    /// Until when this connection's answers are held.
+    held_until: Arc<Mutex<Option<tokio::time::Instant>>>,
 }
 
 impl Holes {
@@ -62,6 +71,25 @@ impl Holes {
         }
         hit
     }
+
+    /// Whether `chunk` is the first to carry the bytes whose answer is held (then this
+    /// connection's answers are held from now).
+    fn holds(&self, chunk: &[u8]) {
+        let mut slot = self.hold.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((bytes, hold)) = slot.as_ref()
+            && !bytes.is_empty()
+            && chunk.windows(bytes.len()).any(|w| w == bytes.as_slice())
+        {
+            *self.held_until.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some(tokio::time::Instant::now() + *hold);
+            *slot = None;
+        }
+    }
+
+    /// How long an answer read now waits before it is passed on.
+    fn answer_held_until(&self) -> Option<tokio::time::Instant> {
+        *self.held_until.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl BlackHoleProxy {
@@ -77,6 +105,8 @@ impl BlackHoleProxy {
         let delay = Arc::clone(&delay_ms);
         let catch = Arc::new(Mutex::new(None));
         let catching = Arc::clone(&catch);
+        let hold = Arc::new(Mutex::new(None));
+        let holding = Arc::clone(&hold);
         let open = Arc::new(AtomicUsize::new(0));
         let counting = Arc::clone(&open);
         let rename = Arc::new(AtomicBool::new(false));
@@ -86,6 +116,7 @@ impl BlackHoleProxy {
                 let flag = Arc::clone(&flag);
                 let delay = Arc::clone(&delay);
                 let catching = Arc::clone(&catching);
+                let holding = Arc::clone(&holding);
                 let counting = Arc::clone(&counting);
                 let renaming = Arc::clone(&renaming);
                 tokio::spawn(async move {
@@ -104,6 +135,8 @@ impl BlackHoleProxy {
                         connection: Arc::new(AtomicBool::new(false)),
                         catch: catching,
                         rename: renaming,
+                        hold: holding,
+                        held_until: Arc::new(Mutex::new(None)),
                     };
                     counting.fetch_add(1, Ordering::SeqCst);
                     let client = Client {
@@ -121,6 +154,7 @@ impl BlackHoleProxy {
             black_hole,
             delay_ms,
             catch,
+            hold,
             open,
             rename,
             task,
@@ -155,6 +189,13 @@ impl BlackHoleProxy {
     /// and later senders of the same bytes, pass. A stall at one precise step of a protocol.
     pub fn catch_first_sending(&self, bytes: &[u8]) {
         *self.catch.lock().unwrap_or_else(|p| p.into_inner()) = Some(bytes.to_vec());
+    }
+
+    /// The first connection whose client sends `bytes` (within one chunk) gets its answers from
+    /// then on `hold` late, all at once: what the server sent is on its way (a slow link, a large
+    /// answer), while the server already waits for the next statement.
+    pub fn hold_answer_to(&self, bytes: &[u8], hold: Duration) {
+        *self.hold.lock().unwrap_or_else(|p| p.into_inner()) = Some((bytes.to_vec(), hold));
     }
 
     /// From now on new connections' start-ups (their `BackendKeyData`, unencrypted: `NoTls`) name
@@ -224,6 +265,11 @@ async fn pump(
         }
         if client.is_none() && holes.rename.load(Ordering::SeqCst) {
             rename_process(&mut buf[..n]);
+        }
+        if client.is_some() {
+            holes.holds(&buf[..n]);
+        } else if let Some(until) = holes.answer_held_until() {
+            tokio::time::sleep_until(until).await;
         }
         let hold = client
             .as_ref()

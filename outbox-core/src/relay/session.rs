@@ -43,10 +43,21 @@ pub(crate) struct Session {
 pub(crate) enum SessionState {
     /// Running a statement, or waiting in one for a lock.
     Busy,
-    /// Waiting this long for its client's next statement.
-    Idle(Duration),
+    /// Waiting for its client's next statement.
+    Idle(Idle),
     /// Ended: its connection will never hear an answer.
     Gone,
+}
+
+/// A session waiting for its client's next statement ([`SessionState::Idle`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Idle {
+    /// For this long.
+    pub(crate) waited: Duration,
+    /// Inside a transaction (`idle in transaction`, aborted or not), or out of one.
+    pub(crate) in_transaction: bool,
+    /// When it began to wait (the server's clock, µs since the epoch), when the server says.
+    since_us: Option<i64>,
 }
 
 impl Session {
@@ -103,12 +114,44 @@ impl Session {
         .await?;
         Ok(match row {
             None => SessionState::Gone,
-            Some(None) => SessionState::Busy,
-            // A negative span (clocks read apart) is no time at all.
-            Some(Some(us)) => {
-                SessionState::Idle(Duration::from_micros(u64::try_from(us).unwrap_or(0)))
-            }
+            Some(row) => match row.idle_us {
+                None => SessionState::Busy,
+                // A negative span (clocks read apart) is no time at all.
+                Some(us) => SessionState::Idle(Idle {
+                    waited: Duration::from_micros(u64::try_from(us).unwrap_or(0)),
+                    in_transaction: row.in_transaction,
+                    since_us: row.state_change_us,
+                }),
+            },
         })
+    }
+
+    /// Ends this session from `client` (another connection, `what` in the error) within
+    /// [`ANSWER_WITHIN`] if it still waits as `idle` saw it, since the same moment: not once the
+    /// statement that was late has arrived after all, nor once it has been answered. Whether it
+    /// was ended.
+    pub(crate) async fn end_if_idle_from(
+        &self,
+        client: &Client,
+        what: &str,
+        idle: &Idle,
+    ) -> Result<bool, Error> {
+        let Some(since_us) = idle.since_us else {
+            return self.end_quietly_from(client, what).await;
+        };
+        if !self.direct {
+            // Through a pooler: the server session may serve another client now.
+            return Ok(false);
+        }
+        let ended = within(
+            ANSWER_WITHIN,
+            what,
+            sql::end_idle_session()
+                .bind(client, &self.pid, &self.started_us, &since_us)
+                .opt(),
+        )
+        .await?;
+        Ok(ended == Some(true))
     }
 
     /// Ends this session from `client` (another connection, `what` in the error) if it is still

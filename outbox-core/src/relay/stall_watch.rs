@@ -11,14 +11,15 @@
 
 use std::fmt;
 use std::future::Future;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
 use tokio_postgres::Client;
 
 use super::in_use::InUse;
 use super::pool_sessions::{self, PoolSessions};
-use super::session::{ANSWER_WITHIN, Session, SessionState};
+use super::session::{ANSWER_WITHIN, Idle, Session, SessionState};
 use crate::error::{Error, ErrorKind};
 
 /// How often the watched session is looked at.
@@ -28,6 +29,33 @@ const LOOK_EVERY: Duration = Duration::from_secs(5);
 /// statements of a connection that works it is idle for microseconds (housekeeping's own pauses
 /// between statements are at most 25 ms).
 const IDLE_AT_MOST: Duration = ANSWER_WITHIN;
+
+/// What a watched connection waits for, which tells a stall from an answer on its way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Awaiting {
+    /// Answers to statements sent one after another (a housekeeping round): its session idle for
+    /// [`IDLE_AT_MOST`] meanwhile has stalled, however it waits.
+    Answers,
+    /// The answer to one request (a claim's round trip), sent while the session waited inside a
+    /// transaction (`true`) or out of one. Still waiting the same way [`IDLE_AT_MOST`] on, the
+    /// session never got the request. Waiting the other way, it got it and answered: the answer
+    /// may still be on its way (megabytes leave the server's socket long before they arrive over
+    /// a slow link: review), so the round trip is left to its bound.
+    Answer { sent_in_transaction: bool },
+}
+
+impl Awaiting {
+    /// Whether a session waiting as `idle` has stalled.
+    fn stalled(self, idle: &Idle) -> bool {
+        idle.waited >= IDLE_AT_MOST
+            && match self {
+                Awaiting::Answers => true,
+                Awaiting::Answer {
+                    sent_in_transaction,
+                } => idle.in_transaction == sent_in_transaction,
+            }
+    }
+}
 
 /// Why a watched connection was given up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,9 +112,11 @@ pub(crate) async fn watched<T>(
             return Err(e);
         }
     };
+    // A round that ends as its session is ended has done its work all the same.
+    let ending = AtomicBool::new(false);
     tokio::select! {
         done = work => Ok(done),
-        stall = until_stalled(pool, known, session, what) => {
+        stall = until_stalled(pool, known, session, what, Awaiting::Answers, &ending) => {
             close_idle(pool, known);
             Err(Error::new(ErrorKind::Timeout, format!("the {what} stopped answering: {stall}")))
         }
@@ -101,10 +131,11 @@ fn close_idle(pool: &Pool, known: &PoolSessions) {
 }
 
 /// Runs `round_trip`, a round trip on a claim's connection, whose server session is `session`
-/// (`None`: unknown, or a pooler's), watching that session from another pool connection once the
-/// round trip has waited [`LOOK_EVERY`]: its output, or, once the connection has stalled, an
-/// [`ErrorKind::Timeout`] error saying how (its session ended when still there), with `stalled`
-/// set.
+/// (`None`: unknown, or a pooler's), sent while that session waited inside a transaction or out
+/// of one (`sent_in_transaction`; `None`: not watched). Once the round trip has waited
+/// [`LOOK_EVERY`], the session is looked at from another pool connection: its output, or, once the
+/// session has sat idle 5 s as it did when the request was sent (it never got it), an
+/// [`ErrorKind::Timeout`] error saying how (the session ended), with `stalled` set.
 ///
 /// A claim's statements may rightly wait for a lock up to the claim's `statement_timeout`, but a
 /// connection that stalled without closing would otherwise be given up only at that bound and 5 s
@@ -114,23 +145,43 @@ pub(crate) async fn claim_round_trip<T>(
     pool: &Pool,
     known: &PoolSessions,
     session: Option<Session>,
+    sent_in_transaction: Option<bool>,
     stalled: &mut bool,
     round_trip: impl Future<Output = Result<T, Error>>,
 ) -> Result<T, Error> {
-    let Some(session) = session.filter(Session::is_direct) else {
+    let (Some(session), Some(sent_in_transaction)) =
+        (session.filter(Session::is_direct), sent_in_transaction)
+    else {
         return round_trip.await;
     };
+    let awaiting = Awaiting::Answer {
+        sent_in_transaction,
+    };
+    let ending = AtomicBool::new(false);
+    let given_up = |stall: &dyn fmt::Display| {
+        Error::new(
+            ErrorKind::Timeout,
+            format!(
+                "the {CLAIM} stopped answering: {stall}; the connection is discarded and what \
+                 the batch had not committed will be claimed again"
+            ),
+        )
+    };
     tokio::select! {
-        done = round_trip => done,
-        stall = until_stalled(pool, known, session, CLAIM) => {
+        // A stall found is not lost to an answer that arrives meanwhile.
+        biased;
+        stall = until_stalled(pool, known, session, CLAIM, awaiting, &ending) => {
             *stalled = true;
-            Err(Error::new(
-                ErrorKind::Timeout,
-                format!(
-                    "the {CLAIM} stopped answering: {stall}; the connection is discarded and what \
-                     the batch had not committed will be claimed again"
-                ),
-            ))
+            Err(given_up(&stall))
+        }
+        done = round_trip => {
+            if ending.load(Ordering::SeqCst) {
+                // Answered as its session was being ended: the claim's row locks may be gone
+                // with it, so nothing of the batch may be published or trusted (review).
+                *stalled = true;
+                return Err(given_up(&"its answer came as its server session was being ended"));
+            }
+            done
         }
     }
 }
@@ -141,15 +192,23 @@ const CLAIM: &str = "claim's connection";
 /// How long after a look that got no answer the next is made, from a new connection.
 const LOOK_AGAIN_AFTER: Duration = Duration::from_secs(1);
 
-/// Resolves once `session`, the session of the connection `what` that is waiting for an answer,
-/// has stalled (having ended the session when it was still there); never while it is busy. Looks
-/// every [`LOOK_EVERY`] from a pool connection; a look that fails decides nothing.
-async fn until_stalled(pool: &Pool, known: &PoolSessions, session: Session, what: &str) -> Stall {
+/// Resolves once `session`, the session of the connection `what` that is waiting for an answer
+/// (`awaiting`), has stalled (having ended the session when it was still there, `ending` set
+/// meanwhile); never while it is busy. Looks every [`LOOK_EVERY`] from a pool connection; a look
+/// that fails decides nothing.
+async fn until_stalled(
+    pool: &Pool,
+    known: &PoolSessions,
+    session: Session,
+    what: &str,
+    awaiting: Awaiting,
+    ending: &AtomicBool,
+) -> Stall {
     let mut pause = LOOK_EVERY;
     loop {
         tokio::time::sleep(pause).await;
         pause = LOOK_EVERY;
-        match look(pool, known, session, what).await {
+        match look(pool, known, session, what, awaiting, ending).await {
             Ok(Some(stall)) => return stall,
             Ok(None) => {}
             Err(e) => {
@@ -172,32 +231,51 @@ async fn look(
     known: &PoolSessions,
     session: Session,
     what: &str,
+    awaiting: Awaiting,
+    ending: &AtomicBool,
 ) -> Result<Option<Stall>, Error> {
     let watcher = format!("connection watching the {what}");
+    let asked = Instant::now();
     // Unanswered, it is discarded (it may have stalled the same way), not put back.
     let client = match InUse::get(pool, known, ANSWER_WITHIN).await {
         Ok(client) => client,
-        Err(e) if e.kind() == ErrorKind::Pool => {
+        // None within the wait (an idle one that stalled may have been checked): like no answer.
+        // A refusal at once (the database down, its slots full) is no stall (review: it closed
+        // the pool's idle connections every second).
+        Err(e) if e.kind() == ErrorKind::Pool && asked.elapsed() >= ANSWER_WITHIN => {
             return Err(super::session::stalled(ANSWER_WITHIN, &watcher));
         }
         Err(e) => return Err(e),
     };
     let state = session.state_from(&client, &watcher).await?;
+    tracing::debug!(?state, "looked at the server session of the {what}");
     let mut answered = true;
     let stall = match state {
         SessionState::Busy => None,
-        SessionState::Idle(idle) if idle < IDLE_AT_MOST => None,
+        SessionState::Idle(idle) if !awaiting.stalled(&idle) => None,
         SessionState::Idle(idle) => {
-            let ended = match session.end_quietly_from(&client, &watcher).await {
-                Ok(ended) => ended,
+            ending.store(true, Ordering::SeqCst);
+            match session.end_if_idle_from(&client, &watcher, &idle).await {
+                Ok(true) => Some(Stall::Idle {
+                    idle: idle.waited,
+                    ended: true,
+                }),
+                // No longer waiting as it was (the late statement arrived, or was answered), or
+                // gone (the next look says).
+                Ok(false) => {
+                    ending.store(false, Ordering::SeqCst);
+                    None
+                }
                 Err(e) => {
                     answered = false;
                     tracing::warn!(error = %crate::error_chain(&e),
                         "could not end the server session of the stalled {what}; the server ends it once its own time-outs notice");
-                    false
+                    Some(Stall::Idle {
+                        idle: idle.waited,
+                        ended: false,
+                    })
                 }
-            };
-            Some(Stall::Idle { idle, ended })
+            }
         }
         SessionState::Gone => Some(Stall::Gone),
     };

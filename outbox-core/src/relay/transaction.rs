@@ -89,7 +89,8 @@ impl ClaimTransaction {
         // From here on the transaction may be open on the server, whatever happens to this future.
         self.open = true;
         let client = connection(&self.client)?;
-        let watch = (&self.pool, &*self.sessions, self.session);
+        // Sent while the session waits out of a transaction.
+        let watch = (&self.pool, &*self.sessions, self.session, Some(false));
         round_trip(&mut self.stalled, self.bound, watch, async {
             // `join` polls in order: `BEGIN` is queued before the statements' first message.
             let (begun, done) =
@@ -114,7 +115,8 @@ impl ClaimTransaction {
         statements: impl AsyncFnOnce(&deadpool_postgres::Client) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let client = connection(&self.client)?;
-        let watch = (&self.pool, &*self.sessions, self.session);
+        // Sent while the session waits inside the transaction.
+        let watch = (&self.pool, &*self.sessions, self.session, Some(true));
         let (done, committed) = round_trip(&mut self.stalled, self.bound, watch, async {
             let mut work = std::pin::pin!(statements(client));
             // The first poll sends every statement, or fails before the last one is sent.
@@ -147,7 +149,9 @@ impl ClaimTransaction {
         statements: impl AsyncFnOnce(&deadpool_postgres::Client) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let client = connection(&self.client)?;
-        let watch = (&self.pool, &*self.sessions, self.session);
+        // Inside the transaction before and after: the session's state cannot tell a request
+        // that never arrived from an answer on its way; left to the bound.
+        let watch = (&self.pool, &*self.sessions, self.session, None);
         round_trip(&mut self.stalled, self.bound, watch, statements(client)).await
     }
 
@@ -165,7 +169,7 @@ impl ClaimTransaction {
         let Ok(client) = connection(&self.client) else {
             return;
         };
-        let watch = (&self.pool, &*self.sessions, self.session);
+        let watch = (&self.pool, &*self.sessions, self.session, Some(true));
         let rolled_back = round_trip(&mut self.stalled, self.bound, watch, async {
             Ok(client.batch_execute("ROLLBACK").await?)
         })
@@ -208,18 +212,28 @@ fn connection(
         .ok_or_else(|| Error::new(ErrorKind::Database, "the claim's connection is gone"))
 }
 
+/// The pool, its sessions, the connection's session and how it waited when the round trip was
+/// sent (`stall_watch::claim_round_trip`).
+type Watch<'a> = (
+    &'a deadpool_postgres::Pool,
+    &'a PoolSessions,
+    Option<Session>,
+    Option<bool>,
+);
+
 /// Runs `fut`, a round trip on the connection whose server session is `watch`'s, for at most
 /// `bound`, and for less once the connection has stalled (`stall_watch::claim_round_trip`): then
 /// the connection is marked `stalled`.
 async fn round_trip<T>(
     stalled: &mut bool,
     bound: Duration,
-    watch: (&deadpool_postgres::Pool, &PoolSessions, Option<Session>),
+    watch: Watch<'_>,
     fut: impl Future<Output = Result<T, Error>>,
 ) -> Result<T, Error> {
-    let (pool, known, session) = watch;
+    let (pool, known, session, sent_in_transaction) = watch;
     let mut found = false;
-    let watched = stall_watch::claim_round_trip(pool, known, session, &mut found, fut);
+    let watched =
+        stall_watch::claim_round_trip(pool, known, session, sent_in_transaction, &mut found, fut);
     let result = bounded(stalled, bound, watched).await;
     *stalled |= found;
     result

@@ -10,10 +10,22 @@ pub struct SessionStateParams {
     pub pid: i32,
     pub started_us: i64,
 }
+#[derive(Clone, Copy, Debug)]
+pub struct EndIdleSessionParams {
+    pub pid: i32,
+    pub started_us: i64,
+    pub state_change_us: i64,
+}
 #[derive(Debug, Clone, PartialEq, Copy, serde::Serialize)]
 pub struct ThisSession {
     pub pid: i32,
     pub started_us: i64,
+}
+#[derive(Debug, Clone, PartialEq, Copy, serde::Serialize)]
+pub struct SessionState {
+    pub idle_us: Option<i64>,
+    pub in_transaction: bool,
+    pub state_change_us: Option<i64>,
 }
 use crate::client::async_::GenericClient;
 use futures::{self, StreamExt, TryStreamExt};
@@ -273,20 +285,20 @@ where
         Ok(mapped)
     }
 }
-pub struct Optioni64Query<'c, 'a, 's, C: GenericClient, T, const N: usize> {
+pub struct SessionStateQuery<'c, 'a, 's, C: GenericClient, T, const N: usize> {
     client: &'c C,
     params: [&'a (dyn postgres_types::ToSql + Sync); N],
     query: &'static str,
     cached: Option<&'s tokio_postgres::Statement>,
-    extractor: fn(&tokio_postgres::Row) -> Result<Option<i64>, tokio_postgres::Error>,
-    mapper: fn(Option<i64>) -> T,
+    extractor: fn(&tokio_postgres::Row) -> Result<SessionState, tokio_postgres::Error>,
+    mapper: fn(SessionState) -> T,
 }
-impl<'c, 'a, 's, C, T: 'c, const N: usize> Optioni64Query<'c, 'a, 's, C, T, N>
+impl<'c, 'a, 's, C, T: 'c, const N: usize> SessionStateQuery<'c, 'a, 's, C, T, N>
 where
     C: GenericClient,
 {
-    pub fn map<R>(self, mapper: fn(Option<i64>) -> R) -> Optioni64Query<'c, 'a, 's, C, R, N> {
-        Optioni64Query {
+    pub fn map<R>(self, mapper: fn(SessionState) -> R) -> SessionStateQuery<'c, 'a, 's, C, R, N> {
+        SessionStateQuery {
             client: self.client,
             params: self.params,
             query: self.query,
@@ -523,7 +535,7 @@ impl<'c, 'a, 's, C: GenericClient>
 pub struct SessionStateStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn session_state() -> SessionStateStmt {
     SessionStateStmt(
-        "SELECT CASE WHEN state LIKE 'idle%' THEN (extract(epoch FROM clock_timestamp() - state_change) * 1000000)::bigint END AS idle_us FROM pg_stat_activity WHERE pid = $1 AND (extract(epoch FROM backend_start) * 1000000)::bigint = $2",
+        "SELECT CASE WHEN state LIKE 'idle%' THEN (extract(epoch FROM clock_timestamp() - state_change) * 1000000)::bigint END AS idle_us, coalesce(state LIKE 'idle in transaction%', false) AS in_transaction, (extract(epoch FROM state_change) * 1000000)::bigint AS state_change_us FROM pg_stat_activity WHERE pid = $1 AND (extract(epoch FROM backend_start) * 1000000)::bigint = $2",
         None,
     )
 }
@@ -540,10 +552,66 @@ impl SessionStateStmt {
         client: &'c C,
         pid: &'a i32,
         started_us: &'a i64,
-    ) -> Optioni64Query<'c, 'a, 's, C, Option<i64>, 2> {
-        Optioni64Query {
+    ) -> SessionStateQuery<'c, 'a, 's, C, SessionState, 2> {
+        SessionStateQuery {
             client,
             params: [pid, started_us],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row: &tokio_postgres::Row| -> Result<SessionState, tokio_postgres::Error> {
+                Ok(SessionState {
+                    idle_us: row.try_get(0)?,
+                    in_transaction: row.try_get(1)?,
+                    state_change_us: row.try_get(2)?,
+                })
+            },
+            mapper: |it| SessionState::from(it),
+        }
+    }
+}
+impl<'c, 'a, 's, C: GenericClient>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        SessionStateParams,
+        SessionStateQuery<'c, 'a, 's, C, SessionState, 2>,
+        C,
+    > for SessionStateStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a SessionStateParams,
+    ) -> SessionStateQuery<'c, 'a, 's, C, SessionState, 2> {
+        self.bind(client, &params.pid, &params.started_us)
+    }
+}
+pub struct EndIdleSessionStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn end_idle_session() -> EndIdleSessionStmt {
+    EndIdleSessionStmt(
+        "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE pid = $1 AND (extract(epoch FROM backend_start) * 1000000)::bigint = $2 AND state LIKE 'idle%' AND (extract(epoch FROM state_change) * 1000000)::bigint = $3",
+        None,
+    )
+}
+impl EndIdleSessionStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient>(
+        &'s self,
+        client: &'c C,
+        pid: &'a i32,
+        started_us: &'a i64,
+        state_change_us: &'a i64,
+    ) -> BoolQuery<'c, 'a, 's, C, bool, 3> {
+        BoolQuery {
+            client,
+            params: [pid, started_us, state_change_us],
             query: self.0,
             cached: self.1.as_ref(),
             extractor: |row| Ok(row.try_get(0)?),
@@ -556,16 +624,21 @@ impl<'c, 'a, 's, C: GenericClient>
         'c,
         'a,
         's,
-        SessionStateParams,
-        Optioni64Query<'c, 'a, 's, C, Option<i64>, 2>,
+        EndIdleSessionParams,
+        BoolQuery<'c, 'a, 's, C, bool, 3>,
         C,
-    > for SessionStateStmt
+    > for EndIdleSessionStmt
 {
     fn params(
         &'s self,
         client: &'c C,
-        params: &'a SessionStateParams,
-    ) -> Optioni64Query<'c, 'a, 's, C, Option<i64>, 2> {
-        self.bind(client, &params.pid, &params.started_us)
+        params: &'a EndIdleSessionParams,
+    ) -> BoolQuery<'c, 'a, 's, C, bool, 3> {
+        self.bind(
+            client,
+            &params.pid,
+            &params.started_us,
+            &params.state_change_us,
+        )
     }
 }
