@@ -226,7 +226,8 @@ impl PgConnector {
     /// [`RELAY_APPLICATION_NAME`](crate::RELAY_APPLICATION_NAME) unless the connection string
     /// names them, with the relay's pool time-outs
     /// ([`connect::pool_timeouts`](crate::connect::pool_timeouts)): waiting for a connection
-    /// at most `publish_timeout`, recycling one within seconds. Creating one is bounded by this
+    /// at most `publish_timeout`, recycling one within seconds; their server sessions end
+    /// themselves after a minute idle ([`connect::end_idle_sessions`](crate::connect::end_idle_sessions)). Creating one is bounded by this
     /// connector itself — `connect_timeout` for each host and address it tries — not by the pool,
     /// so that the pool too reaches the next host of a multi-host URL when the first does not
     /// answer.
@@ -240,16 +241,14 @@ impl PgConnector {
         let named = self
             .clone()
             .with_default_application_name(crate::relay::RELAY_APPLICATION_NAME);
-        crate::connect::pool_timeouts(
-            Pool::builder(named.manager(ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            }))
-            .max_size(max_size),
-            publish_timeout,
-        )
-        .create_timeout(None)
-        .build()
-        .map_err(|e| Error::config("cannot build the connection pool").with_source(e))
+        let builder = Pool::builder(named.manager(ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        }))
+        .max_size(max_size);
+        crate::connect::pool_timeouts(crate::connect::end_idle_sessions(builder), publish_timeout)
+            .create_timeout(None)
+            .build()
+            .map_err(|e| Error::config("cannot build the connection pool").with_source(e))
     }
 
     /// A deadpool manager opening connections through this connector, for a pool built by hand

@@ -67,6 +67,41 @@ pub fn pool_timeouts(
         .recycle_timeout(Some(POOL_RECYCLE_TIMEOUT))
 }
 
+/// How long a session of a pool built with [`end_idle_sessions`] may wait for a statement outside
+/// a transaction before the server ends it (`idle_session_timeout`). A relay's workers use each of
+/// its pool's connections every few seconds (the fallback poll, 2 s by default, takes them in
+/// turn), so only a session whose connection stalled, or a pool left unused that long, reaches it.
+pub const POOL_IDLE_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Gives a pool builder a hook that sets [`POOL_IDLE_SESSION_TIMEOUT`] on each new connection's
+/// server session (PostgreSQL 14 and later; older servers are left as they are), within 5 s or the
+/// connection is not made.
+///
+/// A connection that stalls while idle in the pool (a middlebox holding its bytes, both sockets
+/// open) leaves its server session behind: the relay ends such sessions from a new connection, but
+/// when they hold every connection slot its role has, there is none to open, for this relay nor
+/// for one started again (black-box run: publishing stopped for good). The server ends them
+/// itself then, a minute on. For a pool of the relay's own: a healthy connection left idle that
+/// long is closed too, and the pool opens another when it is next needed.
+pub fn end_idle_sessions(
+    builder: deadpool_postgres::PoolBuilder,
+) -> deadpool_postgres::PoolBuilder {
+    builder.post_create(deadpool_postgres::Hook::async_fn(|client, _| {
+        Box::pin(async move {
+            let millis = POOL_IDLE_SESSION_TIMEOUT.as_millis().to_string();
+            let statement = outbox_queries::queries::admin::limit_idle_session();
+            let set = statement.bind(&**client, &millis).opt();
+            match tokio::time::timeout(Duration::from_secs(5), set).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(deadpool_postgres::HookError::Backend(e)),
+                Err(_) => Err(deadpool_postgres::HookError::message(
+                    "the new connection did not answer within 5 s",
+                )),
+            }
+        })
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1321,3 +1321,33 @@ impl DatabaseClockStmt {
         }
     }
 }
+pub struct LimitIdleSessionStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn limit_idle_session() -> LimitIdleSessionStmt {
+    LimitIdleSessionStmt(
+        "SELECT set_config('idle_session_timeout', $1::text, false) AS applied WHERE current_setting('server_version_num')::int >= 140000",
+        None,
+    )
+}
+impl LimitIdleSessionStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient, T1: crate::StringSql>(
+        &'s self,
+        client: &'c C,
+        millis: &'a T1,
+    ) -> StringQuery<'c, 'a, 's, C, String, 1> {
+        StringQuery {
+            client,
+            params: [millis],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it.into(),
+        }
+    }
+}

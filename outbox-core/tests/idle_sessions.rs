@@ -1,0 +1,55 @@
+//! The relay's pool ends the server sessions its connections leave behind when they stall while
+//! idle, even when the relay cannot open a connection to end them.
+
+use std::time::Duration;
+
+use outbox_core::connect::{POOL_IDLE_SESSION_TIMEOUT, PgConnector};
+use outbox_tests::{BlackHoleProxy, TestDb, eventually};
+
+/// The relay pool's connections go silent while idle (a middlebox holding their bytes, both
+/// sockets open, the server's side kept open by the middlebox): the server ends their sessions
+/// itself a minute on, freeing the connection slots they hold. Before, they stayed for good: with
+/// every slot of the relay's role so held, no relay could connect to end them (black-box run:
+/// publishing stopped for good, and a relay started again exited with "too many connections for
+/// role").
+#[tokio::test]
+async fn sessions_of_pool_connections_stalled_while_idle_end_themselves() {
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    let url = format!(
+        "postgres://postgres@{}/{}?sslmode=disable",
+        proxy.addr(),
+        db.name()
+    );
+    let pool = PgConnector::from_url(&url)
+        .unwrap()
+        .relay_pool(2, Duration::from_secs(30))
+        .unwrap();
+    let others = db.session_pids().await;
+    let held: Vec<_> = futures::future::join_all((0..2).map(|_| pool.get())).await;
+    let held: Vec<_> = held.into_iter().map(Result::unwrap).collect();
+    let limit: String = held[0]
+        .query_one("SHOW idle_session_timeout", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(limit, "1min");
+    drop(held);
+    let pooled: Vec<i32> = db
+        .session_pids()
+        .await
+        .into_iter()
+        .filter(|pid| !others.contains(pid))
+        .collect();
+    assert_eq!(pooled.len(), 2, "the pool's sessions: {pooled:?}");
+    proxy.black_hole();
+    let ended = eventually(
+        POOL_IDLE_SESSION_TIMEOUT + Duration::from_secs(15),
+        async || {
+            let now = db.session_pids().await;
+            !pooled.iter().any(|pid| now.contains(pid))
+        },
+    )
+    .await;
+    assert!(ended, "the stalled sessions are still there");
+}
