@@ -158,11 +158,13 @@ SELECT set_config('statement_timeout', :millis::text, true) AS applied;
 SELECT clock_timestamp() AS now;
 
 -- A relay pool connection's server session ends itself once it has waited this long for a
--- statement outside a transaction (`idle_session_timeout`; no row on servers before PostgreSQL 14,
--- which have no such setting and are left as they are). A session whose connection stalled while
--- idle (a middlebox holding its bytes) otherwise stays until the server's TCP time-outs notice,
--- holding a connection slot: with every slot of the relay's role so held, the relay could open no
--- connection to end them, nor could a relay started again.
+-- statement outside a transaction (`idle_session_timeout`). A session whose connection stalled
+-- while idle (a middlebox holding its bytes) otherwise stays until the server's TCP time-outs
+-- notice, holding a connection slot: with every slot of the relay's role so held, the relay could
+-- open no connection to end them, nor could a relay started again. No row (nothing set) on
+-- servers before PostgreSQL 14, which have no such setting, nor on a session other than the one
+-- the connection's start-up named (`:pid`): a pooler's server connection, which serves other
+-- clients too.
 --! limit_idle_session
 SELECT set_config('idle_session_timeout', :millis::text, false) AS applied
- WHERE current_setting('server_version_num')::int >= 140000;
+ WHERE current_setting('server_version_num')::int >= 140000 AND pg_backend_pid() = :pid;

@@ -53,3 +53,29 @@ async fn sessions_of_pool_connections_stalled_while_idle_end_themselves() {
     .await;
     assert!(ended, "the stalled sessions are still there");
 }
+
+/// Behind a pooler (start-ups name another process than the session that answers, as
+/// PgBouncer's do), nothing is set: the server connection serves other clients too, and a setting
+/// made on it would outlive the relay's use of it.
+#[tokio::test]
+async fn behind_a_pooler_server_sessions_are_left_as_they_are() {
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    proxy.name_other_processes();
+    let url = format!(
+        "postgres://postgres@{}/{}?sslmode=disable",
+        proxy.addr(),
+        db.name()
+    );
+    let pool = PgConnector::from_url(&url)
+        .unwrap()
+        .relay_pool(1, Duration::from_secs(30))
+        .unwrap();
+    let client = pool.get().await.unwrap();
+    let limit: String = client
+        .query_one("SHOW idle_session_timeout", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(limit, "0");
+}

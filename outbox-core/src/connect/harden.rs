@@ -74,8 +74,9 @@ pub fn pool_timeouts(
 pub const POOL_IDLE_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Gives a pool builder a hook that sets [`POOL_IDLE_SESSION_TIMEOUT`] on each new connection's
-/// server session (PostgreSQL 14 and later; older servers are left as they are), within 5 s or the
-/// connection is not made.
+/// server session (PostgreSQL 14 and later; older servers are left as they are, and so are the
+/// server connections of a pooler, which serve other clients too), within 5 s or the connection
+/// is not made.
 ///
 /// A connection that stalls while idle in the pool (a middlebox holding its bytes, both sockets
 /// open) leaves its server session behind: the relay ends such sessions from a new connection, but
@@ -89,8 +90,13 @@ pub fn end_idle_sessions(
     builder.post_create(deadpool_postgres::Hook::async_fn(|client, _| {
         Box::pin(async move {
             let millis = POOL_IDLE_SESSION_TIMEOUT.as_millis().to_string();
+            // Behind a pooler the session that answers is not the connection's own (its start-up
+            // named another process): nothing is set on a server connection others share.
+            let Some(pid) = crate::relay::key_data::startup_pid(client).await else {
+                return Ok(());
+            };
             let statement = outbox_queries::queries::admin::limit_idle_session();
-            let set = statement.bind(&**client, &millis).opt();
+            let set = statement.bind(&**client, &millis, &pid).opt();
             match tokio::time::timeout(Duration::from_secs(5), set).await {
                 Ok(Ok(_)) => Ok(()),
                 Ok(Err(e)) => Err(deadpool_postgres::HookError::Backend(e)),

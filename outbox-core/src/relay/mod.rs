@@ -14,7 +14,7 @@ mod helpers;
 mod housekeeping;
 mod in_use;
 mod isolate;
-mod key_data;
+pub(crate) mod key_data;
 mod listener;
 mod outage;
 mod outcome;

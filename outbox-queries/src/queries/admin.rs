@@ -54,6 +54,11 @@ pub struct DeleteProcessedBeforeParams {
     pub older_than_secs: f64,
     pub batch_size: i64,
 }
+#[derive(Debug)]
+pub struct LimitIdleSessionParams<T1: crate::StringSql> {
+    pub millis: T1,
+    pub pid: i32,
+}
 #[derive(Debug, Clone, PartialEq, Copy, serde::Serialize)]
 pub struct OutboxStats {
     pub pending: i64,
@@ -1324,7 +1329,7 @@ impl DatabaseClockStmt {
 pub struct LimitIdleSessionStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn limit_idle_session() -> LimitIdleSessionStmt {
     LimitIdleSessionStmt(
-        "SELECT set_config('idle_session_timeout', $1::text, false) AS applied WHERE current_setting('server_version_num')::int >= 140000",
+        "SELECT set_config('idle_session_timeout', $1::text, false) AS applied WHERE current_setting('server_version_num')::int >= 140000 AND pg_backend_pid() = $2",
         None,
     )
 }
@@ -1340,14 +1345,33 @@ impl LimitIdleSessionStmt {
         &'s self,
         client: &'c C,
         millis: &'a T1,
-    ) -> StringQuery<'c, 'a, 's, C, String, 1> {
+        pid: &'a i32,
+    ) -> StringQuery<'c, 'a, 's, C, String, 2> {
         StringQuery {
             client,
-            params: [millis],
+            params: [millis, pid],
             query: self.0,
             cached: self.1.as_ref(),
             extractor: |row| Ok(row.try_get(0)?),
             mapper: |it| it.into(),
         }
+    }
+}
+impl<'c, 'a, 's, C: GenericClient, T1: crate::StringSql>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        LimitIdleSessionParams<T1>,
+        StringQuery<'c, 'a, 's, C, String, 2>,
+        C,
+    > for LimitIdleSessionStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a LimitIdleSessionParams<T1>,
+    ) -> StringQuery<'c, 'a, 's, C, String, 2> {
+        self.bind(client, &params.millis, &params.pid)
     }
 }
