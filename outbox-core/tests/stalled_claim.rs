@@ -156,18 +156,7 @@ async fn a_claim_waiting_for_a_lock_is_left_to_wait() {
     let relay = relay_via(&db, &proxy);
     let running = RunningRelay::start(&relay);
     let waiting = eventually(Duration::from_secs(10), async || {
-        db.connect()
-            .await
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                 AND state = 'active' AND wait_event_type = 'Lock' \
-                 AND query LIKE 'SELECT id, seq, aggregate_type, %'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get::<_, i64>(0)
-            >= 1
+        db.lock_waiters("SELECT id, seq, aggregate_type, %").await >= 1
     })
     .await;
     tokio::time::sleep(Duration::from_secs(12)).await;
@@ -181,5 +170,53 @@ async fn a_claim_waiting_for_a_lock_is_left_to_wait() {
     assert!(
         !text.contains(GIVEN_UP),
         "a claim waiting for a lock was given up: {text}"
+    );
+}
+
+/// A large acknowledgement (100 dead letters with 2 000-character reasons, ~200 kB) over a slow
+/// uplink (20 kB/s): the server reads it for ~10 s, waiting in the claim's transaction meanwhile
+/// as it would had it never come, and the acknowledgement is left to arrive. Before (review), it
+/// was cut every time after 5–10 s: the dead letters were never recorded, and the batch was
+/// claimed again and again.
+#[tokio::test]
+async fn a_large_acknowledgement_over_a_slow_uplink_is_left_to_arrive() {
+    let logs = LogCapture::default();
+    let _guard = logs.install();
+    let db = TestDb::new().await;
+    let proxy = outbox_tests::DelayProxy::slow_upload(db.server_addr(), 20 * 1024).await;
+    let client = db.pool().get().await.unwrap();
+    let events: Vec<_> = (0..100).map(|n| TestEvent::new("a", n)).collect();
+    let ids = outbox_core::emit_all(&client, &events).await.unwrap();
+    let reason = "refused: ".repeat(250);
+    let publisher = outbox_tests::FlakyPublisher::new(move |_| {
+        Some(outbox_core::PublishOutcome::Permanent(
+            outbox_core::PublishFailure::new(outbox_core::FailureKind::InvalidContent, &reason),
+        ))
+    });
+    let relay = Relay::builder(db.pool_via(proxy.addr(), 6), Arc::new(publisher))
+        .poll_interval(Duration::from_millis(200))
+        .per_aggregate_order(false)
+        .build()
+        .unwrap();
+    let running = RunningRelay::start(&relay);
+    let recorded = eventually(Duration::from_secs(30), async || {
+        client
+            .query_one(
+                "SELECT count(*) FROM outbox_events WHERE id = ANY($1) \
+                 AND dead_lettered_at IS NOT NULL",
+                &[&ids],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+            == 100
+    })
+    .await;
+    running.stop().await;
+    let text = logs.text();
+    assert!(recorded, "the dead letters were not recorded: {text}");
+    assert!(
+        !text.contains(GIVEN_UP),
+        "an acknowledgement on its way was cut: {text}"
     );
 }

@@ -140,18 +140,7 @@ async fn a_round_waiting_for_a_lock_is_left_to_finish() {
     let running = RunningRelay::start(&relay);
     // The round waits for the lock (and is looked at twice meanwhile).
     let waiting = eventually(Duration::from_secs(10), async || {
-        db.connect()
-            .await
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                 AND state = 'active' AND wait_event_type = 'Lock' \
-                 AND query LIKE 'DELETE FROM outbox_events%'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get::<_, i64>(0)
-            == 1
+        db.lock_waiters("DELETE FROM outbox_events%").await == 1
     })
     .await;
     tokio::time::sleep(Duration::from_secs(12)).await;

@@ -231,6 +231,21 @@ impl TestDb {
         connect(&self.config).await
     }
 
+    /// How many sessions on this database wait for a lock in a statement whose text is `LIKE`
+    /// `pattern`, seen from a new connection.
+    pub async fn lock_waiters(&self, pattern: &str) -> i64 {
+        self.connect()
+            .await
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND state = 'active' AND wait_event_type = 'Lock' AND query LIKE $1",
+                &[&pattern],
+            )
+            .await
+            .expect("read pg_stat_activity")
+            .get(0)
+    }
+
     /// The process ids of the server sessions on this database, seen from a new connection (not
     /// counted).
     pub async fn session_pids(&self) -> Vec<i32> {

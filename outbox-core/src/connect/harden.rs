@@ -73,6 +73,9 @@ pub fn pool_timeouts(
 /// turn), so only a session whose connection stalled, or a pool left unused that long, reaches it.
 pub const POOL_IDLE_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Whether a refusal of `idle_session_timeout` was logged (once per process).
+static REFUSED_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Gives a pool builder a hook that sets [`POOL_IDLE_SESSION_TIMEOUT`] on each new connection's
 /// server session (PostgreSQL 14 and later; older servers are left as they are, and so are the
 /// server connections of a pooler, which serve other clients too), within 5 s or the connection
@@ -99,7 +102,16 @@ pub fn end_idle_sessions(
             let set = statement.bind(&**client, &millis, &pid).opt();
             match tokio::time::timeout(Duration::from_secs(5), set).await {
                 Ok(Ok(_)) => Ok(()),
-                Ok(Err(e)) => Err(deadpool_postgres::HookError::Backend(e)),
+                // Best effort: a server that refuses it (one that speaks PostgreSQL's protocol
+                // without the setting, say) still serves the relay, without this protection
+                // (review: every connection failed).
+                Ok(Err(e)) => {
+                    if !REFUSED_SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                        tracing::warn!(error = %crate::error_chain(&e),
+                            "could not set idle_session_timeout on the relay's pool connections: sessions left by connections that stall while idle are not ended by the server");
+                    }
+                    Ok(())
+                }
                 Err(_) => Err(deadpool_postgres::HookError::message(
                     "the new connection did not answer within 5 s",
                 )),

@@ -73,7 +73,10 @@ pub(crate) async fn record_and_commit(
     let delays: Vec<f64> = failures.iter().map(|f| f.delay_secs).collect();
     let dead: Vec<bool> = failures.iter().map(|f| f.dead).collect();
     let counted: Vec<bool> = failures.iter().map(|f| f.counted).collect();
-    tx.commit_with(async |client| {
+    // About what the statements send: the ids and the errors dominate.
+    let request_bytes =
+        16 * (ids.len() + failed.len()) + errors.iter().map(|e| e.len()).sum::<usize>();
+    tx.commit_with(request_bytes, async |client| {
         let acknowledged = async {
             match &acknowledge {
                 Some((Acknowledge::Mark(stmt), (oldest, newest))) => {

@@ -176,10 +176,15 @@ pub(crate) async fn claim_round_trip<T>(
         }
         done = round_trip => {
             if ending.load(Ordering::SeqCst) {
-                // Answered as its session was being ended: the claim's row locks may be gone
-                // with it, so nothing of the batch may be published or trusted (review).
+                // Answered as its session was being ended: the connection is not used again.
                 *stalled = true;
-                return Err(given_up(&"its answer came as its server session was being ended"));
+                if !sent_in_transaction {
+                    // A claim: its row locks may be gone with the session, so nothing of the
+                    // batch may be published (review).
+                    return Err(given_up(&"its answer came as its server session was being ended"));
+                }
+                // An acknowledgement or a rollback: its answer tells what the server did before
+                // the session ended (review: a commit was reported failed).
             }
             done
         }

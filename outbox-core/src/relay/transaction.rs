@@ -110,13 +110,23 @@ impl ClaimTransaction {
     /// rolls back). The transaction is over once `COMMIT` has answered: when a statement failed on
     /// the server, PostgreSQL answers the `COMMIT` of the aborted transaction by rolling it back,
     /// and the statement's error is returned.
+    ///
+    /// `request_bytes`, about how many bytes the statements send, decides whether the round trip
+    /// is watched (see [`WATCHED_REQUEST_BYTES`]).
     pub(crate) async fn commit_with<T>(
         &mut self,
+        request_bytes: usize,
         statements: impl AsyncFnOnce(&deadpool_postgres::Client) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let client = connection(&self.client)?;
         // Sent while the session waits inside the transaction.
-        let watch = (&self.pool, &*self.sessions, self.session, Some(true));
+        let sent_in_transaction = (request_bytes <= WATCHED_REQUEST_BYTES).then_some(true);
+        let watch = (
+            &self.pool,
+            &*self.sessions,
+            self.session,
+            sent_in_transaction,
+        );
         let (done, committed) = round_trip(&mut self.stalled, self.bound, watch, async {
             let mut work = std::pin::pin!(statements(client));
             // The first poll sends every statement, or fails before the last one is sent.
@@ -157,7 +167,7 @@ impl ClaimTransaction {
 
     /// Commits what was sent so far.
     pub(crate) async fn commit(&mut self) -> Result<(), Error> {
-        self.commit_with(async |_| Ok(())).await
+        self.commit_with(0, async |_| Ok(())).await
     }
 
     /// Rolls back after a failure, so that the connection can serve the next batch; when that fails
@@ -211,6 +221,12 @@ fn connection(
         .as_ref()
         .ok_or_else(|| Error::new(ErrorKind::Database, "the claim's connection is gone"))
 }
+
+/// The largest request whose round trip is watched (`stall_watch::claim_round_trip`): while the
+/// server reads a request it still waits as before it, and a larger one may rightly take more than
+/// the watch's 5 s to arrive over a slow link (review: an acknowledgement carrying the failures'
+/// errors). The claim's requests are far smaller.
+const WATCHED_REQUEST_BYTES: usize = 64 * 1024;
 
 /// The pool, its sessions, the connection's session and how it waited when the round trip was
 /// sent (`stall_watch::claim_round_trip`).
