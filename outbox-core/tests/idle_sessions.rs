@@ -1,10 +1,12 @@
-//! The relay's pool ends the server sessions its connections leave behind when they stall while
-//! idle, even when the relay cannot open a connection to end them.
+//! The server sessions the relay's connections (its pool's, its LISTEN and advertising ones) leave
+//! behind when they stall while idle end themselves, even when the relay cannot open a connection
+//! to end them.
 
 use std::time::Duration;
 
-use outbox_core::connect::{POOL_IDLE_SESSION_TIMEOUT, PgConnector};
-use outbox_tests::{BlackHoleProxy, TestDb, eventually};
+use outbox_core::connect::{IDLE_SESSION_TIMEOUT, PgConnector};
+use outbox_core::{LISTENER_APPLICATION_NAME, WAITING_APPLICATION_NAME};
+use outbox_tests::{BlackHoleProxy, RecordingPublisher, RunningRelay, TestDb, eventually};
 
 /// A relay pool (`PgConnector::relay_pool`) of `size` connections to `db` through `proxy`.
 fn relay_pool_via(db: &TestDb, proxy: &BlackHoleProxy, size: usize) -> deadpool_postgres::Pool {
@@ -55,13 +57,10 @@ async fn sessions_of_pool_connections_stalled_while_idle_end_themselves() {
         .collect();
     assert_eq!(pooled.len(), 2, "the pool's sessions: {pooled:?}");
     proxy.black_hole();
-    let ended = eventually(
-        POOL_IDLE_SESSION_TIMEOUT + Duration::from_secs(15),
-        async || {
-            let now = db.session_pids().await;
-            !pooled.iter().any(|pid| now.contains(pid))
-        },
-    )
+    let ended = eventually(IDLE_SESSION_TIMEOUT + Duration::from_secs(15), async || {
+        let now = db.session_pids().await;
+        !pooled.iter().any(|pid| now.contains(pid))
+    })
     .await;
     assert!(ended, "the stalled sessions are still there");
 }
@@ -82,4 +81,74 @@ async fn behind_a_pooler_server_sessions_are_left_as_they_are() {
         .unwrap()
         .get(0);
     assert_eq!(limit, "0");
+}
+
+/// How many sessions named `name` the test's database has.
+async fn named(db: &TestDb, name: &str) -> i64 {
+    db.connect()
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND application_name = $1",
+            &[&name],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// A relay stops while its LISTEN and advertising connections have stalled, and no new
+/// connection gets through to end their sessions (the database unreachable, or every slot of the
+/// relay's role held): the sessions end themselves a minute on. Before, both stayed for good
+/// behind a middlebox that keeps the server's side open (black-box run: over 5 minutes, a relay
+/// started again refused its LISTEN and advertising connections every 30 s), the LISTEN one
+/// holding back the notification queue and the advertising one keeping the waiting lock.
+#[tokio::test]
+async fn a_stopped_relays_stalled_listen_and_advertising_sessions_end_themselves() {
+    let logs = outbox_tests::LogCapture::default();
+    let _g = logs.install();
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    let relay = outbox_core::Relay::builder(
+        db.pool().clone(),
+        std::sync::Arc::new(RecordingPublisher::new()),
+    )
+    .listen(
+        db.config_via(proxy.addr())
+            .ssl_mode(tokio_postgres::config::SslMode::Disable)
+            .clone(),
+    )
+    .concurrency(1)
+    .build()
+    .unwrap();
+    let running = RunningRelay::start(&relay);
+    let names = [LISTENER_APPLICATION_NAME, WAITING_APPLICATION_NAME];
+    // Both answers must have reached the relay, not only the server's view of them.
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            let text = logs.text();
+            named(&db, names[0]).await == 1
+                && named(&db, names[1]).await == 1
+                && text.contains("listening for outbox notifications")
+                && text.contains("advertising: writers notify")
+        })
+        .await,
+        "the relay listens and advertises"
+    );
+    // For good: new connections hang too.
+    proxy.black_hole();
+    running.stop().await;
+    let left = async || named(&db, names[0]).await + named(&db, names[1]).await;
+    assert_eq!(
+        left().await,
+        2,
+        "both sessions are left at the stop: listener {}, advertising {}",
+        named(&db, names[0]).await,
+        named(&db, names[1]).await,
+    );
+    let ended = eventually(IDLE_SESSION_TIMEOUT + Duration::from_secs(15), async || {
+        left().await == 0
+    })
+    .await;
+    assert!(ended, "the stalled sessions are still there");
 }

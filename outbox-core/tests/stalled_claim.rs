@@ -30,29 +30,34 @@ fn relay_via(db: &TestDb, proxy: &BlackHoleProxy) -> Relay<Arc<RecordingPublishe
     .unwrap()
 }
 
-/// Every connection of the relay's pool goes silent after the relay has claimed on it (a 100 ms
-/// outage; new connections pass after it): the claim that stalls is given up in seconds, and an
-/// event emitted then is published. Before, the claim waited for its bound, 35 s (black-box run: a
-/// 3 s outage stopped publishing for ~35 s).
+/// The relay's pool connection goes silent while idle, after the relay has claimed on it (a
+/// 100 ms outage; new connections pass after it): the next claim, which never reaches the server,
+/// is given up in seconds, and the event it was for is published. Before, the claim waited for its
+/// bound, 35 s (black-box run: a 3 s outage stopped publishing for ~35 s).
 #[tokio::test]
 async fn a_claim_on_a_silent_connection_is_given_up_long_before_its_bound() {
     let logs = LogCapture::default();
     let _guard = logs.install();
     let db = TestDb::new().await;
     let proxy = BlackHoleProxy::start(db.server_addr()).await;
-    let relay = relay_via(&db, &proxy);
-    let running = RunningRelay::start(&relay);
-    // The worker claims on the pool's connections (and learns their sessions).
+    // Polling every 4 s: the outage comes while the worker sleeps, no statement in flight (one
+    // whose answer it cut would rightly be left to the bound).
+    let relay = Relay::builder(
+        db.pool_via(proxy.addr(), 4),
+        Arc::new(RecordingPublisher::new()),
+    )
+    .poll_interval(Duration::from_secs(4))
+    .concurrency(1)
+    .build()
+    .unwrap();
+    // Claimed at the start (the connection's session learned), and the next claim finds nothing:
+    // the worker sleeps.
     let warm = outbox_core::emit(&db.pool().get().await.unwrap(), &TestEvent::new("a", 1))
         .await
         .unwrap();
-    assert!(
-        eventually(Duration::from_secs(10), async || db
-            .processed(&[warm])
-            .await)
-        .await
-    );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let running = RunningRelay::start(&relay);
+    assert!(eventually(Duration::from_secs(3), async || db.processed(&[warm]).await).await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
     proxy.black_hole();
     tokio::time::sleep(Duration::from_millis(100)).await;
     proxy.heal();

@@ -80,8 +80,19 @@ async fn a_new_connection_advertises(
 }
 
 async fn the_listening_session(admin: &tokio_postgres::Client) -> Option<i32> {
+    // Its last statement `LISTEN`, or one of those that follow it: the setting that has the
+    // server end the session once idle a minute, and the checks.
+    let after_listen = |query: &str| {
+        [
+            "LISTEN",
+            "SELECT set_config('idle_session_timeout'",
+            "SELECT 1 AS alive",
+        ]
+        .iter()
+        .any(|q| query.starts_with(q))
+    };
     match sessions(admin, LISTENER_APPLICATION_NAME).await.as_slice() {
-        [(pid, state, query)] if state == "idle" && query.starts_with("LISTEN") => Some(*pid),
+        [(pid, state, query)] if state == "idle" && after_listen(query) => Some(*pid),
         _ => None,
     }
 }

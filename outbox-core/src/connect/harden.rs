@@ -67,16 +67,18 @@ pub fn pool_timeouts(
         .recycle_timeout(Some(POOL_RECYCLE_TIMEOUT))
 }
 
-/// How long a session of a pool built with [`end_idle_sessions`] may wait for a statement outside
-/// a transaction before the server ends it (`idle_session_timeout`). A relay's workers use each of
-/// its pool's connections every few seconds (the fallback poll, 2 s by default, takes them in
-/// turn), so only a session whose connection stalled, or a pool left unused that long, reaches it.
-pub const POOL_IDLE_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a session of a pool built with [`end_idle_sessions`], or a relay's LISTEN or
+/// advertising connection, may wait for a statement outside a transaction before the server ends
+/// it (`idle_session_timeout`). A relay's workers use each of its pool's connections every few
+/// seconds (the fallback poll, 2 s by default, takes them in turn), and it asks its own two
+/// connections whether they answer at least every 30 s, so only a session whose connection
+/// stalled, or a pool left unused that long, reaches it.
+pub const IDLE_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Whether a refusal of `idle_session_timeout` was logged (once per process).
 static REFUSED_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Gives a pool builder a hook that sets [`POOL_IDLE_SESSION_TIMEOUT`] on each new connection's
+/// Gives a pool builder a hook that sets [`IDLE_SESSION_TIMEOUT`] on each new connection's
 /// server session (PostgreSQL 14 and later; older servers are left as they are, and so are the
 /// server connections of a pooler, which serve other clients too), within 5 s or the connection
 /// is not made.
@@ -92,7 +94,7 @@ pub fn end_idle_sessions(
 ) -> deadpool_postgres::PoolBuilder {
     builder.post_create(deadpool_postgres::Hook::async_fn(|client, _| {
         Box::pin(async move {
-            let millis = POOL_IDLE_SESSION_TIMEOUT.as_millis().to_string();
+            let millis = IDLE_SESSION_TIMEOUT.as_millis().to_string();
             // Behind a pooler the session that answers is not the connection's own (its start-up
             // named another process): nothing is set on a server connection others share.
             let Some(pid) = crate::relay::key_data::startup_pid(client).await else {

@@ -30,8 +30,8 @@ mod verifier;
 pub use connect_config::ConnectConfig;
 pub use connector::{PgConnection, PgConnector};
 pub use harden::{
-    CONNECT_TIMEOUT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_RETRIES, POOL_CREATE_TIMEOUT,
-    POOL_IDLE_SESSION_TIMEOUT, POOL_RECYCLE_TIMEOUT, end_idle_sessions, harden, pool_timeouts,
+    CONNECT_TIMEOUT, IDLE_SESSION_TIMEOUT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_RETRIES,
+    POOL_CREATE_TIMEOUT, POOL_RECYCLE_TIMEOUT, end_idle_sessions, harden, pool_timeouts,
 };
 pub use password::{Password, PasswordProvider};
 #[cfg(feature = "rds-iam")]

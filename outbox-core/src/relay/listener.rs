@@ -174,6 +174,17 @@ async fn listen(
         *stalled = Some(session);
         return Ok(());
     }
+    let limited = ask(
+        session.limit_idle(&client, WHAT),
+        &mut messages,
+        claim,
+        token,
+    )
+    .await;
+    if note_stall(limited, session, stalled)?.is_none() {
+        *stalled = Some(session);
+        return Ok(());
+    }
     let after_a_loss = backoff.failures() > 0;
     if backoff.connected() {
         tracing::info!("LISTEN connection back: listening for outbox notifications again");
@@ -185,9 +196,11 @@ async fn listen(
     }
     wake(claim);
     let alive = sql::listener_alive();
+    // Asked every `check_after` whether it still answers, notifications or not: its session never
+    // waits long enough for the server to end it (`Session::limit_idle`).
+    let mut next_check = tokio::time::Instant::now() + check_after;
     loop {
-        // A quiet spell of `check_after`: asked whether it still answers (its messages read
-        // meanwhile, as they drive the connection).
+        // Until the next check (its messages read meanwhile, as they drive the connection).
         let quiet = tokio::select! {
             _ = token.cancelled() => {
                 // Asked once more: one stalled unnoticed is ended from a new connection.
@@ -197,9 +210,10 @@ async fn listen(
                 return Ok(());
             }
             message = messages.next() => { on_message(message, claim)?; false }
-            _ = tokio::time::sleep(check_after) => true,
+            _ = tokio::time::sleep_until(next_check) => true,
         };
         if quiet {
+            next_check = tokio::time::Instant::now() + check_after;
             let check = within(ANSWER_WITHIN, WHAT, alive.bind(&client).one());
             let answer = ask(check, &mut messages, claim, token).await;
             if note_stall(answer, session, stalled)?.is_none() {

@@ -11,6 +11,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use outbox_queries::queries as crate_queries;
 use outbox_queries::queries::listen as sql;
 use tokio_postgres::Client;
 
@@ -83,6 +84,29 @@ impl Session {
     /// one of a pooler's server connections).
     pub(crate) fn is_direct(&self) -> bool {
         self.direct
+    }
+
+    /// Has the server end this session, `client`'s own, once it has waited
+    /// [`IDLE_SESSION_TIMEOUT`](crate::connect::IDLE_SESSION_TIMEOUT) for a statement outside a
+    /// transaction (PostgreSQL 14 and later; not through a pooler): should its connection stall
+    /// while the relay cannot connect to end it (every slot of its role taken, or the relay
+    /// stopped or killed meanwhile), it does not stay for good, holding a slot (and, listening,
+    /// the notification queue: black-box run). Within [`ANSWER_WITHIN`]; a refusal is ignored.
+    pub(crate) async fn limit_idle(&self, client: &Client, what: &str) -> Result<(), Error> {
+        if !self.direct {
+            return Ok(());
+        }
+        let millis = crate::connect::IDLE_SESSION_TIMEOUT.as_millis().to_string();
+        let statement = crate_queries::admin::limit_idle_session();
+        let set = statement.bind(client, &millis, &self.pid).opt();
+        match within(ANSWER_WITHIN, what, set).await {
+            Err(e) if e.kind() == ErrorKind::Timeout => Err(e),
+            Err(e) => {
+                tracing::debug!(error = %crate::error_chain(&e), "the {what} could not set idle_session_timeout");
+                Ok(())
+            }
+            Ok(_) => Ok(()),
+        }
     }
 
     /// This session, found stalled (so that [`end_from`](Self::end_from) says so).
@@ -192,7 +216,7 @@ impl Session {
             ),
             Ok(false) => tracing::debug!(pid = self.pid, "the stalled {what}'s session had ended"),
             Err(e) => tracing::warn!(pid = self.pid, error = %crate::error_chain(&e),
-                "could not end the server session of the stalled {what}; the server ends it once its own time-outs notice"),
+                "could not end the server session of the stalled {what}; the server ends it once idle a minute (idle_session_timeout, on the relay's own connections from PostgreSQL 14) or once its TCP time-outs notice"),
         }
     }
 }
@@ -220,7 +244,7 @@ pub(crate) async fn end_at_shutdown(connector: &PgConnector, session: Option<Ses
         Err(_) => format!("no connection within {} s", ANSWER_WITHIN.as_secs()),
     };
     tracing::warn!(pid = session.pid, error = %failed,
-        "stopping: could not end the server session of the {what}, which had not answered; the server ends it once its own time-outs notice");
+        "stopping: could not end the server session of the {what}, which had not answered; the server ends it once idle a minute (idle_session_timeout, on the relay's own connections from PostgreSQL 14) or once its TCP time-outs notice");
 }
 
 /// `statement`'s answer, or a time-out error saying that `what` (a connection) did not answer

@@ -116,7 +116,7 @@ pub(crate) async fn watched<T>(
     let ending = AtomicBool::new(false);
     tokio::select! {
         done = work => Ok(done),
-        stall = until_stalled(pool, known, session, what, Awaiting::Answers, &ending) => {
+        stall = Watch { pool, known, session, what, awaiting: Awaiting::Answers, ending: &ending }.until_stalled() => {
             close_idle(pool, known);
             Err(Error::new(ErrorKind::Timeout, format!("the {what} stopped answering: {stall}")))
         }
@@ -170,7 +170,7 @@ pub(crate) async fn claim_round_trip<T>(
     tokio::select! {
         // A stall found is not lost to an answer that arrives meanwhile.
         biased;
-        stall = until_stalled(pool, known, session, CLAIM, awaiting, &ending) => {
+        stall = Watch { pool, known, session, what: CLAIM, awaiting, ending: &ending }.until_stalled() => {
             *stalled = true;
             Err(given_up(&stall))
         }
@@ -197,97 +197,107 @@ const CLAIM: &str = "claim's connection";
 /// How long after a look that got no answer the next is made, from a new connection.
 const LOOK_AGAIN_AFTER: Duration = Duration::from_secs(1);
 
-/// Resolves once `session`, the session of the connection `what` that is waiting for an answer
-/// (`awaiting`), has stalled (having ended the session when it was still there, `ending` set
-/// meanwhile); never while it is busy. Looks every [`LOOK_EVERY`] from a pool connection; a look
-/// that fails decides nothing.
-async fn until_stalled(
-    pool: &Pool,
-    known: &PoolSessions,
+/// A watched connection: its server session, what it waits for, and where the looks come from.
+#[derive(Clone, Copy)]
+struct Watch<'a> {
+    pool: &'a Pool,
+    /// The sessions of `pool`'s connections.
+    known: &'a PoolSessions,
     session: Session,
-    what: &str,
+    /// What the connection is called in the log.
+    what: &'a str,
     awaiting: Awaiting,
-    ending: &AtomicBool,
-) -> Stall {
-    let mut pause = LOOK_EVERY;
-    loop {
-        tokio::time::sleep(pause).await;
-        pause = LOOK_EVERY;
-        match look(pool, known, session, what, awaiting, ending).await {
-            Ok(Some(stall)) => return stall,
-            Ok(None) => {}
-            Err(e) => {
-                if e.kind() == ErrorKind::Timeout {
-                    // The pool's idle connections stalled too (the same middlebox): closed, so
-                    // that the next look, soon, connects anew rather than take another of them.
-                    close_idle(pool, known);
-                    pause = LOOK_AGAIN_AFTER;
-                }
-                tracing::debug!(error = %crate::error_chain(&e),
-                    "could not look at the server session of the {what}; looking again")
-            }
-        }
-    }
+    /// Set while the session is being ended.
+    ending: &'a AtomicBool,
 }
 
-/// One look: `Some` when the session has stalled.
-async fn look(
-    pool: &Pool,
-    known: &PoolSessions,
-    session: Session,
-    what: &str,
-    awaiting: Awaiting,
-    ending: &AtomicBool,
-) -> Result<Option<Stall>, Error> {
-    let watcher = format!("connection watching the {what}");
-    let asked = Instant::now();
-    // Unanswered, it is discarded (it may have stalled the same way), not put back.
-    let client = match InUse::get(pool, known, ANSWER_WITHIN).await {
-        Ok(client) => client,
-        // None within the wait (an idle one that stalled may have been checked): like no answer.
-        // A refusal at once (the database down, its slots full) is no stall (review: it closed
-        // the pool's idle connections every second).
-        Err(e) if e.kind() == ErrorKind::Pool && asked.elapsed() >= ANSWER_WITHIN => {
-            return Err(super::session::stalled(ANSWER_WITHIN, &watcher));
-        }
-        Err(e) => return Err(e),
-    };
-    let state = session.state_from(&client, &watcher).await?;
-    tracing::debug!(?state, "looked at the server session of the {what}");
-    let mut answered = true;
-    let stall = match state {
-        SessionState::Busy => None,
-        SessionState::Idle(idle) if !awaiting.stalled(&idle) => None,
-        SessionState::Idle(idle) => {
-            ending.store(true, Ordering::SeqCst);
-            match session.end_if_idle_from(&client, &watcher, &idle).await {
-                Ok(true) => Some(Stall::Idle {
-                    idle: idle.waited,
-                    ended: true,
-                }),
-                // No longer waiting as it was (the late statement arrived, or was answered), or
-                // gone (the next look says).
-                Ok(false) => {
-                    ending.store(false, Ordering::SeqCst);
-                    None
-                }
+impl Watch<'_> {
+    /// Resolves once the session, whose connection is waiting for an answer, has stalled (having
+    /// ended the session when it was still there, `ending` set meanwhile); never while it is busy.
+    /// Looks every [`LOOK_EVERY`] from a pool connection; a look that fails decides nothing.
+    async fn until_stalled(self) -> Stall {
+        let (pool, known, what) = (self.pool, self.known, self.what);
+        let mut pause = LOOK_EVERY;
+        loop {
+            tokio::time::sleep(pause).await;
+            pause = LOOK_EVERY;
+            match self.look().await {
+                Ok(Some(stall)) => return stall,
+                Ok(None) => {}
                 Err(e) => {
-                    answered = false;
-                    tracing::warn!(error = %crate::error_chain(&e),
-                        "could not end the server session of the stalled {what}; the server ends it once its own time-outs notice");
-                    Some(Stall::Idle {
-                        idle: idle.waited,
-                        ended: false,
-                    })
+                    if e.kind() == ErrorKind::Timeout {
+                        // The pool's idle connections stalled too (the same middlebox): closed, so
+                        // that the next look, soon, connects anew rather than take another of them.
+                        close_idle(pool, known);
+                        pause = LOOK_AGAIN_AFTER;
+                    }
+                    tracing::debug!(error = %crate::error_chain(&e),
+                        "could not look at the server session of the {what}; looking again")
                 }
             }
         }
-        SessionState::Gone => Some(Stall::Gone),
-    };
-    if answered {
-        client.done();
-    } else {
-        client.discard();
     }
-    Ok(stall)
+
+    /// One look: `Some` when the session has stalled.
+    async fn look(&self) -> Result<Option<Stall>, Error> {
+        let Watch {
+            pool,
+            known,
+            session,
+            what,
+            awaiting,
+            ending,
+        } = *self;
+        let watcher = format!("connection watching the {what}");
+        let asked = Instant::now();
+        // Unanswered, it is discarded (it may have stalled the same way), not put back.
+        let client = match InUse::get(pool, known, ANSWER_WITHIN).await {
+            Ok(client) => client,
+            // None within the wait (an idle one that stalled may have been checked): like no answer.
+            // A refusal at once (the database down, its slots full) is no stall (review: it closed
+            // the pool's idle connections every second).
+            Err(e) if e.kind() == ErrorKind::Pool && asked.elapsed() >= ANSWER_WITHIN => {
+                return Err(super::session::stalled(ANSWER_WITHIN, &watcher));
+            }
+            Err(e) => return Err(e),
+        };
+        let state = session.state_from(&client, &watcher).await?;
+        tracing::debug!(?state, "looked at the server session of the {what}");
+        let mut answered = true;
+        let stall = match state {
+            SessionState::Busy => None,
+            SessionState::Idle(idle) if !awaiting.stalled(&idle) => None,
+            SessionState::Idle(idle) => {
+                ending.store(true, Ordering::SeqCst);
+                match session.end_if_idle_from(&client, &watcher, &idle).await {
+                    Ok(true) => Some(Stall::Idle {
+                        idle: idle.waited,
+                        ended: true,
+                    }),
+                    // No longer waiting as it was (the late statement arrived, or was answered), or
+                    // gone (the next look says).
+                    Ok(false) => {
+                        ending.store(false, Ordering::SeqCst);
+                        None
+                    }
+                    Err(e) => {
+                        answered = false;
+                        tracing::warn!(error = %crate::error_chain(&e),
+                        "could not end the server session of the stalled {what}; the server ends it once idle a minute (idle_session_timeout, on the relay's own connections from PostgreSQL 14) or once its TCP time-outs notice");
+                        Some(Stall::Idle {
+                            idle: idle.waited,
+                            ended: false,
+                        })
+                    }
+                }
+            }
+            SessionState::Gone => Some(Stall::Gone),
+        };
+        if answered {
+            client.done();
+        } else {
+            client.discard();
+        }
+        Ok(stall)
+    }
 }

@@ -282,7 +282,9 @@ impl Life<'_> {
             r = &mut connection => return Err(lost(r)),
             r = within(ANSWER_WITHIN, WHAT, client.batch_execute(&settings)) => {
                 r?;
-                Session::of(&client, WHAT).await?
+                let session = Session::of(&client, WHAT).await?;
+                note_stall(session.limit_idle(&client, WHAT).await, session, stalled)?;
+                session
             }
         };
         if let Some(old) = stalled.take() {
@@ -302,11 +304,29 @@ impl Life<'_> {
         let (take, release) = (sql::advertise_waiting(), sql::stop_advertising_waiting());
         let alive = sql::listener_alive();
         loop {
-            // Idle: every worker's last claim found nothing.
-            tokio::select! {
-                _ = token.cancelled() => return Ok(()),
-                r = &mut connection => return Err(lost(r)),
-                r = idle.wait_for(|n| *n >= workers) => { r.map_err(|_| closed())?; }
+            // Idle: every worker's last claim found nothing. Busy meanwhile, the connection is
+            // asked every `check_after` whether it still answers: its session never waits long
+            // enough for the server to end it (`Session::limit_idle`), and a stall is found before
+            // the connection is needed.
+            let mut next_check = Instant::now() + self.check_after;
+            loop {
+                tokio::select! {
+                    _ = token.cancelled() => return Ok(()),
+                    r = &mut connection => return Err(lost(r)),
+                    r = idle.wait_for(|n| *n >= workers) => { r.map_err(|_| closed())?; break; }
+                    _ = tokio::time::sleep_until(next_check) => {}
+                }
+                tokio::select! {
+                    _ = token.cancelled() => {
+                        *stalled = Some(session);
+                        return Ok(());
+                    }
+                    r = &mut connection => return Err(lost(r)),
+                    r = within(ANSWER_WITHIN, WHAT, alive.bind(&client).one()) => {
+                        note_stall(r, session, stalled)?;
+                    }
+                }
+                next_check = Instant::now() + self.check_after;
             }
             let taking = async {
                 loop {
