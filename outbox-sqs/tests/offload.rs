@@ -23,6 +23,10 @@ use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(20);
 const MIB: usize = 1024 * 1024;
+/// The offload wait here: long enough that a publish returns with its uploads done. The default
+/// (1 s) puts an event back while a slow upload goes on (`detached_upload.rs` tests that), and a
+/// 20 MiB upload took longer than that on a loaded CI machine.
+const UPLOADS_WAITED_FOR: Duration = Duration::from_secs(600);
 
 async fn offloading(target: &str, bucket: &str) -> SqsPublisher {
     SqsPublisher::builder()
@@ -30,6 +34,7 @@ async fn offloading(target: &str, bucket: &str) -> SqsPublisher {
         .endpoint_url(endpoint())
         .default_queue(target)
         .offload_bucket(bucket)
+        .offload_wait(UPLOADS_WAITED_FOR)
         .build()
         .await
         .unwrap()
@@ -42,6 +47,7 @@ async fn breaking(target: &str, bucket: &str, probe: Duration, limit: Duration) 
         .endpoint_url(endpoint())
         .default_queue(target)
         .offload_bucket(bucket)
+        .offload_wait(UPLOADS_WAITED_FOR)
         .breaker_probe_interval(probe)
         .broken_queue_dead_letter_after(limit)
         .build()
@@ -367,6 +373,7 @@ async fn below_the_threshold_nothing_touches_s3_and_a_lower_threshold_is_honoure
         .endpoint_url(endpoint())
         .default_queue(queue.url())
         .offload_bucket(&bucket)
+        .offload_wait(UPLOADS_WAITED_FOR)
         .offload_threshold(1000)
         .build()
         .await
@@ -489,6 +496,7 @@ async fn a_queue_that_takes_less_than_the_sqs_limit_gets_its_larger_events_offlo
         .endpoint_url(endpoint())
         .default_queue(&small)
         .offload_bucket(&bucket)
+        .offload_wait(UPLOADS_WAITED_FOR)
         .offload_threshold(512 * 1024)
         .build()
         .await
