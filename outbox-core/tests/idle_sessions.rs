@@ -42,19 +42,7 @@ async fn sessions_of_pool_connections_stalled_while_idle_end_themselves() {
     assert_eq!(limit, "1min");
     drop(held);
     // By name: a session of the test's own looks may still be ending.
-    let pooled: Vec<i32> = db
-        .connect()
-        .await
-        .query(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
-             AND application_name = $1",
-            &[&outbox_core::RELAY_APPLICATION_NAME],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let pooled = pool_sessions(&db).await;
     assert_eq!(pooled.len(), 2, "the pool's sessions: {pooled:?}");
     proxy.black_hole();
     let ended = eventually(IDLE_SESSION_TIMEOUT + Duration::from_secs(15), async || {
@@ -65,6 +53,82 @@ async fn sessions_of_pool_connections_stalled_while_idle_end_themselves() {
     assert!(ended, "the stalled sessions are still there");
 }
 
+/// A pool connection that stalls between its start-up and the statement setting the limit (the
+/// pool's hook gives it up after 5 s) still leaves a session that ends itself: once one connection
+/// has shown that the server takes the setting, the next ones ask for it in their start-up. Before,
+/// such a session had no limit and stayed for good (black-box run).
+#[tokio::test]
+async fn a_session_whose_connection_stalls_before_its_limit_is_set_still_ends_itself() {
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    let pool = relay_pool_via(&db, &proxy, 2);
+    let first = pool.get().await.unwrap();
+    let first_pid: i32 = first
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    // The next connection's start-up passes; the statement after it never arrives.
+    proxy.catch_first_sending(b"set_config('idle_session_timeout'");
+    let refused = pool.get().await;
+    assert!(refused.is_err(), "the hook gives the connection up");
+    let left: Vec<i32> = pool_sessions(&db)
+        .await
+        .into_iter()
+        .filter(|pid| *pid != first_pid)
+        .collect();
+    assert_eq!(left.len(), 1, "the stalled connection's session: {left:?}");
+    // Kept busy meanwhile, the first is not ended.
+    let ended = eventually(IDLE_SESSION_TIMEOUT + Duration::from_secs(15), async || {
+        first.query_one("SELECT 1", &[]).await.unwrap();
+        !db.session_pids().await.contains(&left[0])
+    })
+    .await;
+    assert!(ended, "the stalled session is still there");
+}
+
+/// A connection string whose `options` set `idle_session_timeout` keeps its value: the relay's
+/// pool sets nothing, at start-up or after.
+#[tokio::test]
+async fn a_connection_strings_own_idle_session_timeout_stands() {
+    let db = TestDb::new().await;
+    let url = format!(
+        "postgres://postgres@{}/{}?sslmode=disable&options=-c%20idle_session_timeout%3D300000",
+        db.server_addr(),
+        db.name()
+    );
+    let pool = PgConnector::from_url(&url)
+        .unwrap()
+        .relay_pool(2, Duration::from_secs(30))
+        .unwrap();
+    let first = pool.get().await.unwrap();
+    let second = pool.get().await.unwrap();
+    for client in [first, second] {
+        let limit: String = client
+            .query_one("SHOW idle_session_timeout", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(limit, "5min");
+    }
+}
+
+/// The pids of the sessions named as a relay pool's.
+async fn pool_sessions(db: &TestDb) -> Vec<i32> {
+    db.connect()
+        .await
+        .query(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
+             AND application_name = $1",
+            &[&outbox_core::RELAY_APPLICATION_NAME],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
 /// Behind a pooler (start-ups name another process than the session that answers, as
 /// PgBouncer's do), nothing is set: the server connection serves other clients too, and a setting
 /// made on it would outlive the relay's use of it.
@@ -73,14 +137,19 @@ async fn behind_a_pooler_server_sessions_are_left_as_they_are() {
     let db = TestDb::new().await;
     let proxy = BlackHoleProxy::start(db.server_addr()).await;
     proxy.name_other_processes();
-    let pool = relay_pool_via(&db, &proxy, 1);
-    let client = pool.get().await.unwrap();
-    let limit: String = client
-        .query_one("SHOW idle_session_timeout", &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(limit, "0");
+    let pool = relay_pool_via(&db, &proxy, 2);
+    // The second connection is made once the first has been looked at: it is not asked for at
+    // start-up either.
+    let first = pool.get().await.unwrap();
+    let second = pool.get().await.unwrap();
+    for client in [first, second] {
+        let limit: String = client
+            .query_one("SHOW idle_session_timeout", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(limit, "0");
+    }
 }
 
 /// How many sessions named `name` the test's database has.

@@ -12,19 +12,8 @@ use outbox_tests::{
 
 /// A pool of four connections to `db` through a proxy, all four opened and idle.
 async fn four_idle_connections(db: &TestDb) -> (BlackHoleProxy, deadpool_postgres::Pool) {
-    four_idle_connections_via(db, BlackHoleProxy::start(db.server_addr()).await).await
-}
-
-/// The same through `proxy`.
-async fn four_idle_connections_via(
-    db: &TestDb,
-    proxy: BlackHoleProxy,
-) -> (BlackHoleProxy, deadpool_postgres::Pool) {
-    let pool = db.pool_via(proxy.addr(), 4);
-    let held: Vec<_> = futures::future::join_all((0..4).map(|_| pool.get())).await;
-    assert!(held.iter().all(Result::is_ok));
-    drop(held);
-    assert_eq!(pool.status().size, 4);
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    let pool = db.open_pool_via(proxy.addr(), 4).await;
     (proxy, pool)
 }
 
@@ -75,7 +64,7 @@ async fn stall_all_for(
     proxy: BlackHoleProxy,
     outage: Duration,
 ) -> (Vec<i32>, Vec<i32>, bool) {
-    let (proxy, pool) = four_idle_connections_via(db, proxy).await;
+    let pool = db.open_pool_via(proxy.addr(), 4).await;
     let relay = Relay::builder(pool, Arc::new(RecordingPublisher::new()))
         .publish_timeout(Duration::from_secs(1))
         .poll_interval(Duration::from_millis(50))

@@ -213,6 +213,21 @@ impl TestDb {
             .expect("pool builds")
     }
 
+    /// [`pool_via`](Self::pool_via) with all `size` connections opened and idle in it (what a
+    /// relay's pool holds after a busy spell: a stall then catches every one of them).
+    pub async fn open_pool_via(&self, addr: std::net::SocketAddr, size: usize) -> Pool {
+        let pool = self.pool_via(addr, size);
+        let held = futures::future::join_all((0..size).map(|_| pool.get())).await;
+        for connection in &held {
+            if let Err(e) = connection {
+                panic!("connection {} of {size} through {addr}: {e}", held.len());
+            }
+        }
+        drop(held);
+        assert_eq!(pool.status().size, size, "opened and idle");
+        pool
+    }
+
     /// Connection settings for this database through `addr` instead of the server's own
     /// address (a proxy in front of it). (`Config::host` adds a host: a copy of
     /// [`config`](Self::config) given the proxy's would still connect to the server first.)

@@ -1,13 +1,9 @@
 //! One place that opens connections: the TLS connector, the per-connection password, clear errors.
 
 use std::fmt;
-use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres::{Client, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -15,7 +11,9 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use super::attempts::{AttemptError, connect_each};
 use super::connect_config::ConnectConfig;
 use super::describe::{PasswordSource, describe};
+use super::idle_limit::IdleLimit;
 use super::password::{BoxError, DynPasswordProvider, PasswordProvider};
+use super::pool_connect::PoolConnect;
 use super::tls::Tls;
 use super::tls_source::TlsSource;
 use crate::error::{Error, ErrorKind};
@@ -49,6 +47,8 @@ pub struct PgConnector {
     password: Option<Arc<dyn DynPasswordProvider>>,
     /// Where the password comes from, for the error when the server refuses it.
     password_source: PasswordSource,
+    /// For the relay's own connections: whether to ask for `idle_session_timeout` at start-up.
+    idle_limit: Option<IdleLimit>,
 }
 
 impl fmt::Debug for PgConnector {
@@ -72,6 +72,7 @@ impl PgConnector {
             make_tls,
             password: None,
             password_source: PasswordSource::Url,
+            idle_limit: None,
         })
     }
 
@@ -197,7 +198,7 @@ impl PgConnector {
         let (client, connection) = self.connect().await?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
-                connection_ended(&e);
+                super::pool_connect::connection_ended(&e);
             }
         });
         Ok(client)
@@ -227,7 +228,10 @@ impl PgConnector {
     /// names them, with the relay's pool time-outs
     /// ([`connect::pool_timeouts`](crate::connect::pool_timeouts)): waiting for a connection
     /// at most `publish_timeout`, recycling one within seconds; their server sessions end
-    /// themselves after a minute idle ([`connect::end_idle_sessions`](crate::connect::end_idle_sessions)). Creating one is bounded by this
+    /// themselves after a minute idle
+    /// ([`connect::end_idle_sessions`](crate::connect::end_idle_sessions); asked for at start-up
+    /// once the first connection has shown that the server takes it; unless the connection
+    /// string's `options` set `idle_session_timeout`). Creating one is bounded by this
     /// connector itself — `connect_timeout` for each host and address it tries — not by the pool,
     /// so that the pool too reaches the next host of a multi-host URL when the first does not
     /// answer.
@@ -240,12 +244,19 @@ impl PgConnector {
         // server's connections saw the relays' pools unnamed (black-box run).
         let named = self
             .clone()
-            .with_default_application_name(crate::relay::RELAY_APPLICATION_NAME);
+            .with_default_application_name(crate::relay::RELAY_APPLICATION_NAME)
+            .limiting_idle_sessions();
+        let learned = named.idle_limit.clone();
         let builder = Pool::builder(named.manager(ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         }))
         .max_size(max_size);
-        crate::connect::pool_timeouts(crate::connect::end_idle_sessions(builder), publish_timeout)
+        let builder = match learned {
+            Some(learned) => crate::connect::end_idle_sessions_learning(builder, Some(learned)),
+            // The connection string's own.
+            None => builder,
+        };
+        crate::connect::pool_timeouts(builder, publish_timeout)
             .create_timeout(None)
             .build()
             .map_err(|e| Error::config("cannot build the connection pool").with_source(e))
@@ -269,7 +280,7 @@ impl PgConnector {
             .unwrap_or(super::CONNECT_TIMEOUT)
     }
 
-    async fn raw_connect(&self) -> Result<(Client, PgConnection), RawError> {
+    pub(super) async fn raw_connect(&self) -> Result<(Client, PgConnection), RawError> {
         let per_attempt = self.attempt_timeout();
         let mut pg = self.pg.clone();
         if let Some(provider) = &self.password {
@@ -281,12 +292,50 @@ impl PgConnector {
                 .map_err(RawError::Password)?;
             pg.password(password.expose());
         }
-        connect_each(&pg, self.make_tls.connector(), per_attempt)
-            .await
-            .map_err(|e| match e {
-                AttemptError::Pg(e) => RawError::Pg(e),
-                AttemptError::Timeout(limit) => RawError::Timeout(limit),
-            })
+        let mut limited = pg.clone();
+        let connected = match self.idle_limit.as_ref().filter(|l| l.add_to(&mut limited)) {
+            None => connect_each(&pg, self.make_tls.connector(), per_attempt).await,
+            Some(limit) => {
+                match connect_each(&limited, self.make_tls.connector(), per_attempt).await {
+                    Err(AttemptError::Pg(e)) if limit.refused(&e) => {
+                        tracing::debug!(error = %crate::error_chain(&e),
+                        "the server refused idle_session_timeout at start-up; connecting without it");
+                        connect_each(&pg, self.make_tls.connector(), per_attempt).await
+                    }
+                    other => other,
+                }
+            }
+        };
+        connected.map_err(|e| match e {
+            AttemptError::Pg(e) => RawError::Pg(e),
+            AttemptError::Timeout(limit) => RawError::Timeout(limit),
+        })
+    }
+
+    /// The same connector asking for `idle_session_timeout` at start-up once one of its
+    /// connections has shown that the server takes it (see `idle_limit.rs`): for the relay's own
+    /// connections, whose clones share what is learned.
+    /// Not when the connection string's `options` set `idle_session_timeout`: theirs stands.
+    pub(crate) fn limiting_idle_sessions(mut self) -> PgConnector {
+        if !self.sets_idle_limit_itself() {
+            self.idle_limit = Some(IdleLimit::new());
+        }
+        self
+    }
+
+    /// Whether the connection string's `options` set `idle_session_timeout`.
+    pub(crate) fn sets_idle_limit_itself(&self) -> bool {
+        self.pg
+            .get_options()
+            .is_some_and(|o| o.contains("idle_session_timeout"))
+    }
+
+    /// Records whether a connection of this connector had `idle_session_timeout` set on its
+    /// session (for one [`limiting_idle_sessions`](Self::limiting_idle_sessions)).
+    pub(crate) fn learn_idle_limit(&self, applied: bool) {
+        if let Some(limit) = &self.idle_limit {
+            limit.learn(applied);
+        }
     }
 
     /// The same connector with the server's `lock_timeout` set to `limit` for its sessions (an
@@ -322,104 +371,8 @@ impl PgConnector {
     }
 }
 
-enum RawError {
+pub(super) enum RawError {
     Password(BoxError),
     Pg(tokio_postgres::Error),
     Timeout(std::time::Duration),
-}
-
-/// The pool's way of opening connections: through the connector.
-struct PoolConnect(PgConnector);
-
-impl deadpool_postgres::Connect for PoolConnect {
-    fn connect(
-        &self,
-        _pg_config: &tokio_postgres::Config,
-    ) -> futures::future::BoxFuture<
-        '_,
-        Result<(Client, tokio::task::JoinHandle<()>), tokio_postgres::Error>,
-    > {
-        Box::pin(async move {
-            let (client, connection) = match self.0.raw_connect().await {
-                Ok(c) => c,
-                Err(RawError::Pg(e)) => return Err(e),
-                Err(RawError::Password(e)) => return Err(password_failure(e).await),
-                Err(RawError::Timeout(limit)) => {
-                    tracing::warn!(server = %self.0.target(), timeout_ms = limit.as_millis() as u64,
-                        "cannot open a database connection: no answer in time");
-                    return Err(tokio_postgres::Error::__private_api_timeout());
-                }
-            };
-            let task = tokio::spawn(async move {
-                if let Err(e) = connection.await {
-                    connection_ended(&e);
-                }
-            });
-            Ok((client, task))
-        })
-    }
-}
-
-/// A connection's end with an error (the server shut down or restarted, the network cut it): at
-/// `debug`. Whoever uses the connection next learns it from its call and reports it (the relay's
-/// outage lines); a warning per pooled connection only multiplied one restart into many lines.
-fn connection_ended(e: &tokio_postgres::Error) {
-    match e.as_db_error() {
-        Some(db) => tracing::debug!(
-            sqlstate = db.code().code(), error = %db.message(), "database connection closed"
-        ),
-        None => tracing::debug!(error = %crate::error_chain(e), "database connection closed"),
-    }
-}
-
-/// deadpool wants a `tokio_postgres::Error`, which has no public constructor: get one carrying the
-/// provider's error by "connecting" over a stream that fails with it.
-async fn password_failure(e: BoxError) -> tokio_postgres::Error {
-    let message = format!("no password for the new connection: {e}");
-    tracing::warn!(error = %message, "cannot open a database connection");
-    let mut config = tokio_postgres::Config::new();
-    config
-        .user("outbox")
-        .ssl_mode(tokio_postgres::config::SslMode::Disable);
-    match config
-        .connect_raw(FailingStream(message), tokio_postgres::NoTls)
-        .await
-    {
-        Err(e) => e,
-        // Cannot happen (the start-up message cannot be written); still no panic.
-        Ok(_) => tokio_postgres::Error::__private_api_timeout(),
-    }
-}
-
-/// A stream whose every read and write fails with one message.
-struct FailingStream(String);
-
-impl FailingStream {
-    fn error(&self) -> io::Error {
-        io::Error::other(self.0.clone())
-    }
-}
-
-impl AsyncRead for FailingStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        _: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Poll::Ready(Err(self.error()))
-    }
-}
-
-impl AsyncWrite for FailingStream {
-    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, _: &[u8]) -> Poll<io::Result<usize>> {
-        Poll::Ready(Err(self.error()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Err(self.error()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
 }

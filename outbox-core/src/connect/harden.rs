@@ -22,6 +22,7 @@
 
 use std::time::Duration;
 
+use super::idle_limit::{IdleLimit, limit_idle_session};
 use crate::relay::CLAIM_IDLE_MARGIN;
 
 /// Idle time before the first TCP keepalive probe.
@@ -92,18 +93,34 @@ static REFUSED_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBo
 pub fn end_idle_sessions(
     builder: deadpool_postgres::PoolBuilder,
 ) -> deadpool_postgres::PoolBuilder {
-    builder.post_create(deadpool_postgres::Hook::async_fn(|client, _| {
+    end_idle_sessions_learning(builder, None)
+}
+
+/// [`end_idle_sessions`], recording in `learned` (its connector's) whether the setting was taken,
+/// so that the connector's later connections ask for it at start-up.
+pub(crate) fn end_idle_sessions_learning(
+    builder: deadpool_postgres::PoolBuilder,
+    learned: Option<IdleLimit>,
+) -> deadpool_postgres::PoolBuilder {
+    builder.post_create(deadpool_postgres::Hook::async_fn(move |client, _| {
+        let learned = learned.clone();
         Box::pin(async move {
-            let millis = IDLE_SESSION_TIMEOUT.as_millis().to_string();
             // Behind a pooler the session that answers is not the connection's own (its start-up
             // named another process): nothing is set on a server connection others share.
             let Some(pid) = crate::relay::key_data::startup_pid(client).await else {
+                if let Some(learned) = &learned {
+                    learned.learn(false);
+                }
                 return Ok(());
             };
-            let statement = outbox_queries::queries::admin::limit_idle_session();
-            let set = statement.bind(&**client, &millis, &pid).opt();
+            let set = limit_idle_session(client, pid);
             match tokio::time::timeout(Duration::from_secs(5), set).await {
-                Ok(Ok(_)) => Ok(()),
+                Ok(Ok(applied)) => {
+                    if let Some(learned) = &learned {
+                        learned.learn(applied);
+                    }
+                    Ok(())
+                }
                 // Best effort: a server that refuses it (one that speaks PostgreSQL's protocol
                 // without the setting, say) still serves the relay, without this protection
                 // (review: every connection failed).

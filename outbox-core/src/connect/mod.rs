@@ -20,7 +20,9 @@ mod connect_config;
 mod connector;
 mod describe;
 mod harden;
+mod idle_limit;
 mod password;
+mod pool_connect;
 #[cfg(feature = "rds-iam")]
 mod rds_iam;
 mod tls;
@@ -29,10 +31,12 @@ mod verifier;
 
 pub use connect_config::ConnectConfig;
 pub use connector::{PgConnection, PgConnector};
+pub(crate) use harden::end_idle_sessions_learning;
 pub use harden::{
     CONNECT_TIMEOUT, IDLE_SESSION_TIMEOUT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_RETRIES,
     POOL_CREATE_TIMEOUT, POOL_RECYCLE_TIMEOUT, end_idle_sessions, harden, pool_timeouts,
 };
+pub(crate) use idle_limit::limit_idle_session;
 pub use password::{Password, PasswordProvider};
 #[cfg(feature = "rds-iam")]
 pub use rds_iam::{RDS_TOKEN_LIFETIME, RdsIamError, RdsIamTokenProvider, rds_auth_token};

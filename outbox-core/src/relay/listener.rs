@@ -175,7 +175,7 @@ async fn listen(
         return Ok(());
     }
     let limited = ask(
-        session.limit_idle(&client, WHAT),
+        session.limit_idle(&client, WHAT, connector),
         &mut messages,
         claim,
         token,

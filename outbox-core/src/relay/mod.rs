@@ -275,11 +275,15 @@ impl<P: Publisher> RelayBuilder<P> {
                 pool_sessions: Default::default(),
                 publisher: self.publisher,
                 config: self.config,
-                listen: connector
-                    .clone()
-                    .map(|c| c.with_default_application_name(LISTENER_APPLICATION_NAME)),
-                waiting: connector
-                    .map(|c| c.with_default_application_name(WAITING_APPLICATION_NAME)),
+                // Each with what it learns of idle_session_timeout (`connect/idle_limit.rs`).
+                listen: connector.clone().map(|c| {
+                    c.with_default_application_name(LISTENER_APPLICATION_NAME)
+                        .limiting_idle_sessions()
+                }),
+                waiting: connector.map(|c| {
+                    c.with_default_application_name(WAITING_APPLICATION_NAME)
+                        .limiting_idle_sessions()
+                }),
                 metrics: self.metrics,
                 claims: claim::ClaimState::default(),
                 wake: wake.clone(),

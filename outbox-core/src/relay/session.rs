@@ -11,7 +11,6 @@
 use std::future::Future;
 use std::time::Duration;
 
-use outbox_queries::queries as crate_queries;
 use outbox_queries::queries::listen as sql;
 use tokio_postgres::Client;
 
@@ -92,20 +91,33 @@ impl Session {
     /// while the relay cannot connect to end it (every slot of its role taken, or the relay
     /// stopped or killed meanwhile), it does not stay for good, holding a slot (and, listening,
     /// the notification queue: black-box run). Within [`ANSWER_WITHIN`]; a refusal is ignored.
-    pub(crate) async fn limit_idle(&self, client: &Client, what: &str) -> Result<(), Error> {
+    /// Whether it did is recorded in `connector` (whose later connections then ask for it at
+    /// start-up).
+    pub(crate) async fn limit_idle(
+        &self,
+        client: &Client,
+        what: &str,
+        connector: &PgConnector,
+    ) -> Result<(), Error> {
         if !self.direct {
+            connector.learn_idle_limit(false);
             return Ok(());
         }
-        let millis = crate::connect::IDLE_SESSION_TIMEOUT.as_millis().to_string();
-        let statement = crate_queries::admin::limit_idle_session();
-        let set = statement.bind(client, &millis, &self.pid).opt();
+        if connector.sets_idle_limit_itself() {
+            return Ok(());
+        }
+        let set = crate::connect::limit_idle_session(client, self.pid);
         match within(ANSWER_WITHIN, what, set).await {
             Err(e) if e.kind() == ErrorKind::Timeout => Err(e),
             Err(e) => {
                 tracing::debug!(error = %crate::error_chain(&e), "the {what} could not set idle_session_timeout");
+                connector.learn_idle_limit(false);
                 Ok(())
             }
-            Ok(_) => Ok(()),
+            Ok(applied) => {
+                connector.learn_idle_limit(applied);
+                Ok(())
+            }
         }
     }
 

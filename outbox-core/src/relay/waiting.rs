@@ -283,7 +283,7 @@ impl Life<'_> {
             r = within(ANSWER_WITHIN, WHAT, client.batch_execute(&settings)) => {
                 r?;
                 let session = Session::of(&client, WHAT).await?;
-                note_stall(session.limit_idle(&client, WHAT).await, session, stalled)?;
+                note_stall(session.limit_idle(&client, WHAT, self.connector).await, session, stalled)?;
                 session
             }
         };
