@@ -101,16 +101,7 @@ async fn a_connection_strings_own_idle_session_timeout_stands() {
         .unwrap()
         .relay_pool(2, Duration::from_secs(30))
         .unwrap();
-    let first = pool.get().await.unwrap();
-    let second = pool.get().await.unwrap();
-    for client in [first, second] {
-        let limit: String = client
-            .query_one("SHOW idle_session_timeout", &[])
-            .await
-            .unwrap()
-            .get(0);
-        assert_eq!(limit, "5min");
-    }
+    assert_eq!(limits_of_two_connections(&pool).await, ["5min", "5min"]);
 }
 
 /// The pids of the sessions named as a relay pool's.
@@ -140,16 +131,19 @@ async fn behind_a_pooler_server_sessions_are_left_as_they_are() {
     let pool = relay_pool_via(&db, &proxy, 2);
     // The second connection is made once the first has been looked at: it is not asked for at
     // start-up either.
+    assert_eq!(limits_of_two_connections(&pool).await, ["0", "0"]);
+}
+
+/// `idle_session_timeout` as two connections of `pool` see it, the second opened after the first.
+async fn limits_of_two_connections(pool: &deadpool_postgres::Pool) -> Vec<String> {
     let first = pool.get().await.unwrap();
     let second = pool.get().await.unwrap();
+    let mut limits = Vec::new();
     for client in [first, second] {
-        let limit: String = client
-            .query_one("SHOW idle_session_timeout", &[])
-            .await
-            .unwrap()
-            .get(0);
-        assert_eq!(limit, "0");
+        let row = client.query_one("SHOW idle_session_timeout", &[]).await;
+        limits.push(row.unwrap().get(0));
     }
+    limits
 }
 
 /// How many sessions named `name` the test's database has.
