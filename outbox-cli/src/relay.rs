@@ -1,5 +1,7 @@
 //! `outbox relay`.
 
+use std::time::Duration;
+
 use outbox_core::{CancellationToken, PgConnector, Relay, RelayConfig, RelayMetrics};
 use outbox_sqs::{SqsConfig, SqsPublisher};
 
@@ -247,7 +249,13 @@ async fn check_database(
     args: &RelayArgs,
     retention: bool,
 ) -> Result<Option<PgConnector>, Failure> {
-    let mut client = connector.connect_spawned().await?;
+    // Named as the relay's, and ending itself should it stall right after login (black-box run:
+    // an unnamed session left for good at each try).
+    let checks = connector
+        .clone()
+        .with_default_application_name(outbox_core::RELAY_APPLICATION_NAME)
+        .with_idle_session_limit();
+    let mut client = checks.connect_spawned().await?;
     if args.migrate {
         // Which process applied what, when several start with --migrate (black-box run: none
         // said; `outbox migrate` prints it).
@@ -258,17 +266,30 @@ async fn check_database(
             tracing::info!(applied = %report.applied.join(", "), "--migrate: migrations applied");
         }
     }
-    let db = outbox_core::check_relay_database(&client, retention).await?;
+    let within = answer_within(connector);
+    let db = answered(
+        connector,
+        within,
+        outbox_core::check_relay_database(&client, retention),
+    )
+    .await??;
     if args.inbox_retention.is_some() {
-        outbox_core::check_inbox_retention_database(&client).await?;
+        answered(
+            connector,
+            within,
+            outbox_core::check_inbox_retention_database(&client),
+        )
+        .await??;
     }
     let listen = match (listen_url, args.no_listen) {
         (_, true) => None,
         (Some(listen), false) => {
             // Fail now on a wrong LISTEN URL (unreachable, or another database: NOTIFY is per
             // database) rather than fall back to polling in silence.
-            outbox_core::check_listen_connection(&client, &listen)
-                .await
+            // Its own connection (within the connect timeout), then a round trip on each.
+            let checked = outbox_core::check_listen_connection(&client, &listen);
+            answered(connector, within.saturating_mul(2), checked)
+                .await?
                 .map_err(|e| format!("--listen-url: {}", outbox_core::error_chain(&e)))?;
             Some(listen)
         }
@@ -287,6 +308,36 @@ async fn check_database(
         tracing::info!("LISTEN off (--no-listen): new events are found by polling");
     }
     Ok(listen)
+}
+
+/// How long the start-up checks' statements may wait for their answers: the connect timeout
+/// (the URL's `connect_timeout`, or [`db::DEFAULT_CONNECT_TIMEOUT`]). A server answers them in
+/// milliseconds; a connection that stalled right after login never does, and the relay waited
+/// for ever without a word (black-box run).
+fn answer_within(connector: &PgConnector) -> Duration {
+    connector
+        .pg_config()
+        .get_connect_timeout()
+        .copied()
+        .unwrap_or(db::DEFAULT_CONNECT_TIMEOUT)
+}
+
+/// `check`'s result, or the failure of a start-up check not answered within `limit`.
+async fn answered<T>(
+    connector: &PgConnector,
+    limit: Duration,
+    check: impl std::future::Future<Output = T>,
+) -> Result<T, Failure> {
+    tokio::time::timeout(limit, check).await.map_err(|_| {
+        Failure::from(format!(
+            "PostgreSQL at {} did not answer the relay's start-up checks within {} s of login: \
+             the connection stalled (a proxy or middlebox holding it?) or the server is \
+             overloaded; its server session ends itself after a minute idle (PostgreSQL 14 and \
+             later)",
+            connector.target(),
+            limit.as_secs_f64()
+        ))
+    })
 }
 
 /// The exit status after a second SIGINT or SIGTERM cut the graceful shutdown short (128 + SIGINT,

@@ -327,7 +327,23 @@ impl PgConnector {
     pub(crate) fn sets_idle_limit_itself(&self) -> bool {
         self.pg
             .get_options()
-            .is_some_and(|o| o.contains("idle_session_timeout"))
+            .is_some_and(super::idle_limit::sets_idle_session_timeout)
+    }
+
+    /// The same connector asking, in the start-up of each connection, for the server to end the
+    /// session once it has waited [`IDLE_SESSION_TIMEOUT`](crate::connect::IDLE_SESSION_TIMEOUT)
+    /// for a statement outside a transaction, unless the connection string's `options` set
+    /// `idle_session_timeout`. A start-up refused for it (PostgreSQL before 14, a pooler that
+    /// takes no start-up options, as PgBouncer) is made again without it, and the connector asks
+    /// no more. For a relay's one-off connections, its start-up checks say: should one stall
+    /// right after login (a middlebox holding its bytes), its session does not stay for good.
+    /// (The relay's pool and its own connections ask once a first connection has shown that the
+    /// server takes it, and never through a pooler.)
+    pub fn with_idle_session_limit(mut self) -> PgConnector {
+        if !self.sets_idle_limit_itself() {
+            self.idle_limit = Some(IdleLimit::asked_at_once());
+        }
+        self
     }
 
     /// Records whether a connection of this connector had `idle_session_timeout` set on its

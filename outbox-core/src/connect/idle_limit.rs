@@ -38,7 +38,7 @@ impl IdleLimit {
             return false;
         }
         let options = pg.get_options().unwrap_or_default();
-        if options.contains("idle_session_timeout") {
+        if sets_idle_session_timeout(options) {
             return false;
         }
         let set = format!(
@@ -52,6 +52,14 @@ impl IdleLimit {
         };
         pg.options(&options);
         true
+    }
+
+    /// A state that asks at once, before any connection has shown that the server takes it
+    /// (a refusal is tried again without).
+    pub(crate) fn asked_at_once() -> IdleLimit {
+        let limit = IdleLimit::new();
+        limit.learn(true);
+        limit
     }
 
     /// Records whether a connection's statement set the limit on its own session.
@@ -77,6 +85,15 @@ impl IdleLimit {
         self.0.store(UNKNOWN, Ordering::Relaxed);
         true
     }
+}
+
+/// Whether start-up `options` set `idle_session_timeout`, in any of the spellings PostgreSQL
+/// takes (`-c idle_session_timeout=…`, `--idle-session-timeout=…`, any case: black-box run).
+pub(crate) fn sets_idle_session_timeout(options: &str) -> bool {
+    options
+        .to_ascii_lowercase()
+        .replace('-', "_")
+        .contains("idle_session_timeout")
 }
 
 /// Sets [`IDLE_SESSION_TIMEOUT`] on `client`'s server session if it is the session of process
@@ -162,9 +179,14 @@ mod tests {
                 Some("-c search_path=app -c idle_session_timeout=60000".into())
             )
         );
-        assert_eq!(
-            options_after(&limit, Some("-c idle_session_timeout=0")),
-            (false, Some("-c idle_session_timeout=0".into()))
-        );
+        for own in [
+            "-c idle_session_timeout=0",
+            "-c IDLE_SESSION_TIMEOUT=20000",
+            "--idle-session-timeout=20000",
+            "-c search_path=app -c idle-session-timeout=20000",
+        ] {
+            assert_eq!(options_after(&limit, Some(own)), (false, Some(own.into())));
+        }
+        assert!(options_after(&IdleLimit::asked_at_once(), None).0);
     }
 }
