@@ -175,3 +175,65 @@ async fn behind_a_pooler_the_sessions_are_left_alone() {
     assert!(!ended, "sessions ended: {before:?}");
     assert!(left.len() >= 2, "left: {left:?} of {before:?}");
 }
+
+/// While every new connection stalls right after its start-up (a middlebox holding its bytes once
+/// the login is through), the relay's pool opens them one at a time, spaced out, rather than each
+/// worker opening another after each back-off: the server sessions they leave take few of the
+/// server's connection slots (black-box run: one relay held ~90 within a minute). Once new
+/// connections answer again, publishing resumes within the longest pause (10 s).
+#[tokio::test]
+async fn while_new_connections_stall_the_pool_opens_them_one_at_a_time() {
+    let db = TestDb::new().await;
+    let proxy = BlackHoleProxy::start(db.server_addr()).await;
+    proxy.catch_every_sending(b"set_config('idle_session_timeout'");
+    let url = format!(
+        "postgres://postgres@{}/{}?sslmode=disable",
+        proxy.addr(),
+        db.name()
+    );
+    let pool = outbox_core::PgConnector::from_url(&url)
+        .unwrap()
+        .relay_pool(6, Duration::from_secs(2))
+        .unwrap();
+    let publisher = Arc::new(RecordingPublisher::new());
+    let relay = Relay::builder(pool, Arc::clone(&publisher))
+        .publish_timeout(Duration::from_secs(2))
+        .poll_interval(Duration::from_millis(100))
+        .concurrency(4)
+        .build()
+        .unwrap();
+    let id = outbox_core::emit(&db.pool().get().await.unwrap(), &TestEvent::new("a", 1))
+        .await
+        .unwrap();
+    let running = RunningRelay::start(&relay);
+    tokio::time::sleep(Duration::from_secs(25)).await;
+    let sessions = named_sessions(&db).await;
+    // The first workers' connections at once (4), then one at a time: one each 5 s (its bound)
+    // and the pause after it.
+    assert!(
+        (4..=8).contains(&sessions),
+        "{sessions} sessions left by stalled new connections"
+    );
+    assert!(publisher.ids().is_empty());
+    proxy.stop_catching();
+    let published = eventually(Duration::from_secs(20), async || {
+        publisher.ids().contains(&id)
+    })
+    .await;
+    running.stop().await;
+    assert!(published, "not published once new connections answered");
+}
+
+/// How many sessions named as a relay pool's the test's database has.
+async fn named_sessions(db: &TestDb) -> i64 {
+    db.connect()
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND application_name = $1",
+            &[&outbox_core::RELAY_APPLICATION_NAME],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}

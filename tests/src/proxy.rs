@@ -14,6 +14,9 @@ use tokio::task::JoinHandle;
 /// Bytes whose first sender's answers are held, and for how long.
 type Held = (Vec<u8>, Duration);
 
+/// Bytes whose sender is caught, and whether every one is (or the first only).
+type Catch = (Vec<u8>, bool);
+
 /// A proxy on `127.0.0.1:<port>` forwarding to one upstream address. Stops when dropped.
 pub struct BlackHoleProxy {
     addr: SocketAddr,
@@ -21,7 +24,7 @@ pub struct BlackHoleProxy {
     /// Milliseconds each chunk the client sends is held before it is passed on.
     delay_ms: Arc<AtomicU64>,
     /// Bytes whose first sender is caught (see [`BlackHoleProxy::catch_first_sending`]).
-    catch: Arc<Mutex<Option<Vec<u8>>>>,
+    catch: Arc<Mutex<Option<Catch>>>,
     /// Bytes whose first sender's answer is held, and for how long (see
     /// [`BlackHoleProxy::hold_answer_to`]).
     hold: Arc<Mutex<Option<Held>>>,
@@ -47,7 +50,7 @@ impl Drop for Open {
 struct Holes {
     proxy: Arc<AtomicBool>,
     connection: Arc<AtomicBool>,
-    catch: Arc<Mutex<Option<Vec<u8>>>>,
+    catch: Arc<Mutex<Option<Catch>>>,
     rename: Arc<AtomicBool>,
     hold: Arc<Mutex<Option<Held>>>,
     /// Until when this connection's answers are held.
@@ -62,11 +65,13 @@ impl Holes {
     /// Whether `chunk` is the first to carry the bytes to catch (then this connection is caught).
     fn catches(&self, chunk: &[u8]) -> bool {
         let mut slot = self.catch.lock().unwrap_or_else(|p| p.into_inner());
-        let hit = slot
-            .as_deref()
-            .is_some_and(|p| !p.is_empty() && chunk.windows(p.len()).any(|w| w == p));
+        let hit = slot.as_ref().is_some_and(|(p, _)| {
+            !p.is_empty() && chunk.windows(p.len()).any(|w| w == p.as_slice())
+        });
         if hit {
-            *slot = None;
+            if slot.as_ref().is_some_and(|(_, every)| !every) {
+                *slot = None;
+            }
             self.connection.store(true, Ordering::SeqCst);
         }
         hit
@@ -188,7 +193,18 @@ impl BlackHoleProxy {
     /// text) is black-holed from that chunk on (the chunk is not passed on); other connections,
     /// and later senders of the same bytes, pass. A stall at one precise step of a protocol.
     pub fn catch_first_sending(&self, bytes: &[u8]) {
-        *self.catch.lock().unwrap_or_else(|p| p.into_inner()) = Some(bytes.to_vec());
+        *self.catch.lock().unwrap_or_else(|p| p.into_inner()) = Some((bytes.to_vec(), false));
+    }
+
+    /// Like [`catch_first_sending`](Self::catch_first_sending), for every connection that sends
+    /// `bytes` until [`stop_catching`](Self::stop_catching).
+    pub fn catch_every_sending(&self, bytes: &[u8]) {
+        *self.catch.lock().unwrap_or_else(|p| p.into_inner()) = Some((bytes.to_vec(), true));
+    }
+
+    /// New senders of the bytes caught pass again (those caught stay silent).
+    pub fn stop_catching(&self) {
+        *self.catch.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// The first connection whose client sends `bytes` (within one chunk) gets its answers from

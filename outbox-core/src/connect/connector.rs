@@ -10,6 +10,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::attempts::{AttemptError, connect_each};
 use super::connect_config::ConnectConfig;
+use super::creation_gate::CreationGate;
 use super::describe::{PasswordSource, describe};
 use super::idle_limit::IdleLimit;
 use super::password::{BoxError, DynPasswordProvider, PasswordProvider};
@@ -49,6 +50,8 @@ pub struct PgConnector {
     password_source: PasswordSource,
     /// For the relay's own connections: whether to ask for `idle_session_timeout` at start-up.
     idle_limit: Option<IdleLimit>,
+    /// For a relay's pool: new connections one at a time while they stall.
+    creation_gate: Option<CreationGate>,
 }
 
 impl fmt::Debug for PgConnector {
@@ -73,6 +76,7 @@ impl PgConnector {
             password: None,
             password_source: PasswordSource::Url,
             idle_limit: None,
+            creation_gate: None,
         })
     }
 
@@ -242,20 +246,20 @@ impl PgConnector {
     ) -> Result<Pool, Error> {
         // Named (unless the connection string names them): an operator counting who holds the
         // server's connections saw the relays' pools unnamed (black-box run).
-        let named = self
+        let mut named = self
             .clone()
             .with_default_application_name(crate::relay::RELAY_APPLICATION_NAME)
             .limiting_idle_sessions();
+        let gate = CreationGate::new();
+        named.creation_gate = Some(gate.clone());
         let learned = named.idle_limit.clone();
         let builder = Pool::builder(named.manager(ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         }))
         .max_size(max_size);
-        let builder = match learned {
-            Some(learned) => crate::connect::end_idle_sessions_learning(builder, Some(learned)),
-            // The connection string's own.
-            None => builder,
-        };
+        // No statement when the connection string sets the limit itself.
+        let set = learned.is_some();
+        let builder = crate::connect::end_idle_sessions_learning(builder, set, learned, Some(gate));
         crate::connect::pool_timeouts(builder, publish_timeout)
             .create_timeout(None)
             .build()
@@ -273,7 +277,7 @@ impl PgConnector {
     /// libpq applies it to each host and address). tokio-postgres' own `connect_timeout` bounds
     /// only the TCP connect, so a server that accepts and then never answers would otherwise hang
     /// the caller for ever, or use up the time of the hosts after it.
-    fn attempt_timeout(&self) -> std::time::Duration {
+    pub(super) fn attempt_timeout(&self) -> std::time::Duration {
         self.pg
             .get_connect_timeout()
             .copied()
@@ -344,6 +348,11 @@ impl PgConnector {
             self.idle_limit = Some(IdleLimit::asked_at_once());
         }
         self
+    }
+
+    /// The gate of a [`relay_pool`](Self::relay_pool)'s new connections.
+    pub(super) fn creation_gate(&self) -> Option<&CreationGate> {
+        self.creation_gate.as_ref()
     }
 
     /// Records whether a connection of this connector had `idle_session_timeout` set on its

@@ -22,6 +22,7 @@
 
 use std::time::Duration;
 
+use super::creation_gate::CreationGate;
 use super::idle_limit::{IdleLimit, limit_idle_session};
 use crate::relay::CLAIM_IDLE_MARGIN;
 
@@ -93,28 +94,56 @@ static REFUSED_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBo
 pub fn end_idle_sessions(
     builder: deadpool_postgres::PoolBuilder,
 ) -> deadpool_postgres::PoolBuilder {
-    end_idle_sessions_learning(builder, None)
+    end_idle_sessions_learning(builder, true, None, None)
 }
 
-/// [`end_idle_sessions`], recording in `learned` (its connector's) whether the setting was taken,
-/// so that the connector's later connections ask for it at start-up.
+/// How long a new connection of a pool built with [`end_idle_sessions`] has to answer the
+/// statement setting the limit, after its start-up.
+pub(crate) const NEW_CONNECTION_ANSWER: Duration = Duration::from_secs(5);
+
+/// [`end_idle_sessions`] (setting the limit only when `set`: not when the connection string sets
+/// its own), recording in `learned` (its connector's) whether the setting was taken, so that the
+/// connector's later connections ask for it at start-up, and in `gate` whether the new
+/// connection answered or stalled.
 pub(crate) fn end_idle_sessions_learning(
     builder: deadpool_postgres::PoolBuilder,
+    set: bool,
     learned: Option<IdleLimit>,
+    gate: Option<CreationGate>,
 ) -> deadpool_postgres::PoolBuilder {
     builder.post_create(deadpool_postgres::Hook::async_fn(move |client, _| {
         let learned = learned.clone();
+        let gate = gate.clone();
         Box::pin(async move {
+            let answered = || {
+                if let Some(gate) = &gate {
+                    gate.answered();
+                }
+            };
+            if !set {
+                answered();
+                return Ok(());
+            }
             // Behind a pooler the session that answers is not the connection's own (its start-up
             // named another process): nothing is set on a server connection others share.
             let Some(pid) = crate::relay::key_data::startup_pid(client).await else {
                 if let Some(learned) = &learned {
                     learned.learn(false);
                 }
+                answered();
                 return Ok(());
             };
-            let set = limit_idle_session(client, pid);
-            match tokio::time::timeout(Duration::from_secs(5), set).await {
+            let limited = limit_idle_session(client, pid);
+            let outcome = tokio::time::timeout(NEW_CONNECTION_ANSWER, limited).await;
+            match &outcome {
+                Err(_) => {
+                    if let Some(gate) = &gate {
+                        gate.stalled(tokio::time::Instant::now());
+                    }
+                }
+                Ok(_) => answered(),
+            }
+            match outcome {
                 Ok(Ok(applied)) => {
                     if let Some(learned) = &learned {
                         learned.learn(applied);

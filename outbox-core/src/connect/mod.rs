@@ -18,6 +18,7 @@
 mod attempts;
 mod connect_config;
 mod connector;
+mod creation_gate;
 mod describe;
 mod harden;
 mod idle_limit;

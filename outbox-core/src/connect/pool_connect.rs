@@ -9,7 +9,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_postgres::Client;
 
 use super::connector::{PgConnector, RawError};
-use super::password::BoxError;
+use tokio::time::Instant;
 
 /// The pool's way of opening connections: through the connector.
 pub(super) struct PoolConnect(pub(super) PgConnector);
@@ -23,11 +23,31 @@ impl deadpool_postgres::Connect for PoolConnect {
         Result<(Client, tokio::task::JoinHandle<()>), tokio_postgres::Error>,
     > {
         Box::pin(async move {
+            let gate = self.0.creation_gate();
+            if let Some(gate) = gate {
+                // Its start-up, then the pool's hook (`harden::NEW_CONNECTION_ANSWER`).
+                let bound = self.0.attempt_timeout() + super::harden::NEW_CONNECTION_ANSWER;
+                if let Err(wait) = gate.admit(Instant::now(), bound) {
+                    let message = format!(
+                        "new database connections stall (held after they were opened); the \
+                         next is opened in {:.1} s",
+                        wait.as_secs_f64()
+                    );
+                    return Err(error_saying(message).await);
+                }
+            }
             let (client, connection) = match self.0.raw_connect().await {
                 Ok(c) => c,
                 Err(RawError::Pg(e)) => return Err(e),
-                Err(RawError::Password(e)) => return Err(password_failure(e).await),
+                Err(RawError::Password(e)) => {
+                    let message = format!("no password for the new connection: {e}");
+                    tracing::warn!(error = %message, "cannot open a database connection");
+                    return Err(error_saying(message).await);
+                }
                 Err(RawError::Timeout(limit)) => {
+                    if let Some(gate) = gate {
+                        gate.stalled(Instant::now());
+                    }
                     tracing::warn!(server = %self.0.target(), timeout_ms = limit.as_millis() as u64,
                         "cannot open a database connection: no answer in time");
                     return Err(tokio_postgres::Error::__private_api_timeout());
@@ -55,11 +75,9 @@ pub(super) fn connection_ended(e: &tokio_postgres::Error) {
     }
 }
 
-/// deadpool wants a `tokio_postgres::Error`, which has no public constructor: get one carrying the
-/// provider's error by "connecting" over a stream that fails with it.
-async fn password_failure(e: BoxError) -> tokio_postgres::Error {
-    let message = format!("no password for the new connection: {e}");
-    tracing::warn!(error = %message, "cannot open a database connection");
+/// deadpool wants a `tokio_postgres::Error`, which has no public constructor: get one carrying
+/// `message` by "connecting" over a stream that fails with it.
+async fn error_saying(message: String) -> tokio_postgres::Error {
     let mut config = tokio_postgres::Config::new();
     config
         .user("outbox")
