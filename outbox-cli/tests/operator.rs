@@ -652,3 +652,51 @@ async fn the_metrics_endpoint_backs_off_when_out_of_file_descriptors() {
         .unwrap();
     let _ = relay.wait();
 }
+
+/// Behind a pooler that refuses start-up `options` (PgBouncer does, unless its
+/// `ignore_startup_parameters` lists it), the commands connect without them, warning that their
+/// lock bound is gone, and the relay's start-up checks pass. Before, `stats`, `dead-letters`,
+/// `cleanup` and `partitions list` failed with "unsupported startup parameter: options", as they
+/// added their `lock_timeout` there (black-box run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_pooler_that_refuses_start_up_options_the_commands_still_work() {
+    let db = TestDb::new().await;
+    let proxy = outbox_tests::BlackHoleProxy::start(db.server_addr()).await;
+    proxy.refuse_startup_options();
+    let url = format!(
+        "postgres://postgres@{}/{}?sslmode=disable",
+        proxy.addr(),
+        db.name()
+    );
+    for args in [
+        &["stats"][..],
+        &["dead-letters", "list"],
+        &["cleanup", "--older-than", "7d"],
+    ] {
+        let mut command = outbox(&db);
+        command.env("DATABASE_URL", &url).args(args);
+        let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("refused start-up options")
+                && stderr.contains("without the 5000 ms bound"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let mut relay = outbox(&db);
+    relay
+        .env("DATABASE_URL", &url)
+        .args(["relay", "--no-listen", "--default-queue"])
+        .arg("http://127.0.0.1:9/000000000000/never")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let out = tokio::task::spawn_blocking(move || relay.output().unwrap())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("database ready"), "{stderr}");
+}

@@ -31,7 +31,7 @@ pub fn error_chain(error: &(dyn StdError + 'static)) -> String {
         let cause_text = match db {
             // The server's message and hint, never its detail: that can quote a row's values
             // ("Failing row contains (…)", a key's value), payloads included.
-            Some(db) => match db.hint() {
+            Some(db) => match db.hint().or_else(|| pooler_hint(db)) {
                 Some(hint) => format!("{}: {} (hint: {hint})", db.severity(), db.message()),
                 None => format!("{}: {}", db.severity(), db.message()),
             },
@@ -57,6 +57,21 @@ pub fn error_chain(error: &(dyn StdError + 'static)) -> String {
         Cow::Borrowed(_) => text,
         Cow::Owned(redacted) => redacted,
     }
+}
+
+/// What the server's errors about prepared statements mean when they come at all: a pooler in
+/// transaction mode that hands a statement prepared on one server connection to another
+/// (black-box run: behind PgBouncer 1.18 the relay published nothing for minutes, and every
+/// command failed, with a bare SQLSTATE 26000 or 42P05).
+fn pooler_hint(db: &tokio_postgres::error::DbError) -> Option<&'static str> {
+    use tokio_postgres::error::SqlState;
+    let code = db.code();
+    (*code == SqlState::INVALID_SQL_STATEMENT_NAME || *code == SqlState::DUPLICATE_PSTATEMENT)
+        .then_some(
+            "behind a pooler in transaction mode that does not keep prepared statements (PgBouncer \
+         before 1.21, or without max_prepared_statements): set max_prepared_statements, or use \
+         session mode",
+        )
 }
 
 /// `text` without what would disclose a credential: an AWS error message that quotes the signed
@@ -131,6 +146,33 @@ fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error about a prepared statement, as a pooler in transaction mode without prepared
+    /// statements causes, says what to do.
+    #[tokio::test]
+    async fn an_unknown_prepared_statement_names_the_pooler_setting() {
+        let mut pg = tokio_postgres::Config::new();
+        pg.host("127.0.0.1")
+            .port(5432)
+            .user("postgres")
+            .dbname("postgres");
+        let (client, connection) = match pg.connect(tokio_postgres::NoTls).await {
+            Ok(c) => c,
+            Err(e) => {
+                panic!("PostgreSQL at 127.0.0.1:5432: {e}; start it: bash scripts/services.sh")
+            }
+        };
+        tokio::spawn(connection);
+        let e = client
+            .batch_execute("EXECUTE no_such_statement")
+            .await
+            .unwrap_err();
+        let text = error_chain(&e);
+        assert!(text.contains("no_such_statement"), "{text}");
+        assert!(text.contains("max_prepared_statements"), "{text}");
+        let other = client.batch_execute("SELECT 1/0").await.unwrap_err();
+        assert!(!error_chain(&other).contains("pooler"));
+    }
 
     #[derive(Debug)]
     struct Layer(&'static str, Option<Box<Layer>>);

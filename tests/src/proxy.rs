@@ -33,6 +33,9 @@ pub struct BlackHoleProxy {
     /// Whether start-ups name another process than the server's (see
     /// [`BlackHoleProxy::name_other_processes`]).
     rename: Arc<AtomicBool>,
+    /// Whether start-ups carrying `options` are refused (see
+    /// [`BlackHoleProxy::refuse_startup_options`]).
+    refuse_options: Arc<AtomicBool>,
     task: JoinHandle<()>,
 }
 
@@ -116,6 +119,8 @@ impl BlackHoleProxy {
         let counting = Arc::clone(&open);
         let rename = Arc::new(AtomicBool::new(false));
         let renaming = Arc::clone(&rename);
+        let refuse_options = Arc::new(AtomicBool::new(false));
+        let refusing = Arc::clone(&refuse_options);
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let flag = Arc::clone(&flag);
@@ -124,15 +129,32 @@ impl BlackHoleProxy {
                 let holding = Arc::clone(&holding);
                 let counting = Arc::clone(&counting);
                 let renaming = Arc::clone(&renaming);
+                let refusing = Arc::clone(&refusing);
                 tokio::spawn(async move {
+                    let mut client = client;
                     if flag.load(Ordering::SeqCst) {
                         // Accept and never answer: a new connection into the partition hangs.
                         let _keep = &client;
                         std::future::pending::<()>().await;
                     }
-                    let Ok(server) = TcpStream::connect(upstream).await else {
+                    let mut first = Vec::new();
+                    if refusing.load(Ordering::SeqCst) {
+                        let mut buf = vec![0u8; 16 * 1024];
+                        let Ok(n) = client.read(&mut buf).await else {
+                            return;
+                        };
+                        first.extend_from_slice(&buf[..n]);
+                        if first.windows(8).any(|w| w == b"options\0") {
+                            let _ = client.write_all(&pooler_refusal()).await;
+                            return;
+                        }
+                    }
+                    let Ok(mut server) = TcpStream::connect(upstream).await else {
                         return;
                     };
+                    if !first.is_empty() && server.write_all(&first).await.is_err() {
+                        return;
+                    }
                     let (cr, cw) = client.into_split();
                     let (sr, sw) = server.into_split();
                     let holes = Holes {
@@ -162,6 +184,7 @@ impl BlackHoleProxy {
             hold,
             open,
             rename,
+            refuse_options,
             task,
         }
     }
@@ -219,6 +242,13 @@ impl BlackHoleProxy {
     /// clients keys of its own): the session that answers is not one to end.
     pub fn name_other_processes(&self) {
         self.rename.store(true, Ordering::SeqCst);
+    }
+
+    /// From now on new connections whose start-up carries `options` are refused as PgBouncer
+    /// refuses them (`FATAL 08P01 unsupported startup parameter: options`), before the server is
+    /// contacted. For start-ups without TLS (`sslmode=disable`).
+    pub fn refuse_startup_options(&self) {
+        self.refuse_options.store(true, Ordering::SeqCst);
     }
 
     /// From now on each chunk a client sends reaches the server `delay` later (zero: at once), on
@@ -309,4 +339,25 @@ async fn pump(
     }
     let _keep = (from, to);
     std::future::pending::<()>().await;
+}
+
+/// PgBouncer's answer to a start-up carrying `options`: an `ErrorResponse`.
+fn pooler_refusal() -> Vec<u8> {
+    let mut fields = Vec::new();
+    for (code, value) in [
+        (b'S', "FATAL"),
+        (b'V', "FATAL"),
+        (b'C', "08P01"),
+        (b'M', "unsupported startup parameter: options"),
+    ] {
+        fields.push(code);
+        fields.extend_from_slice(value.as_bytes());
+        fields.push(0);
+    }
+    fields.push(0);
+    let mut message = vec![b'E'];
+    let len = u32::try_from(fields.len() + 4).expect("a short message");
+    message.extend_from_slice(&len.to_be_bytes());
+    message.extend_from_slice(&fields);
+    message
 }

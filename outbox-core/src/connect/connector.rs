@@ -15,6 +15,7 @@ use super::describe::{PasswordSource, describe};
 use super::idle_limit::IdleLimit;
 use super::password::{BoxError, DynPasswordProvider, PasswordProvider};
 use super::pool_connect::PoolConnect;
+use super::startup_options::{self, Refused};
 use super::tls::Tls;
 use super::tls_source::TlsSource;
 use crate::error::{Error, ErrorKind};
@@ -42,16 +43,22 @@ pub type PgConnection =
 /// ```
 #[derive(Clone)]
 pub struct PgConnector {
-    pg: tokio_postgres::Config,
+    pub(super) pg: tokio_postgres::Config,
     tls: Tls,
     make_tls: Arc<TlsSource>,
     password: Option<Arc<dyn DynPasswordProvider>>,
     /// Where the password comes from, for the error when the server refuses it.
     password_source: PasswordSource,
     /// For the relay's own connections: whether to ask for `idle_session_timeout` at start-up.
-    idle_limit: Option<IdleLimit>,
+    pub(super) idle_limit: Option<IdleLimit>,
     /// For a relay's pool: new connections one at a time while they stall.
-    creation_gate: Option<CreationGate>,
+    pub(super) creation_gate: Option<CreationGate>,
+    /// A `lock_timeout` added to the start-up options ([`with_default_lock_timeout`]).
+    ///
+    /// [`with_default_lock_timeout`]: Self::with_default_lock_timeout
+    pub(super) lock_timeout: Option<std::time::Duration>,
+    /// Whether the options this connector adds were refused once (PgBouncer refuses any).
+    pub(super) options_refused: Refused,
 }
 
 impl fmt::Debug for PgConnector {
@@ -77,6 +84,8 @@ impl PgConnector {
             password_source: PasswordSource::Url,
             idle_limit: None,
             creation_gate: None,
+            lock_timeout: None,
+            options_refused: Refused::default(),
         })
     }
 
@@ -296,18 +305,16 @@ impl PgConnector {
                 .map_err(RawError::Password)?;
             pg.password(password.expose());
         }
-        let mut limited = pg.clone();
-        let connected = match self.idle_limit.as_ref().filter(|l| l.add_to(&mut limited)) {
-            None => connect_each(&pg, self.make_tls.connector(), per_attempt).await,
-            Some(limit) => {
-                match connect_each(&limited, self.make_tls.connector(), per_attempt).await {
-                    Err(AttemptError::Pg(e)) if limit.refused(&e) => {
-                        tracing::debug!(error = %crate::error_chain(&e),
-                        "the server refused idle_session_timeout at start-up; connecting without it");
-                        connect_each(&pg, self.make_tls.connector(), per_attempt).await
-                    }
-                    other => other,
+        let mut added = pg.clone();
+        let connected = if !self.add_options(&mut added) {
+            connect_each(&pg, self.make_tls.connector(), per_attempt).await
+        } else {
+            match connect_each(&added, self.make_tls.connector(), per_attempt).await {
+                Err(AttemptError::Pg(e)) if startup_options::refused_for_options(&e) => {
+                    self.options_refused(&e);
+                    connect_each(&pg, self.make_tls.connector(), per_attempt).await
                 }
+                other => other,
             }
         };
         connected.map_err(|e| match e {
@@ -316,83 +323,9 @@ impl PgConnector {
         })
     }
 
-    /// The same connector asking for `idle_session_timeout` at start-up once one of its
-    /// connections has shown that the server takes it (see `idle_limit.rs`): for the relay's own
-    /// connections, whose clones share what is learned.
-    /// Not when the connection string's `options` set `idle_session_timeout`: theirs stands.
-    pub(crate) fn limiting_idle_sessions(mut self) -> PgConnector {
-        if !self.sets_idle_limit_itself() {
-            self.idle_limit = Some(IdleLimit::new());
-        }
-        self
-    }
-
-    /// Whether the connection string's `options` set `idle_session_timeout`.
-    pub(crate) fn sets_idle_limit_itself(&self) -> bool {
-        self.pg
-            .get_options()
-            .is_some_and(super::idle_limit::sets_idle_session_timeout)
-    }
-
-    /// The same connector asking, in the start-up of each connection, for the server to end the
-    /// session once it has waited [`IDLE_SESSION_TIMEOUT`](crate::connect::IDLE_SESSION_TIMEOUT)
-    /// for a statement outside a transaction, unless the connection string's `options` set
-    /// `idle_session_timeout`. A start-up refused for it (PostgreSQL before 14, a pooler that
-    /// takes no start-up options, as PgBouncer) is made again without it, and the connector asks
-    /// no more. For a relay's one-off connections, its start-up checks say: should one stall
-    /// right after login (a middlebox holding its bytes), its session does not stay for good.
-    /// (The relay's pool and its own connections ask once a first connection has shown that the
-    /// server takes it, and never through a pooler.)
-    pub fn with_idle_session_limit(mut self) -> PgConnector {
-        if !self.sets_idle_limit_itself() {
-            self.idle_limit = Some(IdleLimit::asked_at_once());
-        }
-        self
-    }
-
     /// The gate of a [`relay_pool`](Self::relay_pool)'s new connections.
     pub(super) fn creation_gate(&self) -> Option<&CreationGate> {
         self.creation_gate.as_ref()
-    }
-
-    /// Records whether a connection of this connector had `idle_session_timeout` set on its
-    /// session (for one [`limiting_idle_sessions`](Self::limiting_idle_sessions)).
-    pub(crate) fn learn_idle_limit(&self, applied: bool) {
-        if let Some(limit) = &self.idle_limit {
-            limit.learn(applied);
-        }
-    }
-
-    /// The same connector with the server's `lock_timeout` set to `limit` for its sessions (an
-    /// `options` start-up setting), unless the connection string's `options` set one: a statement
-    /// waiting longer for a lock fails (SQLSTATE 55P03) instead of waiting as long as another
-    /// session holds it. For commands an operator waits for.
-    pub fn with_default_lock_timeout(mut self, limit: std::time::Duration) -> PgConnector {
-        let options = self.pg.get_options().unwrap_or_default();
-        if !options.contains("lock_timeout") {
-            let set = format!("-c lock_timeout={}", limit.as_millis().max(1));
-            let options = if options.is_empty() {
-                set
-            } else {
-                format!("{options} {set}")
-            };
-            self.pg.options(&options);
-        }
-        self
-    }
-
-    /// The same connector with `application_name` set, unless the connection string sets one.
-    pub fn with_default_application_name(mut self, name: &str) -> PgConnector {
-        // A name given in `options` (`-c application_name=…`) would lose to the start-up packet's
-        // (review).
-        let in_options = self
-            .pg
-            .get_options()
-            .is_some_and(|o| o.contains("application_name"));
-        if self.pg.get_application_name().is_none() && !in_options {
-            self.pg.application_name(name);
-        }
-        self
     }
 }
 

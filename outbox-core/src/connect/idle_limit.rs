@@ -37,20 +37,11 @@ impl IdleLimit {
         if self.0.load(Ordering::Relaxed) != AT_STARTUP {
             return false;
         }
-        let options = pg.get_options().unwrap_or_default();
-        if sets_idle_session_timeout(options) {
+        if sets_idle_session_timeout(pg.get_options().unwrap_or_default()) {
             return false;
         }
-        let set = format!(
-            "-c idle_session_timeout={}",
-            IDLE_SESSION_TIMEOUT.as_millis()
-        );
-        let options = if options.is_empty() {
-            set
-        } else {
-            format!("{options} {set}")
-        };
-        pg.options(&options);
+        let millis = IDLE_SESSION_TIMEOUT.as_millis().to_string();
+        super::startup_options::append(pg, "idle_session_timeout", &millis);
         true
     }
 
@@ -68,32 +59,17 @@ impl IdleLimit {
         self.0.store(state, Ordering::Relaxed);
     }
 
-    /// A start-up that asked for the setting was refused (`e`): unless the refusal is plainly
-    /// about something else (authentication, the database's name, connection slots, a server
-    /// shutting down or starting: classes 28, 3D, 53 and 57), forgets what was learned (the server
-    /// behind the address may have changed: an older one, a pooler, which do not all say so with
-    /// the same code) and says to try again without it. An error without the server's answer
-    /// (the network, TLS, a time-out) says nothing about the setting.
-    pub(crate) fn refused(&self, e: &tokio_postgres::Error) -> bool {
-        let Some(db) = e.as_db_error() else {
-            return false;
-        };
-        let class = db.code().code().get(..2).unwrap_or_default();
-        if ["28", "3D", "53", "57"].contains(&class) {
-            return false;
-        }
+    /// A start-up that asked for it was refused: nothing is known any more (the server behind
+    /// the address may have changed).
+    pub(crate) fn forget(&self) {
         self.0.store(UNKNOWN, Ordering::Relaxed);
-        true
     }
 }
 
 /// Whether start-up `options` set `idle_session_timeout`, in any of the spellings PostgreSQL
 /// takes (`-c idle_session_timeout=…`, `--idle-session-timeout=…`, any case: black-box run).
 pub(crate) fn sets_idle_session_timeout(options: &str) -> bool {
-    options
-        .to_ascii_lowercase()
-        .replace('-', "_")
-        .contains("idle_session_timeout")
+    super::startup_options::sets(options, "idle_session_timeout")
 }
 
 /// Sets [`IDLE_SESSION_TIMEOUT`] on `client`'s server session if it is the session of process
@@ -137,37 +113,6 @@ mod tests {
         assert!(options_after(&limit.clone(), None).0);
     }
 
-    /// A start-up refused for the option (as a server before 14 refuses an unknown setting) is
-    /// told from one refused for another reason (a role that does not exist): only the first
-    /// forgets what was learned and is tried again without it.
-    #[tokio::test]
-    async fn a_refusal_of_the_option_is_told_from_other_refusals() {
-        let refusal = |options: &'static str, user: &'static str| async move {
-            let mut pg = tokio_postgres::Config::new();
-            pg.host("127.0.0.1")
-                .port(5432)
-                .user(user)
-                .dbname("postgres");
-            pg.options(options);
-            match pg.connect(tokio_postgres::NoTls).await {
-                Ok(_) => panic!("{user} with {options:?} connected"),
-                Err(e) if e.as_db_error().is_none() => panic!(
-                    "PostgreSQL at 127.0.0.1:5432 did not answer ({e}); start it: \
-                     bash scripts/services.sh"
-                ),
-                Err(e) => e,
-            }
-        };
-        let limit = IdleLimit::new();
-        limit.learn(true);
-        let other = refusal("", "no_such_role_for_idle_limit").await;
-        assert!(!limit.refused(&other), "{other}");
-        assert!(options_after(&limit, None).0, "still known");
-        let unknown = refusal("-c no_such_setting.x=1 -c no_such_setting=1", "postgres").await;
-        assert!(limit.refused(&unknown), "{unknown}");
-        assert!(!options_after(&limit, None).0, "forgotten");
-    }
-
     #[test]
     fn the_connection_strings_options_are_kept_and_its_own_limit_wins() {
         let limit = IdleLimit::new();
@@ -188,5 +133,7 @@ mod tests {
             assert_eq!(options_after(&limit, Some(own)), (false, Some(own.into())));
         }
         assert!(options_after(&IdleLimit::asked_at_once(), None).0);
+        limit.forget();
+        assert!(!options_after(&limit, None).0, "forgotten");
     }
 }

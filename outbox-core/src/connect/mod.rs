@@ -18,6 +18,7 @@
 mod attempts;
 mod connect_config;
 mod connector;
+mod connector_options;
 mod creation_gate;
 mod describe;
 mod harden;
@@ -26,6 +27,7 @@ mod password;
 mod pool_connect;
 #[cfg(feature = "rds-iam")]
 mod rds_iam;
+mod startup_options;
 mod tls;
 mod tls_source;
 mod verifier;
