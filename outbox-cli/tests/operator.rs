@@ -686,6 +686,22 @@ async fn behind_a_pooler_that_refuses_start_up_options_the_commands_still_work()
             "{args:?}: {stderr}"
         );
     }
+    // The URL's own options: refused still, saying what to do.
+    let mut own = outbox(&db);
+    own.env(
+        "DATABASE_URL",
+        format!("{url}&options=-c%20lock_timeout%3D2s"),
+    )
+    .arg("stats");
+    let out = tokio::task::spawn_blocking(move || own.output().unwrap())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("remove them from the URL and set those settings for the role"),
+        "{stderr}"
+    );
     let mut relay = outbox(&db);
     relay
         .env("DATABASE_URL", &url)
@@ -699,4 +715,39 @@ async fn behind_a_pooler_that_refuses_start_up_options_the_commands_still_work()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("database ready"), "{stderr}");
+}
+
+/// Behind a pooler that drops start-up `options` without a word (PgBouncer with
+/// `ignore_startup_parameters = options`), a command warns that its lock bound is gone, where it
+/// waited as long as the lock was held, silently (black-box run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_pooler_that_drops_start_up_options_the_commands_say_their_lock_bound_is_gone() {
+    let db = TestDb::new().await;
+    let proxy = outbox_tests::BlackHoleProxy::start(db.server_addr()).await;
+    proxy.drop_startup_options();
+    let url = format!(
+        "postgres://postgres@{}/{}?sslmode=disable",
+        proxy.addr(),
+        db.name()
+    );
+    let mut command = outbox(&db);
+    command.env("DATABASE_URL", &url).arg("stats");
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("did not apply the start-up options")
+            && stderr.contains("without the 5000 ms bound"),
+        "{stderr}"
+    );
+    // Direct, the bound holds and nothing is said.
+    let out = outbox(&db).arg("stats").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -50,6 +50,12 @@ pub fn error_chain(error: &(dyn StdError + 'static)) -> String {
         if !cause_text.is_empty() && !already {
             text.push_str(": ");
             text.push_str(&cause_text);
+        } else if let Some(hint) = db.and_then(|db| db.hint().or_else(|| pooler_hint(db))) {
+            // The message was told already (our errors quote it), its hint not (black-box run:
+            // the pooler's hint never showed).
+            if !text.contains(hint) {
+                text.push_str(&format!(" (hint: {hint})"));
+            }
         }
         source = cause.source();
     }
@@ -169,6 +175,11 @@ mod tests {
             .unwrap_err();
         let text = error_chain(&e);
         assert!(text.contains("no_such_statement"), "{text}");
+        assert!(text.contains("max_prepared_statements"), "{text}");
+        // As the relay and the CLI report it: their error quotes the server's message already.
+        let ours = crate::Error::from(e);
+        let text = error_chain(&ours);
+        assert!(text.contains("SQLSTATE 26000"), "{text}");
         assert!(text.contains("max_prepared_statements"), "{text}");
         let other = client.batch_execute("SELECT 1/0").await.unwrap_err();
         assert!(!error_chain(&other).contains("pooler"));

@@ -36,6 +36,9 @@ pub struct BlackHoleProxy {
     /// Whether start-ups carrying `options` are refused (see
     /// [`BlackHoleProxy::refuse_startup_options`]).
     refuse_options: Arc<AtomicBool>,
+    /// Whether start-ups lose their `options` on the way (see
+    /// [`BlackHoleProxy::drop_startup_options`]).
+    drop_options: Arc<AtomicBool>,
     task: JoinHandle<()>,
 }
 
@@ -121,6 +124,8 @@ impl BlackHoleProxy {
         let renaming = Arc::clone(&rename);
         let refuse_options = Arc::new(AtomicBool::new(false));
         let refusing = Arc::clone(&refuse_options);
+        let drop_options = Arc::new(AtomicBool::new(false));
+        let dropping = Arc::clone(&drop_options);
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let flag = Arc::clone(&flag);
@@ -130,6 +135,7 @@ impl BlackHoleProxy {
                 let counting = Arc::clone(&counting);
                 let renaming = Arc::clone(&renaming);
                 let refusing = Arc::clone(&refusing);
+                let dropping = Arc::clone(&dropping);
                 tokio::spawn(async move {
                     let mut client = client;
                     if flag.load(Ordering::SeqCst) {
@@ -138,13 +144,16 @@ impl BlackHoleProxy {
                         std::future::pending::<()>().await;
                     }
                     let mut first = Vec::new();
-                    if refusing.load(Ordering::SeqCst) {
+                    let dropping = dropping.load(Ordering::SeqCst);
+                    if refusing.load(Ordering::SeqCst) || dropping {
                         let mut buf = vec![0u8; 16 * 1024];
                         let Ok(n) = client.read(&mut buf).await else {
                             return;
                         };
                         first.extend_from_slice(&buf[..n]);
-                        if first.windows(8).any(|w| w == b"options\0") {
+                        if dropping {
+                            first = without_options(&first);
+                        } else if first.windows(8).any(|w| w == b"options\0") {
                             let _ = client.write_all(&pooler_refusal()).await;
                             return;
                         }
@@ -185,6 +194,7 @@ impl BlackHoleProxy {
             open,
             rename,
             refuse_options,
+            drop_options,
             task,
         }
     }
@@ -249,6 +259,13 @@ impl BlackHoleProxy {
     /// contacted. For start-ups without TLS (`sslmode=disable`).
     pub fn refuse_startup_options(&self) {
         self.refuse_options.store(true, Ordering::SeqCst);
+    }
+
+    /// From now on new connections' start-ups reach the server without their `options`, as
+    /// PgBouncer passes them on when its `ignore_startup_parameters` lists `options`: the
+    /// settings in them are dropped without a word. For start-ups without TLS.
+    pub fn drop_startup_options(&self) {
+        self.drop_options.store(true, Ordering::SeqCst);
     }
 
     /// From now on each chunk a client sends reaches the server `delay` later (zero: at once), on
@@ -359,5 +376,31 @@ fn pooler_refusal() -> Vec<u8> {
     let len = u32::try_from(fields.len() + 4).expect("a short message");
     message.extend_from_slice(&len.to_be_bytes());
     message.extend_from_slice(&fields);
+    message
+}
+
+/// A start-up message (`length`, protocol version, then name and value strings up to an empty
+/// name) without its `options` parameter; anything else unchanged.
+fn without_options(startup: &[u8]) -> Vec<u8> {
+    if startup.len() < 8 {
+        return startup.to_vec();
+    }
+    let mut fields = startup[8..].split(|b| *b == 0);
+    let mut kept = startup[4..8].to_vec();
+    while let (Some(name), Some(value)) = (fields.next(), fields.next()) {
+        if name.is_empty() {
+            break;
+        }
+        if name != b"options" {
+            for part in [name, value] {
+                kept.extend_from_slice(part);
+                kept.push(0);
+            }
+        }
+    }
+    kept.push(0);
+    let len = u32::try_from(kept.len() + 4).expect("a short message");
+    let mut message = len.to_be_bytes().to_vec();
+    message.extend_from_slice(&kept);
     message
 }

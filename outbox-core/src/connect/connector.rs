@@ -206,7 +206,9 @@ impl PgConnector {
         })
     }
 
-    /// Opens one connection and drives it on a task.
+    /// Opens one connection and drives it on a task. With a
+    /// [default lock timeout](Self::with_default_lock_timeout), checks that the server applied it
+    /// (one round trip), warning when it did not (a pooler that drops start-up options).
     pub async fn connect_spawned(&self) -> Result<Client, Error> {
         let (client, connection) = self.connect().await?;
         tokio::spawn(async move {
@@ -214,6 +216,7 @@ impl PgConnector {
                 super::pool_connect::connection_ended(&e);
             }
         });
+        self.check_lock_timeout_applied(&client).await;
         Ok(client)
     }
 

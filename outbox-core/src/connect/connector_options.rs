@@ -35,7 +35,7 @@ impl PgConnector {
         if let Some(limit) = self.lock_timeout {
             // Once per connector: a command connects once.
             tracing::warn!(error = %crate::error_chain(e),
-                "the server (a pooler, such as PgBouncer?) refused start-up options: connecting without them, so statements here wait for locks without the {} ms bound; set lock_timeout for the role or in the URL's options where the pooler takes them",
+                "the server (a pooler, such as PgBouncer?) refused start-up options: connecting without them, so statements here wait for locks without the {} ms bound; set lock_timeout for the role instead (ALTER ROLE … SET lock_timeout = …)",
                 limit.as_millis());
         } else {
             tracing::debug!(error = %crate::error_chain(e),
@@ -111,5 +111,36 @@ impl PgConnector {
             self.pg.application_name(name);
         }
         self
+    }
+
+    /// After a start-up that carried this connector's `lock_timeout` (on `client`, its
+    /// connection driven): whether the server applied it. A pooler told to ignore start-up
+    /// options (PgBouncer's `ignore_startup_parameters = options`) drops them without a word
+    /// (black-box run: the commands' lock bound was gone, silently). Not applied: a warning, and
+    /// the connector adds no more options. A value the role sets itself counts as applied.
+    pub(super) async fn check_lock_timeout_applied(&self, client: &tokio_postgres::Client) {
+        let Some(limit) = self.lock_timeout else {
+            return;
+        };
+        if self.options_refused.get() {
+            return;
+        }
+        // Not prepared: a pooler in transaction mode may not keep prepared statements.
+        let shown = client.simple_query("SHOW lock_timeout");
+        let value = match tokio::time::timeout(self.attempt_timeout(), shown).await {
+            Ok(Ok(messages)) => messages.into_iter().find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+                _ => None,
+            }),
+            // The command's own statements will meet whatever this met.
+            _ => return,
+        };
+        if value.as_deref() == Some("0") {
+            self.options_refused.set();
+            tracing::warn!(
+                "the server did not apply the start-up options (a pooler ignoring them, such as PgBouncer with ignore_startup_parameters = options?): statements here wait for locks without the {} ms bound; set lock_timeout for the role instead (ALTER ROLE … SET lock_timeout = …)",
+                limit.as_millis()
+            );
+        }
     }
 }

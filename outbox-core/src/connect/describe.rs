@@ -89,6 +89,14 @@ fn server_reason(code: &SqlState, message: &str, mode: SslMode, source: Password
         }
         return format!("access refused: {text}");
     }
+    if text.contains("unsupported startup parameter: options") {
+        // The connector's own settings were left out already: these are the URL's (black-box
+        // run: no word on what to do).
+        text.push_str(
+            " (a pooler, such as PgBouncer, refuses the connection string's `options`: remove \
+             them from the URL and set those settings for the role instead, `ALTER ROLE … SET …`)",
+        );
+    }
     format!("the server said: {text}")
 }
 

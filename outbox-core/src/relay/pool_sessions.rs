@@ -141,7 +141,7 @@ pub(crate) fn end_later(pool: Pool, sessions: Vec<Session>) {
         }
         if let (false, Some(e)) = (left.is_empty(), failed) {
             tracing::warn!(error = %crate::error_chain(&e), left = left.len(),
-                "could not end the server sessions of pool connections closed after a stall; the server ends them once idle a minute (idle_session_timeout, on the relay's own connections from PostgreSQL 14) or once its TCP time-outs notice");
+                "could not end the server sessions of pool connections closed after a stall; the server ends them once idle for its idle_session_timeout (a minute unless the connection string sets another; on the relay's own connections from PostgreSQL 14) or once its TCP time-outs notice");
         }
     });
 }

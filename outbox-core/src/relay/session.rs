@@ -228,7 +228,7 @@ impl Session {
             ),
             Ok(false) => tracing::debug!(pid = self.pid, "the stalled {what}'s session had ended"),
             Err(e) => tracing::warn!(pid = self.pid, error = %crate::error_chain(&e),
-                "could not end the server session of the stalled {what}; the server ends it once idle a minute (idle_session_timeout, on the relay's own connections from PostgreSQL 14) or once its TCP time-outs notice"),
+                "could not end the server session of the stalled {what}; the server ends it once idle for its idle_session_timeout (a minute unless the connection string sets another; on the relay's own connections from PostgreSQL 14) or once its TCP time-outs notice"),
         }
     }
 }
@@ -256,7 +256,7 @@ pub(crate) async fn end_at_shutdown(connector: &PgConnector, session: Option<Ses
         Err(_) => format!("no connection within {} s", ANSWER_WITHIN.as_secs()),
     };
     tracing::warn!(pid = session.pid, error = %failed,
-        "stopping: could not end the server session of the {what}, which had not answered; the server ends it once idle a minute (idle_session_timeout, on the relay's own connections from PostgreSQL 14) or once its TCP time-outs notice");
+        "stopping: could not end the server session of the {what}, which had not answered; the server ends it once idle for its idle_session_timeout (a minute unless the connection string sets another; on the relay's own connections from PostgreSQL 14) or once its TCP time-outs notice");
 }
 
 /// `statement`'s answer, or a time-out error saying that `what` (a connection) did not answer

@@ -283,7 +283,7 @@ impl Watch<'_> {
                     Err(e) => {
                         answered = false;
                         tracing::warn!(error = %crate::error_chain(&e),
-                        "could not end the server session of the stalled {what}; the server ends it once idle a minute (idle_session_timeout, on the relay's own connections from PostgreSQL 14) or once its TCP time-outs notice");
+                        "could not end the server session of the stalled {what}; the server ends it once idle for its idle_session_timeout (a minute unless the connection string sets another; on the relay's own connections from PostgreSQL 14) or once its TCP time-outs notice");
                         Some(Stall::Idle {
                             idle: idle.waited,
                             ended: false,
