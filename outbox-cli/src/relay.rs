@@ -287,7 +287,12 @@ async fn check_database(
             // Fail now on a wrong LISTEN URL (unreachable, or another database: NOTIFY is per
             // database) rather than fall back to polling in silence.
             // Its own connection (within the connect timeout), then a round trip on each.
-            let checked = outbox_core::check_listen_connection(&client, &listen);
+            // Named, and ending itself should it stall (black-box run: left for good).
+            let listening = listen
+                .clone()
+                .with_default_application_name(outbox_core::LISTENER_APPLICATION_NAME)
+                .with_idle_session_limit();
+            let checked = outbox_core::check_listen_connection(&client, &listening);
             answered(connector, within.saturating_mul(2), checked)
                 .await?
                 .map_err(|e| format!("--listen-url: {}", outbox_core::error_chain(&e)))?;

@@ -723,22 +723,58 @@ fn a_signal_during_start_up_stops_the_relay_cleanly() {
 /// The start-up checks' connection stalling right after login (a middlebox holding its bytes,
 /// both sockets open): the relay exits 1 within its connect timeout, saying so, and the session
 /// it leaves ends itself within a minute. Before, it waited for ever without a word, and each
-/// try left an unnamed session for good (black-box run).
+/// try left an unnamed session for good (black-box run). The same for the `--listen-url` check's
+/// connection, which was said to point elsewhere, its session left for good (black-box recheck).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_start_up_check_stalled_after_login_fails_within_the_connect_timeout() {
     let db = outbox_tests::TestDb::new().await;
-    let proxy = outbox_tests::BlackHoleProxy::start(db.server_addr()).await;
+    let checks = outbox_tests::BlackHoleProxy::start(db.server_addr()).await;
     // The checks' first statement never arrives; the start-up before it passes.
-    proxy.catch_first_sending(b"pg_is_in_recovery()");
-    let url = format!(
-        "postgres://postgres@{}/{}?sslmode=disable&connect_timeout=2",
-        proxy.addr(),
-        db.name()
+    checks.catch_first_sending(b"pg_is_in_recovery()");
+    let listening = outbox_tests::BlackHoleProxy::start(db.server_addr()).await;
+    listening.catch_first_sending(b"LISTEN outbox_listen_check");
+    let via = |proxy: &outbox_tests::BlackHoleProxy| {
+        format!(
+            "postgres://postgres@{}/{}?sslmode=disable&connect_timeout=2",
+            proxy.addr(),
+            db.name()
+        )
+    };
+    let err = exits_1_within_6_s(relay_cmd(&via(&checks))).await;
+    assert!(
+        err.contains("did not answer the relay's start-up checks within 2 s of login"),
+        "{err}"
     );
-    let mut child = relay_cmd(&url)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut cmd = relay_cmd(&via(&checks));
+    cmd.env("DATABASE_URL", db.url())
+        .args(["--listen-url", &via(&listening)]);
+    let err = exits_1_within_6_s(cmd).await;
+    assert!(err.contains("did not answer its LISTEN within 2s"), "{err}");
+    let mut left = Vec::new();
+    for name in [
+        outbox_core::RELAY_APPLICATION_NAME,
+        outbox_core::LISTENER_APPLICATION_NAME,
+    ] {
+        let named = db.sessions_named(name).await;
+        assert_eq!(
+            named.len(),
+            1,
+            "the stalled session named {name}: {named:?}"
+        );
+        left.extend(named);
+    }
+    let limit = outbox_core::connect::IDLE_SESSION_TIMEOUT + Duration::from_secs(15);
+    let ended = outbox_tests::eventually(limit, async || {
+        let now = db.session_pids().await;
+        !left.iter().any(|pid| now.contains(pid))
+    })
+    .await;
+    assert!(ended, "a stalled session is still there: {left:?}");
+}
+
+/// Runs `cmd`, which must exit 1 within 6 s (killed after 10 s); its stderr.
+async fn exits_1_within_6_s(mut cmd: Command) -> String {
+    let mut child = cmd.stderr(std::process::Stdio::piped()).spawn().unwrap();
     let started = std::time::Instant::now();
     let exited = outbox_tests::eventually(Duration::from_secs(10), async || {
         child.try_wait().unwrap().is_some()
@@ -748,30 +784,9 @@ async fn a_start_up_check_stalled_after_login_fails_within_the_connect_timeout()
         let _ = child.kill();
     }
     let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(exited, "still waiting after 10 s: {err}");
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(started.elapsed() < Duration::from_secs(6), "{err}");
-    assert!(
-        err.contains("did not answer the relay's start-up checks within 2 s of login"),
-        "{err}"
-    );
-    let left: Vec<i32> = db
-        .connect()
-        .await
-        .query(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
-             AND application_name = $1",
-            &[&outbox_core::RELAY_APPLICATION_NAME],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    assert_eq!(left.len(), 1, "the stalled session, named: {left:?}");
-    let limit = outbox_core::connect::IDLE_SESSION_TIMEOUT + Duration::from_secs(15);
-    let ended =
-        outbox_tests::eventually(limit, async || !db.session_pids().await.contains(&left[0])).await;
-    assert!(ended, "the stalled session is still there");
+    err
 }

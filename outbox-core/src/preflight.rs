@@ -237,9 +237,11 @@ pub async fn check_listen_connection(
             }
         }
     });
+    let listening = std::sync::atomic::AtomicBool::new(false);
     let check = async {
         // The channel is ours (letters, digits, underscores): no quoting needed.
         client.batch_execute(&format!("LISTEN {channel}")).await?;
+        listening.store(true, std::sync::atomic::Ordering::Relaxed);
         notify_via
             .execute("SELECT pg_notify($1::text, 'check')", &[&channel])
             .await?;
@@ -255,6 +257,17 @@ pub async fn check_listen_connection(
     match result {
         Ok(Ok(true)) => Ok(()),
         Ok(Err(e)) => Err(e),
+        // Not even its LISTEN answered: a stall, not a wrong address (black-box run: it said the
+        // URL pointed elsewhere).
+        Err(_) if !listening.load(std::sync::atomic::Ordering::Relaxed) => Err(Error::new(
+            ErrorKind::Database,
+            format!(
+                "the LISTEN connection ({}) did not answer its LISTEN within \
+                 {LISTEN_CHECK_TIMEOUT:?} of login: the connection stalled (a proxy or middlebox \
+                 holding it?) or the server is overloaded",
+                listen.target()
+            ),
+        )),
         Ok(Ok(false)) | Err(_) => Err(config(format!(
             "the LISTEN connection ({}) does not hear notifications sent through the relay's \
              database connection within {LISTEN_CHECK_TIMEOUT:?}: it points at another database \

@@ -106,18 +106,7 @@ async fn a_connection_strings_own_idle_session_timeout_stands() {
 
 /// The pids of the sessions named as a relay pool's.
 async fn pool_sessions(db: &TestDb) -> Vec<i32> {
-    db.connect()
-        .await
-        .query(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
-             AND application_name = $1",
-            &[&outbox_core::RELAY_APPLICATION_NAME],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect()
+    db.sessions_named(outbox_core::RELAY_APPLICATION_NAME).await
 }
 
 /// Behind a pooler (start-ups name another process than the session that answers, as

@@ -207,7 +207,10 @@ async fn while_new_connections_stall_the_pool_opens_them_one_at_a_time() {
         .unwrap();
     let running = RunningRelay::start(&relay);
     tokio::time::sleep(Duration::from_secs(25)).await;
-    let sessions = named_sessions(&db).await;
+    let sessions = db
+        .sessions_named(outbox_core::RELAY_APPLICATION_NAME)
+        .await
+        .len();
     // The first workers' connections at once (4), then one at a time: one each 5 s (its bound)
     // and the pause after it.
     assert!(
@@ -222,18 +225,4 @@ async fn while_new_connections_stall_the_pool_opens_them_one_at_a_time() {
     .await;
     running.stop().await;
     assert!(published, "not published once new connections answered");
-}
-
-/// How many sessions named as a relay pool's the test's database has.
-async fn named_sessions(db: &TestDb) -> i64 {
-    db.connect()
-        .await
-        .query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-             AND application_name = $1",
-            &[&outbox_core::RELAY_APPLICATION_NAME],
-        )
-        .await
-        .unwrap()
-        .get(0)
 }

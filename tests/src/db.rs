@@ -264,12 +264,29 @@ impl TestDb {
     /// The process ids of the server sessions on this database, seen from a new connection (not
     /// counted).
     pub async fn session_pids(&self) -> Vec<i32> {
+        self.session_pids_where("true", &[]).await
+    }
+
+    /// The process ids of this database's sessions named `application_name`.
+    pub async fn sessions_named(&self, application_name: &str) -> Vec<i32> {
+        self.session_pids_where("application_name = $1", &[&application_name])
+            .await
+    }
+
+    /// The process ids of this database's other sessions that match `condition`.
+    async fn session_pids_where(
+        &self,
+        condition: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Vec<i32> {
         self.connect()
             .await
             .query(
-                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
-                 AND pid <> pg_backend_pid()",
-                &[],
+                &format!(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
+                     AND pid <> pg_backend_pid() AND {condition}"
+                ),
+                params,
             )
             .await
             .expect("read pg_stat_activity")
