@@ -15,9 +15,12 @@ pub async fn run(
     if let Some(inbox) = inbox_older_than {
         outbox_core::check_inbox_retention(inbox).map_err(usage)?;
     }
-    let client = db::connect_bounded(url).await?;
+    let conn = db::connect_bounded(url).await?;
+    let client = conn.client();
     if let Some(older_than) = older_than {
-        let deleted = outbox_core::cleanup(&client, older_than).await?;
+        let deleted = conn
+            .answer(outbox_core::cleanup(client, older_than))
+            .await??;
         out!(
             "deleted {deleted} processed events older than {}",
             crate::duration::display(older_than)
@@ -25,7 +28,8 @@ pub async fn run(
         // After a conversion to partitions, the plain table's published rows are elsewhere: a
         // black-box run read "deleted 0" as nothing left. Best effort: a role that may not read
         // the partitioning's settings just goes without the line.
-        if let Ok(Some(partitions)) = outbox_core::partition::partition_stats(&client).await {
+        let partitions = conn.answer(outbox_core::partition::partition_stats(client));
+        if let Ok(Ok(Some(partitions))) = partitions.await {
             if partitions.legacy_table {
                 out!(
                     "outbox_events_legacy, the published rows of the table converted to \
@@ -36,7 +40,9 @@ pub async fn run(
         }
     }
     if let Some(older_than) = inbox_older_than {
-        let deleted = outbox_core::cleanup_inbox(&client, older_than).await?;
+        let deleted = conn
+            .answer(outbox_core::cleanup_inbox(client, older_than))
+            .await??;
         out!(
             "deleted {deleted} inbox records (processed_events) older than {}",
             crate::duration::display(older_than)

@@ -5,7 +5,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use outbox_core::{ConnectConfig, PgConnector};
+use outbox_core::{ConnectConfig, PgConnector, WatchedClient};
 
 use crate::{Failure, usage};
 
@@ -80,12 +80,22 @@ pub async fn connect(url: Option<&str>) -> Result<tokio_postgres::Client, Failur
         .await?)
 }
 
-/// [`connect`], its statements waiting at most [`LOCK_WAIT`] for a lock.
-pub async fn connect_bounded(url: Option<&str>) -> Result<tokio_postgres::Client, Failure> {
-    let connector = connector(url).await?;
-    Ok(connector
+/// What errors and the log call the connection of `stats`, `dead-letters`, `cleanup` and
+/// `partitions list`.
+pub const WATCHED_CONNECTION: &str = "outbox-cli connection";
+
+/// One connection for `stats`, `dead-letters`, `cleanup` and `partitions list`: its statements wait
+/// at most [`LOCK_WAIT`] for a lock, and are watched from another connection while an answer takes
+/// long ([`WatchedClient::answer`]): one stalled after login (a middlebox holding its bytes, a
+/// server that stopped answering) hung the command for ever without a word, its server session
+/// left behind (black-box run). Should even that fail, the session ends itself once idle for the
+/// server's `idle_session_timeout`, asked for at start-up (PostgreSQL 14 and later; not through a
+/// pooler; unless the URL's `options` set one).
+pub async fn connect_bounded(url: Option<&str>) -> Result<WatchedClient, Failure> {
+    let connector = connector(url)
+        .await?
         .with_default_application_name(CLI_APPLICATION_NAME)
         .with_default_lock_timeout(LOCK_WAIT)
-        .connect_spawned()
-        .await?)
+        .with_idle_session_limit();
+    Ok(WatchedClient::connect(&connector, WATCHED_CONNECTION).await?)
 }

@@ -39,11 +39,16 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             limit,
             json,
         } => {
-            let client = db::connect_bounded(url).await?;
+            let conn = db::connect_bounded(url).await?;
             // One more than asked: whether there are more to say so.
-            let mut rows =
-                outbox_core::list_dead_letters(&client, &filter(&args), limit.saturating_add(1))
-                    .await?;
+            let asked = limit.saturating_add(1);
+            let mut rows = conn
+                .answer(outbox_core::list_dead_letters(
+                    conn.client(),
+                    &filter(&args),
+                    asked,
+                ))
+                .await??;
             let more = usize::try_from(limit).is_ok_and(|limit| rows.len() > limit);
             rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
             let note = format!(
@@ -91,8 +96,10 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
         }
         DeadLettersCommand::Retry(args) => {
             let f = selection(&args)?;
-            let client = db::connect_bounded(url).await?;
-            let ids = outbox_core::retry_dead_letters(&client, &f).await?;
+            let conn = db::connect_bounded(url).await?;
+            let ids = conn
+                .answer(outbox_core::retry_dead_letters(conn.client(), &f))
+                .await??;
             out!("retried {}", dead_letters(ids.len()));
             for id in &ids {
                 out!("{id}");
@@ -104,10 +111,12 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             if !yes {
                 refuse_without_terminal()?;
             }
-            let client = db::connect_bounded(url).await?;
+            let mut conn = db::connect_bounded(url).await?;
             // The ids are captured now: the purge deletes exactly these, not whatever matches the
             // filter by the time the operator answers.
-            let ids = outbox_core::dead_letter_ids(&client, &f).await?;
+            let ids = conn
+                .answer(outbox_core::dead_letter_ids(conn.client(), &f))
+                .await??;
             if ids.is_empty() {
                 out!("no dead letters match; nothing deleted");
                 return unmatched(&select.ids, &ids);
@@ -115,7 +124,7 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             // Named ids that are not dead letters fail the command before anything is deleted.
             unmatched(&select.ids, &ids)?;
             if !yes {
-                show_purge(&client, &ids).await?;
+                conn.answer(show_purge(conn.client(), &ids)).await??;
                 if !confirm(&format!(
                     "delete {} for good?",
                     match ids.len() {
@@ -126,8 +135,15 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
                     out!("nothing deleted");
                     return Ok(());
                 }
+                // The server ends a session idle for its idle_session_timeout (asked for at
+                // start-up): an operator may take longer to answer.
+                if conn.client().is_closed() {
+                    conn = db::connect_bounded(url).await?;
+                }
             }
-            let purged = outbox_core::purge_dead_letter_ids(&client, &ids).await?;
+            let purged = conn
+                .answer(outbox_core::purge_dead_letter_ids(conn.client(), &ids))
+                .await??;
             out!("purged {}", dead_letters(purged.len()));
             if purged.len() < ids.len() {
                 out!(

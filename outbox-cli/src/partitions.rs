@@ -13,14 +13,6 @@ const NOT_PARTITIONED: &str =
 
 /// Runs one partition command.
 pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failure> {
-    // `maintain` bounds its own lock waits (a drain's lock timeout, the settle timeout).
-    let client = match cmd {
-        PartitionsCommand::Maintain { .. } => db::connect(url).await?,
-        PartitionsCommand::List { .. } => db::connect_bounded(url).await?,
-    };
-    if partition::layout(&client).await?.is_none() {
-        return Err(NOT_PARTITIONED.into());
-    }
     match cmd {
         PartitionsCommand::Maintain {
             retention,
@@ -28,6 +20,9 @@ pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failur
             settle_timeout,
             json,
         } => {
+            // It bounds its own lock waits (a drain's lock timeout, the settle timeout).
+            let client = db::connect(url).await?;
+            partitioned(&client).await?;
             let options = MaintainOptions::new()
                 .retention(retention)
                 .drain_lock_timeout(drain_lock_timeout)
@@ -64,7 +59,14 @@ pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failur
             }
         }
         PartitionsCommand::List { json } => {
-            let list = partition::list_partitions(&client).await?;
+            let conn = db::connect_bounded(url).await?;
+            let client = conn.client();
+            let list = conn
+                .answer(async {
+                    partitioned(client).await?;
+                    Ok::<_, Failure>(partition::list_partitions(client).await?)
+                })
+                .await??;
             if json {
                 out!("{}", serde_json::to_string_pretty(&list)?);
                 return Ok(());
@@ -100,4 +102,12 @@ pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failur
         }
     }
     Ok(())
+}
+
+/// Fails with [`NOT_PARTITIONED`] on the plain layout.
+async fn partitioned(client: &tokio_postgres::Client) -> Result<(), Failure> {
+    match partition::layout(client).await? {
+        Some(_) => Ok(()),
+        None => Err(NOT_PARTITIONED.into()),
+    }
 }

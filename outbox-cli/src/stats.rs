@@ -5,9 +5,15 @@ use crate::{Failure, db};
 
 /// Prints the outbox's state as a table or JSON.
 pub async fn run(url: Option<&str>, json: bool) -> Result<(), Failure> {
-    let client = db::connect_bounded(url).await?;
-    let s = outbox_core::stats(&client).await?;
-    let partitions = outbox_core::partition::partition_stats(&client).await?;
+    let conn = db::connect_bounded(url).await?;
+    let client = conn.client();
+    let (s, partitions) = conn
+        .answer(async {
+            let s = outbox_core::stats(client).await?;
+            let partitions = outbox_core::partition::partition_stats(client).await?;
+            Ok::<_, outbox_core::Error>((s, partitions))
+        })
+        .await??;
     if json {
         let mut value = serde_json::to_value(&s)?;
         if let (Some(p), Some(object)) = (&partitions, value.as_object_mut()) {

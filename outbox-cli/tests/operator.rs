@@ -675,9 +675,7 @@ async fn behind_a_pooler_that_refuses_start_up_options_the_commands_still_work()
     ] {
         let mut command = outbox(&db);
         command.env("DATABASE_URL", &url).args(args);
-        let out = tokio::task::spawn_blocking(move || command.output().unwrap())
-            .await
-            .unwrap();
+        let out = output_of(command).await;
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
         assert!(
@@ -693,9 +691,7 @@ async fn behind_a_pooler_that_refuses_start_up_options_the_commands_still_work()
         format!("{url}&options=-c%20lock_timeout%3D2s"),
     )
     .arg("stats");
-    let out = tokio::task::spawn_blocking(move || own.output().unwrap())
-        .await
-        .unwrap();
+    let out = output_of(own).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -710,9 +706,7 @@ async fn behind_a_pooler_that_refuses_start_up_options_the_commands_still_work()
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test");
-    let out = tokio::task::spawn_blocking(move || relay.output().unwrap())
-        .await
-        .unwrap();
+    let out = output_of(relay).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("database ready"), "{stderr}");
 }
@@ -732,9 +726,7 @@ async fn behind_a_pooler_that_drops_start_up_options_the_commands_say_their_lock
     );
     let mut command = outbox(&db);
     command.env("DATABASE_URL", &url).arg("stats");
-    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
-        .await
-        .unwrap();
+    let out = output_of(command).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
@@ -749,5 +741,123 @@ async fn behind_a_pooler_that_drops_start_up_options_the_commands_say_their_lock
         out.stderr.is_empty(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs `cmd` off the async runtime: its output.
+async fn output_of(mut cmd: Command) -> std::process::Output {
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// Runs `cmd`, which must exit 1 within `limit` (killed at twice that): its stderr.
+async fn fails_within(mut cmd: Command, limit: Duration) -> String {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = collect(child.stderr.take().unwrap());
+    let started = Instant::now();
+    let exited =
+        outbox_tests::eventually(2 * limit, async || child.try_wait().unwrap().is_some()).await;
+    if !exited {
+        let _ = child.kill();
+    }
+    let status = child.wait().unwrap();
+    let took = started.elapsed();
+    // The collecting thread reads to the end.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let err = err.lock().unwrap().clone();
+    assert!(exited, "still running after {took:?}: {err}");
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(took < limit, "took {took:?}: {err}");
+    err
+}
+
+/// The URL of `db` through `proxy`, without TLS.
+fn via(proxy: &outbox_tests::BlackHoleProxy, db: &TestDb) -> String {
+    format!(
+        "postgres://postgres@{}/{}?sslmode=disable&connect_timeout=2",
+        proxy.addr(),
+        db.name()
+    )
+}
+
+/// A one-off command whose connection stalls after login (a middlebox holding its bytes, both
+/// sockets open) fails within seconds, saying so, and its server session is ended. Before, `outbox
+/// stats` waited for ever without a word, its session left behind (black-box run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_whose_connection_stalls_fails_and_its_session_is_ended() {
+    let db = TestDb::new().await;
+    let proxy = outbox_tests::BlackHoleProxy::start(db.server_addr()).await;
+    // The statistics' statement never arrives; the connections after it pass.
+    proxy.catch_first_sending(b"AS blocked_aggregates");
+    let mut stats = outbox(&db);
+    stats.env("DATABASE_URL", via(&proxy, &db)).arg("stats");
+    let err = fails_within(stats, Duration::from_secs(20)).await;
+    assert!(
+        err.contains("the outbox-cli connection stopped answering")
+            && err.contains("while the connection waited for an answer (ended now)"),
+        "{err}"
+    );
+    let ended = outbox_tests::eventually(Duration::from_secs(5), async || {
+        db.sessions_named("outbox-cli").await.is_empty()
+    })
+    .await;
+    assert!(ended, "left: {:?}", db.sessions_named("outbox-cli").await);
+}
+
+/// A command whose connection stalls right after login fails within its connect timeout and 5 s
+/// (it waited for ever); one whose every connection stalls mid-command (the server or the network
+/// to it) fails once no other connection could look at its session for 30 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_fails_when_no_connection_answers() {
+    let db = TestDb::new().await;
+    let at_login = outbox_tests::BlackHoleProxy::start(db.server_addr()).await;
+    at_login.catch_first_sending(b"SHOW lock_timeout");
+    let mut stats = outbox(&db);
+    stats.env("DATABASE_URL", via(&at_login, &db)).arg("stats");
+    let err = fails_within(stats, Duration::from_secs(12)).await;
+    assert!(
+        err.contains("the outbox-cli connection did not answer within 5 s"),
+        "{err}"
+    );
+
+    let frozen = outbox_tests::BlackHoleProxy::start(db.server_addr()).await;
+    frozen.catch_first_sending(b"AS blocked_aggregates");
+    let mut stats = outbox(&db);
+    stats.env("DATABASE_URL", via(&frozen, &db)).arg("stats");
+    let (err, ()) = tokio::join!(fails_within(stats, Duration::from_secs(55)), async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        frozen.black_hole();
+    });
+    assert!(
+        err.contains("no other connection could look at its server session for 3"),
+        "{err}"
+    );
+}
+
+/// Against a server that does not know `idle_session_timeout` (PostgreSQL 13 and older refuse it
+/// at start-up), the commands connect without it and keep their lock bound, without a word.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_idle_session_timeout_keeps_the_commands_lock_bound() {
+    let db = TestDb::new().await;
+    let proxy = outbox_tests::BlackHoleProxy::start(db.server_addr()).await;
+    proxy.refuse_idle_session_timeout();
+    let mut stats = outbox(&db);
+    stats.env("DATABASE_URL", via(&proxy, &db)).arg("stats");
+    let out = output_of(stats).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    let _holder = lock_the_table(&db).await;
+    let mut stats = outbox(&db);
+    stats.env("DATABASE_URL", via(&proxy, &db)).arg("stats");
+    let err = fails_within(stats, Duration::from_secs(15)).await;
+    assert!(
+        err.contains("hint: another session holds a lock on the outbox's tables"),
+        "{err}"
     );
 }

@@ -99,6 +99,7 @@ pub use chain::{error_chain, redact_signed_request};
 pub use client::GenericClient;
 pub use connect::{
     ConnectConfig, Password, PasswordProvider, PgConnection, PgConnector, RootCerts, SslMode, Tls,
+    WatchedClient,
 };
 pub use dead_letters::{
     DeadLetter, DeadLetterFilter, PURGE_BATCH_SIZE, dead_letter_ids, list_dead_letters,

@@ -19,6 +19,7 @@ pub mod publishers;
 pub mod running;
 #[cfg(feature = "sqs")]
 pub mod sqs;
+mod startup_packet;
 
 pub use db::{LAYOUT_ENV, TestDb};
 pub use delay_proxy::DelayProxy;

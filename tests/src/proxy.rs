@@ -3,13 +3,15 @@
 //! It can also hold what the client sends for a while, as a slow link or a busy server would.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
+
+use crate::startup_packet;
 
 /// Bytes whose first sender's answers are held, and for how long.
 type Held = (Vec<u8>, Duration);
@@ -35,7 +37,7 @@ pub struct BlackHoleProxy {
     rename: Arc<AtomicBool>,
     /// Whether start-ups carrying `options` are refused (see
     /// [`BlackHoleProxy::refuse_startup_options`]).
-    refuse_options: Arc<AtomicBool>,
+    refuse_options: Arc<AtomicU8>,
     /// Whether start-ups lose their `options` on the way (see
     /// [`BlackHoleProxy::drop_startup_options`]).
     drop_options: Arc<AtomicBool>,
@@ -122,7 +124,7 @@ impl BlackHoleProxy {
         let counting = Arc::clone(&open);
         let rename = Arc::new(AtomicBool::new(false));
         let renaming = Arc::clone(&rename);
-        let refuse_options = Arc::new(AtomicBool::new(false));
+        let refuse_options = Arc::new(AtomicU8::new(startup_packet::REFUSE_NONE));
         let refusing = Arc::clone(&refuse_options);
         let drop_options = Arc::new(AtomicBool::new(false));
         let dropping = Arc::clone(&drop_options);
@@ -145,16 +147,17 @@ impl BlackHoleProxy {
                     }
                     let mut first = Vec::new();
                     let dropping = dropping.load(Ordering::SeqCst);
-                    if refusing.load(Ordering::SeqCst) || dropping {
+                    let refusing = refusing.load(Ordering::SeqCst);
+                    if refusing != startup_packet::REFUSE_NONE || dropping {
                         let mut buf = vec![0u8; 16 * 1024];
                         let Ok(n) = client.read(&mut buf).await else {
                             return;
                         };
                         first.extend_from_slice(&buf[..n]);
                         if dropping {
-                            first = without_options(&first);
-                        } else if first.windows(8).any(|w| w == b"options\0") {
-                            let _ = client.write_all(&pooler_refusal()).await;
+                            first = startup_packet::without_options(&first);
+                        } else if let Some(refusal) = startup_packet::refusal(refusing, &first) {
+                            let _ = client.write_all(&refusal).await;
                             return;
                         }
                     }
@@ -258,7 +261,14 @@ impl BlackHoleProxy {
     /// refuses them (`FATAL 08P01 unsupported startup parameter: options`), before the server is
     /// contacted. For start-ups without TLS (`sslmode=disable`).
     pub fn refuse_startup_options(&self) {
-        self.refuse_options.store(true, Ordering::SeqCst);
+        (self.refuse_options).store(startup_packet::REFUSE_OPTIONS, Ordering::SeqCst);
+    }
+
+    /// From now on new connections whose start-up asks for `idle_session_timeout` are refused as
+    /// PostgreSQL 13 and older refuse them (`FATAL 42704 unrecognized configuration parameter
+    /// "idle_session_timeout"`), before the server is contacted. For start-ups without TLS.
+    pub fn refuse_idle_session_timeout(&self) {
+        (self.refuse_options).store(startup_packet::REFUSE_IDLE_LIMIT, Ordering::SeqCst);
     }
 
     /// From now on new connections' start-ups reach the server without their `options`, as
@@ -356,51 +366,4 @@ async fn pump(
     }
     let _keep = (from, to);
     std::future::pending::<()>().await;
-}
-
-/// PgBouncer's answer to a start-up carrying `options`: an `ErrorResponse`.
-fn pooler_refusal() -> Vec<u8> {
-    let mut fields = Vec::new();
-    for (code, value) in [
-        (b'S', "FATAL"),
-        (b'V', "FATAL"),
-        (b'C', "08P01"),
-        (b'M', "unsupported startup parameter: options"),
-    ] {
-        fields.push(code);
-        fields.extend_from_slice(value.as_bytes());
-        fields.push(0);
-    }
-    fields.push(0);
-    let mut message = vec![b'E'];
-    let len = u32::try_from(fields.len() + 4).expect("a short message");
-    message.extend_from_slice(&len.to_be_bytes());
-    message.extend_from_slice(&fields);
-    message
-}
-
-/// A start-up message (`length`, protocol version, then name and value strings up to an empty
-/// name) without its `options` parameter; anything else unchanged.
-fn without_options(startup: &[u8]) -> Vec<u8> {
-    if startup.len() < 8 {
-        return startup.to_vec();
-    }
-    let mut fields = startup[8..].split(|b| *b == 0);
-    let mut kept = startup[4..8].to_vec();
-    while let (Some(name), Some(value)) = (fields.next(), fields.next()) {
-        if name.is_empty() {
-            break;
-        }
-        if name != b"options" {
-            for part in [name, value] {
-                kept.extend_from_slice(part);
-                kept.push(0);
-            }
-        }
-    }
-    kept.push(0);
-    let len = u32::try_from(kept.len() + 4).expect("a short message");
-    let mut message = len.to_be_bytes().to_vec();
-    message.extend_from_slice(&kept);
-    message
 }

@@ -308,16 +308,19 @@ impl PgConnector {
                 .map_err(RawError::Password)?;
             pg.password(password.expose());
         }
-        let mut added = pg.clone();
-        let connected = if !self.add_options(&mut added) {
-            connect_each(&pg, self.make_tls.connector(), per_attempt).await
-        } else {
-            match connect_each(&added, self.make_tls.connector(), per_attempt).await {
-                Err(AttemptError::Pg(e)) if startup_options::refused_for_options(&e) => {
-                    self.options_refused(&e);
-                    connect_each(&pg, self.make_tls.connector(), per_attempt).await
+        // A refusal drops what it was about (the idle limit a server before 14 does not know), or
+        // every option added: at most three attempts.
+        let connected = loop {
+            let mut added = pg.clone();
+            let adding = self.add_options(&mut added);
+            let with = if adding { &added } else { &pg };
+            match connect_each(with, self.make_tls.connector(), per_attempt).await {
+                Err(AttemptError::Pg(e)) if adding && startup_options::refused_for_options(&e) => {
+                    if !self.idle_limit_unknown(&e) {
+                        self.options_refused(&e);
+                    }
                 }
-                other => other,
+                other => break other,
             }
         };
         connected.map_err(|e| match e {

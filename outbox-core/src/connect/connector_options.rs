@@ -25,6 +25,25 @@ impl PgConnector {
         added
     }
 
+    /// Whether a start-up was refused (`e`) for the `idle_session_timeout` it asked for, a setting
+    /// the server does not know (PostgreSQL before 14: `unrecognized configuration parameter`): its
+    /// connections then go without it, keeping the rest (a command's lock bound).
+    pub(super) fn idle_limit_unknown(&self, e: &tokio_postgres::Error) -> bool {
+        let Some(idle) = &self.idle_limit else {
+            return false;
+        };
+        let unknown = e.as_db_error().is_some_and(|db| {
+            *db.code() == tokio_postgres::error::SqlState::UNDEFINED_OBJECT
+                && db.message().contains("idle_session_timeout")
+        });
+        if unknown {
+            idle.learn(false);
+            tracing::debug!(error = %crate::error_chain(e),
+                "the server does not know idle_session_timeout (before PostgreSQL 14); connecting without it");
+        }
+        unknown
+    }
+
     /// A start-up carrying this connector's own settings was refused (`e`): its connections go
     /// without them from now on.
     pub(super) fn options_refused(&self, e: &tokio_postgres::Error) {

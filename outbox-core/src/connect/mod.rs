@@ -31,6 +31,7 @@ mod startup_options;
 mod tls;
 mod tls_source;
 mod verifier;
+mod watched_client;
 
 pub use connect_config::ConnectConfig;
 pub use connector::{PgConnection, PgConnector};
@@ -44,3 +45,4 @@ pub use password::{Password, PasswordProvider};
 #[cfg(feature = "rds-iam")]
 pub use rds_iam::{RDS_TOKEN_LIFETIME, RdsIamError, RdsIamTokenProvider, rds_auth_token};
 pub use tls::{RootCerts, SslMode, Tls};
+pub use watched_client::{UNSEEN_AT_MOST, WatchedClient};

@@ -64,6 +64,8 @@ enum Stall {
     Idle { idle: Duration, ended: bool },
     /// Its session had ended without the connection hearing of it.
     Gone,
+    /// No look could be made for this long (new connections did not answer either).
+    Unseen(Duration),
 }
 
 impl fmt::Display for Stall {
@@ -71,13 +73,19 @@ impl fmt::Display for Stall {
         match self {
             Stall::Idle { idle, ended } => write!(
                 f,
-                "its server session had sat idle for {} s while the relay waited for an answer ({})",
+                "its server session had sat idle for {} s while the connection waited for an answer ({})",
                 idle.as_secs(),
                 if *ended { "ended now" } else { "not ended" }
             ),
             Stall::Gone => {
                 f.write_str("its server session had ended without the connection hearing of it")
             }
+            Stall::Unseen(unseen) => write!(
+                f,
+                "no other connection could look at its server session for {} s (they did not \
+                 answer either: the server or the network to it has stalled)",
+                unseen.as_secs()
+            ),
         }
     }
 }
@@ -98,9 +106,6 @@ pub(crate) async fn watched<T>(
     work: impl Future<Output = T>,
 ) -> Result<T, Error> {
     let session = match Session::of(client, what).await {
-        // Through a pooler the session that answered may not be this connection's next: nothing
-        // to watch by (`key_data.rs`).
-        Ok(session) if !session.is_direct() => return Ok(work.await),
         Ok(session) => session,
         Err(e) => {
             if e.kind() == ErrorKind::Timeout {
@@ -112,11 +117,31 @@ pub(crate) async fn watched<T>(
             return Err(e);
         }
     };
+    watched_session(pool, known, session, what, None, work).await
+}
+
+/// [`watched`], the connection's session known: `session` (unwatched when it is a pooler's). With
+/// `unseen_at_most`, looks that have all failed for that long (no other connection answers
+/// either) end the wait too.
+pub(crate) async fn watched_session<T>(
+    pool: &Pool,
+    known: &PoolSessions,
+    session: Session,
+    what: &str,
+    unseen_at_most: Option<Duration>,
+    work: impl Future<Output = T>,
+) -> Result<T, Error> {
+    // Through a pooler the session that answered may not be this connection's next: nothing
+    // to watch by (`key_data.rs`).
+    if !session.is_direct() {
+        return Ok(work.await);
+    }
     // A round that ends as its session is ended has done its work all the same.
     let ending = AtomicBool::new(false);
+    let awaiting = Awaiting::Answers;
     tokio::select! {
         done = work => Ok(done),
-        stall = Watch { pool, known, session, what, awaiting: Awaiting::Answers, ending: &ending }.until_stalled() => {
+        stall = Watch { pool, known, session, what, awaiting, ending: &ending, unseen_at_most }.until_stalled() => {
             close_idle(pool, known);
             Err(Error::new(ErrorKind::Timeout, format!("the {what} stopped answering: {stall}")))
         }
@@ -170,7 +195,7 @@ pub(crate) async fn claim_round_trip<T>(
     tokio::select! {
         // A stall found is not lost to an answer that arrives meanwhile.
         biased;
-        stall = Watch { pool, known, session, what: CLAIM, awaiting, ending: &ending }.until_stalled() => {
+        stall = Watch { pool, known, session, what: CLAIM, awaiting, ending: &ending, unseen_at_most: None }.until_stalled() => {
             *stalled = true;
             Err(given_up(&stall))
         }
@@ -191,6 +216,19 @@ pub(crate) async fn claim_round_trip<T>(
     }
 }
 
+/// Whether a look that failed with `e` after `took` went unanswered: a statement or a pool's wait
+/// that timed out, or a connection not opened after a second or more without the server's word (its
+/// connect timeout); not a refusal (the server's error, a port closed).
+fn unanswered(e: &Error, took: Duration) -> bool {
+    if e.kind() == ErrorKind::Timeout {
+        return true;
+    }
+    let refused = std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<deadpool_postgres::PoolError>())
+        .is_some_and(|p| matches!(p, deadpool_postgres::PoolError::Backend(pg) if pg.as_db_error().is_some()));
+    e.kind() == ErrorKind::Pool && !refused && took >= Duration::from_secs(1)
+}
+
 /// What a claim's connection is called in the log.
 const CLAIM: &str = "claim's connection";
 
@@ -209,22 +247,40 @@ struct Watch<'a> {
     awaiting: Awaiting,
     /// Set while the session is being ended.
     ending: &'a AtomicBool,
+    /// How long looks may all fail before the wait ends ([`Stall::Unseen`]); `None`: for ever.
+    unseen_at_most: Option<Duration>,
 }
 
 impl Watch<'_> {
     /// Resolves once the session, whose connection is waiting for an answer, has stalled (having
     /// ended the session when it was still there, `ending` set meanwhile); never while it is busy.
-    /// Looks every [`LOOK_EVERY`] from a pool connection; a look that fails decides nothing.
+    /// Looks every [`LOOK_EVERY`] from a pool connection; a look that fails decides nothing,
+    /// unless looks have gone unanswered for `unseen_at_most` (a refusal, which the server
+    /// answers, starts that count again).
     async fn until_stalled(self) -> Stall {
         let (pool, known, what) = (self.pool, self.known, self.what);
         let mut pause = LOOK_EVERY;
+        // Since when every look has gone unanswered.
+        let mut unseen_since: Option<Instant> = None;
         loop {
             tokio::time::sleep(pause).await;
             pause = LOOK_EVERY;
+            let looked_at = Instant::now();
             match self.look().await {
                 Ok(Some(stall)) => return stall,
-                Ok(None) => {}
+                Ok(None) => unseen_since = None,
                 Err(e) => {
+                    if !unanswered(&e, looked_at.elapsed()) {
+                        unseen_since = None;
+                    } else {
+                        let since = *unseen_since.get_or_insert(looked_at);
+                        if self
+                            .unseen_at_most
+                            .is_some_and(|limit| since.elapsed() >= limit)
+                        {
+                            return Stall::Unseen(since.elapsed());
+                        }
+                    }
                     if e.kind() == ErrorKind::Timeout {
                         // The pool's idle connections stalled too (the same middlebox): closed, so
                         // that the next look, soon, connects anew rather than take another of them.
@@ -247,6 +303,7 @@ impl Watch<'_> {
             what,
             awaiting,
             ending,
+            unseen_at_most: _,
         } = *self;
         let watcher = format!("connection watching the {what}");
         let asked = Instant::now();
