@@ -63,6 +63,8 @@ struct Deferring {
 #[derive(Debug, Default)]
 struct State {
     failing: Option<Failing>,
+    /// When the last outage ended.
+    recovered: Option<Instant>,
     last_warned: Option<Instant>,
     deferring: Option<Deferring>,
 }
@@ -142,7 +144,14 @@ impl Outage {
         let recent = state
             .last_warned
             .is_some_and(|t| now.saturating_duration_since(t) < REMINDER_EVERY);
+        let straggler = state.recovered.is_some_and(|ended| began < ended);
         match state.failing.as_mut() {
+            // A batch that began before the last outage ended, failing late (a claim or a
+            // publish that waited out a silent database): that outage's, not a new one, which
+            // the batches begun since would show. Counted as one, each such batch opened an
+            // outage dated from its start, ended by the next success: "succeed again" up to three
+            // times within 200 ms (black-box run).
+            None if straggler => Report::Quiet,
             None => {
                 state.failing = Some(Failing {
                     since: began.min(now),
@@ -199,6 +208,7 @@ impl Outage {
             return Report::Quiet;
         };
         state.failing = None;
+        state.recovered = Some(now);
         // An outage not warned about says that it ended when it lasted a while: it was one.
         if f.warned || until.saturating_duration_since(f.since) >= QUIET_RECOVERY {
             Report::Recovered {

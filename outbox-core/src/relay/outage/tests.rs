@@ -318,3 +318,34 @@ fn a_failed_batch_is_logged_with_its_whole_chain() {
         "{text}"
     );
 }
+
+/// A batch that began during an outage and fails just after it ended (it waited out the silent
+/// database) belongs to that outage: no new one, and no second line saying batches succeed again.
+#[test]
+fn a_batch_failing_late_after_the_recovery_opens_no_new_outage() {
+    let o = Outage::default();
+    let t0 = Instant::now();
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    assert_eq!(o.failed_at(t0, false), Report::Started);
+    assert!(matches!(
+        o.succeeded_at(at(40_000), true, false),
+        Report::Recovered { warned: true, .. }
+    ));
+    for (began, failed) in [(10_000, 40_050), (20_000, 40_100)] {
+        assert_eq!(
+            o.failed_between(at(began), at(failed), false),
+            Report::Quiet
+        );
+        assert_eq!(o.succeeded_at(at(failed + 50), true, false), Report::Fine);
+    }
+    // A batch begun after the recovery that fails is a new outage (told within the minute of
+    // the last warning, so quietly; its end says so once it has lasted).
+    assert_eq!(
+        o.failed_between(at(41_000), at(41_500), false),
+        Report::Quiet
+    );
+    assert!(matches!(
+        o.succeeded_at(at(60_000), true, false),
+        Report::Recovered { warned: false, .. }
+    ));
+}
