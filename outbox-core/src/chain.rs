@@ -24,7 +24,8 @@ const SECRET_NAMES: &[&str] = &["x-amz-security-token", "authorization"];
 /// assert_eq!(outbox_core::error_chain(&e), "database error: LISTEN failed: connection reset");
 /// ```
 pub fn error_chain(error: &(dyn StdError + 'static)) -> String {
-    let mut text = error.to_string();
+    // Trimmed: deadpool ends its hook errors with a newline (a log line showed a literal `\n`).
+    let mut text = error.to_string().trim_end().to_owned();
     let mut source = error.source();
     while let Some(cause) = source {
         let db = cause.downcast_ref::<tokio_postgres::error::DbError>();
@@ -43,7 +44,7 @@ pub fn error_chain(error: &(dyn StdError + 'static)) -> String {
             {
                 String::new()
             }
-            None => cause.to_string(),
+            None => cause.to_string().trim_end().to_owned(),
         };
         let already =
             text.contains(&cause_text) || db.is_some_and(|db| text.contains(db.message()));
@@ -152,6 +153,20 @@ fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A new pool connection whose hook gave up reads as one line (deadpool ends the hook's error
+    /// with a newline, shown as a literal `\n` in the relay's log lines).
+    #[test]
+    fn a_pool_hook_failure_is_one_line() {
+        let hook = deadpool_postgres::HookError::message("the new connection did not answer");
+        let e = crate::Error::from(deadpool_postgres::PoolError::PostCreateHook(hook));
+        let chain = error_chain(&e);
+        assert_eq!(
+            chain,
+            "connection pool error: could not get a connection from the pool: `post_create` hook \
+             failed: the new connection did not answer"
+        );
+    }
 
     /// An error about a prepared statement, as a pooler in transaction mode without prepared
     /// statements causes, says what to do.
