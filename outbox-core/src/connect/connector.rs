@@ -208,7 +208,8 @@ impl PgConnector {
 
     /// Opens one connection and drives it on a task. With a
     /// [default lock timeout](Self::with_default_lock_timeout), checks that the server applied it
-    /// (one round trip), warning when it did not (a pooler that drops start-up options).
+    /// (one round trip), warning when it did not (a pooler that drops start-up options); no
+    /// answer within the connect timeout is an [`ErrorKind::Timeout`] error.
     pub async fn connect_spawned(&self) -> Result<Client, Error> {
         let (client, connection) = self.connect().await?;
         tokio::spawn(async move {
@@ -216,7 +217,7 @@ impl PgConnector {
                 super::pool_connect::connection_ended(&e);
             }
         });
-        self.check_lock_timeout_applied(&client).await;
+        self.check_lock_timeout_applied(&client).await?;
         Ok(client)
     }
 

@@ -137,12 +137,18 @@ impl PgConnector {
     /// options (PgBouncer's `ignore_startup_parameters = options`) drops them without a word
     /// (black-box run: the commands' lock bound was gone, silently). Not applied: a warning, and
     /// the connector adds no more options. A value the role sets itself counts as applied.
-    pub(super) async fn check_lock_timeout_applied(&self, client: &tokio_postgres::Client) {
+    /// No answer within the connect timeout is an [`ErrorKind::Timeout`](crate::ErrorKind) error:
+    /// the connection stalled right after login (black-box run: a command then waited that long
+    /// in silence before its own first statement was given up).
+    pub(super) async fn check_lock_timeout_applied(
+        &self,
+        client: &tokio_postgres::Client,
+    ) -> Result<(), crate::Error> {
         let Some(limit) = self.lock_timeout else {
-            return;
+            return Ok(());
         };
         if self.options_refused.get() {
-            return;
+            return Ok(());
         }
         // Not prepared: a pooler in transaction mode may not keep prepared statements.
         let shown = client.simple_query("SHOW lock_timeout");
@@ -152,7 +158,13 @@ impl PgConnector {
                 _ => None,
             }),
             // The command's own statements will meet whatever this met.
-            _ => return,
+            Ok(Err(_)) => return Ok(()),
+            Err(_) => {
+                return Err(super::stalled_after_login(
+                    &self.target(),
+                    self.attempt_timeout(),
+                ));
+            }
         };
         if value.as_deref() == Some("0") {
             self.options_refused.set();
@@ -161,5 +173,6 @@ impl PgConnector {
                 limit.as_millis()
             );
         }
+        Ok(())
     }
 }

@@ -45,4 +45,18 @@ pub use password::{Password, PasswordProvider};
 #[cfg(feature = "rds-iam")]
 pub use rds_iam::{RDS_TOKEN_LIFETIME, RdsIamError, RdsIamTokenProvider, rds_auth_token};
 pub use tls::{RootCerts, SslMode, Tls};
-pub use watched_client::{UNSEEN_AT_MOST, WatchedClient};
+pub use watched_client::{IDLE_AT_MOST, UNSEEN_AT_MOST, WatchedClient};
+
+/// The error of a connection to `target` that did not answer its first statement within `limit`
+/// of login.
+pub(crate) fn stalled_after_login(target: &str, limit: std::time::Duration) -> crate::Error {
+    crate::Error::new(
+        crate::ErrorKind::Timeout,
+        format!(
+            "PostgreSQL at {target} did not answer the connection's first statement within {} s \
+             of login: the connection stalled (a proxy or middlebox holding it?) or the server \
+             is overloaded",
+            limit.as_secs_f64()
+        ),
+    )
+}

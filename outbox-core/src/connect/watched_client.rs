@@ -7,7 +7,9 @@
 //! a count may take long on a large table), but the server tells the two apart: a session running
 //! a statement is busy, one whose statement never arrived, or whose answer never did, sits idle
 //! while its client waits. So an answer that takes more than 5 s has the session looked at from
-//! another connection every 5 s, as the relay watches its own.
+//! another connection every 5 s, as the relay watches its own; one idle for [`IDLE_AT_MOST`] while
+//! its client waits has stalled (longer than the relay's 5 s: a command's answer may take that
+//! long to arrive after the server sent it).
 
 use std::future::Future;
 use std::time::Duration;
@@ -17,7 +19,14 @@ use tokio_postgres::Client;
 
 use super::PgConnector;
 use crate::error::{Error, ErrorKind};
-use crate::relay::{PoolSessions, Session, watched_session};
+use crate::relay::{Patience, PoolSessions, Session, watched_session};
+
+/// How long the server session of a watched connection may sit idle while an answer is awaited
+/// before the connection counts as stalled. Not the relay's 5 s: an idle session may also have
+/// sent its whole answer into the network, still arriving over a slow link (black-box run:
+/// `dead-letters list` killed 5 s into receiving 1.1 MB at 50 KB/s). The server ends a session
+/// idle for its `idle_session_timeout` anyway (a minute, when asked for at start-up).
+pub const IDLE_AT_MOST: Duration = Duration::from_secs(30);
 
 /// How long the looks at a watched session may all go unanswered (no new connection answering
 /// either: the server or the network to it has stalled) before the wait is given up.
@@ -65,7 +74,10 @@ impl WatchedClient {
         let client = connector.connect_spawned().await?;
         let session = match Session::of(&client, what).await {
             Ok(session) => Some(session).filter(Session::is_direct),
-            Err(e) if e.kind() == ErrorKind::Timeout => return Err(e),
+            Err(e) if e.kind() == ErrorKind::Timeout => {
+                let limit = crate::relay::ANSWER_WITHIN;
+                return Err(super::stalled_after_login(&connector.target(), limit));
+            }
             Err(e) => {
                 tracing::debug!(error = %crate::error_chain(&e),
                     "could not learn the server session of the {what}; it is not watched");
@@ -88,14 +100,19 @@ impl WatchedClient {
 
     /// `work`'s output (statements on [`client`](Self::client), sent one after another), or an
     /// [`ErrorKind::Timeout`] error once the connection has stalled: its server session sat idle
-    /// for 5 s while `work` waited for an answer (the session is ended), had ended, or could not be
-    /// looked at for [`UNSEEN_AT_MOST`]. `work` must wait for nothing but the database (not for
+    /// for [`IDLE_AT_MOST`] while `work` waited for an answer (the session is ended), had ended, or
+    /// could not be looked at for [`UNSEEN_AT_MOST`]. Looked at every 5 s once an answer has taken
+    /// 5 s. `work` must wait for nothing but the database (not for
     /// input, say): its session would look stalled.
     pub async fn answer<T>(&self, work: impl Future<Output = T>) -> Result<T, Error> {
         let Some(session) = self.session else {
             return Ok(work.await);
         };
         let (pool, known, what) = (&self.pool, &self.known, self.what.as_str());
-        watched_session(pool, known, session, what, Some(UNSEEN_AT_MOST), work).await
+        let patience = Patience {
+            idle_at_most: IDLE_AT_MOST,
+            unseen_at_most: Some(UNSEEN_AT_MOST),
+        };
+        watched_session(pool, known, session, what, patience, work).await
     }
 }

@@ -46,8 +46,8 @@ enum Awaiting {
 
 impl Awaiting {
     /// Whether a session waiting as `idle` has stalled.
-    fn stalled(self, idle: &Idle) -> bool {
-        idle.waited >= IDLE_AT_MOST
+    fn stalled(self, idle: &Idle, idle_at_most: Duration) -> bool {
+        idle.waited >= idle_at_most
             && match self {
                 Awaiting::Answers => true,
                 Awaiting::Answer {
@@ -117,10 +117,11 @@ pub(crate) async fn watched<T>(
             return Err(e);
         }
     };
-    watched_session(pool, known, session, what, None, work).await
+    watched_session(pool, known, session, what, Patience::RELAY, work).await
 }
 
 /// [`watched`], the connection's session known: `session` (unwatched when it is a pooler's). With
+/// `patience` ([`Patience::RELAY`] for [`watched`]): how long its session may sit idle; with
 /// `unseen_at_most`, looks that have all failed for that long (no other connection answers
 /// either) end the wait too.
 pub(crate) async fn watched_session<T>(
@@ -128,7 +129,7 @@ pub(crate) async fn watched_session<T>(
     known: &PoolSessions,
     session: Session,
     what: &str,
-    unseen_at_most: Option<Duration>,
+    patience: Patience,
     work: impl Future<Output = T>,
 ) -> Result<T, Error> {
     // Through a pooler the session that answered may not be this connection's next: nothing
@@ -141,7 +142,7 @@ pub(crate) async fn watched_session<T>(
     let awaiting = Awaiting::Answers;
     tokio::select! {
         done = work => Ok(done),
-        stall = Watch { pool, known, session, what, awaiting, ending: &ending, unseen_at_most }.until_stalled() => {
+        stall = Watch { pool, known, session, what, awaiting, ending: &ending, patience }.until_stalled() => {
             close_idle(pool, known);
             Err(Error::new(ErrorKind::Timeout, format!("the {what} stopped answering: {stall}")))
         }
@@ -195,7 +196,7 @@ pub(crate) async fn claim_round_trip<T>(
     tokio::select! {
         // A stall found is not lost to an answer that arrives meanwhile.
         biased;
-        stall = Watch { pool, known, session, what: CLAIM, awaiting, ending: &ending, unseen_at_most: None }.until_stalled() => {
+        stall = Watch { pool, known, session, what: CLAIM, awaiting, ending: &ending, patience: Patience::RELAY }.until_stalled() => {
             *stalled = true;
             Err(given_up(&stall))
         }
@@ -247,8 +248,26 @@ struct Watch<'a> {
     awaiting: Awaiting,
     /// Set while the session is being ended.
     ending: &'a AtomicBool,
-    /// How long looks may all fail before the wait ends ([`Stall::Unseen`]); `None`: for ever.
-    unseen_at_most: Option<Duration>,
+    patience: Patience,
+}
+
+/// How long a watched connection is waited for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Patience {
+    /// How long its session may sit idle while its client waits for an answer.
+    pub(crate) idle_at_most: Duration,
+    /// How long looks may all go unanswered before the wait ends ([`Stall::Unseen`]); `None`:
+    /// for ever.
+    pub(crate) unseen_at_most: Option<Duration>,
+}
+
+impl Patience {
+    /// The relay's own connections: [`IDLE_AT_MOST`], looking for as long as it takes (the relay
+    /// has other bounds).
+    pub(crate) const RELAY: Patience = Patience {
+        idle_at_most: IDLE_AT_MOST,
+        unseen_at_most: None,
+    };
 }
 
 impl Watch<'_> {
@@ -275,6 +294,7 @@ impl Watch<'_> {
                     } else {
                         let since = *unseen_since.get_or_insert(looked_at);
                         if self
+                            .patience
                             .unseen_at_most
                             .is_some_and(|limit| since.elapsed() >= limit)
                         {
@@ -303,7 +323,7 @@ impl Watch<'_> {
             what,
             awaiting,
             ending,
-            unseen_at_most: _,
+            patience,
         } = *self;
         let watcher = format!("connection watching the {what}");
         let asked = Instant::now();
@@ -323,7 +343,7 @@ impl Watch<'_> {
         let mut answered = true;
         let stall = match state {
             SessionState::Busy => None,
-            SessionState::Idle(idle) if !awaiting.stalled(&idle) => None,
+            SessionState::Idle(idle) if !awaiting.stalled(&idle, patience.idle_at_most) => None,
             SessionState::Idle(idle) => {
                 ending.store(true, Ordering::SeqCst);
                 match session.end_if_idle_from(&client, &watcher, &idle).await {
