@@ -161,6 +161,8 @@ pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
         sqs.batch_aggregates = false;
     }
     sqs.validate().map_err(usage)?;
+    // A missing region failed only once the database was connected (black-box run).
+    sqs.check_environment().await.map_err(usage)?;
     config
         .check_publish_timeout(sqs.min_publish_timeout(1))
         .map_err(usage)?;

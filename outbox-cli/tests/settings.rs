@@ -126,3 +126,31 @@ fn an_empty_variable_is_unset() {
     assert_eq!(out.status.code(), Some(1), "the database refused: {err}");
     assert!(!err.contains("OUTBOX_"), "{err}");
 }
+
+/// No AWS region anywhere (no variable, no profile, no instance metadata) is a usage error found
+/// before the database is contacted: it was exit 1 after "database ready" (black-box run).
+#[test]
+fn no_aws_region_is_a_usage_error_before_the_database() {
+    let out = Command::new(env!("CARGO_BIN_EXE_outbox"))
+        .env(
+            "DATABASE_URL",
+            "postgres://nobody@127.0.0.1:1/none?connect_timeout=2",
+        )
+        .env_remove("RUST_LOG")
+        .env_remove("AWS_REGION")
+        .env_remove("AWS_DEFAULT_REGION")
+        .env_remove("AWS_PROFILE")
+        .env("AWS_CONFIG_FILE", "/nonexistent/aws-config")
+        .env(
+            "AWS_SHARED_CREDENTIALS_FILE",
+            "/nonexistent/aws-credentials",
+        )
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .args(["relay", "--default-queue", "q"])
+        .output()
+        .expect("outbox runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no AWS region"), "{err}");
+    assert!(!err.contains("cannot connect"), "{err}");
+}

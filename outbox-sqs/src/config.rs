@@ -252,6 +252,22 @@ impl SqsConfig {
     pub fn validate(&self) -> crate::error::Result<()> {
         crate::validate::validate(self)
     }
+
+    /// Checks what a publisher built from these settings alone reads from the environment and
+    /// the AWS profile, as [`SqsPublisherBuilder::build`](crate::SqsPublisherBuilder::build) does
+    /// before any call to AWS: the SDK's retry and endpoint settings, and that a region is found
+    /// (these settings', `AWS_REGION`, the profile's or, on EC2, the instance's). For a program
+    /// that refuses bad settings before it does anything else (the `outbox` CLI, before it
+    /// touches the database: a missing region failed only after it). A client or SDK
+    /// configuration given to the builder is not seen here.
+    pub async fn check_environment(&self) -> crate::error::Result<()> {
+        let (region, endpoint) = (self.region.as_deref(), self.endpoint_url.as_deref());
+        let sdk = crate::clients::load_default(region, endpoint).await?;
+        if sdk.region().is_none() {
+            return Err(crate::clients::no_region());
+        }
+        Ok(())
+    }
 }
 
 /// What publishing `events` events needs: see [`SqsConfig::min_publish_timeout`].
