@@ -882,3 +882,42 @@ async fn an_answer_still_on_its_way_is_waited_for() {
     let listed: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listed.len(), ids.len(), "{listed:?}");
 }
+
+/// An answer that keeps arriving over a slow link for longer than the idle limit is waited for:
+/// its bytes keep coming, though the server, its answer sent, sits idle. Before, `dead-letters
+/// list` was given up 30 s into receiving (black-box recheck).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_arriving_slowly_for_long_is_waited_for() {
+    let db = TestDb::new().await;
+    let names: Vec<String> = (0..220).map(|i| format!("slow-{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let ids = dead_letters(&db, &names).await;
+    let client = db.pool().get().await.unwrap();
+    client
+        .execute(
+            "UPDATE outbox_events SET last_error = repeat('e', 2000)",
+            &[],
+        )
+        .await
+        .unwrap();
+    // ~460 KB at 10 KB/s: ~46 s.
+    let proxy = outbox_tests::DelayProxy::slow_download(db.server_addr(), 10_000).await;
+    let url = format!(
+        "postgres://postgres@{}/{}?sslmode=disable",
+        proxy.addr(),
+        db.name()
+    );
+    let mut list = outbox(&db);
+    list.env("DATABASE_URL", url)
+        .args(["dead-letters", "list", "--json", "--limit", "1000"]);
+    let started = Instant::now();
+    let out = output_of(list).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        started.elapsed() > Duration::from_secs(35),
+        "not slow enough"
+    );
+    let listed: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.len(), ids.len());
+}

@@ -55,7 +55,8 @@ pub(crate) async fn load_default(
 /// The error of a builder that found no AWS region anywhere.
 pub(crate) fn no_region() -> crate::error::Error {
     config_error(
-        "no AWS region: set AWS_REGION (or a region in the AWS profile) or the builder's `region`",
+        "no AWS region: set AWS_REGION or a region in the AWS profile (in code: \
+         `SqsPublisherBuilder::region`)",
     )
 }
 

@@ -29,16 +29,25 @@ struct Turns {
 impl DelayProxy {
     /// Starts a proxy to `upstream` that holds every server chunk back for `delay`.
     pub async fn start(upstream: SocketAddr, delay: Duration) -> DelayProxy {
-        DelayProxy::spawn(upstream, delay, None).await
+        DelayProxy::spawn(upstream, delay, Rates::default()).await
     }
 
     /// Starts a proxy to `upstream` that passes answers at once but carries what the client sends
     /// at `bytes_per_sec`: a slow uplink, on which small requests are quick and uploads slow.
     pub async fn slow_upload(upstream: SocketAddr, bytes_per_sec: u64) -> DelayProxy {
-        DelayProxy::spawn(upstream, Duration::ZERO, Some(bytes_per_sec.max(1))).await
+        let up = Some(bytes_per_sec.max(1));
+        DelayProxy::spawn(upstream, Duration::ZERO, Rates { up, down: None }).await
     }
 
-    async fn spawn(upstream: SocketAddr, delay: Duration, rate: Option<u64>) -> DelayProxy {
+    /// Starts a proxy to `upstream` that passes requests at once but carries what the server sends
+    /// at `bytes_per_sec`: a slow downlink, on which a large answer keeps arriving long after the
+    /// server sent it (it reads the server's bytes at once).
+    pub async fn slow_download(upstream: SocketAddr, bytes_per_sec: u64) -> DelayProxy {
+        let down = Some(bytes_per_sec.max(1));
+        DelayProxy::spawn(upstream, Duration::ZERO, Rates { up: None, down }).await
+    }
+
+    async fn spawn(upstream: SocketAddr, delay: Duration, rates: Rates) -> DelayProxy {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind the proxy");
@@ -55,7 +64,7 @@ impl DelayProxy {
                     // The client's first message is a turn of its own.
                     heard: AtomicBool::new(true),
                 });
-                tokio::spawn(relay(client, server, delay, rate, shared));
+                tokio::spawn(relay(client, server, delay, rates, shared));
             }
         });
         DelayProxy { addr, turns, task }
@@ -81,11 +90,26 @@ impl Drop for DelayProxy {
     }
 }
 
+/// The pace of each direction, in bytes per second (`None`: at once).
+#[derive(Debug, Clone, Copy, Default)]
+struct Rates {
+    up: Option<u64>,
+    down: Option<u64>,
+}
+
+/// Sleeps as long as `n` bytes take at `rate` bytes per second (`None`: not at all).
+async fn pace(n: usize, rate: Option<u64>) {
+    if let Some(rate) = rate {
+        let n = u64::try_from(n).unwrap_or(u64::MAX);
+        tokio::time::sleep(Duration::from_micros(n.saturating_mul(1_000_000) / rate)).await;
+    }
+}
+
 async fn relay(
     client: TcpStream,
     server: TcpStream,
     delay: Duration,
-    rate: Option<u64>,
+    rates: Rates,
     turns: Arc<Turns>,
 ) {
     let _ = (client.set_nodelay(true), server.set_nodelay(true));
@@ -95,16 +119,19 @@ async fn relay(
         let turns = Arc::clone(&turns);
         tokio::spawn(async move {
             // Small reads on a slow uplink, so that its pace is even.
-            let mut buf = vec![0; if rate.is_some() { 4 * 1024 } else { 64 * 1024 }];
+            let mut buf = vec![
+                0;
+                if rates.up.is_some() {
+                    4 * 1024
+                } else {
+                    64 * 1024
+                }
+            ];
             while let Ok(n @ 1..) = client_read.read(&mut buf).await {
                 if turns.heard.swap(false, Ordering::SeqCst) {
                     turns.count.fetch_add(1, Ordering::SeqCst);
                 }
-                if let Some(rate) = rate {
-                    let n = u64::try_from(n).unwrap_or(u64::MAX);
-                    tokio::time::sleep(Duration::from_micros(n.saturating_mul(1_000_000) / rate))
-                        .await;
-                }
+                pace(n, rates.up).await;
                 if server_write.write_all(&buf[..n]).await.is_err() {
                     break;
                 }
@@ -123,10 +150,19 @@ async fn relay(
             }
         }
     });
-    while let Some((due, bytes)) = rx.recv().await {
+    'down: while let Some((due, bytes)) = rx.recv().await {
         tokio::time::sleep_until(due.into()).await;
-        if client_write.write_all(&bytes).await.is_err() {
-            break;
+        // Small writes on a slow downlink, so that its pace is even.
+        let piece = if rates.down.is_some() {
+            1024
+        } else {
+            bytes.len().max(1)
+        };
+        for part in bytes.chunks(piece) {
+            if client_write.write_all(part).await.is_err() {
+                break 'down;
+            }
+            pace(part.len(), rates.down).await;
         }
         turns.heard.store(true, Ordering::SeqCst);
     }

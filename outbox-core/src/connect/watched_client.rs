@@ -12,6 +12,9 @@
 //! long to arrive after the server sent it).
 
 use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use deadpool_postgres::Pool;
@@ -21,11 +24,13 @@ use super::PgConnector;
 use crate::error::{Error, ErrorKind};
 use crate::relay::{Patience, PoolSessions, Session, watched_session};
 
-/// How long the server session of a watched connection may sit idle while an answer is awaited
-/// before the connection counts as stalled. Not the relay's 5 s: an idle session may also have
-/// sent its whole answer into the network, still arriving over a slow link (black-box run:
-/// `dead-letters list` killed 5 s into receiving 1.1 MB at 50 KB/s). The server ends a session
-/// idle for its `idle_session_timeout` anyway (a minute, when asked for at start-up).
+/// How long the server session of a watched connection may sit idle while an answer is awaited,
+/// nothing arriving or leaving meanwhile, before the connection counts as stalled. Not the relay's
+/// 5 s: an idle session may also have sent its whole answer, which network buffers and proxies
+/// then hold (black-box run: `dead-letters list` killed 5 s into receiving 1.1 MB at 50 KB/s). A
+/// connection whose bytes still come or go is waited for however long (the recheck: an answer
+/// arriving for 30 s and more was killed). The server ends a session idle for its
+/// `idle_session_timeout` anyway (a minute, when asked for at start-up).
 pub const IDLE_AT_MOST: Duration = Duration::from_secs(30);
 
 /// How long the looks at a watched session may all go unanswered (no new connection answering
@@ -51,6 +56,8 @@ pub struct WatchedClient {
     session: Option<Session>,
     /// The watching connections (at most one, opened on the first look).
     pool: Pool,
+    /// The wake-ups of the connection's task: bytes arriving or leaving.
+    activity: Arc<AtomicU64>,
     known: PoolSessions,
     what: String,
 }
@@ -71,7 +78,22 @@ impl WatchedClient {
     /// pooler (whose server connections serve other clients too), or when the session cannot be
     /// learned, the connection is not watched.
     pub async fn connect(connector: &PgConnector, what: &str) -> Result<WatchedClient, Error> {
-        let client = connector.connect_spawned().await?;
+        let (client, connection) = connector.connect().await?;
+        // Driven here, its wake-ups counted: a connection receiving an answer over a slow link
+        // is woken as bytes arrive, a stalled one never.
+        let activity = Arc::new(AtomicU64::new(0));
+        let counting = Arc::clone(&activity);
+        let mut connection = Box::pin(connection);
+        tokio::spawn(async move {
+            let driven = std::future::poll_fn(|cx| {
+                counting.fetch_add(1, Ordering::SeqCst);
+                Pin::new(&mut connection).poll(cx)
+            });
+            if let Err(e) = driven.await {
+                super::pool_connect::connection_ended(&e);
+            }
+        });
+        connector.check_lock_timeout_applied(&client).await?;
         let session = match Session::of(&client, what).await {
             Ok(session) => Some(session).filter(Session::is_direct),
             Err(e) if e.kind() == ErrorKind::Timeout => {
@@ -88,6 +110,7 @@ impl WatchedClient {
             client,
             session,
             pool: connector.pool(1)?,
+            activity,
             known: PoolSessions::default(),
             what: what.to_owned(),
         })
@@ -100,9 +123,11 @@ impl WatchedClient {
 
     /// `work`'s output (statements on [`client`](Self::client), sent one after another), or an
     /// [`ErrorKind::Timeout`] error once the connection has stalled: its server session sat idle
-    /// for [`IDLE_AT_MOST`] while `work` waited for an answer (the session is ended), had ended, or
-    /// could not be looked at for [`UNSEEN_AT_MOST`]. Looked at every 5 s once an answer has taken
-    /// 5 s. `work` must wait for nothing but the database (not for
+    /// for [`IDLE_AT_MOST`] while `work` waited for an answer, and nothing arrived for 5 s (the
+    /// session is ended), or it had ended, or could not be looked at for [`UNSEEN_AT_MOST`].
+    /// Looked at every 5 s once an answer has taken 5 s. (A request itself larger than the
+    /// network's buffers, sent over a slow link for [`IDLE_AT_MOST`], looks stalled too: its
+    /// session sits idle until the whole request has arrived.) `work` must wait for nothing but the database (not for
     /// input, say): its session would look stalled.
     pub async fn answer<T>(&self, work: impl Future<Output = T>) -> Result<T, Error> {
         let Some(session) = self.session else {
@@ -113,6 +138,7 @@ impl WatchedClient {
             idle_at_most: IDLE_AT_MOST,
             unseen_at_most: Some(UNSEEN_AT_MOST),
         };
-        watched_session(pool, known, session, what, patience, work).await
+        let activity = Some(&*self.activity);
+        watched_session(pool, known, session, what, patience, activity, work).await
     }
 }

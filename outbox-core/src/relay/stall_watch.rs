@@ -11,7 +11,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
@@ -117,7 +117,7 @@ pub(crate) async fn watched<T>(
             return Err(e);
         }
     };
-    watched_session(pool, known, session, what, Patience::RELAY, work).await
+    watched_session(pool, known, session, what, Patience::RELAY, None, work).await
 }
 
 /// [`watched`], the connection's session known: `session` (unwatched when it is a pooler's). With
@@ -130,6 +130,7 @@ pub(crate) async fn watched_session<T>(
     session: Session,
     what: &str,
     patience: Patience,
+    activity: Option<&AtomicU64>,
     work: impl Future<Output = T>,
 ) -> Result<T, Error> {
     // Through a pooler the session that answered may not be this connection's next: nothing
@@ -142,7 +143,7 @@ pub(crate) async fn watched_session<T>(
     let awaiting = Awaiting::Answers;
     tokio::select! {
         done = work => Ok(done),
-        stall = Watch { pool, known, session, what, awaiting, ending: &ending, patience }.until_stalled() => {
+        stall = Watch { pool, known, session, what, awaiting, ending: &ending, patience, activity }.until_stalled() => {
             close_idle(pool, known);
             Err(Error::new(ErrorKind::Timeout, format!("the {what} stopped answering: {stall}")))
         }
@@ -196,7 +197,7 @@ pub(crate) async fn claim_round_trip<T>(
     tokio::select! {
         // A stall found is not lost to an answer that arrives meanwhile.
         biased;
-        stall = Watch { pool, known, session, what: CLAIM, awaiting, ending: &ending, patience: Patience::RELAY }.until_stalled() => {
+        stall = Watch { pool, known, session, what: CLAIM, awaiting, ending: &ending, patience: Patience::RELAY, activity: None }.until_stalled() => {
             *stalled = true;
             Err(given_up(&stall))
         }
@@ -249,6 +250,10 @@ struct Watch<'a> {
     /// Set while the session is being ended.
     ending: &'a AtomicBool,
     patience: Patience,
+    /// Counts the wake-ups of the watched connection's task (bytes arriving or leaving), when
+    /// known: one that changed since the last look is no stall, however long the session has
+    /// been idle (an answer the server sent, still arriving over a slow link).
+    activity: Option<&'a AtomicU64>,
 }
 
 /// How long a watched connection is waited for.
@@ -281,9 +286,17 @@ impl Watch<'_> {
         let mut pause = LOOK_EVERY;
         // Since when every look has gone unanswered.
         let mut unseen_since: Option<Instant> = None;
+        let mut seen = self.activity.map(|a| a.load(Ordering::SeqCst));
         loop {
             tokio::time::sleep(pause).await;
             pause = LOOK_EVERY;
+            let now = self.activity.map(|a| a.load(Ordering::SeqCst));
+            if now != seen {
+                // Bytes came or went since the last look: the connection moves.
+                seen = now;
+                unseen_since = None;
+                continue;
+            }
             let looked_at = Instant::now();
             match self.look().await {
                 Ok(Some(stall)) => return stall,
@@ -324,6 +337,7 @@ impl Watch<'_> {
             awaiting,
             ending,
             patience,
+            activity: _,
         } = *self;
         let watcher = format!("connection watching the {what}");
         let asked = Instant::now();
