@@ -46,8 +46,11 @@ enum Awaiting {
 
 impl Awaiting {
     /// Whether a session waiting as `idle` has stalled.
-    fn stalled(self, idle: &Idle, idle_at_most: Duration) -> bool {
-        idle.waited >= idle_at_most
+    /// (`waiting`: how long its client has waited; the session cannot have waited for this
+    /// answer longer, though idle since before: black-box recheck, a purge's session idle through
+    /// its prompt was given up 5 s into a hiccup after it.)
+    fn stalled(self, idle: &Idle, idle_at_most: Duration, waiting: Duration) -> bool {
+        idle.waited.min(waiting) >= idle_at_most
             && match self {
                 Awaiting::Answers => true,
                 Awaiting::Answer {
@@ -287,6 +290,7 @@ impl Watch<'_> {
         // Since when every look has gone unanswered.
         let mut unseen_since: Option<Instant> = None;
         let mut seen = self.activity.map(|a| a.load(Ordering::SeqCst));
+        let began = Instant::now();
         loop {
             tokio::time::sleep(pause).await;
             pause = LOOK_EVERY;
@@ -298,7 +302,7 @@ impl Watch<'_> {
                 continue;
             }
             let looked_at = Instant::now();
-            match self.look().await {
+            match self.look(began.elapsed()).await {
                 Ok(Some(stall)) => return stall,
                 Ok(None) => unseen_since = None,
                 Err(e) => {
@@ -328,7 +332,8 @@ impl Watch<'_> {
     }
 
     /// One look: `Some` when the session has stalled.
-    async fn look(&self) -> Result<Option<Stall>, Error> {
+    /// `waiting`: how long the watched connection has waited.
+    async fn look(&self, waiting: Duration) -> Result<Option<Stall>, Error> {
         let Watch {
             pool,
             known,
@@ -357,7 +362,11 @@ impl Watch<'_> {
         let mut answered = true;
         let stall = match state {
             SessionState::Busy => None,
-            SessionState::Idle(idle) if !awaiting.stalled(&idle, patience.idle_at_most) => None,
+            SessionState::Idle(idle)
+                if !awaiting.stalled(&idle, patience.idle_at_most, waiting) =>
+            {
+                None
+            }
             SessionState::Idle(idle) => {
                 ending.store(true, Ordering::SeqCst);
                 match session.end_if_idle_from(&client, &watcher, &idle).await {
