@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::tls::MakeTlsConnect;
@@ -211,9 +212,26 @@ impl PgConnector {
     /// (one round trip), warning when it did not (a pooler that drops start-up options); no
     /// answer within the connect timeout is an [`ErrorKind::Timeout`] error.
     pub async fn connect_spawned(&self) -> Result<Client, Error> {
+        self.connect_driven(None).await
+    }
+
+    /// [`connect_spawned`](Self::connect_spawned), counting each wake-up of the connection's task
+    /// in `activity` when given (bytes arriving or leaving: a connection receiving an answer over
+    /// a slow link is woken as they arrive, a stalled one never).
+    pub(super) async fn connect_driven(
+        &self,
+        activity: Option<Arc<AtomicU64>>,
+    ) -> Result<Client, Error> {
         let (client, connection) = self.connect().await?;
+        let mut connection = Box::pin(connection);
         tokio::spawn(async move {
-            if let Err(e) = connection.await {
+            let driven = std::future::poll_fn(|cx| {
+                if let Some(activity) = &activity {
+                    activity.fetch_add(1, Ordering::SeqCst);
+                }
+                connection.as_mut().poll(cx)
+            });
+            if let Err(e) = driven.await {
                 super::pool_connect::connection_ended(&e);
             }
         });

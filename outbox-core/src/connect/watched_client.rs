@@ -12,9 +12,8 @@
 //! long to arrive after the server sent it).
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use deadpool_postgres::Pool;
@@ -72,28 +71,18 @@ impl std::fmt::Debug for WatchedClient {
 }
 
 impl WatchedClient {
-    /// Connects with `connector` ([`PgConnector::connect_spawned`]) and learns the connection's
+    /// Connects with `connector` (as [`PgConnector::connect_spawned`] does, the connection's
+    /// wake-ups counted) and learns the connection's
     /// server session within 5 s: no answer is an [`ErrorKind::Timeout`] error (the connection
     /// stalled right after login). `what` names the connection in errors and the log. Through a
     /// pooler (whose server connections serve other clients too), or when the session cannot be
     /// learned, the connection is not watched.
     pub async fn connect(connector: &PgConnector, what: &str) -> Result<WatchedClient, Error> {
-        let (client, connection) = connector.connect().await?;
-        // Driven here, its wake-ups counted: a connection receiving an answer over a slow link
-        // is woken as bytes arrive, a stalled one never.
+        // Its task's wake-ups counted: bytes arriving or leaving.
         let activity = Arc::new(AtomicU64::new(0));
-        let counting = Arc::clone(&activity);
-        let mut connection = Box::pin(connection);
-        tokio::spawn(async move {
-            let driven = std::future::poll_fn(|cx| {
-                counting.fetch_add(1, Ordering::SeqCst);
-                Pin::new(&mut connection).poll(cx)
-            });
-            if let Err(e) = driven.await {
-                super::pool_connect::connection_ended(&e);
-            }
-        });
-        connector.check_lock_timeout_applied(&client).await?;
+        let client = connector
+            .connect_driven(Some(Arc::clone(&activity)))
+            .await?;
         let session = match Session::of(&client, what).await {
             Ok(session) => Some(session).filter(Session::is_direct),
             Err(e) if e.kind() == ErrorKind::Timeout => {
@@ -127,8 +116,8 @@ impl WatchedClient {
     /// session is ended), or it had ended, or could not be looked at for [`UNSEEN_AT_MOST`].
     /// Looked at every 5 s once an answer has taken 5 s. (A request itself larger than the
     /// network's buffers, sent over a slow link for [`IDLE_AT_MOST`], looks stalled too: its
-    /// session sits idle until the whole request has arrived.) `work` must wait for nothing but the database (not for
-    /// input, say): its session would look stalled.
+    /// session sits idle until the whole request has arrived.) `work` must wait for nothing but
+    /// the database (not for input, say): its session would look stalled.
     pub async fn answer<T>(&self, work: impl Future<Output = T>) -> Result<T, Error> {
         let Some(session) = self.session else {
             return Ok(work.await);
