@@ -20,7 +20,7 @@ pub async fn run(
     if let Some(older_than) = older_than {
         let deleted = conn
             .answer(outbox_core::cleanup(client, older_than))
-            .await??;
+            .await?;
         out!(
             "deleted {deleted} processed events older than {}",
             crate::duration::display(older_than)
@@ -29,7 +29,7 @@ pub async fn run(
         // black-box run read "deleted 0" as nothing left. Best effort: a role that may not read
         // the partitioning's settings just goes without the line.
         let partitions = conn.answer(outbox_core::partition::partition_stats(client));
-        if let Ok(Ok(Some(partitions))) = partitions.await {
+        if let Ok(Some(partitions)) = partitions.await {
             if partitions.legacy_table {
                 out!(
                     "outbox_events_legacy, the published rows of the table converted to \
@@ -42,7 +42,7 @@ pub async fn run(
     if let Some(older_than) = inbox_older_than {
         let deleted = conn
             .answer(outbox_core::cleanup_inbox(client, older_than))
-            .await??;
+            .await?;
         out!(
             "deleted {deleted} inbox records (processed_events) older than {}",
             crate::duration::display(older_than)

@@ -48,7 +48,7 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
                     &filter(&args),
                     asked,
                 ))
-                .await??;
+                .await?;
             let more = usize::try_from(limit).is_ok_and(|limit| rows.len() > limit);
             rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
             let note = format!(
@@ -99,7 +99,7 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             let conn = db::connect_bounded(url).await?;
             let ids = conn
                 .answer(outbox_core::retry_dead_letters(conn.client(), &f))
-                .await??;
+                .await?;
             out!("retried {}", dead_letters(ids.len()));
             for id in &ids {
                 out!("{id}");
@@ -116,7 +116,7 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             // filter by the time the operator answers.
             let ids = conn
                 .answer(outbox_core::dead_letter_ids(conn.client(), &f))
-                .await??;
+                .await?;
             if ids.is_empty() {
                 out!("no dead letters match; nothing deleted");
                 return unmatched(&select.ids, &ids);
@@ -124,7 +124,7 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             // Named ids that are not dead letters fail the command before anything is deleted.
             unmatched(&select.ids, &ids)?;
             if !yes {
-                conn.answer(show_purge(conn.client(), &ids)).await??;
+                conn.answer(show_purge(conn.client(), &ids)).await?;
                 if !confirm(&format!(
                     "delete {} for good?",
                     match ids.len() {
@@ -143,7 +143,7 @@ pub async fn run(url: Option<&str>, command: DeadLettersCommand) -> Result<(), F
             }
             let purged = conn
                 .answer(outbox_core::purge_dead_letter_ids(conn.client(), &ids))
-                .await??;
+                .await?;
             out!("purged {}", dead_letters(purged.len()));
             if purged.len() < ids.len() {
                 out!(

@@ -66,7 +66,7 @@ pub async fn run(url: Option<&str>, cmd: PartitionsCommand) -> Result<(), Failur
                     partitioned(client).await?;
                     Ok::<_, Failure>(partition::list_partitions(client).await?)
                 })
-                .await??;
+                .await?;
             if json {
                 out!("{}", serde_json::to_string_pretty(&list)?);
                 return Ok(());

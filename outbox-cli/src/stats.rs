@@ -13,7 +13,7 @@ pub async fn run(url: Option<&str>, json: bool) -> Result<(), Failure> {
             let partitions = outbox_core::partition::partition_stats(client).await?;
             Ok::<_, outbox_core::Error>((s, partitions))
         })
-        .await??;
+        .await?;
     if json {
         let mut value = serde_json::to_value(&s)?;
         if let (Some(p), Some(object)) = (&partitions, value.as_object_mut()) {

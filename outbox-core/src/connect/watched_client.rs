@@ -21,7 +21,7 @@ use tokio_postgres::Client;
 
 use super::PgConnector;
 use crate::error::{Error, ErrorKind};
-use crate::relay::{Patience, PoolSessions, Session, watched_session};
+use crate::relay::{Patience, PoolSessions, Session, Watching, watched_session};
 
 /// How long the server session of a watched connection may sit idle while an answer is awaited,
 /// nothing arriving or leaving meanwhile, before the connection counts as stalled. Not the relay's
@@ -45,7 +45,7 @@ pub const UNSEEN_AT_MOST: Duration = Duration::from_secs(30);
 ///
 /// let connector = PgConnector::from_url("postgres://app@db.internal/orders?sslmode=verify-full")?;
 /// let conn = WatchedClient::connect(&connector, "stats connection").await?;
-/// let stats = conn.answer(outbox_core::stats(conn.client())).await??;
+/// let stats = conn.answer(outbox_core::stats(conn.client())).await?;
 /// println!("{} pending", stats.pending);
 /// # Ok(()) }
 /// ```
@@ -111,23 +111,30 @@ impl WatchedClient {
     }
 
     /// `work`'s output (statements on [`client`](Self::client), sent one after another), or an
-    /// [`ErrorKind::Timeout`] error once the connection has stalled: its server session sat idle
+    /// [`ErrorKind::Timeout`] error (into `E`) once the connection has stalled: its server session sat idle
     /// for [`IDLE_AT_MOST`] while `work` waited for an answer, and nothing arrived for 5 s (the
     /// session is ended), or it had ended, or could not be looked at for [`UNSEEN_AT_MOST`].
     /// Looked at every 5 s once an answer has taken 5 s. (A request itself larger than the
     /// network's buffers, sent over a slow link for [`IDLE_AT_MOST`], looks stalled too: its
     /// session sits idle until the whole request has arrived.) `work` must wait for nothing but
-    /// the database (not for input, say): its session would look stalled.
-    pub async fn answer<T>(&self, work: impl Future<Output = T>) -> Result<T, Error> {
+    /// the database (not for input, say): its session would look stalled. `work` failing just as
+    /// its session is ended fails with that error too (not the server's "terminating connection
+    /// due to administrator command").
+    pub async fn answer<T, E: From<Error>>(
+        &self,
+        work: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
         let Some(session) = self.session else {
-            return Ok(work.await);
+            return work.await;
         };
         let (pool, known, what) = (&self.pool, &self.known, self.what.as_str());
-        let patience = Patience {
-            idle_at_most: IDLE_AT_MOST,
-            unseen_at_most: Some(UNSEEN_AT_MOST),
+        let watching = Watching {
+            patience: Patience {
+                idle_at_most: IDLE_AT_MOST,
+                unseen_at_most: Some(UNSEEN_AT_MOST),
+            },
+            activity: Some(&*self.activity),
         };
-        let activity = Some(&*self.activity);
-        watched_session(pool, known, session, what, patience, activity, work).await
+        watched_session(pool, known, session, what, watching, work, Result::is_err).await?
     }
 }

@@ -43,7 +43,7 @@ pub(crate) use guard::panic_message;
 pub use listener::LISTENER_APPLICATION_NAME;
 pub(crate) use pool_sessions::PoolSessions;
 pub(crate) use session::{ANSWER_WITHIN, Session};
-pub(crate) use stall_watch::{Patience, watched_session};
+pub(crate) use stall_watch::{Patience, Watching, watched_session};
 
 /// The `application_name` of the connections of a relay's pool
 /// ([`PgConnector::relay_pool`](crate::connect::PgConnector::relay_pool)), unless the connection

@@ -17,81 +17,20 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::Pool;
 use tokio_postgres::Client;
 
+mod patience;
+mod stall;
+
+pub(crate) use patience::{Patience, Watching};
+
 use super::in_use::InUse;
 use super::pool_sessions::{self, PoolSessions};
-use super::session::{ANSWER_WITHIN, Idle, Session, SessionState};
+use super::session::{ANSWER_WITHIN, Session, SessionState};
 use crate::error::{Error, ErrorKind};
+use patience::Awaiting;
+use stall::Stall;
 
 /// How often the watched session is looked at.
 const LOOK_EVERY: Duration = Duration::from_secs(5);
-
-/// How long the watched session may sit idle while its client waits for an answer. Between two
-/// statements of a connection that works it is idle for microseconds (housekeeping's own pauses
-/// between statements are at most 25 ms).
-const IDLE_AT_MOST: Duration = ANSWER_WITHIN;
-
-/// What a watched connection waits for, which tells a stall from an answer on its way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Awaiting {
-    /// Answers to statements sent one after another (a housekeeping round): its session idle for
-    /// [`IDLE_AT_MOST`] meanwhile has stalled, however it waits.
-    Answers,
-    /// The answer to one request (a claim's round trip), sent while the session waited inside a
-    /// transaction (`true`) or out of one. Still waiting the same way [`IDLE_AT_MOST`] on, the
-    /// session never got the request. Waiting the other way, it got it and answered: the answer
-    /// may still be on its way (megabytes leave the server's socket long before they arrive over
-    /// a slow link: review), so the round trip is left to its bound.
-    Answer { sent_in_transaction: bool },
-}
-
-impl Awaiting {
-    /// Whether a session waiting as `idle` has stalled.
-    /// (`waiting`: how long its client has waited; the session cannot have waited for this
-    /// answer longer, though idle since before: black-box recheck, a purge's session idle through
-    /// its prompt was given up 5 s into a hiccup after it.)
-    fn stalled(self, idle: &Idle, idle_at_most: Duration, waiting: Duration) -> bool {
-        idle.waited.min(waiting) >= idle_at_most
-            && match self {
-                Awaiting::Answers => true,
-                Awaiting::Answer {
-                    sent_in_transaction,
-                } => idle.in_transaction == sent_in_transaction,
-            }
-    }
-}
-
-/// Why a watched connection was given up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stall {
-    /// Its session had sat idle this long (and was ended, or not).
-    Idle { idle: Duration, ended: bool },
-    /// Its session had ended without the connection hearing of it.
-    Gone,
-    /// No look could be made for this long (new connections did not answer either).
-    Unseen(Duration),
-}
-
-impl fmt::Display for Stall {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Stall::Idle { idle, ended } => write!(
-                f,
-                "its server session had sat idle for {} s while the connection waited for an answer ({})",
-                idle.as_secs(),
-                if *ended { "ended now" } else { "not ended" }
-            ),
-            Stall::Gone => {
-                f.write_str("its server session had ended without the connection hearing of it")
-            }
-            Stall::Unseen(unseen) => write!(
-                f,
-                "no other connection could look at its server session for {} s (they did not \
-                 answer either: the server or the network to it has stalled)",
-                unseen.as_secs()
-            ),
-        }
-    }
-}
 
 /// Runs `work` (statements on `client`, a connection of `what`) while watching that connection
 /// from another of `pool`'s (whose connections' sessions are `known`): `work`'s output, or, once
@@ -120,36 +59,83 @@ pub(crate) async fn watched<T>(
             return Err(e);
         }
     };
-    watched_session(pool, known, session, what, Patience::RELAY, None, work).await
+    let watching = Watching {
+        patience: Patience::RELAY,
+        activity: None,
+    };
+    watched_session(pool, known, session, what, watching, work, |_| false).await
 }
 
-/// [`watched`], the connection's session known: `session` (unwatched when it is a pooler's). With
-/// `patience` ([`Patience::RELAY`] for [`watched`]): how long its session may sit idle; with
-/// `unseen_at_most`, looks that have all failed for that long (no other connection answers
-/// either) end the wait too.
+/// [`watched`], the connection's session known: `session` (unwatched when it is a pooler's),
+/// watched as `watching` says ([`Patience::RELAY`], no activity, for [`watched`]). Output that
+/// is `failed` comes out as the watch's error instead when the watch had just ended the session:
+/// the work most likely failed of that (the server's "terminating connection due to
+/// administrator command" reaches a connection still moving before the watch's own answer; a
+/// black-box recheck saw that raw error).
 pub(crate) async fn watched_session<T>(
     pool: &Pool,
     known: &PoolSessions,
     session: Session,
     what: &str,
-    patience: Patience,
-    activity: Option<&AtomicU64>,
+    watching: Watching<'_>,
     work: impl Future<Output = T>,
+    failed: impl Fn(&T) -> bool,
 ) -> Result<T, Error> {
     // Through a pooler the session that answered may not be this connection's next: nothing
     // to watch by (`key_data.rs`).
     if !session.is_direct() {
         return Ok(work.await);
     }
-    // A round that ends as its session is ended has done its work all the same.
     let ending = AtomicBool::new(false);
     let awaiting = Awaiting::Answers;
-    tokio::select! {
-        done = work => Ok(done),
-        stall = Watch { pool, known, session, what, awaiting, ending: &ending, patience, activity }.until_stalled() => {
-            close_idle(pool, known);
-            Err(Error::new(ErrorKind::Timeout, format!("the {what} stopped answering: {stall}")))
+    let Watching { patience, activity } = watching;
+    let watch = Watch {
+        pool,
+        known,
+        session,
+        what,
+        awaiting,
+        ending: &ending,
+        patience,
+        activity,
+    };
+    let watch = watch.until_stalled();
+    tokio::pin!(watch);
+    let stall = tokio::select! {
+        done = work => {
+            // A round that succeeds as its session is ended has done its work all the same.
+            if !(failed(&done) && ending.load(Ordering::SeqCst)) {
+                return Ok(done);
+            }
+            match settled(watch, &ending).await {
+                Some(stall) => stall,
+                None => return Ok(done),
+            }
         }
+        stall = &mut watch => stall,
+    };
+    close_idle(pool, known);
+    Err(Error::new(
+        ErrorKind::Timeout,
+        format!("the {what} stopped answering: {stall}"),
+    ))
+}
+
+/// The stall `watch` finds, once it is no longer `ending` the session it was ending (`None`: it
+/// was not, the session no longer waited as it had). Ending a session is bounded.
+async fn settled(
+    watch: std::pin::Pin<&mut impl Future<Output = Stall>>,
+    ending: &AtomicBool,
+) -> Option<Stall> {
+    let given_back = async {
+        while ending.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::select! {
+        biased;
+        stall = watch => Some(stall),
+        () = given_back => None,
     }
 }
 
@@ -257,25 +243,6 @@ struct Watch<'a> {
     /// known: one that changed since the last look is no stall, however long the session has
     /// been idle (an answer the server sent, still arriving over a slow link).
     activity: Option<&'a AtomicU64>,
-}
-
-/// How long a watched connection is waited for.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Patience {
-    /// How long its session may sit idle while its client waits for an answer.
-    pub(crate) idle_at_most: Duration,
-    /// How long looks may all go unanswered before the wait ends ([`Stall::Unseen`]); `None`:
-    /// for ever.
-    pub(crate) unseen_at_most: Option<Duration>,
-}
-
-impl Patience {
-    /// The relay's own connections: [`IDLE_AT_MOST`], looking for as long as it takes (the relay
-    /// has other bounds).
-    pub(crate) const RELAY: Patience = Patience {
-        idle_at_most: IDLE_AT_MOST,
-        unseen_at_most: None,
-    };
 }
 
 impl Watch<'_> {
@@ -401,3 +368,6 @@ impl Watch<'_> {
         Ok(stall)
     }
 }
+
+#[cfg(test)]
+mod tests;
