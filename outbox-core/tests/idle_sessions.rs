@@ -27,7 +27,6 @@ fn relay_pool_via(db: &TestDb, proxy: &BlackHoleProxy, size: usize) -> deadpool_
 /// every slot of the relay's role so held, no relay could connect to end them (black-box run:
 /// publishing stopped for good, and a relay started again exited with "too many connections for
 /// role").
-#[tokio::test]
 async fn sessions_of_pool_connections_stalled_while_idle_end_themselves() {
     let db = TestDb::new().await;
     let proxy = BlackHoleProxy::start(db.server_addr()).await;
@@ -57,7 +56,6 @@ async fn sessions_of_pool_connections_stalled_while_idle_end_themselves() {
 /// pool's hook gives it up after 5 s) still leaves a session that ends itself: once one connection
 /// has shown that the server takes the setting, the next ones ask for it in their start-up. Before,
 /// such a session had no limit and stayed for good (black-box run).
-#[tokio::test]
 async fn a_session_whose_connection_stalls_before_its_limit_is_set_still_ends_itself() {
     let db = TestDb::new().await;
     let proxy = BlackHoleProxy::start(db.server_addr()).await;
@@ -85,6 +83,16 @@ async fn a_session_whose_connection_stalls_before_its_limit_is_set_still_ends_it
     })
     .await;
     assert!(ended, "the stalled session is still there");
+}
+
+/// The two cases above, each on its own database, at the same time: each waits a minute for the
+/// server, and the suite's threads are few.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_sessions_stalled_while_idle_end_themselves_even_before_their_limit_is_set() {
+    tokio::join!(
+        sessions_of_pool_connections_stalled_while_idle_end_themselves(),
+        a_session_whose_connection_stalls_before_its_limit_is_set_still_ends_itself(),
+    );
 }
 
 /// A connection string whose `options` set `idle_session_timeout` keeps its value: the relay's
