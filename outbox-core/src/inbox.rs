@@ -51,3 +51,23 @@ pub async fn ensure_transaction_usable<C: GenericClient>(client: &C) -> Result<(
     sql::transaction_is_usable().bind(client).one().await?;
     Ok(())
 }
+
+/// Whether `consumer`'s record of `event_id`, written by [`process_once`] in this transaction, is
+/// still this transaction's own and uncommitted: `false` once the transaction has ended — code in
+/// between ran `COMMIT` or `ROLLBACK` itself (a script with its own `BEGIN … COMMIT` sent through
+/// `batch_execute`, say), so that the statement runs in a transaction of its own, in which the
+/// record is gone (rolled back, with the effects) or already committed. Acknowledging the message
+/// after committing such a "transaction" would lose the event or half of it without a word
+/// (black-box run: a handler that ran `ROLLBACK` and returned `Ok` had its message deleted,
+/// nothing applied). Fails like [`ensure_transaction_usable`] in an aborted transaction (it is
+/// that check too); one round trip. Call it right before committing.
+pub async fn recorded_in_this_transaction<C: GenericClient>(
+    client: &C,
+    consumer: &str,
+    event_id: Uuid,
+) -> Result<bool, Error> {
+    Ok(sql::record_is_this_transactions()
+        .bind(client, &consumer, &event_id)
+        .one()
+        .await?)
+}

@@ -110,7 +110,9 @@ pub use emit::{Emitter, MAX_AGGREGATE_KEY_BYTES, emit, emit_all};
 pub use error::{Error, ErrorKind, Result};
 pub use event::OutboxEvent;
 pub use failure::{FailureKind, PublishFailure};
-pub use inbox::{ensure_transaction_usable, process_once, was_processed};
+pub use inbox::{
+    ensure_transaction_usable, process_once, recorded_in_this_transaction, was_processed,
+};
 pub use metrics::{
     MAX_EVENT_TYPE_LABEL_BYTES, MAX_EVENT_TYPE_LABELS, OTHER_EVENT_TYPES, RelayMetrics,
 };

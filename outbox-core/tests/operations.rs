@@ -34,6 +34,47 @@ async fn inbox_processes_an_event_once_per_consumer() {
     assert!(process_once(&client, "billing", other).await.unwrap());
 }
 
+/// `recorded_in_this_transaction` tells a transaction still open from one that code in between
+/// ended with its own COMMIT or ROLLBACK (the next statement then runs in a transaction of its
+/// own), and fails in an aborted one.
+#[tokio::test]
+async fn the_inbox_record_tells_whether_its_transaction_is_still_open() {
+    use outbox_core::recorded_in_this_transaction as ours;
+    let db = TestDb::new().await;
+    let mut c = db.pool().get().await.unwrap();
+    for (end, still_ours) in [("", true), ("COMMIT", false), ("ROLLBACK", false)] {
+        let id = Uuid::new_v4();
+        let tx = c.transaction().await.unwrap();
+        assert!(process_once(&tx, "billing", id).await.unwrap());
+        // Savepoints and the handler's own writes leave it this transaction's.
+        tx.batch_execute("SAVEPOINT s; SELECT txid_current(); RELEASE SAVEPOINT s")
+            .await
+            .unwrap();
+        if !end.is_empty() {
+            tx.batch_execute(end).await.unwrap();
+        }
+        assert_eq!(
+            ours(&tx, "billing", id).await.unwrap(),
+            still_ours,
+            "{end:?}"
+        );
+        assert!(
+            !ours(&tx, "shipping", id).await.unwrap(),
+            "another consumer's"
+        );
+        tx.rollback().await.unwrap();
+    }
+    // Committed on its own: no transaction holds it any more.
+    let id = Uuid::new_v4();
+    assert!(process_once(&**c, "billing", id).await.unwrap());
+    assert!(!ours(&**c, "billing", id).await.unwrap());
+    // Aborted: the question fails, as `ensure_transaction_usable` does.
+    let tx = c.transaction().await.unwrap();
+    assert!(process_once(&tx, "billing", Uuid::new_v4()).await.unwrap());
+    assert!(tx.batch_execute("SELECT 1/0").await.is_err());
+    assert!(ours(&tx, "billing", id).await.is_err());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_consumers_of_one_event_get_exactly_one_true() {
     let db = TestDb::new().await;

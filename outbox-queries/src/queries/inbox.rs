@@ -10,6 +10,11 @@ pub struct ProcessedEventExistsParams<T1: crate::StringSql> {
     pub consumer: T1,
     pub event_id: uuid::Uuid,
 }
+#[derive(Debug)]
+pub struct RecordIsThisTransactionsParams<T1: crate::StringSql> {
+    pub consumer: T1,
+    pub event_id: uuid::Uuid,
+}
 #[derive(Clone, Copy, Debug)]
 pub struct DeleteProcessedEventsBeforeParams {
     pub older_than_secs: f64,
@@ -267,6 +272,55 @@ impl TransactionIsUsableStmt {
             extractor: |row| Ok(row.try_get(0)?),
             mapper: |it| it,
         }
+    }
+}
+pub struct RecordIsThisTransactionsStmt(&'static str, Option<tokio_postgres::Statement>);
+pub fn record_is_this_transactions() -> RecordIsThisTransactionsStmt {
+    RecordIsThisTransactionsStmt(
+        "SELECT EXISTS (SELECT 1 FROM processed_events WHERE consumer = $1 AND event_id = $2 AND xmin::text::bigint = txid_current_if_assigned() % 4294967296) AS ours",
+        None,
+    )
+}
+impl RecordIsThisTransactionsStmt {
+    pub async fn prepare<'a, C: GenericClient>(
+        mut self,
+        client: &'a C,
+    ) -> Result<Self, tokio_postgres::Error> {
+        self.1 = Some(client.prepare(self.0).await?);
+        Ok(self)
+    }
+    pub fn bind<'c, 'a, 's, C: GenericClient, T1: crate::StringSql>(
+        &'s self,
+        client: &'c C,
+        consumer: &'a T1,
+        event_id: &'a uuid::Uuid,
+    ) -> BoolQuery<'c, 'a, 's, C, bool, 2> {
+        BoolQuery {
+            client,
+            params: [consumer, event_id],
+            query: self.0,
+            cached: self.1.as_ref(),
+            extractor: |row| Ok(row.try_get(0)?),
+            mapper: |it| it,
+        }
+    }
+}
+impl<'c, 'a, 's, C: GenericClient, T1: crate::StringSql>
+    crate::client::async_::Params<
+        'c,
+        'a,
+        's,
+        RecordIsThisTransactionsParams<T1>,
+        BoolQuery<'c, 'a, 's, C, bool, 2>,
+        C,
+    > for RecordIsThisTransactionsStmt
+{
+    fn params(
+        &'s self,
+        client: &'c C,
+        params: &'a RecordIsThisTransactionsParams<T1>,
+    ) -> BoolQuery<'c, 'a, 's, C, bool, 2> {
+        self.bind(client, &params.consumer, &params.event_id)
     }
 }
 pub struct DeleteProcessedEventsBeforeStmt(&'static str, Option<tokio_postgres::Statement>);

@@ -19,7 +19,10 @@ pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
 /// written. `Ok` commits the transaction — effects and inbox row together — and the message is
 /// deleted; `Err` rolls it back and the message is delivered again later (see the
 /// [module docs](crate::consumer)). Write through `tx` only: anything done outside it is not
-/// undone on failure and may be repeated on redelivery.
+/// undone on failure and may be repeated on redelivery. Leave the transaction to the consumer: a
+/// handler that ends it itself (`COMMIT`, `ROLLBACK`, a script with its own `BEGIN … COMMIT`) has
+/// failed, whatever it returns, and its message is delivered again (applied then if it was rolled
+/// back, a duplicate if the handler committed).
 ///
 /// Implement it on your own type (`async fn` works in the `impl`):
 ///

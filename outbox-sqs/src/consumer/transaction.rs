@@ -141,21 +141,43 @@ where
     .map_err(|panic| {
         Failure::Handler(format!("the handler panicked: {}", panic_text(&*panic)).into())
     })?;
+    let (name, id) = (&shared.config.name, env.event_id);
     if let Err(e) = handled {
+        // A handler that ended the transaction itself before failing has committed what it
+        // committed, the inbox record perhaps too (its redelivery is then a duplicate): said, not
+        // "rolled back" (black-box run). Asked only of failures; an aborted transaction fails the
+        // question, and is the usual case.
+        let check = outbox_core::recorded_in_this_transaction(&tx, name, id);
+        let ended = match tokio::time::timeout(short, check).await {
+            Ok(Ok(ours)) => !ours,
+            // Refused: the transaction aborted by the failed statement.
+            Ok(Err(_)) => false,
+            // Unanswered: the connection is closed (`stuck`).
+            Err(_) => return Err(Failure::Handler(e)),
+        };
         *stuck = false;
-        return Err(Failure::Handler(e));
+        return Err(Failure::Handler(if ended {
+            format!("{}; {ENDED_BY_HANDLER}", outbox_core::error_chain(&*e)).into()
+        } else {
+            e
+        }));
     }
     // A handler that ignored a failed statement returns `Ok` with the transaction aborted, and its
-    // COMMIT would roll back without an error: the message must then stay, not be deleted.
+    // COMMIT would roll back without an error; one that ran COMMIT or ROLLBACK itself has ended
+    // the transaction, and ours would commit nothing of it: the message must then stay, not be
+    // deleted (a redelivery after a COMMIT of the handler's is a duplicate).
     // Not given up at shutdown: the handler's work is done, and committing it is what is left.
-    step(
-        short,
-        "the transaction check",
-        None,
-        outbox_core::ensure_transaction_usable(&tx),
-    )
-    .await?;
+    let check = outbox_core::recorded_in_this_transaction(&tx, name, id);
+    if !step(short, "the transaction check", None, check).await? {
+        return Err(Failure::Handler(ENDED_BY_HANDLER.into()));
+    }
     step(short, "COMMIT", None, tx.commit()).await?;
     *stuck = false;
     Ok(true)
 }
+
+/// Why a handler's delivery failed when the handler ended the consumer's transaction itself.
+const ENDED_BY_HANDLER: &str = "the handler ended the consumer's transaction itself (it ran COMMIT \
+    or ROLLBACK): what it committed stays, the inbox record with it if it committed (the event is \
+    then a duplicate when delivered again), and what it rolled back is gone; leave the transaction \
+    to the consumer";

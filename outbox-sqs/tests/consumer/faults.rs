@@ -18,6 +18,9 @@ enum Fault {
     Panic,
     /// It hangs (a call without a time-out).
     Hang,
+    /// It rolls the transaction back itself (a script with its own `BEGIN … ROLLBACK`, say) and
+    /// returns `Ok`.
+    RollBack,
 }
 
 /// Records each event (the tests' `Recorder`), then fails its first delivery as `fault` says.
@@ -38,6 +41,7 @@ impl Handler<AccountEvent> for FailsFirst {
             match self.fault {
                 Fault::Panic => panic!("injected handler panic"),
                 Fault::Hang => std::future::pending::<()>().await,
+                Fault::RollBack => tx.batch_execute("ROLLBACK").await?,
             }
         }
         Ok(())
@@ -103,6 +107,15 @@ async fn a_handler_panic_is_a_counted_failure_and_the_event_is_applied_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_that_hangs_is_given_up_at_the_handler_timeout() {
     the_first_deliveries_fail_and_are_delivered_again(Fault::Hang).await;
+}
+
+/// A handler that rolls the consumer's transaction back itself and returns `Ok` has failed: the
+/// message stays and is delivered again. Before, the check before COMMIT ran in a transaction of
+/// its own and passed, and the message was deleted with nothing applied: the event lost without a
+/// word (black-box run, 72 of 72 events).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_rolls_back_the_transaction_itself_has_failed() {
+    the_first_deliveries_fail_and_are_delivered_again(Fault::RollBack).await;
 }
 
 /// SQS stops answering (a partition: connections stay open, nothing comes back) while a handled
