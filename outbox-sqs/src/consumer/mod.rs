@@ -154,6 +154,14 @@
 //! `maxReceiveCount` with room for that (the failing message's own retries plus a few), or its
 //! followers reach the dead-letter queue together with it.
 //!
+//! An unreadable message holds its group the same way: with [`BadInputPolicy::Release`] it is
+//! hidden for [`bad_input_delay`](ConsumerConfig::bad_input_delay) (10 min) on each receive, so
+//! the group waits `bad_input_delay × maxReceiveCount` (50 min with a `maxReceiveCount` of 5;
+//! black-box run: 5 h with 30) before the redrive policy moves it aside — order kept, and time
+//! for a consumer that reads it (a newer event type) to be deployed. Where a group must not wait
+//! that long, give FIFO consumers a short `bad_input_delay` (seconds) or
+//! [`BadInputPolicy::Delete`].
+//!
 //! # Shutdown
 //!
 //! [`Consumer::run`] returns once its token is cancelled: it stops receiving (a long poll in
