@@ -150,10 +150,13 @@ where
         let check = outbox_core::recorded_in_this_transaction(&tx, name, id);
         let ended = match tokio::time::timeout(short, check).await {
             Ok(Ok(ours)) => !ours,
+            // The connection lost under the handler (its session ended, the network): the
+            // database's failure, which pauses receiving, not the handler's (black-box run).
+            Ok(Err(_)) if tx.client().is_closed() => return Err(Failure::Database(e)),
             // Refused: the transaction aborted by the failed statement.
             Ok(Err(_)) => false,
             // Unanswered: the connection is closed (`stuck`).
-            Err(_) => return Err(Failure::Handler(e)),
+            Err(_) => return Err(Failure::Database(e)),
         };
         *stuck = false;
         return Err(Failure::Handler(if ended {

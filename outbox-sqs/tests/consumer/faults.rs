@@ -21,6 +21,8 @@ enum Fault {
     /// It rolls the transaction back itself (a script with its own `BEGIN … ROLLBACK`, say) and
     /// returns `Ok`.
     RollBack,
+    /// Its connection is lost under it (its session ended), and it returns the error.
+    ConnectionLost,
 }
 
 /// Records each event (the tests' `Recorder`), then fails its first delivery as `fault` says.
@@ -42,6 +44,10 @@ impl Handler<AccountEvent> for FailsFirst {
                 Fault::Panic => panic!("injected handler panic"),
                 Fault::Hang => std::future::pending::<()>().await,
                 Fault::RollBack => tx.batch_execute("ROLLBACK").await?,
+                Fault::ConnectionLost => {
+                    tx.batch_execute("SELECT pg_terminate_backend(pg_backend_pid())")
+                        .await?
+                }
             }
         }
         Ok(())
@@ -80,7 +86,16 @@ async fn the_first_deliveries_fail_and_are_delivered_again(fault: Fault) {
     relay.stop().await;
     assert!(done, "{fault:?}: every event applied: {:?}", c.metrics());
     assert_eq!(effect_counts(&db).await, (3, 3), "{fault:?}: rolled back");
-    assert_eq!(c.metrics().failures("handler"), 3, "{:?}", c.metrics());
+    let reason = match fault {
+        Fault::ConnectionLost => "database",
+        _ => "handler",
+    };
+    assert_eq!(
+        c.metrics().failures(reason),
+        3,
+        "{fault:?}: {:?}",
+        c.metrics()
+    );
     assert_eq!(c.metrics().handled(), 3);
     let failed = seen
         .0
@@ -116,6 +131,14 @@ async fn a_handler_that_hangs_is_given_up_at_the_handler_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_that_rolls_back_the_transaction_itself_has_failed() {
     the_first_deliveries_fail_and_are_delivered_again(Fault::RollBack).await;
+}
+
+/// A handler whose connection is lost under it (its session ended) has met the database's failure,
+/// not its own: counted as such (which pauses receiving until the database answers). Before, it
+/// was counted as the handler's (black-box run), and receiving went on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_lost_under_the_handler_is_the_databases_failure() {
+    the_first_deliveries_fail_and_are_delivered_again(Fault::ConnectionLost).await;
 }
 
 /// SQS stops answering (a partition: connections stay open, nothing comes back) while a handled
