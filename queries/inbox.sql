@@ -19,16 +19,18 @@ SELECT EXISTS (SELECT 1 FROM processed_events
 --! transaction_is_usable
 SELECT true AS usable;
 
--- Whether the consumer's record of the event is this transaction's own, written by it and not yet
--- committed: false once that transaction has ended (code in between ran COMMIT or ROLLBACK, and this
--- statement runs in a transaction of its own, in which the record is gone or committed). `xmin` is
--- the 32-bit id of the transaction that wrote the row; txid_current_if_assigned() (NULL when this
--- transaction has written nothing) carries an epoch above those 32 bits. Fails (25P02) in an
--- aborted transaction, like transaction_is_usable.
+-- Whether the consumer's record of the event is this transaction's own, written by it (or by one
+-- of its savepoints) and not yet committed: false once that transaction has ended (code in between
+-- ran COMMIT or ROLLBACK, and this statement runs in a transaction of its own, in which the record
+-- is gone or committed). A visible row whose writer is still in progress can only be this
+-- transaction's: `xmin` is its writer's 32-bit id, given the epoch of this transaction's own
+-- (NULL when this transaction has written nothing). Fails (25P02) in an aborted transaction, like
+-- transaction_is_usable.
 --! record_is_this_transactions
 SELECT EXISTS (SELECT 1 FROM processed_events
                 WHERE consumer = :consumer AND event_id = :event_id
-                  AND xmin::text::bigint = txid_current_if_assigned() % 4294967296) AS ours;
+                  AND txid_status(((txid_current_if_assigned() >> 32) << 32) + xmin::text::bigint)
+                      = 'in progress') AS ours;
 
 -- Inbox retention: deletes at most `batch_size` records older than the interval; call it until it
 -- returns fewer than `batch_size` rows (short statements, no long locks).

@@ -52,8 +52,8 @@ pub async fn ensure_transaction_usable<C: GenericClient>(client: &C) -> Result<(
     Ok(())
 }
 
-/// Whether `consumer`'s record of `event_id`, written by [`process_once`] in this transaction, is
-/// still this transaction's own and uncommitted: `false` once the transaction has ended — code in
+/// Whether `consumer`'s record of `event_id`, written by [`process_once`] in this transaction (or
+/// in one of its savepoints), is still this transaction's own and uncommitted: `false` once the transaction has ended — code in
 /// between ran `COMMIT` or `ROLLBACK` itself (a script with its own `BEGIN … COMMIT` sent through
 /// `batch_execute`, say), so that the statement runs in a transaction of its own, in which the
 /// record is gone (rolled back, with the effects) or already committed. Acknowledging the message

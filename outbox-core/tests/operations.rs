@@ -64,6 +64,17 @@ async fn the_inbox_record_tells_whether_its_transaction_is_still_open() {
         );
         tx.rollback().await.unwrap();
     }
+    // Written inside a savepoint (a nested `transaction()`), released: still this transaction's.
+    let id = Uuid::new_v4();
+    let mut tx = c.transaction().await.unwrap();
+    let nested = tx.transaction().await.unwrap();
+    assert!(process_once(&nested, "billing", id).await.unwrap());
+    nested.commit().await.unwrap();
+    assert!(
+        ours(&tx, "billing", id).await.unwrap(),
+        "written in a savepoint"
+    );
+    tx.rollback().await.unwrap();
     // Committed on its own: no transaction holds it any more.
     let id = Uuid::new_v4();
     assert!(process_once(&**c, "billing", id).await.unwrap());

@@ -277,7 +277,7 @@ impl TransactionIsUsableStmt {
 pub struct RecordIsThisTransactionsStmt(&'static str, Option<tokio_postgres::Statement>);
 pub fn record_is_this_transactions() -> RecordIsThisTransactionsStmt {
     RecordIsThisTransactionsStmt(
-        "SELECT EXISTS (SELECT 1 FROM processed_events WHERE consumer = $1 AND event_id = $2 AND xmin::text::bigint = txid_current_if_assigned() % 4294967296) AS ours",
+        "SELECT EXISTS (SELECT 1 FROM processed_events WHERE consumer = $1 AND event_id = $2 AND txid_status(((txid_current_if_assigned() >> 32) << 32) + xmin::text::bigint) = 'in progress') AS ours",
         None,
     )
 }
