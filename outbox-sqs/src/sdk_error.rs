@@ -61,11 +61,24 @@ where
     E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
 {
     let (kind, detail) = match &err {
-        SdkError::ServiceError(ctx) => service_failure(
-            ctx.err().code().unwrap_or(crate::classify::UNKNOWN_CODE),
-            ctx.err().message().unwrap_or(""),
-            ctx.raw().status().as_u16(),
-        ),
+        SdkError::ServiceError(ctx) => {
+            let (code, status) = (
+                ctx.err().code().unwrap_or(crate::classify::UNKNOWN_CODE),
+                ctx.raw().status().as_u16(),
+            );
+            let message = ctx.err().message().unwrap_or("");
+            let (kind, detail) = service_failure(code, message, status);
+            // The SDK's own words for it are "service error": the source reads as the answer
+            // the message quotes instead, so that a chain shows it once.
+            let answer = Answer {
+                text: format!(
+                    "{code} (HTTP {status}): {}",
+                    outbox_core::redact_signed_request(message)
+                ),
+                error: Box::new(err),
+            };
+            return Error::new(kind, format!("{what}: {detail}")).with_source(answer);
+        }
         SdkError::TimeoutError(_) => (ErrorKind::Timeout, outbox_core::error_chain(&err)),
         SdkError::DispatchFailure(_) if has_credentials_error(&err) => (
             ErrorKind::Credentials,
@@ -82,3 +95,31 @@ where
     };
     Error::new(kind, format!("{what}: {detail}")).with_source(err)
 }
+
+/// A service's error answer as the source of an [`Error`]: displayed as the answer, the end of
+/// the chain (the SDK's error says "service error", and its own source repeats the answer); the
+/// SDK's error is kept for `Debug`.
+struct Answer {
+    text: String,
+    error: Box<dyn StdError + Send + Sync>,
+}
+
+impl std::fmt::Debug for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Answer")
+            .field("text", &self.text)
+            .field("error", &self.error)
+            .finish()
+    }
+}
+
+impl std::fmt::Display for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl StdError for Answer {}
+
+#[cfg(test)]
+mod tests;

@@ -53,16 +53,7 @@ where
             false,
         ),
         Ok(env) => {
-            let span = tracing::info_span!(
-                "outbox.consume",
-                consumer = %shared.config.name,
-                event_id = %env.event_id,
-                event_type = %env.event_type,
-                aggregate = %format_args!("{}:{}", env.aggregate_type, env.aggregate_id),
-                message_id = %env.message_id,
-                receive_count = env.receive_count,
-                traceparent = env.traceparent.as_deref().unwrap_or(""),
-            );
+            let span = span(&shared.config.name, env);
             decode_and_handle::<T, H>(shared, handler, message, env, &receipt, turn)
                 .instrument(span)
                 .await
@@ -81,6 +72,31 @@ where
         });
     }
     outcome
+}
+
+/// The span a message with an envelope is handled in. The aggregate and the trace context are
+/// left out when the message has none, rather than logged empty.
+fn span(consumer: &str, env: &Envelope) -> tracing::Span {
+    let span = tracing::info_span!(
+        "outbox.consume",
+        consumer = %consumer,
+        event_id = %env.event_id,
+        event_type = %env.event_type,
+        aggregate = tracing::field::Empty,
+        message_id = %env.message_id,
+        receive_count = env.receive_count,
+        traceparent = tracing::field::Empty,
+    );
+    if !(env.aggregate_type.is_empty() && env.aggregate_id.is_empty()) {
+        span.record(
+            "aggregate",
+            tracing::field::display(format_args!("{}:{}", env.aggregate_type, env.aggregate_id)),
+        );
+    }
+    if let Some(traceparent) = &env.traceparent {
+        span.record("traceparent", tracing::field::display(traceparent));
+    }
+    span
 }
 
 /// Returns the outcome and whether the message was left in the queue on purpose.

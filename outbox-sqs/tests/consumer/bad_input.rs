@@ -12,6 +12,7 @@ use uuid::Uuid;
 use crate::support::*;
 
 const SECRET: &str = "SECRET-4111-1111";
+const TP: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
 fn attr(v: &str) -> MessageAttributeValue {
     MessageAttributeValue::builder()
@@ -62,6 +63,20 @@ async fn bad_input_is_counted_logged_without_body_and_released_with_a_long_delay
     create_effects(&db).await;
     let queue = TestQueue::standard().await;
     send_bad_input(&queue).await;
+    // And an undecodable one with the whole envelope, for its log span.
+    queue
+        .client()
+        .send_message()
+        .queue_url(queue.url())
+        .message_body("[]")
+        .message_attributes("event_id", attr(&Uuid::new_v4().to_string()))
+        .message_attributes("event_type", attr("account.credited"))
+        .message_attributes("aggregate_type", attr("account"))
+        .message_attributes("aggregate_id", attr("acc-7"))
+        .message_attributes("traceparent", attr(TP))
+        .send()
+        .await
+        .unwrap();
 
     let seen = Seen::default();
     let c = consumer(&db, &queue, "ledger")
@@ -82,7 +97,7 @@ async fn bad_input_is_counted_logged_without_body_and_released_with_a_long_delay
     assert!(m.failures("missing_event_id") >= 1, "{m:?}");
     assert!(m.failures("unknown_event_type") >= 1, "{m:?}");
     assert!(m.failures("undecodable") >= 1, "{m:?}");
-    assert!((3..=10).contains(&m.received()), "bounded receives: {m:?}");
+    assert!((4..=13).contains(&m.received()), "bounded receives: {m:?}");
     assert!(
         seen.0
             .lock()
@@ -92,14 +107,34 @@ async fn bad_input_is_counted_logged_without_body_and_released_with_a_long_delay
     );
     assert_eq!(m.handled(), 0);
     // Left in the queue for its redrive policy.
-    let left = queue.receive_all(3, Duration::from_secs(6)).await;
-    assert_eq!(left.len(), 3);
+    let left = queue.receive_all(4, Duration::from_secs(6)).await;
+    assert_eq!(left.len(), 4);
 
     let text = logs.text();
     assert!(text.contains("missing_event_id"), "{text}");
     assert!(text.contains("undecodable"), "{text}");
     assert!(!text.contains(SECRET), "a body was logged:\n{text}");
     assert!(!text.contains("card"), "a body was logged:\n{text}");
+    // The messages with an envelope are logged in their span: with the envelope they have, not
+    // empty fields for the aggregate and trace context they lack (a black-box run read
+    // `aggregate=:` and `traceparent=""`).
+    let spanned: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("outbox.consume{"))
+        .collect();
+    assert!(!spanned.is_empty(), "no line in a message's span:\n{text}");
+    let (whole, bare): (Vec<&str>, Vec<&str>) =
+        spanned.into_iter().partition(|l| l.contains("acc-7"));
+    assert!(!whole.is_empty() && !bare.is_empty(), "{text}");
+    for line in bare {
+        assert!(line.contains(" event_type="), "{line}");
+        assert!(!line.contains("aggregate="), "{line}");
+        assert!(!line.contains("traceparent="), "{line}");
+    }
+    for line in whole {
+        assert!(line.contains(" aggregate=account:acc-7"), "{line}");
+        assert!(line.contains(&format!(" traceparent={TP}")), "{line}");
+    }
 }
 
 #[tokio::test]
