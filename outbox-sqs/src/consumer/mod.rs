@@ -167,7 +167,11 @@
 //! [`Consumer::run`] returns once its token is cancelled: it stops receiving (a long poll in
 //! progress is abandoned; what SQS handed to it comes back after the visibility time-out), lets
 //! running handlers finish (a FIFO unit stops after its current message and releases the rest),
-//! and sends the pending deletes.
+//! and sends the pending deletes. Messages it releases unhandled (those still waiting for a
+//! handler, the database or S3) become visible once its abandoned long polls are over at SQS —
+//! `wait` and a second after the stop at most — and not at once: SQS keeps an abandoned poll open
+//! until its wait ends and would hand it such a message, hidden for a whole visibility time-out
+//! with one more receive counted, for an answer nobody reads.
 //!
 //! # Metrics
 //!
@@ -182,6 +186,7 @@ mod gate;
 mod handler;
 mod metrics;
 mod payload;
+mod polls;
 mod process;
 mod receive;
 mod transaction;
@@ -274,6 +279,8 @@ pub(crate) struct Shared {
     database: Gate,
     /// S3, for offloaded payloads.
     offload: Gate,
+    /// The receivers' long polls, which a release at shutdown waits out.
+    pub(crate) polls: polls::Polls,
 }
 
 impl Shared {
@@ -317,6 +324,23 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// `hidden`, or once `token` is cancelled at least until this consumer's own long polls, cut
+    /// short, are over at SQS: a message made visible before would be taken back by one of them
+    /// (see `polls.rs`).
+    pub(crate) fn hidden_from_own_polls(
+        &self,
+        token: &CancellationToken,
+        hidden: std::time::Duration,
+    ) -> std::time::Duration {
+        if token.is_cancelled() {
+            hidden.max(self.polls.quiet_in(self.config.wait))
+        } else {
+            hidden
+        }
+    }
+}
+
 impl Deref for Shared {
     type Target = Inner;
     fn deref(&self) -> &Inner {
@@ -354,6 +378,7 @@ impl Consumer {
             deleter,
             database: Gate::new(gate::DATABASE),
             offload: Gate::new(gate::S3),
+            polls: polls::Polls::default(),
         });
         tracing::info!(consumer = %self.inner.config.name, queue = %self.inner.queue_url, "consumer started");
         receive::receive_loop::<T, H>(shared.clone(), Arc::new(handler), shutdown).await;

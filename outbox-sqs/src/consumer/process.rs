@@ -157,7 +157,15 @@ where
                 PayloadError::Fetch(reason) | PayloadError::Malformed(reason) => reason,
             };
             pending.take(receipt).await;
-            failed(shared, env, receipt, pending, "offload", &reason).await;
+            failed(
+                shared,
+                env,
+                receipt,
+                pending,
+                turn.token,
+                ("offload", &reason),
+            )
+            .await;
             return (Outcome::Failed, false);
         }
     };
@@ -228,7 +236,7 @@ where
                 Failure::Handler(e) => ("handler", outbox_core::error_chain(&**e)),
                 Failure::Shutdown => ("shutdown", "shut down while waiting".to_owned()),
             };
-            failed(shared, env, receipt, pending, reason, &error).await;
+            failed(shared, env, receipt, pending, turn.token, (reason, &error)).await;
             (Outcome::Failed, false)
         }
     }
@@ -282,17 +290,21 @@ async fn was_processed(shared: &Shared, env: &Envelope) -> bool {
 }
 
 /// Counts and logs a failed delivery and hides the message for the retry delay of its receive
-/// count. Its receipt must be out of the heartbeat's `pending` already.
+/// count (at shutdown, at least until the consumer's own polls are over). Its receipt must be out
+/// of the heartbeat's `pending` already.
 async fn failed(
     shared: &Shared,
     env: &Envelope,
     receipt: &str,
     pending: &Pending,
-    reason: &str,
-    error: &str,
+    token: &CancellationToken,
+    (reason, error): (&str, &str),
 ) {
     shared.metrics.on_failure(reason);
-    let delay = pending.within_limit(visibility::retry_delay(&shared.config, env.receive_count));
+    let delay = pending.within_limit(shared.hidden_from_own_polls(
+        token,
+        visibility::retry_delay(&shared.config, env.receive_count),
+    ));
     tracing::warn!(
         reason,
         error,

@@ -103,12 +103,14 @@ async fn receiver<T, H>(
         if !shared.database_up(&token).await {
             break;
         }
+        let poll = shared.polls.start(shared.config.wait);
         let received = tokio::select! {
-            // A long poll cut short: whatever SQS handed out to it comes back after the visibility
-            // time-out.
+            // A long poll cut short: whatever SQS hands out to it comes back after the visibility
+            // time-out, so units releasing their messages now wait it out (see `polls.rs`).
             _ = token.cancelled() => break,
             r = receive(&shared, free.num_permits()) => r,
         };
+        poll.answered();
         let messages = match received {
             Ok(messages) => {
                 failures = 0;

@@ -85,7 +85,7 @@ pub(crate) async fn run_unit<T, H>(
             &token,
         )
         .await;
-        release(&shared, rest, received_at, &pending).await;
+        release(&shared, rest, received_at, &pending, &token).await;
     };
     tokio::select! {
         _ = work => {}
@@ -95,9 +95,16 @@ pub(crate) async fn run_unit<T, H>(
     }
 }
 
-/// Makes `messages` visible again at once, unhandled (taken out of the heartbeat's `pending`
-/// first), and tells the observer.
-async fn release(shared: &Shared, messages: &[Message], received_at: Instant, pending: &Pending) {
+/// Makes `messages` visible again, unhandled (taken out of the heartbeat's `pending` first), and
+/// tells the observer: at once, or at shutdown once this consumer's own long polls are over (a
+/// poll cut short would take them back: see `polls.rs`).
+async fn release(
+    shared: &Shared,
+    messages: &[Message],
+    received_at: Instant,
+    pending: &Pending,
+    token: &CancellationToken,
+) {
     if messages.is_empty() {
         return;
     }
@@ -106,7 +113,8 @@ async fn release(shared: &Shared, messages: &[Message], received_at: Instant, pe
         .map(|m| m.receipt_handle().unwrap_or_default().to_owned())
         .collect();
     pending.take_all(&receipts).await;
-    visibility::change(shared.sqs(), &receipts, Duration::ZERO).await;
+    let hidden = shared.hidden_from_own_polls(token, Duration::ZERO);
+    visibility::change(shared.sqs(), &receipts, hidden).await;
     if let Some(observer) = &shared.observer {
         for m in messages {
             observer(&Delivery {

@@ -333,3 +333,73 @@ async fn a_slow_s3_reopens_after_a_failure_despite_a_short_call_timeout() {
     let c = running.stop().await;
     assert!(done, "the offloaded events are applied: {:?}", c.metrics());
 }
+
+/// Messages waiting for S3 when the consumer stops are released for the next consumer, not taken
+/// back by the stopping consumer's own long polls. A poll cut short at shutdown stays open at SQS
+/// until its wait ends: a message made visible at once was handed to it, hidden for a whole
+/// visibility time-out with one more receive counted, for an answer nobody read (black-box run:
+/// after two stops during an S3 outage, offloaded events reached the dead-letter queue unhandled).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_waiting_for_s3_at_shutdown_go_to_the_next_consumer() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let (queue, ids) = relayed_offloaded(&db, 3).await;
+    let proxy = black_holed_s3().await;
+    let stopping = Seen::default();
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .s3_client(s3_client(Some(&proxy)).await)
+        .call_timeout(Duration::from_secs(1))
+        .retry_backoff(Duration::from_millis(100), Duration::from_millis(500))
+        // A long poll in flight at the stop (one message a poll, with slots to spare: the
+        // receiver polls again at once), and a visibility time-out longer than it.
+        .concurrency(4)
+        .max_messages(1)
+        .wait(Duration::from_secs(3))
+        .visibility_timeout(Duration::from_secs(20))
+        .observe(stopping.observer())
+        .build()
+        .await
+        .unwrap();
+    let running = Running::start(c, Arc::new(Recorder::default()));
+    // Each fails once in the black hole; received again, each waits for S3.
+    assert!(
+        eventually(Duration::from_secs(15), async || {
+            running.consumer.metrics().received() >= 2 * ids.len() as u64
+        })
+        .await,
+        "{:?}",
+        running.consumer.metrics()
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    running.stop().await;
+    let before = stopping.most_receive_count();
+    assert_eq!(before, 2, "each message was received twice before the stop");
+
+    // The next consumer, with S3 back, gets them after the stopped one's polls end (3 s and a
+    // margin), not after the visibility time-out (20 s), and with one receive more each.
+    let next = Seen::default();
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .s3_client(s3_client(None).await)
+        .observe(next.observer())
+        .build()
+        .await
+        .unwrap();
+    let running = Running::start(c, Arc::new(Recorder::default()));
+    let done = eventually(Duration::from_secs(12), async || {
+        effect_counts(&db).await.0 == ids.len() as i64
+    })
+    .await;
+    let c = running.stop().await;
+    assert!(
+        done,
+        "the released messages reach the next consumer before their visibility time-out: {:?}",
+        c.metrics()
+    );
+    assert_eq!(
+        next.most_receive_count(),
+        before + 1,
+        "received once more each, by the next consumer only"
+    );
+}

@@ -1,0 +1,106 @@
+//! The consumer's own long polls, as seen by a release at shutdown.
+//!
+//! A long poll cut short at shutdown (its `ReceiveMessage` dropped) is not cut short at SQS: the
+//! server keeps it open until its wait ends and hands it the first message that becomes visible
+//! meanwhile, hiding it for a whole visibility time-out and counting a receive towards the
+//! queue's `maxReceiveCount` — for an answer nobody reads. A message released at once by a unit
+//! that stops (one waiting for S3, say) was taken back by the consumer's own dropped poll: a black
+//! box run saw such messages reach the dead-letter queue after two stops, never handled. So a
+//! release at shutdown hides its messages until the consumer's polls are over instead:
+//! [`Polls::quiet_in`].
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long past its wait a poll is taken to last at SQS: its request may still be on its way.
+pub(crate) const POLL_MARGIN: Duration = Duration::from_secs(1);
+
+/// The polls in flight and the end of the latest one cut short.
+#[derive(Default)]
+pub(crate) struct Polls {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    in_flight: usize,
+    /// When the last poll cut short ends at SQS, at the latest.
+    cut_until: Option<Instant>,
+}
+
+impl Polls {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts a poll waiting up to `wait` as in flight until the returned guard is
+    /// [`answered`](Poll::answered) or dropped (cut short).
+    pub(crate) fn start(&self, wait: Duration) -> Poll<'_> {
+        self.state().in_flight += 1;
+        Poll {
+            polls: self,
+            wait,
+            answered: false,
+        }
+    }
+
+    /// How long a message released now is to stay hidden so that no poll of this consumer can
+    /// take it: `wait` plus [`POLL_MARGIN`] while a poll is in flight (it is about to be cut
+    /// short), until the end of the latest poll cut short, else zero.
+    pub(crate) fn quiet_in(&self, wait: Duration) -> Duration {
+        let state = self.state();
+        if state.in_flight > 0 {
+            return wait.saturating_add(POLL_MARGIN);
+        }
+        state.cut_until.map_or(Duration::ZERO, |end| {
+            end.saturating_duration_since(Instant::now())
+        })
+    }
+}
+
+/// A poll in flight (see [`Polls::start`]).
+pub(crate) struct Poll<'a> {
+    polls: &'a Polls,
+    wait: Duration,
+    answered: bool,
+}
+
+impl Poll<'_> {
+    /// The poll has its answer: it takes no message any more.
+    pub(crate) fn answered(mut self) {
+        self.answered = true;
+    }
+}
+
+impl Drop for Poll<'_> {
+    fn drop(&mut self) {
+        let mut state = self.polls.state();
+        state.in_flight = state.in_flight.saturating_sub(1);
+        if !self.answered {
+            let end = Instant::now() + self.wait + POLL_MARGIN;
+            state.cut_until = Some(state.cut_until.map_or(end, |e| e.max(end)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_release_waits_out_polls_in_flight_or_cut_short() {
+        let polls = Polls::default();
+        let wait = Duration::from_secs(5);
+        assert_eq!(polls.quiet_in(wait), Duration::ZERO);
+        // Answered: over.
+        polls.start(wait).answered();
+        assert_eq!(polls.quiet_in(wait), Duration::ZERO);
+        // In flight: the whole wait and the margin.
+        let poll = polls.start(wait);
+        assert_eq!(polls.quiet_in(wait), wait + POLL_MARGIN);
+        // Cut short: until its end at SQS.
+        drop(poll);
+        let left = polls.quiet_in(wait);
+        assert!(left > wait && left <= wait + POLL_MARGIN, "{left:?}");
+    }
+}
