@@ -51,18 +51,24 @@ struct Pointer {
     key: String,
 }
 
-/// The declared size of an offloaded payload, when `message` is marked offloaded.
-pub(crate) fn offloaded_size(message: &Message) -> Option<u64> {
+/// The declared size of an offloaded payload, when `message` is marked offloaded: `Err` when it
+/// is not a byte count (a black-box run's `abc` and 20-digit sizes read as 0, and the object was
+/// then refused as "larger than the message says 0").
+pub(crate) fn offloaded_size(message: &Message) -> Option<Result<u64, PayloadError>> {
     let attributes = message.message_attributes()?;
-    let value = attributes
-        .get(EXTENDED_PAYLOAD_SIZE_ATTRIBUTE)
-        .or_else(|| attributes.get(LEGACY_PAYLOAD_SIZE_ATTRIBUTE))?;
-    Some(
-        value
-            .string_value()
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0),
-    )
+    let (name, value) = [
+        EXTENDED_PAYLOAD_SIZE_ATTRIBUTE,
+        LEGACY_PAYLOAD_SIZE_ATTRIBUTE,
+    ]
+    .into_iter()
+    .find_map(|name| attributes.get(name).map(|v| (name, v)))?;
+    let text = value.string_value().unwrap_or_default().trim();
+    Some(text.parse().map_err(|_| {
+        let shown: String = text.chars().take(40).collect();
+        PayloadError::Malformed(format!(
+            "marked offloaded, but its {name} `{shown}` is not a byte count"
+        ))
+    }))
 }
 
 /// The bucket an offloaded `message` points into; `None` when it carries its payload (or its
@@ -133,6 +139,7 @@ pub(crate) async fn body<'m>(
     let Some(size) = offloaded_size(message) else {
         return Ok(Cow::Borrowed(own));
     };
+    let size = size?;
     let Pointer { bucket, key } = pointer(own)?;
     let mib = u32::try_from(size.div_ceil(1024 * 1024)).unwrap_or(u32::MAX);
     let limit = call_timeout.saturating_add(PER_MIB.saturating_mul(mib));
@@ -147,8 +154,12 @@ pub(crate) async fn body<'m>(
             .send()
             .await
             .map_err(|e| {
-                let text = outbox_core::error_chain(&e);
-                if is_outage(&e) {
+                let outage = is_outage(&e);
+                // S3's code and message, not the SDK's `Debug` of them.
+                let text = crate::sdk_error::sdk_error("GetObject", e)
+                    .message()
+                    .to_owned();
+                if outage {
                     Unread::Outage(text)
                 } else {
                     Unread::Failed(text)
@@ -212,14 +223,14 @@ mod tests {
             .body(&body)
             .message_attributes(EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, number("3000000"))
             .build();
-        assert_eq!(offloaded_size(&m), Some(3_000_000));
+        assert_eq!(offloaded_size(&m).unwrap().ok(), Some(3_000_000));
         let p = pointer(m.body().unwrap()).unwrap();
         assert_eq!((p.bucket.as_str(), p.key.as_str()), ("b", "outbox/1"));
         let legacy = Message::builder()
             .body(&body)
             .message_attributes(LEGACY_PAYLOAD_SIZE_ATTRIBUTE, number("10"))
             .build();
-        assert_eq!(offloaded_size(&legacy), Some(10));
+        assert_eq!(offloaded_size(&legacy).unwrap().ok(), Some(10));
         // The pointer class the older libraries write with that attribute (it was refused as
         // malformed: bad input, deleted or dead-lettered).
         let p = pointer(
@@ -227,7 +238,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!((p.bucket.as_str(), p.key.as_str()), ("b", "k"));
-        assert_eq!(offloaded_size(&Message::builder().body("{}").build()), None);
+        assert!(offloaded_size(&Message::builder().body("{}").build()).is_none());
+        // A size that is not a byte count is malformed, saying so (it read as 0).
+        for bad in ["abc", "", "-5", "12345678901234567890123", "1.5"] {
+            let m = Message::builder()
+                .body(&body)
+                .message_attributes(EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, number(bad))
+                .build();
+            match offloaded_size(&m) {
+                Some(Err(PayloadError::Malformed(reason))) => {
+                    assert!(reason.contains("is not a byte count"), "{reason}")
+                }
+                other => panic!("{bad}: {:?}", other.map(|r| r.ok())),
+            }
+        }
         assert!(matches!(pointer("{}"), Err(PayloadError::Malformed(_))));
         assert!(matches!(
             pointer(r#"["some.OtherClass",{"s3BucketName":"b","s3Key":"k"}]"#),

@@ -403,3 +403,77 @@ async fn messages_waiting_for_s3_at_shutdown_go_to_the_next_consumer() {
         "received once more each, by the next consumer only"
     );
 }
+
+/// A pointer into a bucket that is gone fails saying S3's code and message (the log showed the
+/// SDK's `Debug` of the error: `unhandled error (NoSuchBucket): Error { code: …`),
+/// and one whose declared size is not a byte count is bad input saying so (it read as size 0, and
+/// the object was refused as larger than that). A current-thread runtime: the consumer's tasks log
+/// under the capturing subscriber.
+#[tokio::test]
+async fn unreadable_pointers_are_told_plainly() {
+    let logs = outbox_tests::LogCapture::default();
+    let _guard = logs.install();
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let bucket = bucket().await;
+    let gone = format!("outbox-test-gone-{}", Uuid::new_v4().simple());
+    send_pointer(&queue, &gone, "outbox/missing", Uuid::new_v4()).await;
+    queue
+        .client()
+        .send_message()
+        .queue_url(queue.url())
+        .message_body(pointer_body(&bucket, "outbox/any"))
+        .message_attributes(
+            EXTENDED_PAYLOAD_SIZE_ATTRIBUTE,
+            MessageAttributeValue::builder()
+                .data_type("Number")
+                .string_value("abc")
+                .build()
+                .unwrap(),
+        )
+        .message_attributes(
+            "event_id",
+            MessageAttributeValue::builder()
+                .data_type("String")
+                .string_value(Uuid::new_v4().to_string())
+                .build()
+                .unwrap(),
+        )
+        .message_attributes(
+            "event_type",
+            MessageAttributeValue::builder()
+                .data_type("String")
+                .string_value("account.credited")
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .s3_client(s3_client(None).await)
+        .build()
+        .await
+        .unwrap();
+    let running = Running::start(c, Arc::new(Recorder::default()));
+    let both = eventually(Duration::from_secs(15), async || {
+        let m = running.consumer.metrics();
+        m.failures("offload") >= 1 && m.failures("undecodable") >= 1
+    })
+    .await;
+    let c = running.stop().await;
+    assert!(both, "{:?}", c.metrics());
+    let text = logs.text();
+    let missing = text
+        .lines()
+        .find(|l| l.contains("outbox/missing") && l.contains("error="))
+        .unwrap_or_else(|| panic!("no failure logged for the missing bucket:\n{text}"));
+    assert!(missing.contains("NoSuchBucket"), "{missing}");
+    assert!(!missing.contains("Error {"), "{missing}");
+    assert!(
+        text.contains("ExtendedPayloadSize `abc` is not a byte count"),
+        "{text}"
+    );
+}
