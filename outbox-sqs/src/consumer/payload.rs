@@ -72,9 +72,9 @@ pub(crate) fn offloaded_size(message: &Message) -> Option<Result<u64, PayloadErr
 }
 
 /// The bucket an offloaded `message` points into; `None` when it carries its payload (or its
-/// pointer is malformed: that is found when it is read).
+/// pointer or its size is malformed: that is found when it is read).
 pub(crate) fn offloaded_bucket(message: &Message) -> Option<String> {
-    offloaded_size(message)?;
+    offloaded_size(message)?.ok()?;
     pointer(message.body().unwrap_or_default())
         .ok()
         .map(|p| p.bucket)
