@@ -185,6 +185,7 @@ mod envelope;
 mod gate;
 mod handler;
 mod metrics;
+mod notification;
 mod payload;
 mod polls;
 mod process;

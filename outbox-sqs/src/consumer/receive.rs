@@ -228,5 +228,11 @@ async fn receive(
     let out = tokio::time::timeout(limit, call)
         .await
         .map_err(|_| format!("no answer within {limit:?}"))??;
-    Ok(out.messages.unwrap_or_default())
+    // A non-raw SNS subscription's notifications, read as the messages SNS was given.
+    Ok(out
+        .messages
+        .unwrap_or_default()
+        .into_iter()
+        .map(super::notification::unwrapped)
+        .collect())
 }
