@@ -80,7 +80,7 @@ impl Default for Emitter {
 }
 
 /// One event, checked and serialised, ready to insert.
-struct Checked {
+pub(crate) struct Checked {
     aggregate_type: &'static str,
     aggregate_id: String,
     event_type: &'static str,
@@ -161,6 +161,16 @@ impl Emitter {
         E: OutboxEvent + Sync + ?Sized,
     {
         let e = self.check(event)?;
+        self.insert(client, e).await
+    }
+
+    /// Writes an event [`check`](Self::check) passed. The insert is sent on the future's first
+    /// poll (from a warm statement cache): see [`emit_with`](Emitter::emit_with).
+    pub(crate) async fn insert<C: GenericClient>(
+        &self,
+        client: &C,
+        e: Checked,
+    ) -> Result<Uuid, Error> {
         let id = Uuid::now_v7();
         // Prepared through the client's statement cache where it has one (deadpool), so a warm
         // connection inserts in one round trip, sent on first poll.
@@ -243,7 +253,7 @@ impl Emitter {
     }
 
     /// Serialises `event` and refuses it if the database or the broker would.
-    fn check<E: OutboxEvent + ?Sized>(&self, event: &E) -> Result<Checked, Error> {
+    pub(crate) fn check<E: OutboxEvent + ?Sized>(&self, event: &E) -> Result<Checked, Error> {
         let aggregate_type = event.aggregate_type();
         let event_type = event.event_type();
         let aggregate_id = event.aggregate_id().to_string();

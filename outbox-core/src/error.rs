@@ -156,10 +156,54 @@ impl<K: Kind> Error<K> {
         &self.message
     }
 
-    /// Whether trying again unchanged may succeed (see [`Kind::is_retryable`]).
+    /// Whether trying again unchanged may succeed: the kind's answer ([`Kind::is_retryable`]),
+    /// except that an error the PostgreSQL server answered with a [`sqlstate`](Self::sqlstate)
+    /// of a class no retry changes is final — data exceptions (`22…`), integrity constraint
+    /// violations (`23…`), syntax errors and access rule violations (`42…`: a permission
+    /// refused, a table missing), features not supported (`0A…`), invalid authorisation
+    /// (`28…`), and the like. A deadlock (`40P01`), a serialisation failure (`40001`), a lost
+    /// connection or a server shutting down stay retryable.
     pub fn is_retryable(&self) -> bool {
-        self.kind.is_retryable()
+        self.kind.is_retryable() && !self.sqlstate().is_some_and(sqlstate_is_final)
     }
+
+    /// The SQLSTATE the PostgreSQL server answered with, when this error is (or was caused by)
+    /// the server's error: `40P01` for a deadlock, `42501` for a permission refused, …
+    pub fn sqlstate(&self) -> Option<&str> {
+        let mut next = self
+            .source
+            .as_deref()
+            .map(|s| s as &(dyn StdError + 'static));
+        while let Some(e) = next {
+            if let Some(db) = e.downcast_ref::<tokio_postgres::error::DbError>() {
+                return Some(db.code().code());
+            }
+            if let Some(code) = e
+                .downcast_ref::<tokio_postgres::Error>()
+                .and_then(tokio_postgres::Error::code)
+            {
+                return Some(code.code());
+            }
+            next = e.source();
+        }
+        None
+    }
+}
+
+/// Whether a server error of SQLSTATE `code` comes back however often the same statement is
+/// tried again: its class is about the statement, the data or the rights, not the moment.
+fn sqlstate_is_final(code: &str) -> bool {
+    const FINAL_CLASSES: &[&str] = &[
+        "0A", // feature not supported
+        "22", // data exception
+        "23", // integrity constraint violation
+        "28", // invalid authorisation specification (a wrong password stays wrong)
+        "2B", // dependent privilege descriptors still exist
+        "3F", // invalid schema name
+        "42", // syntax error or access rule violation
+        "44", // WITH CHECK OPTION violation
+    ];
+    FINAL_CLASSES.iter().any(|class| code.starts_with(class))
 }
 
 impl Error {

@@ -61,8 +61,8 @@ impl Emitter {
     /// the insert queued behind it fails too; if the insert fails (e.g. `lock_timeout` on the
     /// aggregate lock), nothing this transaction wrote can commit — PostgreSQL turns the `COMMIT`
     /// of an aborted transaction into a rollback. An event that `emit` refuses ([`ErrorKind`])
-    /// fails the call before its insert is sent, while your statement may already have run: roll
-    /// back (drop the transaction), as with any error.
+    /// fails the call before anything is sent — `statement` is dropped unpolled, so it never
+    /// runs — and the transaction stays usable, as after a refused [`emit`](Self::emit).
     ///
     /// [`ErrorKind`]: crate::ErrorKind
     pub async fn emit_with<C, E, F, T, SE>(
@@ -77,7 +77,10 @@ impl Emitter {
         F: Future<Output = Result<T, SE>>,
         SE: Into<Error>,
     {
-        futures::future::try_join(statement.map_err(Into::into), self.emit(client, event)).await
+        // Checked before `statement` is polled: a refused event leaves your statement unsent (it
+        // ran, then the call failed: a black-box run committed the row without its event).
+        let checked = self.check(event)?;
+        futures::future::try_join(statement.map_err(Into::into), self.insert(client, checked)).await
     }
 }
 

@@ -326,3 +326,46 @@ async fn the_trace_context_is_stored_in_metadata() {
         .unwrap();
     assert_eq!(row.metadata, serde_json::json!({ "traceparent": tp }));
 }
+
+/// A database error that no retry changes is not retryable; a deadlock is (a black-box run: a
+/// role without INSERT got a "retryable" 42501, and a retry loop built on `is_retryable` spins
+/// for ever). The SQLSTATE is readable without downcasting to tokio-postgres' types.
+#[tokio::test]
+async fn database_errors_are_retryable_by_their_sqlstate() {
+    let db = TestDb::new().await;
+    let client = db.connect().await;
+    client
+        .batch_execute(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+               RAISE EXCEPTION 'refused' USING ERRCODE = current_setting('test.errcode');
+             END $$;
+             CREATE TRIGGER refuse BEFORE INSERT ON outbox_events
+               FOR EACH ROW EXECUTE FUNCTION refuse();",
+        )
+        .await
+        .unwrap();
+    for (code, retryable) in [
+        ("40P01", true),  // deadlock detected
+        ("40001", true),  // serialisation failure
+        ("57P01", true),  // the server shutting down
+        ("53300", true),  // too many connections
+        ("42501", false), // permission denied
+        ("42P01", false), // a table missing
+        ("23505", false), // a unique key taken
+        ("22003", false), // a number out of range
+    ] {
+        client
+            .execute("SELECT set_config('test.errcode', $1, false)", &[&code])
+            .await
+            .unwrap();
+        let e = emit(&client, &TestEvent::new("o-1", 1)).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Database, "{e}");
+        assert_eq!(e.sqlstate(), Some(code), "{e}");
+        assert_eq!(e.is_retryable(), retryable, "{code}: {e}");
+    }
+    // Refused before the database: no SQLSTATE, and final by its kind.
+    let e = emit(&client, &TestEvent::new("", 1)).await.unwrap_err();
+    assert_eq!(e.sqlstate(), None);
+    assert!(!e.is_retryable());
+}

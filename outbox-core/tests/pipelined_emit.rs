@@ -124,22 +124,6 @@ async fn a_failing_pipelined_emit_rolls_back_the_business_row() {
 }
 
 #[tokio::test]
-async fn a_refused_event_fails_the_join_before_its_statement_is_sent() {
-    let db = db_with_orders().await;
-    let mut client = db.pool().get().await.unwrap();
-    let tx = client.transaction().await.unwrap();
-    let insert = tx.prepare_cached(INSERT_ORDER).await.unwrap();
-    let refused = TestEvent::new("", 1);
-    let e = emit_with(&tx, &refused, tx.execute(&insert, &[&"o-1", &2_i64]))
-        .await
-        .unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::EmptyAggregateId, "{e}");
-    // The order's insert may have run; the caller rolls back (here: drops the transaction).
-    drop(tx);
-    assert_eq!(rows(&db, "o-1").await, (0, 0));
-}
-
-#[tokio::test]
 async fn a_pipelined_emit_on_a_warm_deadpool_connection_adds_no_round_trip() {
     let db = db_with_orders().await;
     let delay = Duration::from_millis(150);
@@ -169,4 +153,36 @@ async fn a_pipelined_emit_on_a_warm_deadpool_connection_adds_no_round_trip() {
         took < delay * 3 / 2,
         "the order's insert and emit took {took:?}, more than one round trip ({delay:?})"
     );
+}
+
+/// An event `emit` refuses fails `emit_with` before the caller's statement is sent: the statement
+/// never runs and the transaction stays usable, as after a refused `emit`. Before, the statement
+/// ran and the call then failed: committing (as a refused `emit` allows) wrote the row without its
+/// event (black-box run).
+#[tokio::test]
+async fn a_refused_event_leaves_the_statement_unsent() {
+    let db = db_with_orders().await;
+    let mut client = db.pool().get().await.unwrap();
+    let tx = client.transaction().await.unwrap();
+    let insert = tx.prepare_cached(INSERT_ORDER).await.unwrap();
+    let refused = TestEvent::new("", 1);
+    let e = emit_with(&tx, &refused, tx.execute(&insert, &[&"o-9", &1_i64]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::EmptyAggregateId, "{e}");
+    // Usable: a valid pair goes through and commits.
+    emit_with(
+        &tx,
+        &TestEvent::new("o-10", 1),
+        tx.execute(&insert, &[&"o-10", &1_i64]),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(
+        rows(&db, "o-9").await,
+        (0, 0),
+        "the refused pair's statement ran"
+    );
+    assert_eq!(rows(&db, "o-10").await, (1, 1));
 }
