@@ -50,7 +50,7 @@ impl ErrorKind {
 
     fn as_str(self) -> &'static str {
         match self {
-            ErrorKind::Config => "invalid SQS configuration",
+            ErrorKind::Config => "invalid configuration",
             ErrorKind::Credentials => "AWS credentials problem",
             ErrorKind::QueueNotFound => "SQS queue not found",
             ErrorKind::TopicNotFound => "SNS topic not found",

@@ -162,7 +162,16 @@ impl ConsumerConfig {
     ///
     /// Fails with [`ErrorKind::Config`](crate::ErrorKind::Config), naming the variable, when a
     /// value is not a whole number.
+    ///
+    /// A variable of the consumer's prefix (`OUTBOX_SQS_CONSUMER_`) that is none of these — a
+    /// misspelling, most likely — is logged as a warning, naming it.
     pub fn from_env(name: impl Into<String>) -> Result<Self> {
+        for unknown in unknown_variables(std::env::vars_os().map(|(k, _)| k)) {
+            tracing::warn!(
+                variable = %unknown,
+                "an {ENV_PREFIX}… variable that is no setting of the consumer: ignored (misspelt?)"
+            );
+        }
         Self::from_vars(name, |n| std::env::var(n).ok())
     }
 
@@ -170,15 +179,20 @@ impl ConsumerConfig {
         name: impl Into<String>,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Self> {
-        let number =
-            |variable: &str| -> Result<Option<u64>> {
-                match var(variable).filter(|v| !v.trim().is_empty()) {
-                    None => Ok(None),
-                    Some(v) => v.trim().parse().map(Some).map_err(|_| {
-                        config_error(format!("{variable}: `{v}` is not a whole number"))
-                    }),
-                }
-            };
+        let number = |variable: &str| -> Result<Option<u64>> {
+            match var(variable).filter(|v| !v.trim().is_empty()) {
+                None => Ok(None),
+                Some(v) => v.trim().parse().map(Some).map_err(|_| {
+                    let digits = v.trim().bytes().all(|b| b.is_ascii_digit());
+                    let what = if digits {
+                        "is too large"
+                    } else {
+                        "is not a whole number"
+                    };
+                    config_error(format!("{variable}: `{v}` {what}"))
+                }),
+            }
+        };
         let mut c = ConsumerConfig::new(name);
         if let Some(n) = number(ENV_CONSUMER_CONCURRENCY)? {
             c.concurrency = usize::try_from(n).unwrap_or(usize::MAX);
@@ -219,62 +233,90 @@ impl ConsumerConfig {
         if self.name.trim().is_empty() {
             return fail("the consumer's name is empty".into());
         }
+        // Each setting named with its variable, and the value found (a black-box run got
+        // "0 < retry_initial ≤ retry_max ≤ 12 h is required" for a retry_initial above the
+        // default retry_max, with neither named).
         if !(1..=MAX_CONCURRENCY).contains(&self.concurrency) {
             return fail(format!(
-                "concurrency must be 1–{MAX_CONCURRENCY}, not {}",
+                "concurrency ({ENV_CONSUMER_CONCURRENCY}) must be 1–{MAX_CONCURRENCY}, not {}",
                 self.concurrency
             ));
         }
         if !(1..=MAX_CONCURRENCY).contains(&self.receivers) {
             return fail(format!(
-                "receivers must be 1–{MAX_CONCURRENCY}, not {}",
+                "receivers ({ENV_CONSUMER_RECEIVERS}) must be 1–{MAX_CONCURRENCY}, not {}",
                 self.receivers
             ));
         }
         if self.handler_timeout.is_zero() || self.handler_timeout > MAX_VISIBILITY_TIMEOUT {
             return fail(format!(
-                "handler_timeout must be more than zero and at most 12 h, not {:?}",
+                "handler_timeout ({ENV_CONSUMER_HANDLER_TIMEOUT_SECS}) must be more than zero \
+                 and at most 12 h, not {:?}",
                 self.handler_timeout
             ));
         }
         if !(1..=10).contains(&self.max_messages) {
             return fail(format!(
-                "max_messages must be 1–10, not {}",
+                "max_messages ({ENV_CONSUMER_MAX_MESSAGES}) must be 1–10, not {}",
                 self.max_messages
             ));
         }
         // SQS takes whole seconds for these two: a fraction would be cut off (a 500 ms wait
         // becoming 0, short polling: a busy loop on an empty queue).
         if self.wait > Duration::from_secs(20) || self.wait.subsec_nanos() != 0 {
-            return fail("wait must be whole seconds, at most 20 s".into());
+            return fail(format!(
+                "wait ({ENV_CONSUMER_WAIT_SECS}) must be whole seconds, at most 20 s, not {:?}",
+                self.wait
+            ));
         }
         if self.visibility_timeout < Duration::from_secs(1)
             || self.visibility_timeout > MAX_VISIBILITY_TIMEOUT
             || self.visibility_timeout.subsec_nanos() != 0
         {
-            return fail("visibility_timeout must be whole seconds, between 1 s and 12 h".into());
+            return fail(format!(
+                "visibility_timeout ({ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS}) must be whole \
+                 seconds, between 1 s and 12 h, not {:?}",
+                self.visibility_timeout
+            ));
         }
         // Zero would hand a failing message straight back: a hot retry loop.
-        if self.retry_initial.is_zero()
-            || self.retry_initial > self.retry_max
-            || self.retry_max > MAX_VISIBILITY_TIMEOUT
-        {
-            return fail("0 < retry_initial ≤ retry_max ≤ 12 h is required".into());
+        if self.retry_initial.is_zero() {
+            return fail(format!(
+                "retry_initial ({ENV_CONSUMER_RETRY_INITIAL_MS}) must be more than 0: a failed \
+                 message would come straight back"
+            ));
+        }
+        if self.retry_max > MAX_VISIBILITY_TIMEOUT {
+            return fail(format!(
+                "retry_max ({ENV_CONSUMER_RETRY_MAX_SECS}) must be at most 12 h, not {:?}",
+                self.retry_max
+            ));
+        }
+        if self.retry_initial > self.retry_max {
+            return fail(format!(
+                "retry_initial ({ENV_CONSUMER_RETRY_INITIAL_MS}) is {:?}, longer than retry_max \
+                 ({ENV_CONSUMER_RETRY_MAX_SECS}) {:?}: raise retry_max too, or lower retry_initial",
+                self.retry_initial, self.retry_max
+            ));
         }
         let released = self.bad_input == BadInputPolicy::Release;
         if (released && self.bad_input_delay.is_zero())
             || self.bad_input_delay > MAX_VISIBILITY_TIMEOUT
         {
-            return fail(
-                "bad_input_delay must be more than 0 (with Release) and at most 12 h".into(),
-            );
+            return fail(format!(
+                "bad_input_delay ({ENV_CONSUMER_BAD_INPUT_DELAY_SECS}) must be more than 0 (with \
+                 Release) and at most 12 h, not {:?}",
+                self.bad_input_delay
+            ));
         }
         // Bounded like the publisher's (it was unbounded: "no limit", unlike every other
         // duration setting: review).
         if self.call_timeout.is_zero() || self.call_timeout > crate::MAX_CALL_TIMEOUT {
             return fail(format!(
-                "call_timeout must be more than 0 and at most {} s",
-                crate::MAX_CALL_TIMEOUT.as_secs()
+                "call_timeout ({ENV_CONSUMER_CALL_TIMEOUT_MS}) must be more than 0 and at most \
+                 {} s, not {:?}",
+                crate::MAX_CALL_TIMEOUT.as_secs(),
+                self.call_timeout
             ));
         }
         if let Some(url) = &self.endpoint_url {
@@ -288,160 +330,35 @@ impl ConsumerConfig {
     }
 }
 
+/// The prefix of the consumer's environment variables.
+const ENV_PREFIX: &str = "OUTBOX_SQS_CONSUMER_";
+
+/// Every variable [`ConsumerConfig::from_env`] reads.
+const ENV_VARIABLES: &[&str] = &[
+    ENV_CONSUMER_CONCURRENCY,
+    ENV_CONSUMER_RECEIVERS,
+    ENV_CONSUMER_MAX_MESSAGES,
+    ENV_CONSUMER_WAIT_SECS,
+    ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS,
+    ENV_CONSUMER_RETRY_INITIAL_MS,
+    ENV_CONSUMER_RETRY_MAX_SECS,
+    ENV_CONSUMER_BAD_INPUT_DELAY_SECS,
+    ENV_CONSUMER_CALL_TIMEOUT_MS,
+    ENV_CONSUMER_HANDLER_TIMEOUT_SECS,
+];
+
+/// The names among `names` that have the consumer's prefix but are none of its variables.
+pub(crate) fn unknown_variables(names: impl Iterator<Item = std::ffi::OsString>) -> Vec<String> {
+    names
+        .filter_map(|n| n.into_string().ok())
+        .filter(|n| n.starts_with(ENV_PREFIX) && !ENV_VARIABLES.contains(&n.as_str()))
+        .collect()
+}
+
 /// `d` in whole seconds for an SQS call, at least `min`.
 pub(crate) fn secs(d: Duration, min: u64) -> i32 {
     i32::try_from(d.as_secs().max(min)).unwrap_or(i32::MAX)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashMap;
-
-    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
-
-    #[test]
-    fn defaults_and_every_variable() {
-        let d = ConsumerConfig::from_vars("c", vars(&[])).unwrap();
-        assert_eq!(d, ConsumerConfig::new("c"));
-        assert_eq!(d.concurrency, 10);
-        assert_eq!(d.wait, Duration::from_secs(20));
-        assert_eq!(d.bad_input, BadInputPolicy::Release);
-        d.validate().unwrap();
-        let c = ConsumerConfig::from_vars(
-            "c",
-            vars(&[
-                (ENV_CONSUMER_CONCURRENCY, "4"),
-                (ENV_CONSUMER_RECEIVERS, "3"),
-                (ENV_CONSUMER_MAX_MESSAGES, "5"),
-                (ENV_CONSUMER_WAIT_SECS, "2"),
-                (ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS, "60"),
-                (ENV_CONSUMER_RETRY_INITIAL_MS, "250"),
-                (ENV_CONSUMER_RETRY_MAX_SECS, "30"),
-                (ENV_CONSUMER_BAD_INPUT_DELAY_SECS, "900"),
-                (ENV_CONSUMER_CALL_TIMEOUT_MS, "2500"),
-                (ENV_CONSUMER_HANDLER_TIMEOUT_SECS, "120"),
-            ]),
-        )
-        .unwrap();
-        assert_eq!(c.concurrency, 4);
-        assert_eq!(c.receivers, 3);
-        assert_eq!(c.max_messages, 5);
-        assert_eq!(c.wait, Duration::from_secs(2));
-        assert_eq!(c.visibility_timeout, Duration::from_secs(60));
-        assert_eq!(c.retry_initial, Duration::from_millis(250));
-        assert_eq!(c.retry_max, Duration::from_secs(30));
-        assert_eq!(c.bad_input_delay, Duration::from_secs(900));
-        assert_eq!(c.call_timeout, Duration::from_millis(2500));
-        assert_eq!(c.handler_timeout, Duration::from_secs(120));
-        c.validate().unwrap();
-    }
-
-    #[test]
-    fn bad_values_are_refused_naming_the_setting() {
-        let e =
-            ConsumerConfig::from_vars("c", vars(&[(ENV_CONSUMER_WAIT_SECS, "1.5")])).unwrap_err();
-        assert!(e.to_string().contains(ENV_CONSUMER_WAIT_SECS), "{e}");
-        let mut c = ConsumerConfig::new(" ");
-        assert!(c.validate().is_err());
-        c.name = "c".into();
-        c.max_messages = 11;
-        assert!(
-            c.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("max_messages")
-        );
-        c.max_messages = 10;
-        c.wait = Duration::from_secs(21);
-        assert!(c.validate().unwrap_err().to_string().contains("wait"));
-        c.wait = Duration::from_secs(20);
-        c.concurrency = 0;
-        assert!(
-            c.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("concurrency")
-        );
-        // "Unlimited" is refused before it overflows the receivers' counts (it passed, and
-        // `run` panicked).
-        for n in [MAX_CONCURRENCY + 1, usize::MAX] {
-            c.concurrency = n;
-            assert!(
-                c.validate()
-                    .unwrap_err()
-                    .to_string()
-                    .contains("concurrency")
-            );
-            c.concurrency = 1;
-            c.receivers = n;
-            assert!(c.validate().unwrap_err().to_string().contains("receivers"));
-            c.receivers = 2;
-        }
-        c.concurrency = MAX_CONCURRENCY;
-        c.validate().expect("the most");
-        c.concurrency = 1;
-        for d in [
-            Duration::ZERO,
-            MAX_VISIBILITY_TIMEOUT + Duration::from_secs(1),
-        ] {
-            c.handler_timeout = d;
-            assert!(
-                c.validate()
-                    .unwrap_err()
-                    .to_string()
-                    .contains("handler_timeout")
-            );
-        }
-        c.handler_timeout = DEFAULT_HANDLER_TIMEOUT;
-        for d in [Duration::ZERO, Duration::from_secs(3601), Duration::MAX] {
-            c.call_timeout = d;
-            assert!(
-                c.validate()
-                    .unwrap_err()
-                    .to_string()
-                    .contains("call_timeout")
-            );
-        }
-        c.call_timeout = DEFAULT_CALL_TIMEOUT;
-        c.visibility_timeout = Duration::ZERO;
-        assert!(c.validate().is_err());
-        c.visibility_timeout = Duration::from_millis(1500);
-        assert!(
-            c.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("visibility_timeout")
-        );
-        c.visibility_timeout = Duration::from_secs(2);
-        c.wait = Duration::from_millis(500);
-        assert!(c.validate().unwrap_err().to_string().contains("wait"));
-        c.wait = Duration::ZERO;
-        c.retry_initial = Duration::ZERO;
-        assert!(
-            c.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("retry_initial")
-        );
-        c.retry_initial = Duration::from_millis(250);
-        c.bad_input_delay = Duration::ZERO;
-        assert!(
-            c.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("bad_input_delay")
-        );
-        c.bad_input = BadInputPolicy::Delete;
-        c.validate().expect("no delay needed: bad input is deleted");
-        c.bad_input = BadInputPolicy::Release;
-        c.bad_input_delay = Duration::from_secs(1);
-        c.validate().expect("valid");
-    }
-}
+mod tests;
