@@ -175,7 +175,7 @@ fn traceparent_of(metadata: &str) -> Option<String> {
         // Anything else is not forwarded: a hand-written row's garbage went out as the message's
         // `traceparent` attribute, and one with a control character got its event dead-lettered
         // (black-box run).
-        serde_json::Value::String(s) if crate::trace::is_valid_traceparent(&s) => Some(s),
+        serde_json::Value::String(s) => crate::trace::valid_traceparent(&s).map(str::to_owned),
         _ => None,
     }
 }

@@ -49,10 +49,7 @@ pub fn remote_context(traceparent: &str) -> Option<opentelemetry::Context> {
     use opentelemetry::trace::{
         SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
     };
-    if !is_valid_traceparent(traceparent) {
-        return None;
-    }
-    let mut parts = traceparent.split('-').skip(1);
+    let mut parts = valid_traceparent(traceparent)?.split('-').skip(1);
     let trace_id = TraceId::from_hex(parts.next()?).ok()?;
     let span_id = SpanId::from_hex(parts.next()?).ok()?;
     let flags = u8::from_str_radix(parts.next()?, 16).ok()?;
@@ -70,7 +67,7 @@ pub fn remote_context(traceparent: &str) -> Option<opentelemetry::Context> {
 /// `opentelemetry` feature) the current OpenTelemetry span's.
 pub fn current_traceparent() -> Option<String> {
     TRACEPARENT
-        .try_with(|tp| is_valid_traceparent(tp).then(|| tp.clone()))
+        .try_with(|tp| valid_traceparent(tp).map(str::to_owned))
         .ok()
         .flatten()
         .or_else(opentelemetry_traceparent)
@@ -106,22 +103,43 @@ pub(crate) fn current_metadata() -> serde_json::Value {
     serde_json::Value::Object(metadata)
 }
 
-/// `00-<32 hex trace id>-<16 hex span id>-<2 hex flags>`, lowercase, ids not all zero.
-pub(crate) fn is_valid_traceparent(tp: &str) -> bool {
+/// The W3C `traceparent` `tp` as a version-00 reader takes it: `version-traceid-spanid-flags`
+/// (2, 32, 16 and 2 lowercase hex digits, ids not all zero, version not `ff`), or `None` when it
+/// is not one. A later version may append fields (`-…`): as the specification asks, they are
+/// cut off and the first 55 characters read.
+///
+/// ```
+/// use outbox_core::trace::valid_traceparent;
+/// let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+/// assert_eq!(valid_traceparent(tp), Some(tp));
+/// let later = "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-what-comes";
+/// assert_eq!(valid_traceparent(later), Some(&later[..55]));
+/// assert_eq!(valid_traceparent("garbage"), None);
+/// ```
+pub fn valid_traceparent(tp: &str) -> Option<&str> {
+    const LEN: usize = 55;
+    let head = tp.get(..2)?;
+    let tp = match tp.len() {
+        LEN => tp,
+        // Version 00 has exactly these fields; a later one may add some after a dash.
+        n if n > LEN && head != "00" && tp.as_bytes()[LEN] == b'-' => tp.get(..LEN)?,
+        _ => return None,
+    };
     let parts: Vec<&str> = tp.split('-').collect();
     let hex = |s: &str, len: usize| {
         s.len() == len
             && s.bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     };
-    parts.len() == 4
+    (parts.len() == 4
         && hex(parts[0], 2)
         && parts[0] != "ff"
         && hex(parts[1], 32)
         && parts[1].bytes().any(|b| b != b'0')
         && hex(parts[2], 16)
         && parts[2].bytes().any(|b| b != b'0')
-        && hex(parts[3], 2)
+        && hex(parts[3], 2))
+    .then_some(tp)
 }
 
 #[cfg(test)]
@@ -132,14 +150,22 @@ mod tests {
 
     #[test]
     fn validates_the_w3c_format() {
-        assert!(is_valid_traceparent(TP));
-        assert!(!is_valid_traceparent(
-            "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01"
-        ));
-        assert!(!is_valid_traceparent(
-            "00-00000000000000000000000000000000-b7ad6b7169203331-01"
-        ));
-        assert!(!is_valid_traceparent("garbage"));
+        assert_eq!(valid_traceparent(TP), Some(TP));
+        for invalid in [
+            "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01",
+            "00-00000000000000000000000000000000-b7ad6b7169203331-01",
+            "garbage",
+        ] {
+            assert_eq!(valid_traceparent(invalid), None, "{invalid}");
+        }
+        // A later version's extra fields are cut off; version 00 has none, ff is invalid.
+        let later = format!("cc{}-extra", &TP[2..]);
+        assert_eq!(valid_traceparent(&later), Some(&later[..55]));
+        assert_eq!(valid_traceparent(&format!("{TP}-extra")), None);
+        assert_eq!(valid_traceparent(&format!("cc{}extra", &TP[2..])), None);
+        assert_eq!(valid_traceparent(&format!("ff{}", &TP[2..])), None);
+        assert_eq!(valid_traceparent("é"), None);
+        assert_eq!(valid_traceparent(&"é".repeat(40)), None);
     }
 
     #[tokio::test]

@@ -86,7 +86,7 @@
 //! - an SQS subscription with **raw message delivery**: exactly the message a queue route would
 //!   have sent (body and attributes);
 //! - without raw delivery: SNS's JSON envelope — the body in `Message`, each attribute in
-//!   `MessageAttributes` as `{"Type": "String", "Value": …}`.
+//!   `MessageAttributes` as `{"Type": "String", "Value": …}`. The typed [`consumer`] reads either.
 //!
 //! Per-entry failures are classified by [`classify`] with SNS's codes beside SQS's; a topic that
 //! is deleted (`NotFound`), denied (`AuthorizationError`) or has its KMS key disabled (`KMS…`) is a

@@ -23,7 +23,7 @@ pub struct Envelope {
     /// delivery): SQS's `ApproximateReceiveCount`.
     pub receive_count: u32,
     /// The producer's W3C trace context (attribute `traceparent`), when the event was emitted
-    /// inside a trace.
+    /// inside a trace: a valid one only (see [`outbox_core::trace::valid_traceparent`]).
     pub traceparent: Option<String>,
     /// SQS's message id.
     pub message_id: String,
@@ -118,8 +118,10 @@ impl Envelope {
             aggregate_type: text(ATTR_AGGREGATE_TYPE),
             aggregate_id: text(ATTR_AGGREGATE_ID),
             receive_count: receive_count(message),
+            // Only a valid one: handlers may pass it on (garbage and all-zero ids were handed
+            // over as they came: black-box run).
             traceparent: attribute(message, ATTR_TRACEPARENT)
-                .filter(|t| !t.is_empty())
+                .and_then(outbox_core::trace::valid_traceparent)
                 .map(str::to_owned),
             message_id: message.message_id().unwrap_or_default().to_owned(),
             message_group_id: group_id(message).map(str::to_owned),
@@ -162,6 +164,29 @@ mod tests {
         assert_eq!(e.receive_count, 3);
         assert_eq!(e.traceparent, None);
         assert_eq!(e.message_group_id.as_deref(), Some("order:42"));
+    }
+
+    /// Only a valid trace context reaches the handler: garbage and all-zero ids were handed over
+    /// as they came (black-box run); a later version's extra fields are cut off.
+    #[test]
+    fn only_a_valid_trace_context_is_read() {
+        let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let with = |traceparent: &str| {
+            let m = Message::builder()
+                .message_attributes(ATTR_EVENT_ID, attr(&Uuid::new_v4().to_string()))
+                .message_attributes(ATTR_EVENT_TYPE, attr("order.placed"))
+                .message_attributes(ATTR_TRACEPARENT, attr(traceparent))
+                .build();
+            Envelope::read(&m).unwrap().traceparent
+        };
+        assert_eq!(with(tp).as_deref(), Some(tp));
+        assert_eq!(with("garbage"), None);
+        assert_eq!(
+            with("00-00000000000000000000000000000000-0000000000000000-00"),
+            None
+        );
+        let later = format!("01{}-more", &tp[2..]);
+        assert_eq!(with(&later).as_deref(), Some(&later[..55]));
     }
 
     /// A message with a type but no usable id is logged with the type it carries (a black-box
