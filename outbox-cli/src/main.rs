@@ -53,6 +53,15 @@ fn main() -> ExitCode {
 /// the role lacks (`command` says which: migrations need the owner, the rest grants).
 fn hint(e: &(dyn std::error::Error + 'static), command: &str) -> Option<&'static str> {
     use tokio_postgres::error::SqlState;
+    // Migrating: `outbox migrate`, or `relay --migrate` (whose refusal got the grants hint).
+    let mut chain = Some(e);
+    let mut migrating = command == "migrate";
+    while let Some(s) = chain {
+        migrating |= s
+            .downcast_ref::<outbox_core::Error>()
+            .is_some_and(|e| e.kind() == outbox_core::ErrorKind::Migration);
+        chain = s.source();
+    }
     let mut source = Some(e);
     while let Some(s) = source {
         let db = s
@@ -64,9 +73,9 @@ fn hint(e: &(dyn std::error::Error + 'static), command: &str) -> Option<&'static
                 && (d.message().contains("outbox_") || d.message().contains("processed_events"))
         });
         if db.is_some_and(|d| *d.code() == SqlState::INSUFFICIENT_PRIVILEGE) {
-            return Some(if command == "migrate" {
-                "`outbox migrate` creates and alters the outbox's tables: run it as their owner \
-                 (the role that migrated first) or a superuser"
+            return Some(if migrating {
+                "migrating creates and alters the outbox's tables: run `outbox migrate` as their \
+                 owner (the role that migrated first) or a superuser"
             } else {
                 "this role lacks a privilege on the outbox's tables: grant what the README's \
                  \"Least privilege\" section lists, or run it as the tables' owner"

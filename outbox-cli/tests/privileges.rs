@@ -15,7 +15,19 @@ async fn a_refused_privilege_says_what_to_do() {
     for (args, says) in [
         (
             &["migrate"][..],
-            "hint: `outbox migrate` creates and alters the outbox's tables: run it as their owner",
+            "hint: migrating creates and alters the outbox's tables: run `outbox migrate` as \
+             their owner",
+        ),
+        // The relay migrating at start (it was told to grant what Least privilege lists).
+        (
+            &[
+                "relay",
+                "--migrate",
+                "--default-queue",
+                "http://sqs.us-east-1.127.0.0.1:4566/000000000000/no-such-queue",
+            ],
+            "hint: migrating creates and alters the outbox's tables: run `outbox migrate` as \
+             their owner",
         ),
         (
             &["dead-letters", "purge", "--all", "--yes"],
