@@ -160,9 +160,12 @@ impl<K: Kind> Error<K> {
     /// except that an error the PostgreSQL server answered with a [`sqlstate`](Self::sqlstate)
     /// of a class no retry changes is final — data exceptions (`22…`), integrity constraint
     /// violations (`23…`), syntax errors and access rule violations (`42…`: a permission
-    /// refused, a table missing), features not supported (`0A…`), invalid authorisation
-    /// (`28…`), and the like. A deadlock (`40P01`), a serialisation failure (`40001`), a lost
-    /// connection or a server shutting down stay retryable.
+    /// refused, a table missing), features not supported (`0A…`), and the like. A deadlock
+    /// (`40P01`), a serialisation failure (`40001`), a lost connection, a server shutting down
+    /// and a refused login (`28…`: a password or an RDS IAM token being rotated) stay
+    /// retryable. A unique key taken by a concurrent transaction (`23505`) is final here — the
+    /// same insert fails again — though a transaction that checks before it inserts may pass
+    /// when run again; under `SERIALIZABLE`, PostgreSQL reports such races as `40001`.
     pub fn is_retryable(&self) -> bool {
         self.kind.is_retryable() && !self.sqlstate().is_some_and(sqlstate_is_final)
     }
@@ -197,7 +200,6 @@ fn sqlstate_is_final(code: &str) -> bool {
         "0A", // feature not supported
         "22", // data exception
         "23", // integrity constraint violation
-        "28", // invalid authorisation specification (a wrong password stays wrong)
         "2B", // dependent privilege descriptors still exist
         "3F", // invalid schema name
         "42", // syntax error or access rule violation

@@ -46,9 +46,10 @@ impl Emitter {
     /// # }
     /// ```
     ///
-    /// The same with `futures::try_join!(tx.execute(…).err_into(), event.emit(&tx))`, if you
-    /// prefer the macro: it polls in order too (`tokio::try_join!` rotates which future goes
-    /// first unless `biased;`). Bind the statement's parameters to variables first there: the
+    /// Pipelined the same way with `futures::try_join!(tx.execute(…).err_into(), event.emit(&tx))`,
+    /// if you prefer the macro: it polls in order too (`tokio::try_join!` rotates which future
+    /// goes first unless `biased;`) — but an event `emit` refuses then fails the join after your
+    /// statement may have been sent: roll back. Bind the statement's parameters to variables first there: the
     /// macro keeps its futures past the end of the statement that created them.
     ///
     /// Emit's guarantees hold: both statements run in your transaction, in the order issued —

@@ -350,6 +350,7 @@ async fn database_errors_are_retryable_by_their_sqlstate() {
         ("40001", true),  // serialisation failure
         ("57P01", true),  // the server shutting down
         ("53300", true),  // too many connections
+        ("28P01", true),  // a password refused (being rotated)
         ("42501", false), // permission denied
         ("42P01", false), // a table missing
         ("23505", false), // a unique key taken

@@ -112,8 +112,9 @@ pub(crate) async fn run(
                 tracing::debug!(error = %crate::error_chain(&e), retry_in_ms, "LISTEN connection: reconnect failed");
             }
         } else if warn {
-            // A certificate or host-name problem: it lasts until someone fixes the server or its
-            // certificate (an expired one renewed, say), so keep trying, at the backoff's pace,
+            // A certificate or host-name problem, or a refusal no retry changes (a privilege, a
+            // function missing): it lasts until someone fixes the server, its certificate (an
+            // expired one renewed, say) or the grants, so keep trying, at the backoff's pace,
             // rather than poll for the rest of the process's life (logged once a minute).
             tracing::error!(error = %crate::error_chain(&e), retry_in_ms = delay.as_millis() as u64,
                 "cannot open the LISTEN connection; relying on polling until it opens");

@@ -203,8 +203,8 @@ pub(crate) async fn run(
                             "the connection advertising waiting: reconnect failed");
                     }
                 } else if warn {
-                    // A certificate or host-name problem: kept trying (see the listener), logged
-                    // once a minute.
+                    // A certificate or host-name problem, or a refusal no retry changes: kept
+                    // trying (see the listener), logged once a minute.
                     tracing::error!(error = %crate::error_chain(&e), retry_in_ms = delay.as_millis() as u64,
                         "cannot open the connection to advertise waiting; writers will not wake \
                          this relay until it opens");

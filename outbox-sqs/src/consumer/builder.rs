@@ -164,6 +164,17 @@ impl ConsumerBuilder {
         self
     }
 
+    /// The S3 buckets offloaded payloads may be read from (see
+    /// [`ConsumerConfig::offload_buckets`]; default: any).
+    pub fn offload_buckets<I, B>(mut self, buckets: I) -> Self
+    where
+        I: IntoIterator<Item = B>,
+        B: Into<String>,
+    {
+        self.config.offload_buckets = buckets.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// Calls `observer` with every message's [`Delivery`] once the consumer is done with it (for
     /// tests, demos and custom accounting; keep it quick — it runs on the handler's task).
     pub fn observe(mut self, observer: impl Fn(&Delivery) + Send + Sync + 'static) -> Self {

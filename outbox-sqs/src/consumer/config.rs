@@ -27,6 +27,9 @@ pub const ENV_CONSUMER_CALL_TIMEOUT_MS: &str = "OUTBOX_SQS_CONSUMER_CALL_TIMEOUT
 /// Environment variable: the longest one handler may run, in seconds
 /// ([`ConsumerConfig::handler_timeout`]).
 pub const ENV_CONSUMER_HANDLER_TIMEOUT_SECS: &str = "OUTBOX_SQS_CONSUMER_HANDLER_TIMEOUT_SECS";
+/// Environment variable: the S3 buckets offloaded payloads may be read from, comma-separated
+/// ([`ConsumerConfig::offload_buckets`]).
+pub const ENV_CONSUMER_OFFLOAD_BUCKETS: &str = "OUTBOX_SQS_CONSUMER_OFFLOAD_BUCKETS";
 
 /// Default of [`ConsumerConfig::concurrency`].
 pub const DEFAULT_CONCURRENCY: usize = 10;
@@ -131,6 +134,11 @@ pub struct ConsumerConfig {
     pub endpoint_url: Option<String>,
     /// Overrides the region (otherwise `AWS_REGION`, the profile, …).
     pub region: Option<String>,
+    /// The S3 buckets offloaded payloads may be read from; empty (the default): any bucket a
+    /// pointer names, as the Extended Client libraries read. Set it to the publisher's offload
+    /// bucket(s) so that a message naming another bucket is bad input, never read: whoever can
+    /// send to the queue could otherwise have the consumer read any object its role can.
+    pub offload_buckets: Vec<String>,
 }
 
 impl ConsumerConfig {
@@ -151,6 +159,7 @@ impl ConsumerConfig {
             handler_timeout: DEFAULT_HANDLER_TIMEOUT,
             endpoint_url: None,
             region: None,
+            offload_buckets: Vec::new(),
         }
     }
 
@@ -158,7 +167,8 @@ impl ConsumerConfig {
     /// [`ENV_CONSUMER_CONCURRENCY`], [`ENV_CONSUMER_RECEIVERS`], [`ENV_CONSUMER_MAX_MESSAGES`], [`ENV_CONSUMER_WAIT_SECS`],
     /// [`ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS`], [`ENV_CONSUMER_RETRY_INITIAL_MS`],
     /// [`ENV_CONSUMER_RETRY_MAX_SECS`], [`ENV_CONSUMER_BAD_INPUT_DELAY_SECS`],
-    /// [`ENV_CONSUMER_CALL_TIMEOUT_MS`], [`ENV_CONSUMER_HANDLER_TIMEOUT_SECS`].
+    /// [`ENV_CONSUMER_CALL_TIMEOUT_MS`], [`ENV_CONSUMER_HANDLER_TIMEOUT_SECS`],
+    /// [`ENV_CONSUMER_OFFLOAD_BUCKETS`].
     ///
     /// Fails with [`ErrorKind::Config`](crate::ErrorKind::Config), naming the variable, when a
     /// value is not a whole number.
@@ -223,6 +233,14 @@ impl ConsumerConfig {
         }
         if let Some(n) = number(ENV_CONSUMER_HANDLER_TIMEOUT_SECS)? {
             c.handler_timeout = Duration::from_secs(n);
+        }
+        if let Some(list) = var(ENV_CONSUMER_OFFLOAD_BUCKETS) {
+            c.offload_buckets = list
+                .split(',')
+                .map(str::trim)
+                .filter(|b| !b.is_empty())
+                .map(str::to_owned)
+                .collect();
         }
         Ok(c)
     }
@@ -345,6 +363,7 @@ const ENV_VARIABLES: &[&str] = &[
     ENV_CONSUMER_BAD_INPUT_DELAY_SECS,
     ENV_CONSUMER_CALL_TIMEOUT_MS,
     ENV_CONSUMER_HANDLER_TIMEOUT_SECS,
+    ENV_CONSUMER_OFFLOAD_BUCKETS,
 ];
 
 /// The names among `names` that have the consumer's prefix but are none of its variables.

@@ -209,8 +209,8 @@ pub use config::{
     DEFAULT_CONCURRENCY, DEFAULT_HANDLER_TIMEOUT, DEFAULT_MAX_MESSAGES, DEFAULT_RECEIVERS,
     DEFAULT_RETRY_INITIAL, DEFAULT_RETRY_MAX, DEFAULT_VISIBILITY_TIMEOUT, DEFAULT_WAIT,
     ENV_CONSUMER_BAD_INPUT_DELAY_SECS, ENV_CONSUMER_CALL_TIMEOUT_MS, ENV_CONSUMER_CONCURRENCY,
-    ENV_CONSUMER_HANDLER_TIMEOUT_SECS, ENV_CONSUMER_MAX_MESSAGES, ENV_CONSUMER_RECEIVERS,
-    ENV_CONSUMER_RETRY_INITIAL_MS, ENV_CONSUMER_RETRY_MAX_SECS,
+    ENV_CONSUMER_HANDLER_TIMEOUT_SECS, ENV_CONSUMER_MAX_MESSAGES, ENV_CONSUMER_OFFLOAD_BUCKETS,
+    ENV_CONSUMER_RECEIVERS, ENV_CONSUMER_RETRY_INITIAL_MS, ENV_CONSUMER_RETRY_MAX_SECS,
     ENV_CONSUMER_VISIBILITY_TIMEOUT_SECS, ENV_CONSUMER_WAIT_SECS, MAX_CONCURRENCY,
     MAX_VISIBILITY_TIMEOUT,
 };
@@ -316,6 +316,10 @@ impl Shared {
         let Some(bucket) = payload::offloaded_bucket(message) else {
             return true;
         };
+        // A bucket the consumer does not read from is refused when the body is read: not probed.
+        if !payload::may_read(&self.config.offload_buckets, &bucket) {
+            return true;
+        }
         let timeout = self.probe_timeout();
         self.offload
             .wait_up(&self.config.name, token, || {

@@ -15,6 +15,7 @@ use aws_sdk_sqs::types::Message;
 use outbox_core::FailureKind;
 use serde::Deserialize;
 
+use super::config::ConsumerConfig;
 use super::gate::ProbeError;
 use crate::s3::kind_of;
 
@@ -128,19 +129,34 @@ fn pointer(body: &str) -> Result<Pointer, PayloadError> {
     Ok(pointer)
 }
 
+/// Whether a pointer into `bucket` may be read, given the consumer's `offload_buckets` (empty:
+/// any).
+pub(crate) fn may_read(allowed: &[String], bucket: &str) -> bool {
+    allowed.is_empty() || allowed.iter().any(|b| b == bucket)
+}
+
 /// The body of `message`: its own, or the S3 object its pointer names (read within the call
-/// time-out and a second per MiB begun of the declared size).
+/// time-out and a second per MiB begun of the declared size), from one of the configured
+/// `offload_buckets` only.
 pub(crate) async fn body<'m>(
     s3: &aws_sdk_s3::Client,
     message: &'m Message,
-    call_timeout: Duration,
+    config: &ConsumerConfig,
 ) -> Result<Cow<'m, str>, PayloadError> {
+    let call_timeout = config.call_timeout;
     let own = message.body().unwrap_or_default();
     let Some(size) = offloaded_size(message) else {
         return Ok(Cow::Borrowed(own));
     };
     let size = size?;
     let Pointer { bucket, key } = pointer(own)?;
+    if !may_read(&config.offload_buckets, &bucket) {
+        let shown: String = bucket.chars().take(64).collect();
+        return Err(PayloadError::Malformed(format!(
+            "the pointer names bucket `{shown}`, not one of this consumer's offload buckets: \
+             not read"
+        )));
+    }
     let mib = u32::try_from(size.div_ceil(1024 * 1024)).unwrap_or(u32::MAX);
     let limit = call_timeout.saturating_add(PER_MIB.saturating_mul(mib));
     // Held in memory whole: an object much larger than the message says is not read (a pointer

@@ -49,7 +49,7 @@ where
     let envelope = Envelope::read(message);
     let (outcome, left_in_queue) = match &envelope {
         Err(bad) => (
-            bad_input(shared, *bad, message, None, &receipt, pending).await,
+            bad_input(shared, *bad, message, None, &receipt, (pending, turn.token)).await,
             false,
         ),
         Ok(env) => {
@@ -130,7 +130,7 @@ where
     let Some(_permit) = permit(shared, turn).await else {
         return (Outcome::Released, false);
     };
-    let body = match payload::body(&shared.s3, message, shared.config.call_timeout).await {
+    let body = match payload::body(&shared.s3, message, &shared.config).await {
         Ok(body) => body,
         Err(PayloadError::Malformed(reason)) => {
             tracing::warn!(reason, "cannot read the offloaded payload");
@@ -140,7 +140,7 @@ where
                 message,
                 Some(env),
                 receipt,
-                pending,
+                (pending, turn.token),
             )
             .await;
             return (outcome, false);
@@ -183,7 +183,15 @@ where
             };
             // The decode error never quotes the body.
             tracing::warn!(error = %e, "cannot decode the event");
-            let outcome = bad_input(shared, bad, message, Some(env), receipt, pending).await;
+            let outcome = bad_input(
+                shared,
+                bad,
+                message,
+                Some(env),
+                receipt,
+                (pending, turn.token),
+            )
+            .await;
             return (outcome, false);
         }
     };
@@ -323,7 +331,7 @@ async fn bad_input(
     message: &Message,
     env: Option<&Envelope>,
     receipt: &str,
-    pending: &Pending,
+    (pending, token): (&Pending, &CancellationToken),
 ) -> Outcome {
     pending.take(receipt).await;
     shared.metrics.on_failure(bad.as_str());
@@ -347,7 +355,9 @@ async fn bad_input(
             visibility::change(
                 shared.sqs(),
                 &[receipt.to_owned()],
-                pending.within_limit(shared.config.bad_input_delay),
+                pending.within_limit(
+                    shared.hidden_from_own_polls(token, shared.config.bad_input_delay),
+                ),
             )
             .await
         }

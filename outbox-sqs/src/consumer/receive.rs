@@ -92,6 +92,7 @@ async fn receiver<T, H>(
         // the handlers still have up to `concurrency` messages to work on meanwhile, and a batch
         // is one call instead of one call per freed handler.
         let mut free = tokio::select! {
+            biased;
             _ = token.cancelled() => break,
             permit = room(&limits.slots, batch) => match permit {
                 Some(p) => p,
@@ -103,16 +104,26 @@ async fn receiver<T, H>(
         if !shared.database_up(&token).await {
             break;
         }
+        // Counted in flight before the last look at the token: a unit releasing its messages
+        // after the cancel either sees this poll (and waits it out) or the poll is never sent.
         let poll = shared.polls.start(shared.config.wait);
+        if token.is_cancelled() {
+            poll.answered();
+            break;
+        }
         let received = tokio::select! {
+            // Never polled once cancelled (a request sent then would take released messages).
+            biased;
             // A long poll cut short: whatever SQS hands out to it comes back after the visibility
             // time-out, so units releasing their messages now wait it out (see `polls.rs`).
             _ = token.cancelled() => break,
             r = receive(&shared, free.num_permits()) => r,
         };
-        poll.answered();
         let messages = match received {
             Ok(messages) => {
+                // Answered. (A failed call may have been sent, and may still be held at SQS:
+                // counted as cut short.)
+                poll.answered();
                 failures = 0;
                 messages
             }

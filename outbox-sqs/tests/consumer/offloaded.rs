@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use aws_sdk_sqs::types::MessageAttributeValue;
 use outbox_core::Relay;
+use outbox_sqs::consumer::{BadInput, Outcome};
 use outbox_sqs::{EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, SqsPublisher, pointer_body};
 use outbox_tests::sqs::{TestQueue, endpoint, sdk_config};
 use outbox_tests::{RunningRelay, TestDb, eventually};
@@ -51,13 +52,19 @@ async fn offloading_relay(db: &TestDb, queue: &TestQueue, bucket: &str) -> Runni
 /// One offloaded event for each of `accounts` accounts, relayed to a new queue (the relay stopped
 /// once they are all published); their ids.
 async fn relayed_offloaded(db: &TestDb, accounts: usize) -> (TestQueue, Vec<Uuid>) {
+    let (queue, ids, _) = relayed_offloaded_to(db, accounts).await;
+    (queue, ids)
+}
+
+/// [`relayed_offloaded`], and the bucket the payloads are in.
+async fn relayed_offloaded_to(db: &TestDb, accounts: usize) -> (TestQueue, Vec<Uuid>, String) {
     let queue = TestQueue::standard().await;
     let bucket = bucket().await;
     let relay = offloading_relay(db, &queue, &bucket).await;
     let ids = emit_credits(db, accounts, 1).await;
     assert!(eventually(Duration::from_secs(20), async || db.pending().await == 0).await);
     relay.stop().await;
-    (queue, ids)
+    (queue, ids, bucket)
 }
 
 /// A proxy to the S3 (and SQS) endpoint, black-holed from the start.
@@ -475,5 +482,57 @@ async fn unreadable_pointers_are_told_plainly() {
     assert!(
         text.contains("ExtendedPayloadSize `abc` is not a byte count"),
         "{text}"
+    );
+}
+
+/// With `offload_buckets` set, a pointer into any other bucket is bad input and its object is not
+/// read (whoever can send to the queue could have the consumer read any object its role can);
+/// pointers into the publisher's bucket are read as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pointers_outside_the_offload_buckets_are_not_read() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let (queue, ids, allowed) = relayed_offloaded_to(&db, 2).await;
+    let other = bucket().await;
+    s3_client(None)
+        .await
+        .put_object()
+        .bucket(&other)
+        .key("outbox/secret")
+        .body(
+            r#"{"kind":"credited","account":"acc-x","n":1,"cents":1}"#
+                .as_bytes()
+                .to_vec()
+                .into(),
+        )
+        .send()
+        .await
+        .unwrap();
+    send_pointer(&queue, &other, "outbox/secret", Uuid::new_v4()).await;
+    let seen = Seen::default();
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .s3_client(s3_client(None).await)
+        .offload_buckets([allowed.as_str()])
+        .observe(seen.observer())
+        .build()
+        .await
+        .unwrap();
+    let running = Running::start(c, Arc::new(Recorder::default()));
+    let done = eventually(Duration::from_secs(20), async || {
+        let m = running.consumer.metrics();
+        m.handled() == ids.len() as u64 && m.failures("undecodable") >= 1
+    })
+    .await;
+    let c = running.stop().await;
+    assert!(done, "{:?}", c.metrics());
+    // The other bucket's object was not applied.
+    assert_eq!(effect_counts(&db).await, (2, 2));
+    assert!(
+        seen.0
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|d| d.outcome == Outcome::BadInput(BadInput::Undecodable))
     );
 }

@@ -32,6 +32,7 @@ fn defaults_and_every_variable() {
             (ENV_CONSUMER_BAD_INPUT_DELAY_SECS, "900"),
             (ENV_CONSUMER_CALL_TIMEOUT_MS, "2500"),
             (ENV_CONSUMER_HANDLER_TIMEOUT_SECS, "120"),
+            (ENV_CONSUMER_OFFLOAD_BUCKETS, " events-a, ,events-b "),
         ]),
     )
     .unwrap();
@@ -45,6 +46,7 @@ fn defaults_and_every_variable() {
     assert_eq!(c.bad_input_delay, Duration::from_secs(900));
     assert_eq!(c.call_timeout, Duration::from_millis(2500));
     assert_eq!(c.handler_timeout, Duration::from_secs(120));
+    assert_eq!(c.offload_buckets, ["events-a", "events-b"]);
     c.validate().unwrap();
 }
 
