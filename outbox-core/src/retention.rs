@@ -34,7 +34,8 @@ pub async fn cleanup<C: GenericClient>(client: &C, older_than: Duration) -> Resu
 }
 
 /// Runs `delete_batch` (one statement deleting at most [`CLEANUP_BATCH_SIZE`] rows, returning how
-/// many it deleted) until a batch comes back short; returns the total.
+/// many it deleted) until a batch comes back short; returns the total. A failure after some
+/// batches says how many rows those deleted: they are gone (each batch commits on its own).
 async fn in_batches<F, Fut>(mut delete_batch: F) -> Result<u64, Error>
 where
     F: FnMut() -> Fut,
@@ -42,7 +43,12 @@ where
 {
     let mut total = 0u64;
     loop {
-        let deleted = delete_batch().await?;
+        let deleted = delete_batch().await.map_err(|e| match total {
+            0 => e,
+            n => e.context(format_args!(
+                "{n} rows deleted (committed) before this batch failed"
+            )),
+        })?;
         total += deleted as u64;
         if (deleted as i64) < CLEANUP_BATCH_SIZE {
             return Ok(total);
@@ -144,5 +150,45 @@ pub async fn run_inbox_retention(
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(INBOX_RETENTION_INTERVAL) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cleanup cut short says how many rows its committed batches deleted (it said only why it
+    /// failed, and an operator could not tell whether anything had been deleted).
+    #[tokio::test]
+    async fn a_failure_after_some_batches_says_what_they_deleted() {
+        let full = CLEANUP_BATCH_SIZE as usize;
+        let mut calls = 0;
+        let e = in_batches(|| {
+            calls += 1;
+            let n = calls;
+            async move {
+                if n <= 2 {
+                    Ok(full)
+                } else {
+                    Err(Error::new(crate::ErrorKind::Database, "connection lost"))
+                }
+            }
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "database error: {} rows deleted (committed) before this batch failed: \
+                 connection lost",
+                2 * full
+            )
+        );
+        // Failing at once: the error as it is.
+        let e = in_batches(|| async { Err(Error::new(crate::ErrorKind::Database, "down")) })
+            .await
+            .unwrap_err();
+        assert_eq!(e.to_string(), "database error: down");
+        assert_eq!(in_batches(|| async { Ok(3) }).await.unwrap(), 3);
     }
 }
