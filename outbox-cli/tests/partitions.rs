@@ -92,6 +92,13 @@ async fn migrate_partitioned_converts_and_maintain_retires_what_it_may() {
         "{out}"
     );
 
+    // Maintenance without a retention says why the conversion's table stays.
+    let out = succeeds(outbox(&db.url()).args(["partitions", "maintain"]));
+    assert!(
+        out.contains("outbox_events_legacy (the published rows from before the conversion to partitions) stays: --retention drops it"),
+        "{out}"
+    );
+
     // An expired partition holding a pending event is kept, and said so.
     let c = db.connect().await;
     c.batch_execute(

@@ -39,6 +39,14 @@ impl LogCapture {
                 .with_writer(move || logs.clone())
                 .with_filter(ours),
         );
+        // Threads without a capture (the other tests of the binary, run in parallel) fall back
+        // to a global subscriber that keeps nothing: with none, a span or event first met on such
+        // a thread had its interest cached as `never` for every thread, and went missing from
+        // the captured lines (a span check here failed whenever such a test ran alongside).
+        static GLOBAL: std::sync::Once = std::sync::Once::new();
+        GLOBAL.call_once(|| {
+            let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry());
+        });
         tracing::subscriber::set_default(subscriber)
     }
 

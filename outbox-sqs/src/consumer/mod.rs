@@ -164,14 +164,16 @@
 //!
 //! # Shutdown
 //!
-//! [`Consumer::run`] returns once its token is cancelled: it stops receiving (a long poll in
-//! progress is abandoned; what SQS handed to it comes back after the visibility time-out), lets
-//! running handlers finish (a FIFO unit stops after its current message and releases the rest),
-//! and sends the pending deletes. Messages it releases unhandled (those still waiting for a
-//! handler, the database or S3) become visible once its abandoned long polls are over at SQS —
-//! `wait` and a second after the stop at most — and not at once: SQS keeps an abandoned poll open
-//! until its wait ends and would hand it such a message, hidden for a whole visibility time-out
-//! with one more receive counted, for an answer nobody reads.
+//! [`Consumer::run`] returns once its token is cancelled: it stops receiving, lets running
+//! handlers finish (a FIFO unit stops after its current message and releases the rest), and sends
+//! the pending deletes. A long poll in flight may finish for up to a second, and what it got is
+//! handed back at once, unhandled (its receive counted): under traffic a poll answers at once,
+//! and one cut short instead still takes messages at SQS — which keeps a poll open until its
+//! wait ends — hidden for a whole visibility time-out, for an answer nobody reads. A poll still
+//! waiting after that second (an idle queue) is cut short. Messages released unhandled (those
+//! still waiting for a handler, the database or S3, and those handed back) become visible once the
+//! polls are over: at once when every poll finished, else when the polls cut short end at SQS —
+//! `wait` and a second after the stop at most.
 //!
 //! # Metrics
 //!
@@ -330,15 +332,18 @@ impl Shared {
 }
 
 impl Shared {
-    /// `hidden`, or once `token` is cancelled at least until this consumer's own long polls, cut
-    /// short, are over at SQS: a message made visible before would be taken back by one of them
-    /// (see `polls.rs`).
-    pub(crate) fn hidden_from_own_polls(
+    /// `hidden`, or once `token` is cancelled — after the receivers' polls have settled — at
+    /// least until this consumer's own long polls cut short are over at SQS: a message made
+    /// visible before would be taken back by one of them (see `polls.rs`).
+    pub(crate) async fn hidden_from_own_polls(
         &self,
         token: &CancellationToken,
         hidden: std::time::Duration,
     ) -> std::time::Duration {
         if token.is_cancelled() {
+            self.polls
+                .settled(polls::SHUTDOWN_POLL_GRACE + polls::POLL_MARGIN)
+                .await;
             hidden.max(self.polls.quiet_in(self.config.wait))
         } else {
             hidden

@@ -5,15 +5,21 @@
 //! meanwhile, hiding it for a whole visibility time-out and counting a receive towards the
 //! queue's `maxReceiveCount` — for an answer nobody reads. A message released at once by a unit
 //! that stops (one waiting for S3, say) was taken back by the consumer's own dropped poll: a black
-//! box run saw such messages reach the dead-letter queue after two stops, never handled. So a
-//! release at shutdown hides its messages until the consumer's polls are over instead:
-//! [`Polls::quiet_in`].
+//! box run saw such messages reach the dead-letter queue after two stops, never handled. So at
+//! shutdown a receiver lets its poll in flight finish for up to [`SHUTDOWN_POLL_GRACE`] and hands
+//! back at once what it got (under traffic a poll answers at once: a poll cut at shutdown took a
+//! fresh message for a whole visibility time-out in a third of a rolling restart's stops); and a
+//! release at shutdown waits for the polls to be [`settled`](Polls::settled), then hides its
+//! messages until the end of any poll cut short: [`Polls::quiet_in`].
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How long past its wait a poll is taken to last at SQS: its request may still be on its way.
 pub(crate) const POLL_MARGIN: Duration = Duration::from_secs(1);
+
+/// How long a receiver lets its poll in flight finish at shutdown before cutting it short.
+pub(crate) const SHUTDOWN_POLL_GRACE: Duration = Duration::from_secs(1);
 
 /// The polls in flight and the end of the latest one cut short.
 #[derive(Default)]
@@ -42,6 +48,17 @@ impl Polls {
             wait,
             answered: false,
         }
+    }
+
+    /// Waits until no poll is in flight (at shutdown: each finishes or is cut short within
+    /// [`SHUTDOWN_POLL_GRACE`]), at most `bound`.
+    pub(crate) async fn settled(&self, bound: Duration) {
+        let settled = async {
+            while self.state().in_flight > 0 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        let _ = tokio::time::timeout(bound, settled).await;
     }
 
     /// How long a message released now is to stay hidden so that no poll of this consumer can

@@ -309,10 +309,14 @@ async fn failed(
     (reason, error): (&str, &str),
 ) {
     shared.metrics.on_failure(reason);
-    let delay = pending.within_limit(shared.hidden_from_own_polls(
-        token,
-        visibility::retry_delay(&shared.config, env.receive_count),
-    ));
+    let delay = pending.within_limit(
+        shared
+            .hidden_from_own_polls(
+                token,
+                visibility::retry_delay(&shared.config, env.receive_count),
+            )
+            .await,
+    );
     tracing::warn!(
         reason,
         error,
@@ -356,7 +360,9 @@ async fn bad_input(
                 shared.sqs(),
                 &[receipt.to_owned()],
                 pending.within_limit(
-                    shared.hidden_from_own_polls(token, shared.config.bad_input_delay),
+                    shared
+                        .hidden_from_own_polls(token, shared.config.bad_input_delay)
+                        .await,
                 ),
             )
             .await

@@ -20,7 +20,8 @@ use tokio::task::JoinSet;
 use super::Shared;
 use super::config::secs;
 use super::handler::Handler;
-use super::unit::{run_unit, split_into_units};
+use super::polls::SHUTDOWN_POLL_GRACE;
+use super::unit::{hand_back, run_unit, split_into_units};
 
 /// The pause after a short poll (`wait` 0) found the queue empty.
 const EMPTY_SHORT_POLL_PAUSE: Duration = Duration::from_secs(1);
@@ -111,13 +112,23 @@ async fn receiver<T, H>(
             poll.answered();
             break;
         }
+        let receiving = receive(&shared, free.num_permits());
+        tokio::pin!(receiving);
         let received = tokio::select! {
-            // Never polled once cancelled (a request sent then would take released messages).
             biased;
-            // A long poll cut short: whatever SQS hands out to it comes back after the visibility
-            // time-out, so units releasing their messages now wait it out (see `polls.rs`).
-            _ = token.cancelled() => break,
-            r = receive(&shared, free.num_permits()) => r,
+            // Shutdown: the poll in flight may finish, briefly, and what it got is handed back at
+            // once; cut short, whatever SQS hands out to it comes back after the visibility
+            // time-out, so units releasing their messages wait it out (see `polls.rs`).
+            _ = token.cancelled() => {
+                if let Ok(Ok(messages)) =
+                    tokio::time::timeout(SHUTDOWN_POLL_GRACE, &mut receiving).await
+                {
+                    poll.answered();
+                    hand_back(&shared, messages, &token).await;
+                }
+                break;
+            }
+            r = &mut receiving => r,
         };
         let messages = match received {
             Ok(messages) => {

@@ -95,6 +95,18 @@ pub(crate) async fn run_unit<T, H>(
     }
 }
 
+/// Hands back `messages` a receiver got from a poll that finished at shutdown, unhandled: counted
+/// as received, released as a unit's messages are.
+pub(crate) async fn hand_back(shared: &Shared, messages: Vec<Message>, token: &CancellationToken) {
+    if messages.is_empty() {
+        return;
+    }
+    shared.metrics.on_received(messages.len());
+    let received_at = Instant::now();
+    let pending = Pending::new(Vec::new(), received_at);
+    release(shared, &messages, received_at, &pending, token).await;
+}
+
 /// Makes `messages` visible again, unhandled (taken out of the heartbeat's `pending` first), and
 /// tells the observer: at once, or at shutdown once this consumer's own long polls are over (a
 /// poll cut short would take them back: see `polls.rs`).
@@ -113,7 +125,7 @@ async fn release(
         .map(|m| m.receipt_handle().unwrap_or_default().to_owned())
         .collect();
     pending.take_all(&receipts).await;
-    let hidden = pending.within_limit(shared.hidden_from_own_polls(token, Duration::ZERO));
+    let hidden = pending.within_limit(shared.hidden_from_own_polls(token, Duration::ZERO).await);
     visibility::change(shared.sqs(), &receipts, hidden).await;
     if let Some(observer) = &shared.observer {
         for m in messages {

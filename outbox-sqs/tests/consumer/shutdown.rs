@@ -83,3 +83,54 @@ async fn a_slow_handler_keeps_its_message_hidden() {
     assert_eq!(c.metrics().received(), 1, "{:?}", c.metrics());
     assert_eq!(c.metrics().duplicates(), 0);
 }
+
+/// A message that reaches the queue as the consumer stops goes to the next consumer at once. The
+/// stopping consumer's long poll is still open at SQS and takes it: cut short, its answer was
+/// never read and the message stayed hidden for a whole visibility time-out (a black-box run of
+/// rolling restarts: a third of the stops under traffic each delayed a message by 30 s). Now the
+/// poll in flight finishes, briefly, and what it got is handed back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_arriving_as_the_consumer_stops_goes_to_the_next_consumer_at_once() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .receivers(1)
+        .wait(Duration::from_secs(5))
+        .visibility_timeout(Duration::from_secs(20))
+        .build()
+        .await
+        .unwrap();
+    let running = Running::start(c, Arc::new(Recorder::default()));
+    // Its poll waits on the empty queue.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    running.stop.cancel();
+    send_credit(&queue, "acc-1", 1).await;
+    let stopped = running.stop().await;
+    assert_eq!(stopped.metrics().handled(), 0);
+
+    let seen = Seen::default();
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .observe(seen.observer())
+        .build()
+        .await
+        .unwrap();
+    let running = Running::start(c, Arc::new(Recorder::default()));
+    let done = eventually(Duration::from_secs(8), async || {
+        effect_counts(&db).await.0 == 1
+    })
+    .await;
+    let c = running.stop().await;
+    assert!(
+        done,
+        "the message reaches the next consumer before its visibility time-out: {:?}",
+        c.metrics()
+    );
+    assert_eq!(
+        seen.most_receive_count(),
+        2,
+        "received by the stopping consumer's poll, handed back"
+    );
+}

@@ -278,3 +278,30 @@ impl Seen {
             .collect()
     }
 }
+
+/// Sends a credit of `account` to `queue` directly, shaped as the relay would send it (body and
+/// attributes); returns its event id.
+pub async fn send_credit(queue: &TestQueue, account: &str, n: i64) -> Uuid {
+    let attr = |v: &str| {
+        aws_sdk_sqs::types::MessageAttributeValue::builder()
+            .data_type("String")
+            .string_value(v)
+            .build()
+            .unwrap()
+    };
+    let id = Uuid::now_v7();
+    let body = serde_json::to_string(&AccountEvent::credited(account, n)).unwrap();
+    queue
+        .client()
+        .send_message()
+        .queue_url(queue.url())
+        .message_body(body)
+        .message_attributes("event_id", attr(&id.to_string()))
+        .message_attributes("event_type", attr("account.credited"))
+        .message_attributes("aggregate_type", attr("account"))
+        .message_attributes("aggregate_id", attr(account))
+        .send()
+        .await
+        .unwrap();
+    id
+}
