@@ -19,7 +19,8 @@ struct ReasonLabel {
 ///
 /// | name | type | meaning |
 /// |---|---|---|
-/// | `outbox_consumer_received_total{consumer}` | counter | messages received; one given back unhandled (at shutdown, or a FIFO message behind a failed one of its group) counts here only, so received ≥ handled + duplicates + failures |
+/// | `outbox_consumer_received_total{consumer}` | counter | messages received: each is then handled, a duplicate, a failure, or released |
+/// | `outbox_consumer_released_total{consumer}` | counter | messages given back unhandled, visible again for another receive: at shutdown (waiting for a handler, the database or S3, or got by a poll finishing), or a FIFO message behind a failed one of its group |
 /// | `outbox_consumer_handled_total{consumer}` | counter | events handled and committed |
 /// | `outbox_consumer_duplicates_total{consumer}` | counter | duplicates skipped by the inbox |
 /// | `outbox_consumer_failures_total{consumer,reason}` | counter | failures by reason: `handler`, `database`, `missing_event_id`, `unknown_event_type`, `undecodable`, `receive`, `delete`, `visibility`, `unit` (a unit of work that ended abnormally), `offload` (an offloaded payload not read from S3) |
@@ -35,6 +36,7 @@ struct Inner {
     received: Counter,
     handled: Counter,
     duplicates: Counter,
+    released: Counter,
     failures: Family<ReasonLabel, Counter>,
     latency: Histogram,
 }
@@ -46,6 +48,7 @@ impl std::fmt::Debug for ConsumerMetrics {
             .field("received", &self.received())
             .field("handled", &self.handled())
             .field("duplicates", &self.duplicates())
+            .field("released", &self.released())
             .finish_non_exhaustive()
     }
 }
@@ -62,6 +65,7 @@ impl ConsumerMetrics {
         let received = Counter::default();
         let handled = Counter::default();
         let duplicates = Counter::default();
+        let released = Counter::default();
         let latency = Histogram::new(exponential_buckets(0.001, 2.0, 16));
         {
             let sub = registry.sub_registry_with_label(consumer_label());
@@ -79,6 +83,11 @@ impl ConsumerMetrics {
                 "outbox_consumer_duplicates",
                 "Duplicates the inbox recognised and skipped",
                 duplicates.clone(),
+            );
+            sub.register(
+                "outbox_consumer_released",
+                "Messages given back unhandled, visible again for another receive",
+                released.clone(),
             );
             sub.register(
                 "outbox_consumer_handler_seconds",
@@ -99,6 +108,7 @@ impl ConsumerMetrics {
                 received,
                 handled,
                 duplicates,
+                released,
                 failures,
                 latency,
             }),
@@ -118,6 +128,11 @@ impl ConsumerMetrics {
     /// Duplicates skipped so far.
     pub fn duplicates(&self) -> u64 {
         self.inner.duplicates.get()
+    }
+
+    /// Messages given back unhandled so far (see the table above).
+    pub fn released(&self) -> u64 {
+        self.inner.released.get()
     }
 
     /// Failures with `reason` so far (see the table above for the reasons).
@@ -147,6 +162,10 @@ impl ConsumerMetrics {
     pub(crate) fn on_handled(&self, took: Duration) {
         self.inner.handled.inc();
         self.inner.latency.observe(took.as_secs_f64());
+    }
+
+    pub(crate) fn on_released(&self, n: usize) {
+        self.inner.released.inc_by(n as u64);
     }
 
     pub(crate) fn on_duplicate(&self) {

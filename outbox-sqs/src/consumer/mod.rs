@@ -391,12 +391,22 @@ impl Consumer {
             polls: polls::Polls::default(),
         });
         tracing::info!(consumer = %self.inner.config.name, queue = %self.inner.queue_url, "consumer started");
+        let m = &self.inner.metrics;
+        let before = (m.handled(), m.duplicates(), m.released());
         receive::receive_loop::<T, H>(shared.clone(), Arc::new(handler), shutdown).await;
         // Every unit has finished: this is the last reference.
         if let Ok(shared) = Arc::try_unwrap(shared) {
             shared.deleter.close().await;
         }
-        tracing::info!(consumer = %self.inner.config.name, "consumer stopped");
+        // What this run did; `released` counts the messages given back unhandled (at the stop:
+        // visible again once its polls are over, see "Shutdown").
+        tracing::info!(
+            consumer = %self.inner.config.name,
+            handled = m.handled() - before.0,
+            duplicates = m.duplicates() - before.1,
+            released = m.released() - before.2,
+            "consumer stopped"
+        );
         Ok(())
     }
 

@@ -125,6 +125,7 @@ async fn release(
         .map(|m| m.receipt_handle().unwrap_or_default().to_owned())
         .collect();
     pending.take_all(&receipts).await;
+    shared.metrics.on_released(messages.len());
     let hidden = pending.within_limit(shared.hidden_from_own_polls(token, Duration::ZERO).await);
     visibility::change(shared.sqs(), &receipts, hidden).await;
     if let Some(observer) = &shared.observer {

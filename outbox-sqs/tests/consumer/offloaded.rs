@@ -379,7 +379,12 @@ async fn messages_waiting_for_s3_at_shutdown_go_to_the_next_consumer() {
         running.consumer.metrics()
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
-    running.stop().await;
+    let stopped = running.stop().await;
+    assert_eq!(
+        stopped.metrics().released(),
+        ids.len() as u64,
+        "each waiting message released at the stop, counted"
+    );
     let before = stopping.most_receive_count();
     assert_eq!(before, 2, "each message was received twice before the stop");
 

@@ -109,6 +109,8 @@ async fn a_message_arriving_as_the_consumer_stops_goes_to_the_next_consumer_at_o
     send_credit(&queue, "acc-1", 1).await;
     let stopped = running.stop().await;
     assert_eq!(stopped.metrics().handled(), 0);
+    assert_eq!(stopped.metrics().received(), 1);
+    assert_eq!(stopped.metrics().released(), 1, "handed back, and counted");
 
     let seen = Seen::default();
     let c = consumer(&db, &queue, "ledger")
