@@ -45,7 +45,13 @@ impl LogCapture {
         // the captured lines (a span check here failed whenever such a test ran alongside).
         static GLOBAL: std::sync::Once = std::sync::Once::new();
         GLOBAL.call_once(|| {
-            let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry());
+            // Only this crate's targets, as captured: the AWS SDK's spans are not made for nothing.
+            let targets = tracing_subscriber::filter::Targets::new()
+                .with_target("outbox_sqs", tracing::Level::TRACE)
+                .with_target("outbox_core", tracing::Level::TRACE);
+            let _ = tracing::subscriber::set_global_default(
+                tracing_subscriber::registry().with(targets),
+            );
         });
         tracing::subscriber::set_default(subscriber)
     }

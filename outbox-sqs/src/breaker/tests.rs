@@ -26,43 +26,15 @@ fn a_topic_is_called_a_topic() {
     assert!(reason.starts_with("SQS queue `https://sqs/q`"), "{reason}");
 }
 
-std::thread_local! {
-    /// What this thread (one test) logged.
-    static CAPTURED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Writes into [`CAPTURED`]: each test thread's log lines apart from the others'.
-struct ThisThread;
-
-impl std::io::Write for ThisThread {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        CAPTURED.with(|c| c.borrow_mut().extend_from_slice(buf));
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// What `f` logs (every level), as text. The subscriber is global, for the whole test binary:
-/// a scoped one would race the other tests' threads, which could cache a log call site as
-/// disabled while no subscriber is alive; and the call sites' interest is rebuilt before `f`, for
-/// any cached before the subscriber was set.
+/// What `f` logs (every level of this crate's targets), as text: on this thread, under
+/// `LogCapture` (whose global fallback keeps other test threads from caching a call site as
+/// disabled). It set a global subscriber of its own, which failed whenever a `LogCapture` test
+/// of this binary had set the fallback first.
 fn logged(f: impl FnOnce()) -> String {
-    static INIT: std::sync::Once = std::sync::Once::new();
-    INIT.call_once(|| {
-        let subscriber = tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_max_level(tracing::Level::TRACE)
-            .with_writer(|| ThisThread)
-            .finish();
-        tracing::subscriber::set_global_default(subscriber)
-            .expect("no other test of this binary sets a global subscriber");
-    });
-    tracing::callsite::rebuild_interest_cache();
-    CAPTURED.with(|c| c.borrow_mut().clear());
+    let logs = outbox_tests::LogCapture::default();
+    let _guard = logs.install();
     f();
-    String::from_utf8(CAPTURED.with(|c| c.take())).expect("log lines are UTF-8")
+    logs.text()
 }
 
 /// Each breaker logs its destination under the field its gauge uses: a bucket's lines said

@@ -19,7 +19,7 @@ struct ReasonLabel {
 ///
 /// | name | type | meaning |
 /// |---|---|---|
-/// | `outbox_consumer_received_total{consumer}` | counter | messages received: each is then handled, a duplicate, a failure, or released |
+/// | `outbox_consumer_received_total{consumer}` | counter | messages received: each is then handled, a duplicate, released, or one of the failures of a message (`handler`, `database`, `offload`, or a bad-input reason) — a unit of work that ended abnormally (`unit`) leaves its messages uncounted |
 /// | `outbox_consumer_released_total{consumer}` | counter | messages given back unhandled, visible again for another receive: at shutdown (waiting for a handler, the database or S3, or got by a poll finishing), or a FIFO message behind a failed one of its group |
 /// | `outbox_consumer_handled_total{consumer}` | counter | events handled and committed |
 /// | `outbox_consumer_duplicates_total{consumer}` | counter | duplicates skipped by the inbox |

@@ -112,7 +112,14 @@ async fn receiver<T, H>(
             poll.answered();
             break;
         }
-        let receiving = receive(&shared, free.num_permits());
+        // Whether the request may have been sent: never polled, it is not drained at shutdown
+        // (that would send it after the stop).
+        let sent = std::sync::atomic::AtomicBool::new(false);
+        let asked = free.num_permits();
+        let receiving = async {
+            sent.store(true, std::sync::atomic::Ordering::Relaxed);
+            receive(&shared, asked).await
+        };
         tokio::pin!(receiving);
         let received = tokio::select! {
             biased;
@@ -120,6 +127,10 @@ async fn receiver<T, H>(
             // once; cut short, whatever SQS hands out to it comes back after the visibility
             // time-out, so units releasing their messages wait it out (see `polls.rs`).
             _ = token.cancelled() => {
+                if !sent.load(std::sync::atomic::Ordering::Relaxed) {
+                    poll.answered();
+                    break;
+                }
                 if let Ok(Ok(messages)) =
                     tokio::time::timeout(SHUTDOWN_POLL_GRACE, &mut receiving).await
                 {
