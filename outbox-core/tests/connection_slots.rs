@@ -163,9 +163,10 @@ async fn workers_without_a_slot_wait_for_one_without_failing() {
         .find_map(|l| l.strip_prefix("outbox_relay_errors_total "))
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("{text}"));
-    // (At start, each worker may be refused once before the first connection is open in the
-    // pool: those count. Before, every refusal did: 13 in a run.)
-    assert!(errors <= 3, "{errors} errors\n{}", logs.text());
+    // (At start, each worker may be refused before the first connection is open in the pool:
+    // those count — once each, or twice on a loaded machine where opening that connection takes
+    // longer than a worker's first back-off (CI run: 4). Before, every refusal did: 13 in a run.)
+    assert!(errors <= 6, "{errors} errors\n{}", logs.text());
     let logged = logs.text();
     assert_eq!(
         logged
