@@ -223,6 +223,12 @@ redelivered (the queue's message retention, up to 14 days on SQS, plus the relay
 an event redelivered after its record is gone is processed again. The relay can do this
 periodically with --inbox-retention when the inbox is in its database.")]
     #[command(group(clap::ArgGroup::new("ages").required(true).multiple(true).args(["older_than", "inbox_older_than"])))]
+    // clap's own usage of a missing age listed `--database-url <DATABASE_URL>` as if required
+    // whenever DATABASE_URL was set (it writes out the arguments given): black-box run.
+    #[command(
+        override_usage = "outbox cleanup [OPTIONS] --older-than <AGE> [--inbox-older-than <AGE>]\n       \
+                                outbox cleanup [OPTIONS] --inbox-older-than <AGE>"
+    )]
     Cleanup {
         /// Age of the processed rows to delete, e.g. 7d, 12h, 30m.
         #[arg(long, value_parser = duration::parse_retention)]

@@ -14,6 +14,7 @@ mod output;
 mod partitions;
 mod relay;
 mod stats;
+mod stray_variables;
 mod usage;
 
 use std::process::ExitCode;

@@ -139,6 +139,7 @@ fn sqs_config(args: &RelayArgs) -> Result<SqsConfig, Failure> {
 
 /// Runs the relay until SIGINT or SIGTERM.
 pub async fn run(url: Option<&str>, args: RelayArgs) -> Result<(), Failure> {
+    crate::stray_variables::warn();
     // Every setting, the publisher's own checks included (route patterns, targets, offload), is
     // checked before the database is touched (`--migrate` included).
     // Settings invalid in themselves are usage errors (exit 2).

@@ -20,6 +20,12 @@ fn relay(args: &[&str], vars: &[(&str, &str)]) -> (Output, String) {
     .env_remove("AWS_RETRY_MODE")
     .arg("relay")
     .args(args);
+    // The test run's own `OUTBOX_*` variables (the layout under test, say) are not this run's.
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("OUTBOX_") {
+            cmd.env_remove(name);
+        }
+    }
     for (name, value) in vars {
         cmd.env(name, value);
     }
@@ -108,6 +114,28 @@ fn a_bad_value_names_the_flag_or_the_variable_that_gave_it() {
     );
 }
 
+/// A variable of the product's prefix that is no setting is warned about, naming it (a misspelt
+/// `OUTBOX_BATCHSIZE` was ignored without a word: black-box run); the consumer's are not the
+/// relay's business.
+#[test]
+fn a_misspelt_variable_is_warned_about() {
+    let (out, err) = relay(
+        &["--default-queue", QUEUE],
+        &[
+            ("OUTBOX_BATCHSIZE", "5"),
+            ("OUTBOX_BATCH_SIZE", "5"),
+            ("OUTBOX_SQS_CONSUMER_CONCURRENCY", "4"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "the database refused: {err}");
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("no setting of the relay"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].contains("OUTBOX_BATCHSIZE"), "{err}");
+}
+
 /// An empty variable, as templated deployments leave them, is unset, for every setting (some
 /// failed the start, others were ignored: black-box run).
 #[test]
@@ -153,4 +181,23 @@ fn no_aws_region_is_a_usage_error_before_the_database() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("no AWS region"), "{err}");
     assert!(!err.contains("cannot connect"), "{err}");
+}
+
+/// `outbox cleanup` without an age shows its usage, not the database URL the environment gave as
+/// if it were required (`Usage: outbox cleanup --database-url <DATABASE_URL> <--older-than …>`:
+/// black-box run).
+#[test]
+fn cleanup_without_an_age_shows_its_own_usage() {
+    let out = Command::new(env!("CARGO_BIN_EXE_outbox"))
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .arg("cleanup")
+        .output()
+        .expect("outbox runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("Usage: outbox cleanup [OPTIONS] --older-than <AGE>"),
+        "{err}"
+    );
+    assert!(!err.contains("--database-url"), "{err}");
 }

@@ -257,10 +257,17 @@ impl Emitter {
         let aggregate_type = event.aggregate_type();
         let event_type = event.event_type();
         let aggregate_id = event.aggregate_id().to_string();
-        if aggregate_id.is_empty() {
+        // A blank id is a missing one (a form's empty field, say): as an aggregate it would put
+        // every such event of the type into one group, in one order.
+        if aggregate_id.trim().is_empty() {
+            let what = if aggregate_id.is_empty() {
+                "an empty aggregate id"
+            } else {
+                "a blank aggregate id (only whitespace)"
+            };
             return Err(Error::new(
                 ErrorKind::EmptyAggregateId,
-                format!("event `{event_type}` has an empty aggregate id"),
+                format!("event `{event_type}` has {what}"),
             ));
         }
         for (field, value) in [

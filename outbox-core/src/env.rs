@@ -33,6 +33,23 @@ pub const METRICS_INTERVAL_MS: &str = "OUTBOX_METRICS_INTERVAL_MS";
 /// [`RelayConfig::retention`](crate::RelayConfig::retention), seconds.
 pub const RETENTION_SECS: &str = "OUTBOX_RETENTION_SECS";
 
+/// Every variable [`RelayConfig::from_env`](crate::RelayConfig::from_env) reads.
+pub const VARIABLES: &[&str] = &[
+    BATCH_SIZE,
+    BATCH_MAX_BYTES,
+    MAX_ATTEMPTS,
+    BACKOFF_BASE_MS,
+    BACKOFF_CAP_MS,
+    BACKOFF_JITTER,
+    POLL_INTERVAL_MS,
+    PUBLISH_TIMEOUT_MS,
+    SHUTDOWN_GRACE_MS,
+    CONCURRENCY,
+    PER_AGGREGATE_ORDER,
+    METRICS_INTERVAL_MS,
+    RETENTION_SECS,
+];
+
 /// The AWS SDK's attempts per request, read by `aws-config`'s default chain: a whole number from 1.
 pub const AWS_MAX_ATTEMPTS: &str = "AWS_MAX_ATTEMPTS";
 /// The AWS SDK's retry mode, read by `aws-config`'s default chain: `standard` or `adaptive`.
@@ -187,6 +204,24 @@ mod tests {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| v.to_string())
         }
+    }
+
+    /// `VARIABLES` is every variable `from_lookup` reads, no more (the CLI warns about any other
+    /// `OUTBOX_*` one as misspelt).
+    #[test]
+    fn variables_lists_what_from_lookup_reads() {
+        let asked = std::cell::RefCell::new(Vec::new());
+        RelayConfig::from_lookup(|k| {
+            asked.borrow_mut().push(k.to_owned());
+            None
+        })
+        .unwrap();
+        let mut asked = asked.into_inner();
+        asked.sort();
+        asked.dedup();
+        let mut listed: Vec<_> = VARIABLES.iter().map(|v| v.to_string()).collect();
+        listed.sort();
+        assert_eq!(asked, listed);
     }
 
     #[test]

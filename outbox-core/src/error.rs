@@ -15,7 +15,7 @@ pub enum ErrorKind {
     /// A text field or the payload holds characters that SQS or PostgreSQL's `jsonb` would reject.
     /// Nothing was written.
     InvalidText,
-    /// The event's aggregate id is empty. Nothing was written.
+    /// The event's aggregate id is empty or only whitespace. Nothing was written.
     EmptyAggregateId,
     /// The payload is nested deeper than [`MAX_JSON_DEPTH`](crate::message::MAX_JSON_DEPTH)
     /// levels (consumers' JSON parsers refuse it). Nothing was written.

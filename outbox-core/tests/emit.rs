@@ -63,6 +63,12 @@ async fn invalid_events_are_refused_before_insert_and_the_transaction_stays_usab
 
     let e = emit(&tx, &TestEvent::new("", 1)).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::EmptyAggregateId);
+    // Blank is missing too (it would make every such event one aggregate).
+    let e = emit(&tx, &TestEvent::new(" \t\u{3000}", 1))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::EmptyAggregateId, "{e}");
+    assert!(e.to_string().contains("blank aggregate id"), "{e}");
 
     let e = emit(&tx, &TestEvent::new("o-1", 1).note("nul \u{0} inside"))
         .await

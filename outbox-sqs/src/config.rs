@@ -45,6 +45,23 @@ pub const ENV_BATCH_AGGREGATES: &str = "OUTBOX_SQS_BATCH_AGGREGATES";
 /// [`SqsTransport`]).
 pub const ENV_TRANSPORT: &str = "OUTBOX_SQS_TRANSPORT";
 
+/// Every `OUTBOX_SQS_*` variable [`SqsConfig::from_env`] reads.
+pub const ENV_VARIABLES: &[&str] = &[
+    ENV_DEFAULT_QUEUE_URL,
+    ENV_ROUTES,
+    ENV_MAX_IN_FLIGHT,
+    ENV_MAX_UPLOADS,
+    ENV_CALL_TIMEOUT_MS,
+    ENV_BROKEN_QUEUE_DEAD_LETTER_AFTER_SECS,
+    ENV_BREAKER_PROBE_INTERVAL_MS,
+    ENV_OFFLOAD_BUCKET,
+    ENV_OFFLOAD_THRESHOLD_BYTES,
+    ENV_OFFLOAD_WAIT_MS,
+    ENV_CALL_WAIT_MS,
+    ENV_BATCH_AGGREGATES,
+    ENV_TRANSPORT,
+];
+
 /// Default of [`SqsConfig::max_in_flight`].
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 8;
 /// Upper bound of [`SqsConfig::max_in_flight`] and [`SqsConfig::max_uploads`].

@@ -214,6 +214,31 @@ mod tests {
         move |name| map.get(name).cloned()
     }
 
+    /// `ENV_VARIABLES` is every `OUTBOX_*` variable `from_lookup` reads, no more (the CLI warns
+    /// about any other as misspelt).
+    #[test]
+    fn env_variables_lists_what_from_lookup_reads() {
+        let asked = std::cell::RefCell::new(Vec::new());
+        SqsConfig::from_lookup(|k| {
+            asked.borrow_mut().push(k.to_owned());
+            None
+        })
+        .unwrap();
+        let mut asked: Vec<String> = asked
+            .into_inner()
+            .into_iter()
+            .filter(|k| k.starts_with("OUTBOX_"))
+            .collect();
+        asked.sort();
+        asked.dedup();
+        let mut listed: Vec<_> = crate::config::ENV_VARIABLES
+            .iter()
+            .map(|v| v.to_string())
+            .collect();
+        listed.sort();
+        assert_eq!(asked, listed);
+    }
+
     #[test]
     fn defaults_when_nothing_is_set() {
         assert_eq!(

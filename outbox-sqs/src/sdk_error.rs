@@ -28,6 +28,48 @@ fn has_credentials_error(err: &(dyn StdError + 'static)) -> bool {
     false
 }
 
+/// "No usable AWS credentials", the provider chain's `detail`, and what the key variables say, if
+/// they explain it.
+pub(crate) fn no_credentials(detail: &str) -> String {
+    let mut text = format!("no usable AWS credentials: {detail}");
+    if let Some(hint) = key_variables_hint(|name| std::env::var(name).ok()) {
+        text.push_str(" (");
+        text.push_str(&hint);
+        text.push(')');
+    }
+    text
+}
+
+/// Why the credentials in the key variables were not used, when that is the likely cause: one of
+/// `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` set and the other empty or missing. The SDK then
+/// skips both and looks further along its chain, and its error names only the last place it
+/// looked (black-box run: an empty `AWS_SECRET_ACCESS_KEY` failed with "IMDS is disabled").
+/// Both missing or both empty is no hint: credentials may well come from elsewhere.
+fn key_variables_hint(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    const KEY: &str = "AWS_ACCESS_KEY_ID";
+    const SECRET: &str = "AWS_SECRET_ACCESS_KEY";
+    let state = |name| match var(name) {
+        None => "not set",
+        Some(v) if v.trim().is_empty() => "set but empty",
+        Some(_) => "set",
+    };
+    // The SDK takes the secret from `SECRET_ACCESS_KEY` too when this one is blank.
+    let secret = match (state(SECRET), state("SECRET_ACCESS_KEY")) {
+        (_, "set") => "set",
+        (secret, _) => secret,
+    };
+    match (state(KEY), secret) {
+        ("set", "set") => None,
+        ("set", other) => Some(format!(
+            "{KEY} is set and {SECRET} is {other}: the SDK skipped the pair"
+        )),
+        (other, "set") => Some(format!(
+            "{SECRET} is set and {KEY} is {other}: the SDK skipped the pair"
+        )),
+        _ => None,
+    }
+}
+
 /// The kind and description of an error answer from SQS or SNS: its `code`, `message` and HTTP
 /// `status`, for either transport.
 pub(crate) fn service_failure(code: &str, message: &str, status: u16) -> (ErrorKind, String) {
@@ -43,8 +85,7 @@ pub(crate) fn service_failure(code: &str, message: &str, status: u16) -> (ErrorK
     // Never the signed request a signature error quotes (it names the session token): this text
     // is logged and stored with the events as their last error. The direct transport's error, the
     // source, reads the same `{code} (HTTP {status}): {message}`, so a chain shows it once.
-    let message = outbox_core::redact_signed_request(message);
-    let answer = format!("{code} (HTTP {status}): {message}");
+    let answer = answer_text(code, message, status);
     let detail = if is_queue_missing(code) {
         format!("the queue does not exist: {answer}")
     } else if is_topic_missing(code) {
@@ -53,6 +94,13 @@ pub(crate) fn service_failure(code: &str, message: &str, status: u16) -> (ErrorK
         answer
     };
     (kind, detail)
+}
+
+/// A service's error answer as told in messages: `{code} (HTTP {status}): {message}`, with any
+/// signed request the message quotes redacted.
+fn answer_text(code: &str, message: &str, status: u16) -> String {
+    let message = outbox_core::redact_signed_request(message);
+    format!("{code} (HTTP {status}): {message}")
 }
 
 /// An SDK failure of `what` (e.g. "SendMessageBatch to queue `…`") as this crate's error.
@@ -71,10 +119,7 @@ where
             // The SDK's own words for it are "service error": the source reads as the answer
             // the message quotes instead, so that a chain shows it once.
             let answer = Answer {
-                text: format!(
-                    "{code} (HTTP {status}): {}",
-                    outbox_core::redact_signed_request(message)
-                ),
+                text: answer_text(code, message, status),
                 error: Box::new(err),
             };
             return Error::new(kind, format!("{what}: {detail}")).with_source(answer);
@@ -82,10 +127,7 @@ where
         SdkError::TimeoutError(_) => (ErrorKind::Timeout, outbox_core::error_chain(&err)),
         SdkError::DispatchFailure(_) if has_credentials_error(&err) => (
             ErrorKind::Credentials,
-            format!(
-                "no usable AWS credentials: {}",
-                outbox_core::error_chain(&err)
-            ),
+            no_credentials(&outbox_core::error_chain(&err)),
         ),
         SdkError::DispatchFailure(_) => (
             ErrorKind::Unavailable,

@@ -33,13 +33,9 @@ pub(crate) enum SignError {
 impl fmt::Display for SignError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SignError::Credentials(e) => {
-                write!(
-                    f,
-                    "no usable AWS credentials: {}",
-                    outbox_core::error_chain(e)
-                )
-            }
+            SignError::Credentials(e) => f.write_str(&crate::sdk_error::no_credentials(
+                &outbox_core::error_chain(e),
+            )),
             SignError::Signing(e) => write!(f, "cannot sign the request: {e}"),
         }
     }

@@ -349,7 +349,10 @@ impl ConsumerConfig {
 }
 
 /// The prefix of the consumer's environment variables.
-const ENV_PREFIX: &str = "OUTBOX_SQS_CONSUMER_";
+/// The prefix of every variable [`ConsumerConfig::from_env`] reads: any other variable with it is
+/// warned about as misspelt.
+pub const ENV_CONSUMER_PREFIX: &str = "OUTBOX_SQS_CONSUMER_";
+const ENV_PREFIX: &str = ENV_CONSUMER_PREFIX;
 
 /// Every variable [`ConsumerConfig::from_env`] reads.
 const ENV_VARIABLES: &[&str] = &[

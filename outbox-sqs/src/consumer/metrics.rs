@@ -15,6 +15,22 @@ struct ReasonLabel {
     reason: String,
 }
 
+/// Every `reason` of `outbox_consumer_failures_total`. Each is exported from the start, at 0: a
+/// series that appears only with its first failure hides that failure from `increase()` and
+/// `rate()`, so an alert on them missed it (Prometheus counts from a series' first sample).
+pub const FAILURE_REASONS: &[&str] = &[
+    "handler",
+    "database",
+    "offload",
+    "missing_event_id",
+    "unknown_event_type",
+    "undecodable",
+    "receive",
+    "delete",
+    "visibility",
+    "unit",
+];
+
 /// A consumer's counters, readable while it runs (cheap to clone: shared).
 ///
 /// | name | type | meaning |
@@ -23,7 +39,7 @@ struct ReasonLabel {
 /// | `outbox_consumer_released_total{consumer}` | counter | messages given back unhandled, visible again for another receive: at shutdown (waiting for a handler, the database or S3, or got by a poll finishing), or a FIFO message behind a failed one of its group |
 /// | `outbox_consumer_handled_total{consumer}` | counter | events handled and committed |
 /// | `outbox_consumer_duplicates_total{consumer}` | counter | duplicates skipped by the inbox |
-/// | `outbox_consumer_failures_total{consumer,reason}` | counter | failures by reason: `handler`, `database`, `missing_event_id`, `unknown_event_type`, `undecodable`, `receive`, `delete`, `visibility`, `unit` (a unit of work that ended abnormally), `offload` (an offloaded payload not read from S3) |
+/// | `outbox_consumer_failures_total{consumer,reason}` | counter | failures by reason: `handler`, `database`, `missing_event_id`, `unknown_event_type`, `undecodable`, `receive`, `delete`, `visibility`, `unit` (a unit of work that ended abnormally), `offload` (an offloaded payload not read from S3); each exported at 0 from the start ([`FAILURE_REASONS`]) |
 /// | `outbox_consumer_handler_seconds{consumer}` | histogram | time from taking a connection for the event (its wait for one included) to the commit, per handled event |
 #[derive(Clone)]
 pub struct ConsumerMetrics {
@@ -96,6 +112,13 @@ impl ConsumerMetrics {
             );
         }
         let failures = Family::<ReasonLabel, Counter>::default();
+        for reason in FAILURE_REASONS {
+            // Created at 0; the guard is let go at once.
+            drop(failures.get_or_create(&ReasonLabel {
+                consumer: name.to_owned(),
+                reason: (*reason).to_owned(),
+            }));
+        }
         registry.register(
             "outbox_consumer_failures",
             "Failures by reason",
@@ -135,9 +158,13 @@ impl ConsumerMetrics {
         self.inner.released.get()
     }
 
-    /// Failures with `reason` so far (see the table above for the reasons).
+    /// Failures with `reason` so far (one of [`FAILURE_REASONS`]; 0 for any other).
     pub fn failures(&self, reason: &str) -> u64 {
-        self.inner.failures.get_or_create(&self.label(reason)).get()
+        // Read without creating: a misspelt reason must not become an exported series.
+        self.inner
+            .failures
+            .get(&self.label(reason))
+            .map_or(0, |c| c.get())
     }
 
     /// The metrics in the text exposition format (OpenMetrics, ending in `# EOF`).
@@ -174,5 +201,45 @@ impl ConsumerMetrics {
 
     pub(crate) fn on_failure(&self, reason: &str) {
         self.inner.failures.get_or_create(&self.label(reason)).inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::consumer::BadInput;
+
+    /// Every failure reason is exported at 0 from the start (they appeared only with their first
+    /// failure, which `increase()` cannot see); reading one never adds a series.
+    #[test]
+    fn every_failure_reason_is_exported_from_the_start() {
+        let metrics = ConsumerMetrics::new("orders");
+        let text = metrics.encode();
+        for reason in FAILURE_REASONS {
+            let series = format!(
+                "outbox_consumer_failures_total{{consumer=\"orders\",reason=\"{reason}\"}} 0"
+            );
+            assert!(text.contains(&series), "{series} missing from:\n{text}");
+        }
+        assert_eq!(metrics.failures("no such reason"), 0);
+        assert!(!metrics.encode().contains("no such reason"));
+        metrics.on_failure("handler");
+        assert_eq!(metrics.failures("handler"), 1);
+    }
+
+    /// The list names every bad-input reason (a new one would otherwise be missing from it).
+    #[test]
+    fn the_reasons_include_every_bad_input() {
+        // Does not compile once a variant is added, until it is listed here too.
+        let _listed = |bad: BadInput| match bad {
+            BadInput::MissingEventId | BadInput::UnknownEventType | BadInput::Undecodable => {}
+        };
+        for bad in [
+            BadInput::MissingEventId,
+            BadInput::UnknownEventType,
+            BadInput::Undecodable,
+        ] {
+            assert!(FAILURE_REASONS.contains(&bad.as_str()), "{bad:?}");
+        }
     }
 }

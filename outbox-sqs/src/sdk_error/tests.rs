@@ -26,3 +26,47 @@ fn a_service_answer_is_told_once() {
     assert_eq!(outbox_core::error_chain(&e), e.to_string());
     assert!(format!("{e:?}").contains("ServiceError"), "{e:?}");
 }
+
+/// One key variable set and the other empty or missing is said when credentials fail (an empty
+/// `AWS_SECRET_ACCESS_KEY` failed with the chain's last word, "IMDS is disabled": black-box run);
+/// both set, both missing or both empty says nothing (credentials may come from elsewhere).
+#[test]
+fn a_half_set_key_pair_is_named() {
+    let hint = |pairs: &[(&str, &str)]| {
+        key_variables_hint(|name| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        })
+    };
+    assert_eq!(
+        hint(&[("AWS_ACCESS_KEY_ID", "AKIA"), ("AWS_SECRET_ACCESS_KEY", "")]).as_deref(),
+        Some(
+            "AWS_ACCESS_KEY_ID is set and AWS_SECRET_ACCESS_KEY is set but empty: the SDK skipped the pair"
+        )
+    );
+    assert_eq!(
+        hint(&[("AWS_SECRET_ACCESS_KEY", "s")]).as_deref(),
+        Some(
+            "AWS_SECRET_ACCESS_KEY is set and AWS_ACCESS_KEY_ID is not set: the SDK skipped the pair"
+        )
+    );
+    assert_eq!(
+        hint(&[
+            ("AWS_ACCESS_KEY_ID", "AKIA"),
+            ("AWS_SECRET_ACCESS_KEY", "s")
+        ]),
+        None
+    );
+    assert_eq!(hint(&[]), None);
+    assert_eq!(
+        hint(&[("AWS_ACCESS_KEY_ID", "AKIA"), ("SECRET_ACCESS_KEY", "s")]),
+        None,
+        "the SDK's other name for the secret"
+    );
+    assert_eq!(
+        hint(&[("AWS_ACCESS_KEY_ID", ""), ("AWS_SECRET_ACCESS_KEY", " ")]),
+        None
+    );
+}
