@@ -42,15 +42,22 @@ pub enum BadInput {
     UnknownEventType,
     /// The body does not decode into the handler's event type.
     Undecodable,
+    /// Marked offloaded (an `ExtendedPayloadSize` attribute), but its S3 pointer is not one this
+    /// consumer reads: not a pointer, a size that is not a byte count, a bucket outside
+    /// [`offload_buckets`](super::ConsumerConfig::offload_buckets), an object far larger than the
+    /// size declared, or one that is not UTF-8 text. (S3 failing or refusing is a failed delivery,
+    /// `offload`, not bad input.)
+    BadPointer,
 }
 
 impl BadInput {
-    /// The metric label: `missing_event_id`, `unknown_event_type`, `undecodable`.
+    /// The metric label: `missing_event_id`, `unknown_event_type`, `undecodable`, `bad_pointer`.
     pub fn as_str(self) -> &'static str {
         match self {
             BadInput::MissingEventId => "missing_event_id",
             BadInput::UnknownEventType => "unknown_event_type",
             BadInput::Undecodable => "undecodable",
+            BadInput::BadPointer => "bad_pointer",
         }
     }
 }

@@ -128,9 +128,10 @@
 //! # Bad input
 //!
 //! A message without a valid `event_id`, with an event type `T` does not accept
-//! ([`DecodeEvent::accepts`]), or whose body does not decode is counted
+//! ([`DecodeEvent::accepts`]), whose body does not decode, or whose S3 pointer this consumer does
+//! not read ([`BadInput::BadPointer`]) is counted
 //! (`outbox_consumer_failures_total{reason="missing_event_id" | "unknown_event_type" |
-//! "undecodable"}`) and logged at `warn` with the message id, event id and type — never the body.
+//! "undecodable" | "bad_pointer"}`) and logged at `warn` with the message id, event id and type — never the body.
 //! Then, by [`BadInputPolicy`]: by default ([`Release`](BadInputPolicy::Release)) it is hidden
 //! for [`bad_input_delay`](ConsumerConfig::bad_input_delay) (10 min) and so reaches the
 //! dead-letter queue after `maxReceiveCount` receives, where it waits for a consumer that can read

@@ -136,7 +136,7 @@ where
             tracing::warn!(reason, "cannot read the offloaded payload");
             let outcome = bad_input(
                 shared,
-                BadInput::Undecodable,
+                BadInput::BadPointer,
                 message,
                 Some(env),
                 receipt,

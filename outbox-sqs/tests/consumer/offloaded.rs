@@ -104,6 +104,7 @@ async fn offloaded_events_are_read_from_s3_and_applied() {
     assert!(done, "{m:?}");
     assert_eq!(effect_counts(&db).await, (4, 4));
     assert_eq!(m.failures("undecodable"), 0, "{m:?}");
+    assert_eq!(m.failures("bad_pointer"), 0, "{m:?}");
 }
 
 /// An S3 client for the local server, through `proxy` when given.
@@ -174,7 +175,7 @@ async fn an_object_far_larger_than_its_message_says_is_not_read() {
     let c = consumer(&db, &queue, "ledger").await.build().await.unwrap();
     let running = Running::start(c, recorder.clone());
     let refused = eventually(Duration::from_secs(20), async || {
-        running.consumer.metrics().failures("undecodable") > 0
+        running.consumer.metrics().failures("bad_pointer") > 0
     })
     .await;
     let c = running.stop().await;
@@ -472,7 +473,7 @@ async fn unreadable_pointers_are_told_plainly() {
     let running = Running::start(c, Arc::new(Recorder::default()));
     let both = eventually(Duration::from_secs(15), async || {
         let m = running.consumer.metrics();
-        m.failures("offload") >= 1 && m.failures("undecodable") >= 1
+        m.failures("offload") >= 1 && m.failures("bad_pointer") >= 1
     })
     .await;
     let c = running.stop().await;
@@ -526,7 +527,7 @@ async fn pointers_outside_the_offload_buckets_are_not_read() {
     let running = Running::start(c, Arc::new(Recorder::default()));
     let done = eventually(Duration::from_secs(20), async || {
         let m = running.consumer.metrics();
-        m.handled() == ids.len() as u64 && m.failures("undecodable") >= 1
+        m.handled() == ids.len() as u64 && m.failures("bad_pointer") >= 1
     })
     .await;
     let c = running.stop().await;
@@ -538,6 +539,6 @@ async fn pointers_outside_the_offload_buckets_are_not_read() {
             .lock()
             .unwrap()
             .iter()
-            .any(|d| d.outcome == Outcome::BadInput(BadInput::Undecodable))
+            .any(|d| d.outcome == Outcome::BadInput(BadInput::BadPointer))
     );
 }
