@@ -264,7 +264,7 @@ impl<K: Kind> StdError for Error<K> {
 /// What a tokio-postgres error says: the server's own words (its `Display` says only "db
 /// error"), what a log line needs to tell "permission denied" from "out of shared memory" — not
 /// their detail, which can quote a row's values.
-fn pg_message(e: &tokio_postgres::Error) -> String {
+pub(crate) fn pg_message(e: &tokio_postgres::Error) -> String {
     match (e.code(), e.as_db_error()) {
         (Some(code), Some(db)) => format!("SQLSTATE {}: {}", code.code(), db.message()),
         (Some(code), None) => format!("SQLSTATE {}", code.code()),

@@ -293,26 +293,77 @@ fn failed(e: refinery::Error) -> Error {
             ours.checksum(),
             applied.version()
         ),
+        refinery::error::Kind::Connection(doing, cause) => {
+            // refinery's words, "`error asserting migrations table`, `db error`", told neither
+            // what failed nor why (black-box run): the step in ours, and the server's reason.
+            let history = || format!("its history table {SCHEMA_HISTORY_TABLE}");
+            let step = match doing.as_str() {
+                "error asserting migrations table" => format!("creating or reading {}", history()),
+                "error getting last applied migration"
+                | "error getting applied migrations"
+                | "error getting current schema version" => format!("reading {}", history()),
+                other => other.strip_prefix("error ").unwrap_or(other).to_owned(),
+            };
+            let why = match cause.downcast_ref::<tokio_postgres::Error>() {
+                Some(pg) if pg.as_db_error().is_some() => crate::error::pg_message(pg),
+                _ => crate::error_chain(&**cause),
+            };
+            let what = format!(
+                "could not apply the outbox schema: {step} failed: {why}{}",
+                kept(&e)
+            );
+            // The database's error stays in the chain (`sqlstate()`, the CLI's hints).
+            return Error::new(ErrorKind::Migration, what)
+                .with_source(StepFailed { step, error: e });
+        }
         _ => {
-            let applied: Vec<String> = e
-                .report()
-                .map(|r| {
-                    r.applied_migrations()
-                        .iter()
-                        .map(|m| m.to_string())
-                        .collect()
-                })
-                .unwrap_or_default();
-            let mut what = String::from("could not apply the outbox schema");
-            if !applied.is_empty() {
-                what.push_str(&format!(
-                    " (applied first, and kept: {}; run `outbox migrate` again once the cause \
-                     is fixed)",
-                    applied.join(", ")
-                ));
-            }
+            let what = format!("could not apply the outbox schema{}", kept(&e));
             return Error::new(ErrorKind::Migration, what).with_source(e);
         }
     };
     Error::new(ErrorKind::Migration, what)
+}
+
+/// What a failed run applied before it failed, and kept, as a parenthesis to its message; empty
+/// when nothing was.
+fn kept(e: &refinery::Error) -> String {
+    let applied: Vec<String> = e
+        .report()
+        .map(|r| {
+            r.applied_migrations()
+                .iter()
+                .map(|m| m.to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    if applied.is_empty() {
+        return String::new();
+    }
+    format!(
+        " (applied first, and kept: {}; run `outbox migrate` again once the cause is fixed)",
+        applied.join(", ")
+    )
+}
+
+/// A failed step of refinery's as the source of a migration [`Error`]: told as the step (its
+/// message says it already), its source the database's error; refinery's own words left out.
+#[derive(Debug)]
+struct StepFailed {
+    step: String,
+    error: refinery::Error,
+}
+
+impl std::fmt::Display for StepFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed", self.step)
+    }
+}
+
+impl std::error::Error for StepFailed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self.error.kind() {
+            refinery::error::Kind::Connection(_, cause) => Some(cause.as_ref()),
+            _ => None,
+        }
+    }
 }

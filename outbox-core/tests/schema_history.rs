@@ -128,8 +128,13 @@ async fn a_run_that_fails_part_way_says_what_it_applied() {
     let text = error_chain(&refused);
     assert!(
         text.contains("applied first, and kept: V10__published_since")
-            && text.contains("V11__notify_guard")
+            && text.contains("applying migration V11__notify_guard failed: SQLSTATE 42P13")
             && text.contains("cannot change return type"),
+        "{text}"
+    );
+    // In the product's words, not refinery's ("`error applying migration …`, `db error`").
+    assert!(
+        !text.contains("`error ") && !text.contains("db error"),
         "{text}"
     );
     let latest: i32 = client
@@ -170,5 +175,40 @@ async fn unreadable_history_rows_are_refused_naming_them() {
     assert!(
         logs.contains("the rows of version(s) 2, 4, 5, 6") && logs.contains("this relay runs"),
         "{logs}"
+    );
+}
+
+/// A role that may not create the history table is told which step failed and the server's
+/// reason (refinery's words were "`error asserting migrations table`, `db error`": black-box run).
+#[tokio::test]
+async fn a_role_without_rights_is_told_what_failed_and_why() {
+    let db = TestDb::empty().await;
+    let role = format!("outbox_hk_{}", db.name());
+    db.execute(&format!(
+        "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN; \
+         REVOKE CREATE ON SCHEMA public FROM PUBLIC"
+    ))
+    .await;
+    let mut config = db.config().clone();
+    config.user(&role);
+    let (mut client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let refused = migrate(&mut client).await.unwrap_err();
+    drop(client);
+    db.execute(&format!("DROP ROLE {role}")).await;
+    assert_eq!(refused.kind(), ErrorKind::Migration);
+    // The server's error is kept in the chain: the CLI's hint for it, a caller's retry decision.
+    assert_eq!(refused.sqlstate(), Some("42501"));
+    let text = error_chain(&refused);
+    assert!(
+        text.contains(&format!(
+            "creating or reading its history table {SCHEMA_HISTORY_TABLE} failed: SQLSTATE 42501: \
+             permission denied for schema public"
+        )),
+        "{text}"
+    );
+    assert!(
+        !text.contains("`error ") && !text.contains("db error"),
+        "{text}"
     );
 }
