@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 fn outbox(db: &TestDb) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_outbox"));
+    outbox_tests::without_outbox_env(&mut cmd);
     cmd.env("DATABASE_URL", db.url()).env_remove("RUST_LOG");
     cmd
 }

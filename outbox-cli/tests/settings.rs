@@ -20,12 +20,7 @@ fn relay(args: &[&str], vars: &[(&str, &str)]) -> (Output, String) {
     .env_remove("AWS_RETRY_MODE")
     .arg("relay")
     .args(args);
-    // The test run's own `OUTBOX_*` variables (the layout under test, say) are not this run's.
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("OUTBOX_") {
-            cmd.env_remove(name);
-        }
-    }
+    outbox_tests::without_outbox_env(&mut cmd);
     for (name, value) in vars {
         cmd.env(name, value);
     }

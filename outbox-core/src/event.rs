@@ -225,7 +225,7 @@ pub trait OutboxEvent: Serialize {
     fn event_type(&self) -> &'static str;
 
     /// The id of the aggregate instance the event is about, written to the outbox as text (its
-    /// `Display` output, which must not be empty). Together with the
+    /// `Display` output, which must not be empty or only whitespace). Together with the
     /// [aggregate type](OutboxEvent::aggregate_type) it names the instance whose events the relay
     /// publishes in order.
     ///

@@ -29,3 +29,14 @@ pub use logs::LogCapture;
 pub use proxy::BlackHoleProxy;
 pub use publishers::{FlakyPublisher, RecordingPublisher};
 pub use running::{RunningRelay, eventually, set_waiting, waiting_lock_holders};
+
+/// `cmd` without the `OUTBOX_*` variables the test run inherited (the layout under test, say): they
+/// are not the spawned process's settings, and `outbox relay` warns about those it does not know.
+pub fn without_outbox_env(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("OUTBOX_") {
+            cmd.env_remove(name);
+        }
+    }
+    cmd
+}

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 /// The binary with `DATABASE_URL` set and no inherited log filter or IAM switch.
 pub fn outbox(url: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_outbox"));
+    outbox_tests::without_outbox_env(&mut cmd);
     cmd.env("DATABASE_URL", url)
         .env_remove("RUST_LOG")
         .env_remove("OUTBOX_PG_RDS_IAM");

@@ -45,6 +45,7 @@ impl RelaySpec {
 
     pub fn spawn(&self) -> RelayProcess {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_outbox"));
+        outbox_tests::without_outbox_env(&mut cmd);
         cmd.args([
             "relay",
             "--default-queue",

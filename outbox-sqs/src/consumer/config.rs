@@ -348,7 +348,6 @@ impl ConsumerConfig {
     }
 }
 
-/// The prefix of the consumer's environment variables.
 /// The prefix of every variable [`ConsumerConfig::from_env`] reads: any other variable with it is
 /// warned about as misspelt.
 pub const ENV_CONSUMER_PREFIX: &str = "OUTBOX_SQS_CONSUMER_";

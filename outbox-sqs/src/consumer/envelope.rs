@@ -45,7 +45,7 @@ pub enum BadInput {
     /// Marked offloaded (an `ExtendedPayloadSize` attribute), but its S3 pointer is not one this
     /// consumer reads: not a pointer, a size that is not a byte count, a bucket outside
     /// [`offload_buckets`](super::ConsumerConfig::offload_buckets), an object far larger than the
-    /// size declared, or one that is not UTF-8 text. (S3 failing or refusing is a failed delivery,
+    /// size declared or of no stated length, or one that is not UTF-8 text. (S3 failing or refusing is a failed delivery,
     /// `offload`, not bad input.)
     BadPointer,
 }

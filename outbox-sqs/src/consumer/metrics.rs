@@ -40,7 +40,7 @@ pub const FAILURE_REASONS: &[&str] = &[
 /// | `outbox_consumer_released_total{consumer}` | counter | messages given back unhandled, visible again for another receive: at shutdown (waiting for a handler, the database or S3, or got by a poll finishing), or a FIFO message behind a failed one of its group |
 /// | `outbox_consumer_handled_total{consumer}` | counter | events handled and committed |
 /// | `outbox_consumer_duplicates_total{consumer}` | counter | duplicates skipped by the inbox |
-/// | `outbox_consumer_failures_total{consumer,reason}` | counter | failures by reason: `handler`, `database`, `missing_event_id`, `unknown_event_type`, `undecodable`, `bad_pointer` (an S3 pointer not read: see [`BadInput::BadPointer`](super::BadInput::BadPointer)), `receive`, `delete`, `visibility`, `unit` (a unit of work that ended abnormally), `offload` (an offloaded payload not read from S3); each exported at 0 from the start ([`FAILURE_REASONS`]) |
+/// | `outbox_consumer_failures_total{consumer,reason}` | counter | failures by reason: `handler`, `database`, `missing_event_id`, `unknown_event_type`, `undecodable`, `bad_pointer` (an S3 pointer not read: see [`BadInput::BadPointer`](super::BadInput::BadPointer)), `receive`, `delete`, `visibility`, `unit` (a unit of work that ended abnormally), `offload` (S3 failed or refused an offloaded payload); each exported at 0 from the start ([`FAILURE_REASONS`]) |
 /// | `outbox_consumer_handler_seconds{consumer}` | histogram | time from taking a connection for the event (its wait for one included) to the commit, per handled event |
 #[derive(Clone)]
 pub struct ConsumerMetrics {

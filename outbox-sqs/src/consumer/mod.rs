@@ -96,8 +96,8 @@
 //! legacy `SQSLargePayloadSize`, and a pointer body in the Extended Client format) is decoded from
 //! the S3 object it points to, read with `GetObject` through the same AWS configuration (within
 //! the call time-out and a second per MiB begun). S3 failing, slow or missing the object is a failed
-//! delivery (`reason="offload"`, retried on the back-off); a pointer that does not parse is bad
-//! input. A message whose event the inbox already holds is acknowledged as a duplicate without
+//! delivery (`reason="offload"`, retried on the back-off); a pointer it does not read is bad
+//! input ([`BadInput::BadPointer`]). A message whose event the inbox already holds is acknowledged as a duplicate without
 //! reading its object (which may be large, or expired). The object is not deleted (with SNS
 //! fan-out, other queues point to it too): expire the
 //! [`OFFLOAD_KEY_PREFIX`](crate::OFFLOAD_KEY_PREFIX) with an S3 lifecycle rule. The consumer's

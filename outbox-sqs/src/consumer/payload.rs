@@ -34,7 +34,8 @@ const PER_MIB: Duration = Duration::from_secs(1);
 /// Why the body could not be had.
 #[derive(Debug)]
 pub(crate) enum PayloadError {
-    /// Marked offloaded, but the body is not a pointer, or the object is not UTF-8: bad input.
+    /// Marked offloaded, but the pointer is not one this consumer reads (see
+    /// [`BadInput::BadPointer`](super::BadInput::BadPointer)): bad input.
     Malformed(String),
     /// S3 refused the object (missing, denied): a failed delivery.
     Fetch(String),
