@@ -122,7 +122,8 @@ pub use migrate::{MigrationReport, SCHEMA_HISTORY_TABLE, migrate, schema_version
 pub use outbox_macros::OutboxEvent;
 pub use pipeline::emit_with;
 pub use preflight::{
-    DatabaseReport, check_inbox_retention_database, check_listen_connection, check_relay_database,
+    DatabaseReport, check_inbox_database, check_inbox_retention_database, check_listen_connection,
+    check_relay_database,
 };
 pub use publisher::{
     ClaimedEvent, MAX_PUT_BACK, MIN_PUT_BACK, PUBLISH_OVERRUN, PublishOutcome, Publisher,

@@ -187,6 +187,38 @@ pub async fn check_relay_database(
 /// [`ErrorKind::Config`] error saying what to grant otherwise (instead of a warning every minute
 /// once running).
 pub async fn check_inbox_retention_database(client: &tokio_postgres::Client) -> Result<(), Error> {
+    check_inbox(
+        client,
+        "inbox retention",
+        "or leave --inbox-retention to the consumer's own database",
+        &["SELECT", "DELETE"],
+    )
+    .await
+}
+
+/// Checks, for a consumer's inbox ([`process_once`](crate::process_once),
+/// [`was_processed`](crate::was_processed)) in this database, that `processed_events` is there and
+/// that the role may `SELECT` and `INSERT` it; an [`ErrorKind::Config`] error saying what to run or
+/// grant otherwise. (A consumer started on a database never migrated failed every delivery, and its
+/// queue's redrive policy moved the messages to the dead-letter queue one by one.)
+pub async fn check_inbox_database(client: &tokio_postgres::Client) -> Result<(), Error> {
+    check_inbox(
+        client,
+        "the consumer's inbox",
+        "on the consumer's database",
+        &["SELECT", "INSERT"],
+    )
+    .await
+}
+
+/// `processed_events` visible to the role, with the `rights` `who` needs; `where_` ends the
+/// migrate advice.
+async fn check_inbox(
+    client: &tokio_postgres::Client,
+    who: &str,
+    where_: &str,
+    rights: &[&str],
+) -> Result<(), Error> {
     let row = client
         .query_one(
             "SELECT current_user::text, to_regclass('processed_events') IS NOT NULL",
@@ -196,16 +228,17 @@ pub async fn check_inbox_retention_database(client: &tokio_postgres::Client) -> 
     let (user, exists): (String, bool) = (row.try_get(0)?, row.try_get(1)?);
     if !exists {
         return Err(config(format!(
-            "inbox retention: no processed_events table visible to role {user} in this database \
-             (run `outbox migrate`, or leave --inbox-retention to the consumer's own database)"
+            "{who}: no processed_events table visible to role {user} in this database \
+             (run `outbox migrate` {where_})"
         )));
     }
-    for what in ["SELECT", "DELETE"] {
+    for what in rights {
         let check = format!("has_table_privilege($1::text, '{what}'::text)");
         if !privilege(client, &check, "processed_events").await? {
+            let all = rights.join(", ");
             return Err(config(format!(
-                "role {user} lacks SELECT, DELETE ON processed_events (needed by inbox retention): \
-                 run `GRANT SELECT, DELETE ON processed_events TO {user};`"
+                "role {user} lacks {all} ON processed_events (needed by {who}): \
+                 run `GRANT {all} ON processed_events TO {user};`"
             )));
         }
     }

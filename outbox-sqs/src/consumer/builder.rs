@@ -240,6 +240,7 @@ impl ConsumerBuilder {
             resolve_queue_url(&client, &queue).await?
         };
         check_queue(&client, &queue_url).await?;
+        check_database(&self.pool).await?;
         let metrics = ConsumerMetrics::new(&config.name);
         Ok(Consumer {
             inner: Arc::new(Inner {
@@ -255,6 +256,41 @@ impl ConsumerBuilder {
             }),
         })
     }
+}
+
+/// The consumer's database, checked once before it runs, when it answers within
+/// [`BUILD_CALL_TIMEOUT`]: its inbox table there and usable, or a configuration error saying what
+/// to run or grant (a consumer built on a database never migrated started, failed every delivery,
+/// and its queue's redrive policy moved the messages to the dead-letter queue one by one, FIFO
+/// groups out of order: black-box run); a database that does not exist is one too. A database that
+/// does not answer (an outage, a failover) is left to the run, which waits for it; a warning says
+/// so.
+async fn check_database(pool: &Pool) -> Result<()> {
+    let check = async {
+        let client = pool.get().await.map_err(outbox_core::Error::from)?;
+        outbox_core::check_inbox_database(&client).await
+    };
+    let failure = match tokio::time::timeout(BUILD_CALL_TIMEOUT, check).await {
+        Ok(Ok(())) => return Ok(()),
+        Ok(Err(e)) if e.kind() == outbox_core::ErrorKind::Config => {
+            return Err(config_error(e.message().to_owned()));
+        }
+        // SQLSTATE 3D000, invalid_catalog_name: no such database on the server.
+        Ok(Err(e)) if e.sqlstate() == Some("3D000") => {
+            return Err(config_error(format!(
+                "the consumer's database does not exist: {}",
+                outbox_core::error_chain(&e)
+            )));
+        }
+        Ok(Err(e)) => outbox_core::error_chain(&e),
+        Err(_) => format!("no answer within {} s", BUILD_CALL_TIMEOUT.as_secs()),
+    };
+    tracing::warn!(
+        error = %failure,
+        "the consumer's database is failing at start: the consumer waits for it, and checks its \
+         inbox when it answers"
+    );
+    Ok(())
 }
 
 async fn resolve_queue_url(client: &Client, name: &str) -> Result<String> {

@@ -251,6 +251,12 @@ impl ConsumerConfig {
         if self.name.trim().is_empty() {
             return fail("the consumer's name is empty".into());
         }
+        // An empty name allows no bucket there is: every pointer would be refused as bad input.
+        if self.offload_buckets.iter().any(|b| b.trim().is_empty()) {
+            return fail(format!(
+                "offload_buckets ({ENV_CONSUMER_OFFLOAD_BUCKETS}) holds an empty bucket name"
+            ));
+        }
         // Each setting named with its variable, and the value found (a black-box run got
         // "0 < retry_initial ≤ retry_max ≤ 12 h is required" for a retry_initial above the
         // default retry_max, with neither named).

@@ -154,7 +154,9 @@ impl Gate {
     }
 }
 
-/// Probes the database: a connection from `pool` and `SELECT 1`, the query within `timeout` and
+/// Probes the database: a connection from `pool` and the inbox's own query (a database that
+/// answers `SELECT 1` but whose `processed_events` is missing or denied would open the gate for
+/// every message to fail on: black-box run), the query within `timeout` and
 /// the whole probe within twice that (opening a connection after an outage, with TCP, TLS and
 /// authentication, may take longer than a query). A connection whose query failed, did not
 /// answer, or was cut short (the probe dropped at shutdown) is closed, not handed back to the
@@ -168,13 +170,14 @@ pub(crate) async fn probe_database(
         let Some(conn) = client.0.as_ref() else {
             return Err("no connection".to_owned());
         };
-        match tokio::time::timeout(timeout, conn.simple_query("SELECT 1")).await {
+        let inbox = outbox_core::was_processed(&***conn, "", uuid::Uuid::nil());
+        match tokio::time::timeout(timeout, inbox).await {
             Ok(Ok(_)) => {
                 client.keep();
                 Ok(())
             }
             Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(format!("no answer to SELECT 1 within {timeout:?}")),
+            Err(_) => Err(format!("no answer to the inbox's query within {timeout:?}")),
         }
     };
     let whole = timeout.saturating_mul(2);

@@ -393,3 +393,80 @@ async fn short_polling_an_empty_queue_is_not_a_busy_loop() {
     // Two receivers, a pause of a second after each empty answer: 6 at most in 2.5 s.
     assert!((1..=8).contains(&receives), "{receives} receives in 2.5 s");
 }
+
+/// A consumer is not built on a database without its inbox, or on one that does not exist:
+/// refused as a configuration error naming the table and what to run, or the database. (Built on a
+/// database never migrated, it started, failed every delivery, and its queue's redrive policy moved
+/// the messages to the dead-letter queue one by one: black-box run.) A database that does not
+/// answer is an outage the run waits for (see the next tests): built all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_is_not_built_on_a_database_without_its_inbox() {
+    let queue = TestQueue::standard().await;
+    let unmigrated = TestDb::empty().await;
+    let e = consumer(&unmigrated, &queue, "ledger")
+        .await
+        .build()
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), outbox_sqs::ErrorKind::Config, "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("no processed_events table") && text.contains("outbox migrate"),
+        "{text}"
+    );
+    let mut missing = unmigrated.config().clone();
+    missing.dbname("outbox_test_no_such_database");
+    let pool = deadpool_postgres::Pool::builder(deadpool_postgres::Manager::new(
+        missing,
+        tokio_postgres::NoTls,
+    ))
+    .max_size(1)
+    .build()
+    .unwrap();
+    let e = consumer_on(pool, &queue, "ledger")
+        .await
+        .build()
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), outbox_sqs::ErrorKind::Config, "{e}");
+    assert!(e.to_string().contains("does not exist"), "{e}");
+    let nowhere: std::net::SocketAddr = "127.0.0.1:1".parse().unwrap();
+    consumer_on(unmigrated.pool_via(nowhere, 1), &queue, "ledger")
+        .await
+        .build()
+        .await
+        .expect("built: the run waits for the database");
+}
+
+/// The inbox table gone while the consumer runs (renamed here; dropped, or its rights revoked, in
+/// life): receiving pauses until it is back, and the message is handled then. The database's
+/// probe asked `SELECT 1`, which answered: the gate opened again at once, and the message was
+/// received again on every retry — each receive counting towards the redrive policy's
+/// `maxReceiveCount` (black-box run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receiving_pauses_while_the_inbox_table_is_gone() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let queue = TestQueue::standard().await;
+    let c = consumer(&db, &queue, "ledger").await.build().await.unwrap();
+    db.execute("ALTER TABLE processed_events RENAME TO processed_events_away")
+        .await;
+    let running = Running::start(c, Arc::new(Recorder::default()));
+    send_credit(&queue, "acc-1", 1).await;
+    // Retries every second at most (the tests' back-off): received 8 times in 8 s before.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let received = running.consumer.metrics().received();
+    db.execute("ALTER TABLE processed_events_away RENAME TO processed_events")
+        .await;
+    let handled = eventually(Duration::from_secs(30), async || {
+        effect_counts(&db).await.1 == 1
+    })
+    .await;
+    let c = running.stop().await;
+    assert!(
+        received <= 2,
+        "received {received} times: {:?}",
+        c.metrics()
+    );
+    assert!(handled, "{:?}", c.metrics());
+}

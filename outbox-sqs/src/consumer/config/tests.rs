@@ -206,3 +206,16 @@ fn misspelt_variables_of_the_prefix_are_found() {
         ["OUTBOX_SQS_CONSUMER_CONSURRENCY"]
     );
 }
+
+/// An empty bucket name among `offload_buckets` is refused (it was accepted, and every offloaded
+/// pointer would have been refused as bad input: black-box run).
+#[test]
+fn an_empty_offload_bucket_is_refused() {
+    let mut c = ConsumerConfig::new("ledger");
+    c.offload_buckets = vec!["events".into(), " ".into()];
+    let e = c.validate().unwrap_err();
+    assert_eq!(e.kind(), crate::ErrorKind::Config);
+    assert!(e.to_string().contains("empty bucket name"), "{e}");
+    c.offload_buckets = vec!["events".into()];
+    assert!(c.validate().is_ok());
+}
