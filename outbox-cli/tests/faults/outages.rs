@@ -198,7 +198,15 @@ async fn postgres_restart_scenario(tls: bool) {
     // A long poll: after the restart, only a resumed LISTEN delivers new events quickly.
     let spec = long_poll_relay(&url("outbox"), &queue);
     let mut relays = vec![spec.spawn(), spec.spawn()];
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Restart once both are draining: a relay whose start-up checks meet the restart exits 1 (a
+    // supervisor starts it again), which a fixed 700 ms left to chance on a loaded machine (both
+    // relays gone, nothing drained in 90 s, once in a run with four tests at a time).
+    let draining = outbox_tests::eventually(Duration::from_secs(30), async || {
+        relays.iter().all(|r| r.logs().contains("relay started"))
+    })
+    .await;
+    assert!(draining, "both relays started");
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let before_restart = pending(&pool).await;
     cluster.restart();
     // Let the relays notice and reconnect, then write more: NOTIFY must wake them.

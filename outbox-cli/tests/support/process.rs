@@ -146,8 +146,25 @@ impl Drop for RelayProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // A scenario failing on what the database or the queue shows says nothing of why: show
+        // what the relay said (its last lines; the logs carry no payloads or secrets).
+        if std::thread::panicking() {
+            let logs = self.logs();
+            let lines: Vec<&str> = logs.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(LOG_TAIL)..];
+            eprintln!(
+                "--- relay {} (the last {} of {} log lines) ---\n{}",
+                self.child.id(),
+                tail.len(),
+                lines.len(),
+                tail.join("\n")
+            );
+        }
     }
 }
+
+/// How many of a relay's last log lines a failing scenario prints.
+const LOG_TAIL: usize = 60;
 
 /// Sends SIGTERM to every relay, then waits for each: every one must exit cleanly within 10 s.
 pub fn stop_all(relays: &mut [RelayProcess]) {
