@@ -65,3 +65,24 @@ async fn a_read_only_session_says_what_to_do() {
         );
     }
 }
+
+/// The tests' relay role is gone once dropped, while its database still holds its grants (as when
+/// a test's locals drop in reverse): it was left on the server, ~30 per run of the suite.
+#[tokio::test]
+async fn a_dropped_relay_role_leaves_no_role_behind() {
+    let db = TestDb::new().await;
+    let role = RelayRole::create(&db).await;
+    let name = role.name().to_string();
+    let client = db.connect().await;
+    let exists = async |name: &str| -> bool {
+        client
+            .query_one("SELECT count(*) FROM pg_roles WHERE rolname = $1", &[&name])
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+            == 1
+    };
+    assert!(exists(&name).await, "the role was created");
+    drop(role);
+    assert!(!exists(&name).await, "role {name} is left on the server");
+}
