@@ -211,21 +211,17 @@ async fn an_event_id_that_is_not_a_dead_letter_fails_retry_and_purge() {
 #[tokio::test]
 async fn stats_on_the_plain_layout_runs_as_a_read_only_role() {
     let db = TestDb::plain().await; // also in the partitioned re-run
-    let role = format!(
-        "outbox_operator_{}",
-        &db.name()["outbox_test_".len()..][..12]
-    );
+    let operator = outbox_tests::TestRole::create(&db, "outbox_operator", "LOGIN").await;
+    let role = operator.name();
     db.execute(&format!(
-        "CREATE ROLE {role} LOGIN;
-         GRANT CONNECT ON DATABASE {name} TO {role};
+        "GRANT CONNECT ON DATABASE {name} TO {role};
          GRANT USAGE ON SCHEMA public TO {role};
          GRANT SELECT ON outbox_events, outbox_dead_letters TO {role};",
         name = db.name()
     ))
     .await;
-    let url = db.url().replacen("postgres@", &format!("{role}@"), 1);
     let out = Command::new(env!("CARGO_BIN_EXE_outbox"))
-        .env("DATABASE_URL", &url)
+        .env("DATABASE_URL", operator.url(&db))
         .env_remove("RUST_LOG")
         .args(["stats", "--json"])
         .output()
@@ -235,8 +231,6 @@ async fn stats_on_the_plain_layout_runs_as_a_read_only_role() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    db.execute(&format!("DROP OWNED BY {role}; DROP ROLE {role};"))
-        .await;
     assert!(out.status.success(), "{text}");
     assert!(text.contains("\"pending\": 0"), "{text}");
 }

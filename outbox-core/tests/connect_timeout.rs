@@ -104,19 +104,14 @@ async fn a_password_provider_that_panics_fails_the_attempt_instead_of_the_task()
 #[tokio::test]
 async fn a_pool_refused_a_connection_says_the_servers_reason() {
     let db = outbox_tests::TestDb::new().await;
-    let role = format!("limited_{}", db.name());
-    db.execute(&format!(
-        "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN CONNECTION LIMIT 0"
-    ))
-    .await;
-    let url = db.url().replacen("postgres@", &format!("{role}@"), 1);
+    let role = outbox_tests::TestRole::create(&db, "limited", "LOGIN CONNECTION LIMIT 0").await;
+    let url = role.url(&db);
     let pool = PgConnector::from_url(&url).unwrap().pool(1).unwrap();
     let Err(e) = pool.get().await else {
         panic!("the role may not connect")
     };
     let e = outbox_core::Error::from(e);
     let text = e.to_string();
-    db.execute(&format!("DROP ROLE {role}")).await;
     assert!(text.contains("too many connections for role"), "{text}");
 }
 

@@ -6,26 +6,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use outbox_core::{LISTENER_APPLICATION_NAME, Relay, RelayMetrics, WAITING_APPLICATION_NAME};
-use outbox_tests::{LogCapture, RecordingPublisher, RunningRelay, TestDb, TestEvent, eventually};
+use outbox_tests::{
+    LogCapture, RecordingPublisher, RunningRelay, TestDb, TestEvent, TestRole, eventually,
+};
 
 /// A role of the test's database allowed `limit` connections, owning the outbox's tables, and a
-/// pool of `max_size` as that role.
+/// pool of `max_size` as that role. The role goes with the guard.
 async fn limited_role(
     db: &TestDb,
     limit: u32,
     max_size: usize,
-) -> (String, tokio_postgres::Config, deadpool_postgres::Pool) {
-    let role = format!(
-        "outbox_relay_slots_{}",
-        &db.name()["outbox_test_".len()..][..12]
-    );
-    db.execute(&format!(
-        "CREATE ROLE {role} LOGIN CONNECTION LIMIT {limit}"
-    ))
+) -> (TestRole, tokio_postgres::Config, deadpool_postgres::Pool) {
+    let role = TestRole::create(
+        db,
+        "outbox_relay_slots",
+        &format!("LOGIN CONNECTION LIMIT {limit}"),
+    )
     .await;
-    db.give_tables_to(&role).await;
+    db.give_tables_to(role.name()).await;
     let mut config = db.config().clone();
-    config.user(&role);
+    config.user(role.name());
     let manager = deadpool_postgres::Manager::from_config(
         config.clone(),
         tokio_postgres::NoTls,
@@ -40,13 +40,6 @@ async fn limited_role(
     (role, config, pool)
 }
 
-async fn drop_role(db: &TestDb, role: &str) {
-    db.execute(&format!(
-        "REASSIGN OWNED BY {role} TO postgres; DROP OWNED BY {role}; DROP ROLE {role}"
-    ))
-    .await;
-}
-
 /// A role limited to as many connections as the LISTEN and advertising ones take, its pool's
 /// connection gone: the workers are refused one (SQLSTATE 53300), and the two helpers give their
 /// slots up. Before, the relay published nothing, for good (black-box run: 0 of 500 events in
@@ -58,7 +51,8 @@ async fn the_relays_own_connections_give_their_slots_to_the_workers() {
     let db = TestDb::new().await;
     // Room at first for housekeeping's connection too (taken at start: a worker refused then gave
     // the helpers' slots away before the test began, under a loaded CI machine).
-    let (role, config, pool) = limited_role(&db, 4, 2).await;
+    let (limited, config, pool) = limited_role(&db, 4, 2).await;
+    let role = limited.name();
     let publisher = Arc::new(RecordingPublisher::new());
     let relay = Relay::builder(pool, Arc::clone(&publisher))
         .listen(config)
@@ -79,9 +73,9 @@ async fn the_relays_own_connections_give_their_slots_to_the_workers() {
             .get(0)
     };
     assert!(
-        eventually(Duration::from_secs(10), async || count_of(&role).await == 3).await,
+        eventually(Duration::from_secs(10), async || count_of(role).await == 3).await,
         "the pool, LISTEN and advertising connections: {}\n{}",
-        count_of(&role).await,
+        count_of(role).await,
         logs.text()
     );
     // Two slots, both the helpers'; the pool's connection ends.
@@ -102,7 +96,6 @@ async fn the_relays_own_connections_give_their_slots_to_the_workers() {
     })
     .await;
     running.stop().await;
-    drop_role(&db, &role).await;
     assert!(
         published,
         "published: {:?}\n{}",
@@ -127,7 +120,7 @@ async fn workers_without_a_slot_wait_for_one_without_failing() {
     let logs = LogCapture::default();
     let _g = logs.install();
     let db = TestDb::new().await;
-    let (role, _, pool) = limited_role(&db, 1, 3).await;
+    let (_role, _, pool) = limited_role(&db, 1, 3).await;
     let events: Vec<TestEvent> = (0..60)
         .map(|i| TestEvent::new(format!("a{i}"), 1))
         .collect();
@@ -150,7 +143,6 @@ async fn workers_without_a_slot_wait_for_one_without_failing() {
     })
     .await;
     running.stop().await;
-    drop_role(&db, &role).await;
     assert!(
         published,
         "published {} of {}",

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use outbox_core::Relay;
 use outbox_core::partition::Granularity;
-use outbox_tests::{RecordingPublisher, RunningRelay, TestDb, TestEvent, eventually};
+use outbox_tests::{RecordingPublisher, RunningRelay, TestDb, TestEvent, TestRole, eventually};
 
 /// Relays started on the plain layout, which is then converted under them (`outbox migrate
 /// --partitioned`, as the README allows), maintain the partitions: here they create the two more
@@ -94,12 +94,12 @@ fn pool_as(db: &TestDb, role: &str) -> deadpool_postgres::Pool {
 #[tokio::test]
 async fn a_relay_refused_maintenance_deletes_rows_and_maintains_again_once_it_may() {
     let db = TestDb::partitioned(Granularity::Daily).await;
-    let role = format!("outbox_hk_{}", &db.name()["outbox_test_".len()..][..12]);
-    let owners = format!("{role}_owners");
-    db.execute(&format!("CREATE ROLE {role} LOGIN; CREATE ROLE {owners};"))
-        .await;
-    db.give_tables_to(&role).await;
-    let relay = Relay::builder(pool_as(&db, &role), Arc::new(RecordingPublisher::new()))
+    // Both roles go with the test (the relay's was left on the server by every run).
+    let relay_role = TestRole::create(&db, "outbox_hk", "LOGIN").await;
+    let owners_role = TestRole::create(&db, "outbox_hk_owners", "").await;
+    let (role, owners) = (relay_role.name(), owners_role.name());
+    db.give_tables_to(role).await;
+    let relay = Relay::builder(pool_as(&db, role), Arc::new(RecordingPublisher::new()))
         .housekeeping_interval(Duration::from_millis(200))
         .retention(Some(Duration::from_secs(3600)))
         .build()
@@ -147,10 +147,6 @@ async fn a_relay_refused_maintenance_deletes_rows_and_maintains_again_once_it_ma
         .await;
     let maintains_again = partition_made(&db, &before).await;
     running.stop().await;
-    db.execute(&format!(
-        "REASSIGN OWNED BY {owners} TO postgres; DROP ROLE {owners}"
-    ))
-    .await;
     assert!(deleted, "retention deleted the old rows while refused");
     assert!(
         maintains_again,

@@ -31,8 +31,13 @@ async fn converting_a_plain_table_moves_unpublished_rows_and_keeps_published_one
     }
     db.mark_processed(&ids[..3]).await;
     db.dead_letter(&ids[3..4], "poison").await;
-    // Roles are the cluster's: created once, kept (the grants go with the test database).
-    db.execute("DO $$ BEGIN CREATE ROLE outbox_conv_reader; EXCEPTION WHEN duplicate_object THEN NULL; END $$; GRANT SELECT ON outbox_events, outbox_dead_letters TO outbox_conv_reader; GRANT UPDATE (processed_at) ON outbox_events TO outbox_conv_reader;").await;
+    let reader_role = outbox_tests::TestRole::create(&db, "outbox_conv_reader", "").await;
+    let reader = reader_role.name();
+    db.execute(&format!(
+        "GRANT SELECT ON outbox_events, outbox_dead_letters TO {reader};
+         GRANT UPDATE (processed_at) ON outbox_events TO {reader};"
+    ))
+    .await;
     let before: Vec<(Uuid, i64)> = seqs(db.pool())
         .await
         .into_iter()
@@ -77,7 +82,7 @@ async fn converting_a_plain_table_moves_unpublished_rows_and_keeps_published_one
         .unwrap();
     assert_eq!(dead.len(), 1);
     let grants: bool = c
-        .query_one("SELECT has_column_privilege('outbox_conv_reader', 'outbox_events', 'processed_at', 'UPDATE') AND has_table_privilege('outbox_conv_reader', 'outbox_dead_letters', 'SELECT')", &[])
+        .query_one("SELECT has_column_privilege($1, 'outbox_events', 'processed_at', 'UPDATE') AND has_table_privilege($1, 'outbox_dead_letters', 'SELECT')", &[&reader])
         .await
         .unwrap()
         .get(0);

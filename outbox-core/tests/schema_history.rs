@@ -183,20 +183,15 @@ async fn unreadable_history_rows_are_refused_naming_them() {
 #[tokio::test]
 async fn a_role_without_rights_is_told_what_failed_and_why() {
     let db = TestDb::empty().await;
-    let role = format!("outbox_hk_{}", db.name());
-    db.execute(&format!(
-        "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN; \
-         REVOKE CREATE ON SCHEMA public FROM PUBLIC"
-    ))
-    .await;
+    let role = outbox_tests::TestRole::create(&db, "outbox_hk", "LOGIN").await;
+    db.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        .await;
     let mut config = db.config().clone();
-    config.user(&role);
+    config.user(role.name());
     let (mut client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(connection);
     let result = migrate(&mut client).await;
     drop(client);
-    // Dropped before any assertion: a role outlives its database.
-    db.execute(&format!("DROP ROLE {role}")).await;
     let refused = result.expect_err("the role may not create the history table");
     assert_eq!(refused.kind(), ErrorKind::Migration);
     // The server's error is kept in the chain: the CLI's hint for it, a caller's retry decision.

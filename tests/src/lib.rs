@@ -16,6 +16,7 @@ pub mod logs;
 pub mod partitions;
 pub mod proxy;
 pub mod publishers;
+pub mod role;
 pub mod running;
 #[cfg(feature = "sqs")]
 pub mod sqs;
@@ -28,6 +29,7 @@ pub use held::HeldAggregate;
 pub use logs::LogCapture;
 pub use proxy::BlackHoleProxy;
 pub use publishers::{FlakyPublisher, RecordingPublisher};
+pub use role::TestRole;
 pub use running::{RunningRelay, eventually, set_waiting, waiting_lock_holders};
 
 /// `cmd` without the `OUTBOX_*` variables the test run inherited (the layout under test, say): they
