@@ -1,5 +1,23 @@
 //! `#[derive(OutboxEvent)]`: the metadata derived values report, and their payloads.
 
+// What a user's crate declares, one module each: that they compile is half the test (trybuild
+// built each as a crate of its own and ran it, which made it build every dependency in full
+// rather than only check them for the compile-fail cases).
+#[path = "derive/crate_rename.rs"]
+mod crate_rename;
+#[path = "derive/decode_struct_and_enum.rs"]
+mod decode_struct_and_enum;
+#[path = "derive/enum_variants.rs"]
+mod enum_variants;
+#[path = "derive/from_macro_rules.rs"]
+mod from_macro_rules;
+#[path = "derive/generic_struct.rs"]
+mod generic_struct;
+#[path = "derive/named_struct.rs"]
+mod named_struct;
+#[path = "derive/tuple_struct.rs"]
+mod tuple_struct;
+
 use std::fmt;
 
 use outbox_core::OutboxEvent;

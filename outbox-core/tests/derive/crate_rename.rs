@@ -1,4 +1,4 @@
-// The crate under another name, as after `outbox = { package = "outbox-core" }` in Cargo.toml.
+//! The crate under another name, as after `outbox = { package = "outbox-core" }` in Cargo.toml.
 extern crate outbox_core as renamed;
 
 use renamed::OutboxEvent;
@@ -17,12 +17,13 @@ struct UserRegistered {
 }
 
 #[derive(Serialize, OutboxEvent)]
-#[outbox(crate = "crate::inner::outbox")]
+#[outbox(crate = "crate::crate_rename::inner::outbox")]
 enum UserEvent {
     Renamed(#[outbox(aggregate_id)] u64),
 }
 
-fn main() {
+#[test]
+fn a_renamed_or_re_exported_crate_is_found_by_its_path() {
     let registered = UserRegistered { id: 1 };
     assert_eq!(registered.event_type(), "user.registered");
     assert_eq!(registered.aggregate_id().to_string(), "1");

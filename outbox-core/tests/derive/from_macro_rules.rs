@@ -38,7 +38,8 @@ events!(
     Payment
 );
 
-fn main() {
+#[test]
+fn events_declared_by_a_macro_derive() {
     let placed = OrderPlaced { id: 7 };
     assert_eq!(placed.aggregate_id().to_string(), "7");
     assert_eq!(placed.event_type(), "order.placed");

@@ -8,7 +8,8 @@ struct Incremented(#[outbox(aggregate_id)] u32, i64);
 #[derive(Serialize, OutboxEvent)]
 struct SessionExpired(String, #[outbox(aggregate_id)] String);
 
-fn main() {
+#[test]
+fn tuple_structs_derive() {
     let event = Incremented(3, 1);
     assert_eq!(event.aggregate_id().to_string(), "3");
     assert_eq!(event.1, 1);

@@ -19,7 +19,8 @@ struct OrderLineAdded {
     order_id: u64,
 }
 
-fn main() {
+#[test]
+fn named_structs_derive_with_and_without_defaults() {
     let id = Uuid::new_v4();
     let event = OrderCreated {
         order_id: id,

@@ -20,7 +20,8 @@ enum OrderEvent {
     ReturnRequested(String, #[outbox(aggregate_id)] Uuid),
 }
 
-fn main() {
+#[test]
+fn each_variant_has_its_event_type_and_aggregate_id() {
     let id = Uuid::new_v4();
     let events = [
         OrderEvent::Placed {

@@ -1,4 +1,4 @@
-// Types that derive `OutboxEvent` and `Deserialize` decode, generic ones included.
+//! Types that derive `OutboxEvent` and `Deserialize` decode, generic ones included.
 use outbox_core::{DecodeEvent, OutboxEvent};
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +15,8 @@ enum Boxed<T: std::fmt::Display> {
     Filled(#[outbox(aggregate_id)] T),
 }
 
-fn main() {
+#[test]
+fn types_deriving_deserialize_too_decode_by_event_type() {
     assert_eq!(OrderPlaced::event_types(), ["order.placed"]);
     assert_eq!(<Boxed<u32>>::event_types(), ["box.filled"]);
     assert!(OrderPlaced::decode("order.placed", r#"{"order_id":1}"#).is_ok());

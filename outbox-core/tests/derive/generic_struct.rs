@@ -42,7 +42,8 @@ fn id_of<Id: Display + Serialize>(id: Id) -> String {
     })
 }
 
-fn main() {
+#[test]
+fn generic_events_derive_with_their_bounds() {
     assert_eq!(id_of(12_u8), "doc doc.edited 12");
     assert_eq!(id_of("d-1"), "doc doc.edited d-1");
     assert_eq!(
