@@ -18,9 +18,8 @@ pub async fn run(
     let conn = db::connect_bounded(url).await?;
     let client = conn.client();
     if let Some(older_than) = older_than {
-        let deleted = conn
-            .answer(outbox_core::cleanup(client, older_than))
-            .await?;
+        // Each batch watched: a stall after some says how many rows those deleted.
+        let deleted = outbox_core::cleanup_watched(&conn, older_than).await?;
         out!(
             "deleted {deleted} processed events older than {}",
             crate::duration::display(older_than)
@@ -40,9 +39,7 @@ pub async fn run(
         }
     }
     if let Some(older_than) = inbox_older_than {
-        let deleted = conn
-            .answer(outbox_core::cleanup_inbox(client, older_than))
-            .await?;
+        let deleted = outbox_core::cleanup_inbox_watched(&conn, older_than).await?;
         out!(
             "deleted {deleted} inbox records (processed_events) older than {}",
             crate::duration::display(older_than)

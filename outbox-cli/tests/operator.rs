@@ -805,6 +805,40 @@ async fn a_command_whose_connection_stalls_fails_and_its_session_is_ended() {
     assert!(ended, "left: {:?}", db.sessions_named("outbox-cli").await);
 }
 
+/// A cleanup whose connection stalls after some batches fails saying how many rows those deleted
+/// (they committed): it said only that the connection had stopped answering, the count lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cleanup_stalled_after_some_batches_says_what_they_deleted() {
+    let db = TestDb::new().await;
+    db.execute(
+        "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, processed_at)
+         SELECT 'old', i::text, 'old.event', '{}', now() - interval '2 days'
+           FROM generate_series(1, 1500) i",
+    )
+    .await;
+    let proxy = outbox_tests::BlackHoleProxy::start(db.server_addr()).await;
+    // The first batch (1 000 rows) passes; the second's statement never arrives.
+    proxy.catch_nth_sending(b"DELETE FROM outbox_events", 2);
+    let mut cleanup = outbox(&db);
+    cleanup
+        .env("DATABASE_URL", via(&proxy, &db))
+        .args(["cleanup", "--older-than", "1d"]);
+    let err = fails_within(cleanup, Duration::from_secs(50)).await;
+    assert!(
+        err.contains("the outbox-cli connection stopped answering")
+            && err.contains("1000 rows deleted (committed) before this batch failed"),
+        "{err}"
+    );
+    let left: i64 = db
+        .connect()
+        .await
+        .query_one("SELECT count(*) FROM outbox_events", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 500);
+}
+
 /// A command whose connection stalls right after login fails within its connect timeout (it waited
 /// for ever; then that and 5 s more: black-box run); one whose every connection stalls mid-command
 /// (the server or the network to it) fails once no other connection could look at its session for

@@ -137,7 +137,7 @@ pub use relay::{
 };
 pub use retention::{
     CLEANUP_BATCH_SIZE, INBOX_RETENTION_INTERVAL, MIN_INBOX_RETENTION, check_inbox_retention,
-    cleanup, cleanup_inbox, run_inbox_retention,
+    cleanup, cleanup_inbox, cleanup_inbox_watched, cleanup_watched, run_inbox_retention,
 };
 pub use stats::{OutboxStats, stats};
 pub use tokio_util::sync::CancellationToken;

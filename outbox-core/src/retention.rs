@@ -7,6 +7,7 @@ use outbox_queries::queries::admin as sql;
 use outbox_queries::queries::inbox as inbox_sql;
 use tokio_util::sync::CancellationToken;
 
+use crate::connect::WatchedClient;
 use crate::error::Error;
 use crate::relay::pool_sessions::PoolSessions;
 use crate::relay::stall_watch;
@@ -19,18 +20,29 @@ pub const CLEANUP_BATCH_SIZE: i64 = 1_000;
 
 /// Deletes processed events older than `older_than` (by `processed_at`, on the database clock), in
 /// batches of [`CLEANUP_BATCH_SIZE`], each its own statement. Pending and dead-lettered events are
-/// never touched. Returns how many rows were deleted.
+/// never touched. Returns how many rows were deleted; a failure after some batches says how many
+/// those deleted (each commits on its own).
 pub async fn cleanup<C: GenericClient>(client: &C, older_than: Duration) -> Result<u64, Error> {
     let secs = older_than.as_secs_f64();
-    let secs = &secs;
-    in_batches(move || async move {
-        Ok(sql::delete_processed_before()
-            .bind(client, secs, &CLEANUP_BATCH_SIZE)
-            .all()
-            .await?
-            .len())
-    })
-    .await
+    in_batches(|| delete_processed_batch(client, secs)).await
+}
+
+/// [`cleanup`] on a [`WatchedClient`], each batch's answer watched
+/// ([`WatchedClient::answer`]): a connection that stalls fails the cleanup with an
+/// [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) error that says how many rows the batches
+/// before it deleted (watching the whole cleanup lost that count).
+pub async fn cleanup_watched(conn: &WatchedClient, older_than: Duration) -> Result<u64, Error> {
+    let secs = older_than.as_secs_f64();
+    in_batches(|| conn.answer(delete_processed_batch(conn.client(), secs))).await
+}
+
+/// One batch of [`cleanup`]: how many rows it deleted.
+async fn delete_processed_batch<C: GenericClient>(client: &C, secs: f64) -> Result<usize, Error> {
+    Ok(sql::delete_processed_before()
+        .bind(client, &secs, &CLEANUP_BATCH_SIZE)
+        .all()
+        .await?
+        .len())
 }
 
 /// Runs `delete_batch` (one statement deleting at most [`CLEANUP_BATCH_SIZE`] rows, returning how
@@ -71,15 +83,27 @@ pub async fn cleanup_inbox<C: GenericClient>(
 ) -> Result<u64, Error> {
     check_inbox_retention(older_than)?;
     let secs = older_than.as_secs_f64();
-    let secs = &secs;
-    in_batches(move || async move {
-        Ok(inbox_sql::delete_processed_events_before()
-            .bind(client, secs, &CLEANUP_BATCH_SIZE)
-            .all()
-            .await?
-            .len())
-    })
-    .await
+    in_batches(|| delete_inbox_batch(client, secs)).await
+}
+
+/// [`cleanup_inbox`] on a [`WatchedClient`], each batch's answer watched, as
+/// [`cleanup_watched`] does.
+pub async fn cleanup_inbox_watched(
+    conn: &WatchedClient,
+    older_than: Duration,
+) -> Result<u64, Error> {
+    check_inbox_retention(older_than)?;
+    let secs = older_than.as_secs_f64();
+    in_batches(|| conn.answer(delete_inbox_batch(conn.client(), secs))).await
+}
+
+/// One batch of [`cleanup_inbox`]: how many records it deleted.
+async fn delete_inbox_batch<C: GenericClient>(client: &C, secs: f64) -> Result<usize, Error> {
+    Ok(inbox_sql::delete_processed_events_before()
+        .bind(client, &secs, &CLEANUP_BATCH_SIZE)
+        .all()
+        .await?
+        .len())
 }
 
 /// The shortest inbox retention [`cleanup_inbox`] accepts: one hour. Shorter is below any

@@ -17,7 +17,8 @@ use crate::startup_packet;
 type Held = (Vec<u8>, Duration);
 
 /// Bytes whose sender is caught, and whether every one is (or the first only).
-type Catch = (Vec<u8>, bool);
+/// Bytes to catch, whether every sender of them is caught, and how many sendings pass first.
+type Catch = (Vec<u8>, bool, usize);
 
 /// A proxy on `127.0.0.1:<port>` forwarding to one upstream address. Stops when dropped.
 pub struct BlackHoleProxy {
@@ -73,16 +74,21 @@ impl Holes {
     /// Whether `chunk` is the first to carry the bytes to catch (then this connection is caught).
     fn catches(&self, chunk: &[u8]) -> bool {
         let mut slot = self.catch.lock().unwrap_or_else(|p| p.into_inner());
-        let hit = slot.as_ref().is_some_and(|(p, _)| {
+        let hit = slot.as_ref().is_some_and(|(p, _, _)| {
             !p.is_empty() && chunk.windows(p.len()).any(|w| w == p.as_slice())
         });
-        if hit {
-            if slot.as_ref().is_some_and(|(_, every)| !every) {
-                *slot = None;
-            }
-            self.connection.store(true, Ordering::SeqCst);
+        if !hit {
+            return false;
         }
-        hit
+        if let Some((_, _, passing @ 1..)) = slot.as_mut() {
+            *passing -= 1;
+            return false;
+        }
+        if slot.as_ref().is_some_and(|(_, every, _)| !every) {
+            *slot = None;
+        }
+        self.connection.store(true, Ordering::SeqCst);
+        true
     }
 
     /// Whether `chunk` is the first to carry the bytes whose answer is held (then this
@@ -229,13 +235,20 @@ impl BlackHoleProxy {
     /// text) is black-holed from that chunk on (the chunk is not passed on); other connections,
     /// and later senders of the same bytes, pass. A stall at one precise step of a protocol.
     pub fn catch_first_sending(&self, bytes: &[u8]) {
-        *self.catch.lock().unwrap_or_else(|p| p.into_inner()) = Some((bytes.to_vec(), false));
+        self.catch_nth_sending(bytes, 1);
+    }
+
+    /// Like [`catch_first_sending`](Self::catch_first_sending), the `n`th chunk carrying `bytes`
+    /// caught (the same statement sent again, say), those before it passing.
+    pub fn catch_nth_sending(&self, bytes: &[u8], n: usize) {
+        *self.catch.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((bytes.to_vec(), false, n.saturating_sub(1)));
     }
 
     /// Like [`catch_first_sending`](Self::catch_first_sending), for every connection that sends
     /// `bytes` until [`stop_catching`](Self::stop_catching).
     pub fn catch_every_sending(&self, bytes: &[u8]) {
-        *self.catch.lock().unwrap_or_else(|p| p.into_inner()) = Some((bytes.to_vec(), true));
+        *self.catch.lock().unwrap_or_else(|p| p.into_inner()) = Some((bytes.to_vec(), true, 0));
     }
 
     /// New senders of the bytes caught pass again (those caught stay silent).
