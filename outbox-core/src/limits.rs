@@ -51,6 +51,8 @@ pub struct MessageLimits {
     broker: &'static str,
     max_message_bytes: usize,
     characters: CharacterSet,
+    /// Who set the size limit, when not the broker (see [`MessageLimits::with_limit_holder`]).
+    holder: Option<&'static str>,
 }
 
 impl Default for MessageLimits {
@@ -77,14 +79,40 @@ impl MessageLimits {
             broker,
             max_message_bytes,
             characters,
+            holder: None,
         }
     }
 
     /// The same limits with a different size limit (e.g. a publisher that offloads large payloads
-    /// raises it; an operator lowers it).
+    /// raises it; an operator lowers it), said to be the broker's.
     pub const fn with_max_message_bytes(mut self, max_message_bytes: usize) -> Self {
         self.max_message_bytes = max_message_bytes;
+        self.holder = None;
         self
+    }
+
+    /// The same limits, the size limit said to be `holder`'s rather than the broker's: a
+    /// destination's own setting, which its owner may raise, where the broker's may not be. A
+    /// refusal then reads `… ; <holder> allows at most N bytes` (e.g. `the queue's
+    /// MaximumMessageSize`) instead of `… ; SQS accepts at most N bytes`.
+    ///
+    /// ```
+    /// use outbox_core::limits::{CharacterSet, MessageLimits};
+    ///
+    /// let limits = MessageLimits::new("SQS", 1024 * 1024, CharacterSet::Xml)
+    ///     .with_max_message_bytes(1024)
+    ///     .with_limit_holder("the queue's MaximumMessageSize");
+    /// let refused = limits.check_size("order.placed", 2000).unwrap_err();
+    /// assert!(refused.to_string().ends_with("the queue's MaximumMessageSize allows at most 1024 bytes"));
+    /// ```
+    pub const fn with_limit_holder(mut self, holder: &'static str) -> Self {
+        self.holder = Some(holder);
+        self
+    }
+
+    /// Who set the size limit, when not the broker ([`with_limit_holder`](Self::with_limit_holder)).
+    pub const fn limit_holder(&self) -> Option<&'static str> {
+        self.holder
     }
 
     /// The broker's name, as error messages use it.
@@ -124,12 +152,14 @@ impl MessageLimits {
     /// is over the limit.
     pub fn check_size(&self, event_type: &str, size: usize) -> Result<(), Error> {
         if size > self.max_message_bytes {
+            let max = self.max_message_bytes;
+            let whose = match self.holder {
+                Some(holder) => format!("{holder} allows at most {max} bytes"),
+                None => format!("{} accepts at most {max} bytes", self.broker),
+            };
             return Err(Error::new(
                 ErrorKind::TooLarge,
-                format!(
-                    "event `{event_type}` would be a {size}-byte message; {} accepts at most {} bytes",
-                    self.broker, self.max_message_bytes
-                ),
+                format!("event `{event_type}` would be a {size}-byte message; {whose}"),
             ));
         }
         Ok(())

@@ -379,14 +379,22 @@ impl Publisher for SqsPublisher {
         if self.inner.offload.is_some() {
             return limits;
         }
-        let smallest = self
-            .inner
-            .queues
-            .iter()
-            .map(|q| q.limits().max_message_bytes())
-            .min()
-            .unwrap_or(limits.max_message_bytes());
-        limits.with_max_message_bytes(smallest)
+        let queues = &self.inner.queues;
+        let Some(smallest) = queues.iter().min_by_key(|q| q.limits().max_message_bytes()) else {
+            return limits;
+        };
+        let lowered = limits.with_max_message_bytes(smallest.limits().max_message_bytes());
+        if !smallest.limit_is_own() {
+            return lowered;
+        }
+        // The destination's own setting, which its owner may raise: said so, as the relay says
+        // it (an emit refused by a queue's lowered limit said "SQS accepts at most …": black-box
+        // run).
+        lowered.with_limit_holder(match (queues.len(), smallest.kind) {
+            (1, DestinationKind::Topic) => "the topic's MaximumMessageSize",
+            (1, _) => "the queue's MaximumMessageSize",
+            _ => "the smallest MaximumMessageSize of the publisher's queues and topics",
+        })
     }
 
     /// With [`SqsConfig::batch_aggregates`](crate::SqsConfig::batch_aggregates) on and a single

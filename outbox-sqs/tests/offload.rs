@@ -537,6 +537,18 @@ async fn a_queue_that_takes_less_than_the_sqs_limit_gets_its_larger_events_offlo
         Emitter::for_publisher(&inline).limits().max_message_bytes(),
         262_144
     );
+    // Said to be the queue's, as the relay says it (emit said "SQS accepts at most 262144
+    // bytes", a limit nobody could raise: black-box run).
+    let refused = Emitter::for_publisher(&inline)
+        .limits()
+        .check_size("order.created", 300_000)
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .ends_with("; the queue's MaximumMessageSize allows at most 262144 bytes"),
+        "{refused}"
+    );
     match &inline.publish(&[big]).await.unwrap()[0] {
         PublishOutcome::Permanent(f) => {
             assert_eq!(f.kind(), FailureKind::TooLarge, "{f:?}");

@@ -306,6 +306,25 @@ async fn a_topics_own_maximum_message_size_is_read_by_the_check_and_held_to() {
     let p = publisher(&[("*", &small.arn)]).await;
     p.check().await.unwrap();
     assert_eq!(p.limits().max_message_bytes(), 2048);
+    let refused = p.limits().check_size("order.created", 3000).unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .ends_with("; the topic's MaximumMessageSize allows at most 2048 bytes"),
+        "{refused}"
+    );
+    // With a queue too, the smallest of them, said so.
+    let queue = TestQueue::standard().await;
+    let both = publisher(&[("order.*", &small.arn), ("*", queue.url())]).await;
+    both.check().await.unwrap();
+    let refused = both.limits().check_size("order.created", 3000).unwrap_err();
+    assert!(
+        refused.to_string().ends_with(
+            "; the smallest MaximumMessageSize of the publisher's queues and topics allows at \
+             most 2048 bytes"
+        ),
+        "{refused}"
+    );
     let e = event("order.created", "order", "o", 1, json!("x".repeat(3000)));
     match &p.publish(&[e]).await.unwrap()[0] {
         PublishOutcome::Permanent(f) => {
