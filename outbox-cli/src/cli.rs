@@ -283,8 +283,8 @@ with --retention detach (CONCURRENTLY) and drop every partition whose whole rang
 publication are older than the retention. A partition holding a pending event or a dead letter is
 kept and reported; `outbox stats` shows it too. A partition is retired only once every transaction
 that began before its end has finished (an event's created_at is its transaction's start, so such a
-transaction may still write into it): maintenance waits up to --settle-timeout for them and otherwise
-leaves the partition for the next run.
+transaction may still write into it): maintenance waits up to --settle-timeout for them and
+otherwise leaves the partition for the next run.
 
 Relays started with the table's owner do this every minute; run it from cron as the owner when
 relays run as a least-privilege role. Several maintainers at once are fine: one does the work (an

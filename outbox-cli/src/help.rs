@@ -211,3 +211,45 @@ AWS:
   queue or topic, sns:Publish and
   sns:GetTopicAttributes on its topics, and with offload s3:PutObject on BUCKET/outbox/* and
   s3:ListBucket on BUCKET.";
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every command's long description is written in lines of at most 100 columns: clap wraps a
+    /// longer one at 100, leaving its last word alone on a line (`partitions maintain --help`'s
+    /// "otherwise": black-box run).
+    #[test]
+    fn long_descriptions_are_written_within_100_columns() {
+        let mut pending = vec![
+            crate::cli::Cli::command().mut_subcommand("relay", |c| c.long_about(super::relay())),
+        ];
+        let mut seen = 0;
+        while let Some(command) = pending.pop() {
+            for text in [command.get_long_about(), command.get_about()]
+                .into_iter()
+                .flatten()
+            {
+                let text = text.to_string();
+                let lines: Vec<&str> = text.lines().collect();
+                // Lines wrapped by hand: in a paragraph of several (clap joins a doc comment's
+                // lines into one per paragraph, which it wraps itself).
+                let by_hand = |i: usize| {
+                    (i > 0 && !lines[i - 1].is_empty())
+                        || lines.get(i + 1).is_some_and(|l| !l.is_empty())
+                };
+                for (_, line) in lines.iter().enumerate().filter(|&(i, _)| by_hand(i)) {
+                    assert!(
+                        line.chars().count() <= 100,
+                        "`{}`: {} columns: {line}",
+                        command.get_name(),
+                        line.chars().count()
+                    );
+                }
+            }
+            seen += 1;
+            pending.extend(command.get_subcommands().cloned());
+        }
+        assert!(seen >= 12, "walked {seen} commands");
+    }
+}
