@@ -15,6 +15,7 @@ use super::handler::{Delivery, Observer};
 use super::metrics::ConsumerMetrics;
 use super::{Consumer, Inner};
 use crate::clients::{load_default, no_region, s3_client};
+use crate::destination::{Target, parse_target};
 use crate::error::{Error, ErrorKind, Result, config_error};
 use crate::sdk_error::{sdk_error, timeout_error};
 
@@ -195,16 +196,28 @@ impl ConsumerBuilder {
     /// to its URL with `GetQueueUrl`, and checks the queue with `GetQueueAttributes` (logging a
     /// warning when it has no redrive policy: see the [module docs](super)).
     ///
-    /// Fails with [`ErrorKind::Config`] on an invalid setting or no region, and with the SQS
+    /// Fails with [`ErrorKind::Config`] on an invalid setting, a queue that is neither a queue URL
+    /// nor a queue name (checked before any call), or no region, and with the SQS
     /// error (e.g. [`ErrorKind::QueueNotFound`], [`ErrorKind::Credentials`]) when the queue
     /// cannot be checked.
     pub async fn build(self) -> Result<Consumer> {
         let config = self.config;
         config.validate()?;
-        let queue = self.queue.trim().to_owned();
-        if queue.is_empty() {
-            return Err(config_error("the consumer's queue is empty"));
-        }
+        // Checked before any call, as the relay's targets are: `not a url` was sent to
+        // `GetQueueUrl` as a name and came back as a missing queue (black-box run).
+        let queue = match parse_target(&self.queue) {
+            Ok(Target::Topic(arn)) => {
+                return Err(config_error(format!(
+                    "the consumer's queue `{arn}` is an SNS topic: a consumer reads a queue \
+                     subscribed to it"
+                )));
+            }
+            Ok(target) => target,
+            Err(_) if self.queue.trim().is_empty() => {
+                return Err(config_error("the consumer's queue is empty"));
+            }
+            Err(e) => return Err(config_error(format!("the consumer's queue: {e}"))),
+        };
         let sdk = match self.sdk_config {
             Some(sdk) => sdk,
             // The SQS endpoint override is applied to the SQS client below, not to the S3 one.
@@ -234,10 +247,9 @@ impl ConsumerBuilder {
             None => s3_client(&sdk, conf.region().cloned(), None, None),
         };
         let client = Client::from_conf(conf);
-        let queue_url = if queue.contains("://") {
-            queue
-        } else {
-            resolve_queue_url(&client, &queue).await?
+        let queue_url = match queue {
+            Target::QueueName(name) => resolve_queue_url(&client, &name).await?,
+            Target::QueueUrl(url) | Target::Topic(url) => url,
         };
         check_queue(&client, &queue_url).await?;
         check_database(&self.pool).await?;

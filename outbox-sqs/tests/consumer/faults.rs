@@ -438,6 +438,36 @@ async fn a_consumer_is_not_built_on_a_database_without_its_inbox() {
         .expect("built: the run waits for the database");
 }
 
+/// A queue argument that names no queue is refused before any call, as the relay's are: `not a
+/// url` was sent to `GetQueueUrl` as a queue name and came back as a missing queue (black-box
+/// run); a topic's ARN is no queue to read.
+#[tokio::test]
+async fn a_queue_argument_that_names_no_queue_is_refused_before_any_call() {
+    let db = TestDb::new().await;
+    for (queue, says) in [
+        ("not a url", "is neither an SQS queue URL"),
+        ("htp:/oops", "is neither an SQS queue URL"),
+        (
+            "https://sqs.eu-west-1.amazonaws.com/",
+            "must end in the queue's name",
+        ),
+        (
+            "arn:aws:sns:us-east-1:000000000000:orders",
+            "is an SNS topic",
+        ),
+        ("  ", "the consumer's queue is empty"),
+    ] {
+        let e = Consumer::builder(db.pool().clone(), queue)
+            .sdk_config(outbox_tests::sqs::sdk_config().await)
+            .name("ledger")
+            .build()
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), outbox_sqs::ErrorKind::Config, "{queue}: {e}");
+        assert!(e.to_string().contains(says), "{queue}: {e}");
+    }
+}
+
 /// The inbox table gone while the consumer runs (renamed here; dropped, or its rights revoked, in
 /// life): receiving pauses until it is back, and the message is handled then. The database's
 /// probe asked `SELECT 1`, which answered: the gate opened again at once, and the message was
