@@ -13,6 +13,7 @@ mod migrate;
 mod output;
 mod partitions;
 mod relay;
+mod schema_behind;
 mod stats;
 mod stray_variables;
 mod usage;
@@ -68,11 +69,6 @@ fn hint(e: &(dyn std::error::Error + 'static), command: &str) -> Option<&'static
         let db = s
             .downcast_ref::<tokio_postgres::Error>()
             .and_then(|pg| pg.as_db_error());
-        // Only about the outbox's own tables and functions (outbox_*, processed_events).
-        let ours = db.is_some_and(|d| {
-            (*d.code() == SqlState::UNDEFINED_TABLE || *d.code() == SqlState::UNDEFINED_FUNCTION)
-                && (d.message().contains("outbox_") || d.message().contains("processed_events"))
-        });
         if db.is_some_and(|d| *d.code() == SqlState::INSUFFICIENT_PRIVILEGE) {
             return Some(if migrating {
                 "migrating creates and alters the outbox's tables: run `outbox migrate` as their \
@@ -106,7 +102,7 @@ fn hint(e: &(dyn std::error::Error + 'static), command: &str) -> Option<&'static
                  it has ended (or give it longer: `options=-c lock_timeout=…` in the URL)",
             );
         }
-        if ours {
+        if schema_behind::missing_outbox_object(s) {
             return Some(
                 "the outbox schema is missing from this database, or older than this `outbox`: \
                  run `outbox migrate` (as the schema owner)",
@@ -123,7 +119,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         url_name: cli.database_url_source,
     });
     let url = cli.database_url.as_deref();
-    match cli.command {
+    let migrating = matches!(cli.command, Command::Migrate(_));
+    let result = match cli.command {
         Command::Migrate(args) => migrate::run(url, args).await,
         Command::Partitions(cmd) => partitions::run(url, cmd).await,
         Command::Relay(args) => relay::run(url, args).await,
@@ -133,5 +130,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             older_than,
             inbox_older_than,
         } => cleanup::run(url, older_than, inbox_older_than).await,
+    };
+    match result {
+        // Older than this binary: said so, with the versions.
+        Err(e) if !migrating && schema_behind::missing_outbox_object(&*e) => {
+            Err(schema_behind::schema_behind(url).await.unwrap_or(e))
+        }
+        result => result,
     }
 }
