@@ -202,6 +202,19 @@ async fn partition_commands_refuse_what_they_cannot_do() {
         stats.get("partitions").is_none(),
         "no partition figures on the plain layout: {stats}"
     );
+    // Another granularity than the table's: refused in the product's words, without the
+    // server's `ERROR:` in the line (black-box run).
+    succeeds(outbox(&db.url()).args(["migrate", "--partitioned=daily"]));
+    let out = fails(outbox(&db.url()).args(["migrate", "--partitioned=hourly"]));
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "could not partition outbox_events: outbox_events is already partitioned daily; \
+             changing to hourly is not supported"
+        ) && !err.contains("ERROR"),
+        "{err}"
+    );
 }
 
 /// `partitions maintain` run by a role that does not own the table is refused, even when there is

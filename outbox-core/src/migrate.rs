@@ -151,13 +151,20 @@ pub async fn migrate_partitioned(
             .one()
             .await
             .map_err(|e| {
-                let message = match e.code() {
-                    Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {
+                use tokio_postgres::error::SqlState;
+                let message = match (e.code(), e.as_db_error()) {
+                    (Some(&SqlState::LOCK_NOT_AVAILABLE), _) => {
                         "could not partition outbox_events: another transaction held the table for \
                          5 s (a long-running transaction or a session idle in one: see \
                          pg_stat_activity); nothing was changed, run it again"
+                            .to_owned()
                     }
-                    _ => "could not partition outbox_events",
+                    // The conversion's own refusal (another granularity, say), in its words: with
+                    // the server's `ERROR:` before them, it read as a failure of the server's.
+                    (Some(&SqlState::RAISE_EXCEPTION), Some(db)) => {
+                        format!("could not partition outbox_events: {}", db.message())
+                    }
+                    _ => "could not partition outbox_events".to_owned(),
                 };
                 Error::new(ErrorKind::Migration, message).with_source(e)
             })?;
