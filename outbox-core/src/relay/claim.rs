@@ -1,6 +1,7 @@
 //! Claiming: which events one batch takes, and the waves it publishes them in.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -115,6 +116,26 @@ pub(crate) struct ClaimState {
     pub(crate) held: Held,
     /// Claims so far: a claim's slot among the workers (where its head search starts).
     claims: AtomicUsize,
+    /// Claims so far that found events: whether the relay's workers are busy with work, or only
+    /// looking (`waiting.rs`).
+    pub(crate) found: FoundWork,
+}
+
+/// How many of a relay's claims found events, shared with the task advertising waiting: a slow
+/// claim that finds nothing is no work (see `waiting.rs`).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct FoundWork(Arc<AtomicU64>);
+
+impl FoundWork {
+    /// Claims that found events so far.
+    pub(crate) fn count(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Counts a claim that found events.
+    pub(crate) fn found(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// What the head search's window says about the claim's other look-ups, from the heads it returned:
@@ -179,6 +200,9 @@ pub(crate) async fn claim(
             .all()
             .await?;
         row_size.observe(&events);
+        if !events.is_empty() {
+            state.found.found();
+        }
         let capped = capped(&events, batch_size, max_bytes);
         return Ok((events, capped));
     }
@@ -268,6 +292,9 @@ pub(crate) async fn claim(
         events.extend(followers);
     }
     row_size.observe(&events);
+    if !events.is_empty() {
+        state.found.found();
+    }
     events.sort_by_key(|e| e.seq);
     // A claim that took only its share of hot heads left the rest to other claims.
     let capped = capped(&events, batch_size, max_bytes) || after != i64::MIN;

@@ -392,6 +392,7 @@ impl<P: Publisher> Relay<P> {
                     connector.clone(),
                     self.inner.slots.helper("connection advertising waiting"),
                     idle.clone(),
+                    self.inner.claims.found.clone(),
                     self.inner.config.concurrency,
                     self.inner.wake.clone(),
                     listener::check_after(self.inner.config.poll_interval),

@@ -45,10 +45,12 @@ async fn a_relay_busy_most_of_the_time_in_short_spells_stops_advertising() {
     let mut worker = idle.flag();
     worker.set(true);
     let token = CancellationToken::new();
+    let found = FoundWork::default();
     let advertiser = tokio::spawn(run(
         connector,
         crate::relay::slots::Slots::new(Arc::new(Notify::new())).helper("waiting"),
         idle.clone(),
+        found.clone(),
         1,
         Arc::new(Notify::new()),
         Duration::from_secs(1),
@@ -81,6 +83,7 @@ async fn a_relay_busy_most_of_the_time_in_short_spells_stops_advertising() {
     while Instant::now() < until {
         let spell = Instant::now();
         worker.set(false);
+        found.found();
         tokio::time::sleep(Duration::from_millis(16)).await;
         worker.set(true);
         longest = longest.max(spell.elapsed());
@@ -94,6 +97,64 @@ async fn a_relay_busy_most_of_the_time_in_short_spells_stops_advertising() {
         "a spell of {longest:?} reached the hold: the machine is too loaded for this test"
     );
     assert!(released > 0, "the relay never stopped advertising");
+}
+
+/// Claims that find nothing are no work, however long they take: a relay whose workers only run
+/// such claims (slow ones, on a backlog blocked behind dead letters) keeps advertising. It gave
+/// the lock back 50 ms into each, took it again once idle and woke a worker to claim after it:
+/// one slow empty claim after another, a database core busy with nothing to send (black-box run).
+/// A claim that finds events still makes it stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_claims_that_find_nothing_do_not_stop_the_advertising() {
+    let db = outbox_tests::TestDb::empty().await;
+    let connector = PgConnector::from_url(&db.url()).unwrap();
+    let observer = db.connect().await;
+    let idle = IdleWorkers::new();
+    let found = FoundWork::default();
+    let reclaim = Arc::new(Notify::new());
+    let mut worker = idle.flag();
+    worker.set(true);
+    let token = CancellationToken::new();
+    let advertiser = tokio::spawn(run(
+        connector,
+        crate::relay::slots::Slots::new(Arc::new(Notify::new())).helper("waiting"),
+        idle.clone(),
+        found.clone(),
+        1,
+        Arc::clone(&reclaim),
+        Duration::from_secs(1),
+        token.clone(),
+    ));
+    let started = Instant::now();
+    while !advertising(&observer).await {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "never advertised"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // Three empty claims of 4 holds each: the lock stays taken throughout.
+    for _ in 0..3 {
+        worker.set(false);
+        tokio::time::sleep(HOLD_THROUGH_BUSY * 4).await;
+        assert!(
+            advertising(&observer).await,
+            "gave the lock back during a claim that found nothing"
+        );
+        worker.set(true);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A claim that finds events: busy with work past the hold, the lock is given back.
+    worker.set(false);
+    found.found();
+    let given_back = outbox_tests::eventually(HOLD_THROUGH_BUSY * 40, async || {
+        !advertising(&observer).await
+    })
+    .await;
+    worker.set(true);
+    token.cancel();
+    advertiser.await.unwrap();
+    assert!(given_back, "kept the lock through a claim that found work");
 }
 
 #[test]
