@@ -366,7 +366,7 @@ impl<P: Publisher> Relay<P> {
         self.inner.publisher.check().await.map_err(|e| {
             Error::new(ErrorKind::Publish, "the publisher's start-up check failed").with_source(e)
         })?;
-        let idle = waiting::IdleWorkers::new();
+        let idle = waiting::IdleWorkers::new(self.inner.claims.found.clone());
         // The helper tasks stop with the workers, whether on shutdown or when the relay gives up.
         let stop = shutdown.child_token();
         let mut tasks = HelperTasks::default();
@@ -392,7 +392,6 @@ impl<P: Publisher> Relay<P> {
                     connector.clone(),
                     self.inner.slots.helper("connection advertising waiting"),
                     idle.clone(),
-                    self.inner.claims.found.clone(),
                     self.inner.config.concurrency,
                     self.inner.wake.clone(),
                     listener::check_after(self.inner.config.poll_interval),

@@ -104,13 +104,15 @@ impl BusyShare {
     }
 }
 
-/// How many of a relay's workers are idle (their last claim found nothing).
+/// How many of a relay's workers are idle (their last claim found nothing), and how many of
+/// their claims found events.
 #[derive(Debug, Clone)]
-pub(crate) struct IdleWorkers(watch::Sender<usize>);
+pub(crate) struct IdleWorkers(watch::Sender<usize>, FoundWork);
 
 impl IdleWorkers {
-    pub(crate) fn new() -> Self {
-        IdleWorkers(watch::Sender::new(0))
+    /// Idle workers, whose claims count what they found in `found`.
+    pub(crate) fn new(found: FoundWork) -> Self {
+        IdleWorkers(watch::Sender::new(0), found)
     }
 
     /// A flag for one worker, not idle to begin with.
@@ -163,13 +165,13 @@ pub(crate) async fn run(
     connector: PgConnector,
     mut slot: HelperSlot,
     idle: IdleWorkers,
-    found: FoundWork,
     workers: usize,
     reclaim: Arc<Notify>,
     check_after: Duration,
     token: CancellationToken,
 ) {
     let mut backoff = Reconnects::up_to(RECONNECT_CAP);
+    let found = idle.1.clone();
     let mut idle = idle.subscribe();
     let mut stalled = None;
     loop {

@@ -41,16 +41,15 @@ async fn a_relay_busy_most_of_the_time_in_short_spells_stops_advertising() {
     let db = outbox_tests::TestDb::empty().await;
     let connector = PgConnector::from_url(&db.url()).unwrap();
     let observer = db.connect().await;
-    let idle = IdleWorkers::new();
+    let found = FoundWork::default();
+    let idle = IdleWorkers::new(found.clone());
     let mut worker = idle.flag();
     worker.set(true);
     let token = CancellationToken::new();
-    let found = FoundWork::default();
     let advertiser = tokio::spawn(run(
         connector,
         crate::relay::slots::Slots::new(Arc::new(Notify::new())).helper("waiting"),
         idle.clone(),
-        found.clone(),
         1,
         Arc::new(Notify::new()),
         Duration::from_secs(1),
@@ -109,8 +108,8 @@ async fn slow_claims_that_find_nothing_do_not_stop_the_advertising() {
     let db = outbox_tests::TestDb::empty().await;
     let connector = PgConnector::from_url(&db.url()).unwrap();
     let observer = db.connect().await;
-    let idle = IdleWorkers::new();
     let found = FoundWork::default();
+    let idle = IdleWorkers::new(found.clone());
     let reclaim = Arc::new(Notify::new());
     let mut worker = idle.flag();
     worker.set(true);
@@ -119,7 +118,6 @@ async fn slow_claims_that_find_nothing_do_not_stop_the_advertising() {
         connector,
         crate::relay::slots::Slots::new(Arc::new(Notify::new())).helper("waiting"),
         idle.clone(),
-        found.clone(),
         1,
         Arc::clone(&reclaim),
         Duration::from_secs(1),
@@ -159,7 +157,7 @@ async fn slow_claims_that_find_nothing_do_not_stop_the_advertising() {
 
 #[test]
 fn idle_flags_count_transitions_once_and_release_on_drop() {
-    let idle = IdleWorkers::new();
+    let idle = IdleWorkers::new(FoundWork::default());
     let rx = idle.subscribe();
     let mut a = idle.flag();
     let mut b = idle.flag();
