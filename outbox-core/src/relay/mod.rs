@@ -15,11 +15,11 @@ mod housekeeping;
 mod in_use;
 mod isolate;
 pub(crate) mod key_data;
+mod line_budget;
 mod listener;
 mod outage;
 mod outcome;
 pub(crate) mod pool_sessions;
-mod retry_warnings;
 mod session;
 mod settle;
 mod slots;
@@ -111,8 +111,10 @@ pub(crate) struct Inner<P> {
     housekeeping_interval: Duration,
     /// Batches failing as a whole, logged once per outage (`outage.rs`).
     outage: outage::Outage,
-    /// Retried events logged one by one, a few at a time across batches (`retry_warnings.rs`).
-    retry_warnings: retry_warnings::RetryWarnings,
+    /// Retried events logged one by one, a few at a time across batches (`line_budget.rs`).
+    retry_warnings: line_budget::LineBudget,
+    /// Dead-lettered events logged one by one, a few at a time across batches.
+    dead_letter_lines: line_budget::LineBudget,
 }
 
 /// Builds a [`Relay`]: takes and returns `self`, validates in [`build`](RelayBuilder::build).
@@ -298,7 +300,8 @@ impl<P: Publisher> RelayBuilder<P> {
                 any_text: tokio::sync::OnceCell::new(),
                 housekeeping_interval: self.housekeeping_interval,
                 outage: outage::Outage::new(longest_batch, deferrals_end),
-                retry_warnings: Default::default(),
+                retry_warnings: line_budget::LineBudget::new(line_budget::RETRY_LINES),
+                dead_letter_lines: line_budget::LineBudget::new(line_budget::DEAD_LETTER_LINES),
             }),
         })
     }

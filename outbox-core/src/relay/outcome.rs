@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::BatchReport;
 use super::Inner;
 use super::clip::Clipped;
-use super::retry_warnings::RetryWarnings;
+use super::line_budget::LineBudget;
 use crate::backoff::{Disposition, RetryPolicy};
 use crate::failure::FailureKind;
 use crate::metrics::RelayMetrics;
@@ -100,13 +100,24 @@ pub(crate) struct Recorder<'a> {
     blocked: HashSet<(String, String)>,
     /// The relay's budget of retried events logged at `warn`; those of this batch logged at
     /// `debug` instead, and the distinct reasons of the latter (a few).
-    warnings: &'a RetryWarnings,
+    warnings: &'a LineBudget,
     retries_quiet: usize,
     quiet_reasons: Vec<String>,
+    /// The same for dead-lettered events, logged at `error`.
+    dead_letter_lines: &'a LineBudget,
+    dead_quiet: usize,
+    dead_reasons: Vec<String>,
 }
 
 /// How many distinct reasons the count line of a batch's quiet retries names.
 const QUIET_REASONS: usize = 4;
+
+/// Adds `reason` to a count line's `reasons`, unless named already or [`QUIET_REASONS`] are.
+fn note_reason(reasons: &mut Vec<String>, reason: String) {
+    if reasons.len() < QUIET_REASONS && !reasons.contains(&reason) {
+        reasons.push(reason);
+    }
+}
 
 /// `error` as it can be stored in `last_error`: NUL removed (PostgreSQL text cannot hold it, and
 /// one such error would fail the whole batch's statement) and cut to [`MAX_LAST_ERROR_CHARS`].
@@ -159,6 +170,9 @@ impl<'a> Recorder<'a> {
             warnings: &inner.retry_warnings,
             retries_quiet: 0,
             quiet_reasons: Vec::new(),
+            dead_letter_lines: &inner.dead_letter_lines,
+            dead_quiet: 0,
+            dead_reasons: Vec::new(),
         }
     }
 
@@ -276,11 +290,22 @@ impl<'a> Recorder<'a> {
         let (dead, delay_secs) = match disposition {
             Disposition::DeadLetter => {
                 report.dead_lettered += 1;
-                tracing::error!(
-                    event_id = %event.id, event_type = %Clipped(&event.event_type),
-                    aggregate_id = %Clipped(&event.aggregate_id), attempt,
-                    permanent, %reason, error = %error, "event dead-lettered"
-                );
+                // A few one by one, relay-wide; the rest at `debug`, counted per batch.
+                if self.dead_letter_lines.take() {
+                    tracing::error!(
+                        event_id = %event.id, event_type = %Clipped(&event.event_type),
+                        aggregate_id = %Clipped(&event.aggregate_id), attempt,
+                        permanent, %reason, error = %error, "event dead-lettered"
+                    );
+                } else {
+                    self.dead_quiet += 1;
+                    note_reason(&mut self.dead_reasons, reason.to_string());
+                    tracing::debug!(
+                        event_id = %event.id, event_type = %Clipped(&event.event_type),
+                        aggregate_id = %Clipped(&event.aggregate_id), attempt,
+                        permanent, %reason, error = %error, "event dead-lettered"
+                    );
+                }
                 (true, 0.0)
             }
             Disposition::RetryAfter(d) => {
@@ -296,12 +321,7 @@ impl<'a> Recorder<'a> {
                     );
                 } else {
                     self.retries_quiet += 1;
-                    let named = reason.to_string();
-                    if self.quiet_reasons.len() < QUIET_REASONS
-                        && !self.quiet_reasons.contains(&named)
-                    {
-                        self.quiet_reasons.push(named);
-                    }
+                    note_reason(&mut self.quiet_reasons, reason.to_string());
                     tracing::debug!(
                         event_id = %event.id, event_type = %Clipped(&event.event_type),
                         aggregate_id = %Clipped(&event.aggregate_id), attempt,
@@ -333,6 +353,15 @@ impl<'a> Recorder<'a> {
     /// The events to mark processed, the failures to record, and what to add to the metrics once
     /// both are committed.
     pub(crate) fn finish(self) -> (Vec<Acked>, Vec<Failure>, Tallies) {
+        if self.dead_quiet > 0 {
+            tracing::error!(
+                events = self.dead_quiet,
+                reasons = %self.dead_reasons.join(", "),
+                "{} more events of this batch dead-lettered (each logged at debug level; `outbox \
+                 dead-letters list` shows them)",
+                self.dead_quiet
+            );
+        }
         if self.retries_quiet > 0 {
             tracing::warn!(
                 events = self.retries_quiet,
