@@ -102,3 +102,47 @@ async fn a_batch_of_dead_letters_is_logged_a_few_lines_and_a_count() {
         "{text}"
     );
 }
+
+/// An idle relay polls once per poll interval, whatever its number of workers: one idle worker
+/// keeps the timer, the others wait for a wake-up. Each worker polled on its own, four claims an
+/// interval where one does (black-box run: over a backlog blocked behind dead letters each read it
+/// all, most of a database core). Something to publish still brings the others in.
+#[tokio::test]
+async fn an_idle_relay_polls_once_per_interval_whatever_its_workers() {
+    let logs = LogCapture::default();
+    let _guard = logs.install();
+    let db = TestDb::new().await;
+    let publisher = Arc::new(RecordingPublisher::new());
+    let relay = Relay::builder(db.pool().clone(), Arc::clone(&publisher))
+        .concurrency(4)
+        .poll_interval(Duration::from_millis(250))
+        .build()
+        .unwrap();
+    let running = RunningRelay::start(&relay);
+    // The first claims of every worker, then 3 s idle: 12 polls.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = logs.text().matches("claimed nothing").count();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let polls = logs.text().matches("claimed nothing").count() - before;
+    let events: Vec<TestEvent> = (0..300)
+        .map(|i| TestEvent::new(format!("a{i}"), 1))
+        .collect();
+    let ids = outbox_core::emit_all(&db.pool().get().await.unwrap(), &events)
+        .await
+        .unwrap();
+    let published = eventually(Duration::from_secs(10), async || {
+        publisher.ids().len() >= ids.len()
+    })
+    .await;
+    running.stop().await;
+    assert!(
+        (6..=18).contains(&polls),
+        "{polls} claims in 3 s at a 250 ms poll"
+    );
+    assert!(
+        published,
+        "published {} of {}",
+        publisher.ids().len(),
+        ids.len()
+    );
+}

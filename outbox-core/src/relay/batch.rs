@@ -168,6 +168,7 @@ async fn in_transaction<P: Publisher>(
     };
     if events.is_empty() {
         tx.commit().await?;
+        tracing::trace!("claimed nothing");
         return Ok(report);
     }
     // The claim transaction never stays open longer than the publish timeout (bounded by

@@ -95,6 +95,8 @@ pub(crate) struct Inner<P> {
     /// Wakes one idle worker to claim (the worker loop in `worker.rs` says when): a notification,
     /// the claim after the waiting barrier, a full claim that leaves more behind.
     wake: Arc<tokio::sync::Notify>,
+    /// Whether an idle worker keeps the fallback poll's timer: one does (`worker.rs`).
+    polling: std::sync::atomic::AtomicBool,
     /// Wakes an idle worker when events this relay put back are due (`due.rs`).
     due: Arc<due::DueWakes>,
     /// Wakes every worker backing off after failures: the database answers again.
@@ -292,6 +294,7 @@ impl<P: Publisher> RelayBuilder<P> {
                 metrics: self.metrics,
                 claims: claim::ClaimState::default(),
                 wake: wake.clone(),
+                polling: std::sync::atomic::AtomicBool::new(false),
                 due: Arc::new(due::DueWakes::new(&wake)),
                 slots: slots::Slots::new(database_back.clone()),
                 database_back,
