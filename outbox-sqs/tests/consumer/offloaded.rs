@@ -302,6 +302,63 @@ async fn an_s3_outage_costs_each_offloaded_message_one_delivery_at_most() {
     );
 }
 
+/// Offloaded messages waiting for a handler permit when S3 first fails wait for S3 instead, once
+/// they get one: each took its permit in turn to spend a whole call time-out on S3, and the
+/// messages that carry their payload waited behind them (black-box run: 8 offloaded messages and
+/// 2 permits held inline ones back 44 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offloaded_messages_behind_s3s_first_failure_do_not_hold_back_the_others() {
+    let db = TestDb::new().await;
+    create_effects(&db).await;
+    let (queue, ids) = relayed_offloaded(&db, 10).await;
+    let relay = start_relay(&db, &queue).await;
+    let mut client = db.pool().get().await.unwrap();
+    for i in 0..4 {
+        let tx = client.transaction().await.unwrap();
+        outbox_core::emit(&tx, &AccountEvent::credited(&format!("inline-{i}"), 1))
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+    drop(client);
+    assert!(eventually(Duration::from_secs(20), async || db.pending().await == 0).await);
+    relay.stop().await;
+    let proxy = black_holed_s3().await;
+    let c = consumer(&db, &queue, "ledger")
+        .await
+        .s3_client(s3_client(Some(&proxy)).await)
+        .concurrency(2)
+        .call_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let running = Running::start(c, Arc::new(Recorder::default()));
+    // One round of S3 time-outs (2 s) for the two permits, then the inline events: not one round
+    // per two offloaded messages (10 s).
+    let inline_handled = eventually(Duration::from_secs(20), async || {
+        effect_counts(&db).await.1 == 4
+    })
+    .await;
+    let took = started.elapsed();
+    proxy.heal();
+    let done = eventually(Duration::from_secs(30), async || {
+        effect_counts(&db).await.1 == ids.len() as i64 + 4
+    })
+    .await;
+    let c = running.stop().await;
+    assert!(inline_handled, "{:?}", c.metrics());
+    assert!(
+        took < Duration::from_secs(7),
+        "the events that carry their payload waited {took:?} behind the offloaded ones"
+    );
+    assert!(
+        done,
+        "every event applied once S3 is back: {:?}",
+        c.metrics()
+    );
+}
+
 /// After an S3 failure, the probe that lets offloaded messages through again gets at least the
 /// database probe's 10 s, not the call time-out (sized for SQS calls): with a short call time-out
 /// and an S3 slower than it but well within an object read's time, the gate opened never and the
