@@ -67,6 +67,23 @@ async fn relayed_offloaded_to(db: &TestDb, accounts: usize) -> (TestQueue, Vec<U
     (queue, ids, bucket)
 }
 
+/// Four events that carry their payload (accounts `inline-0` to `inline-3`), relayed to `queue`
+/// (the relay stopped once they are published).
+async fn relay_inline(db: &TestDb, queue: &TestQueue) {
+    let relay = start_relay(db, queue).await;
+    let mut client = db.pool().get().await.unwrap();
+    for i in 0..4 {
+        let tx = client.transaction().await.unwrap();
+        outbox_core::emit(&tx, &AccountEvent::credited(&format!("inline-{i}"), 1))
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+    drop(client);
+    assert!(eventually(Duration::from_secs(20), async || db.pending().await == 0).await);
+    relay.stop().await;
+}
+
 /// A proxy to the S3 (and SQS) endpoint, black-holed from the start.
 async fn black_holed_s3() -> outbox_tests::BlackHoleProxy {
     let upstream = endpoint()
@@ -255,18 +272,7 @@ async fn an_s3_outage_costs_each_offloaded_message_one_delivery_at_most() {
         running.consumer.metrics()
     );
     // Four events that carry their payload arrive while the offloaded ones wait for S3.
-    let relay = start_relay(&db, &queue).await;
-    let mut client = db.pool().get().await.unwrap();
-    for i in 0..4 {
-        let tx = client.transaction().await.unwrap();
-        outbox_core::emit(&tx, &AccountEvent::credited(&format!("inline-{i}"), 1))
-            .await
-            .unwrap();
-        tx.commit().await.unwrap();
-    }
-    drop(client);
-    assert!(eventually(Duration::from_secs(20), async || db.pending().await == 0).await);
-    relay.stop().await;
+    relay_inline(&db, &queue).await;
     let inline_handled = eventually(Duration::from_secs(6), async || {
         effect_counts(&db).await.1 == 4
     })
@@ -311,18 +317,7 @@ async fn offloaded_messages_behind_s3s_first_failure_do_not_hold_back_the_others
     let db = TestDb::new().await;
     create_effects(&db).await;
     let (queue, ids) = relayed_offloaded(&db, 10).await;
-    let relay = start_relay(&db, &queue).await;
-    let mut client = db.pool().get().await.unwrap();
-    for i in 0..4 {
-        let tx = client.transaction().await.unwrap();
-        outbox_core::emit(&tx, &AccountEvent::credited(&format!("inline-{i}"), 1))
-            .await
-            .unwrap();
-        tx.commit().await.unwrap();
-    }
-    drop(client);
-    assert!(eventually(Duration::from_secs(20), async || db.pending().await == 0).await);
-    relay.stop().await;
+    relay_inline(&db, &queue).await;
     let proxy = black_holed_s3().await;
     let c = consumer(&db, &queue, "ledger")
         .await

@@ -31,6 +31,54 @@ async fn advertising(observer: &tokio_postgres::Client) -> bool {
         .is_empty()
 }
 
+/// A relay of one worker, idle, advertising on `db` (returned once it holds the lock): its
+/// worker's flag, its claims' count, the token that stops it and its task.
+struct Advertiser {
+    worker: IdleFlag,
+    found: FoundWork,
+    token: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Advertiser {
+    async fn start(db: &outbox_tests::TestDb, observer: &tokio_postgres::Client) -> Advertiser {
+        let connector = PgConnector::from_url(&db.url()).unwrap();
+        let found = FoundWork::default();
+        let idle = IdleWorkers::new(found.clone());
+        let mut worker = idle.flag();
+        worker.set(true);
+        let token = CancellationToken::new();
+        let task = tokio::spawn(run(
+            connector,
+            crate::relay::slots::Slots::new(Arc::new(Notify::new())).helper("waiting"),
+            idle,
+            1,
+            Arc::new(Notify::new()),
+            Duration::from_secs(1),
+            token.clone(),
+        ));
+        let started = Instant::now();
+        while !advertising(observer).await {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "never advertised"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        Advertiser {
+            worker,
+            found,
+            token,
+            task,
+        }
+    }
+
+    async fn stop(self) {
+        self.token.cancel();
+        self.task.await.unwrap();
+    }
+}
+
 /// The share rule at work on its own: a relay busy 16 ms of every 18 is never busy for
 /// `HOLD_THROUGH_BUSY` at a stretch, yet it stops advertising (and takes the lock back at an
 /// idle moment). The spells are driven by hand, so none can chain past the hold as spells of a
@@ -39,30 +87,13 @@ async fn advertising(observer: &tokio_postgres::Client) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relay_busy_most_of_the_time_in_short_spells_stops_advertising() {
     let db = outbox_tests::TestDb::empty().await;
-    let connector = PgConnector::from_url(&db.url()).unwrap();
     let observer = db.connect().await;
-    let found = FoundWork::default();
-    let idle = IdleWorkers::new(found.clone());
-    let mut worker = idle.flag();
-    worker.set(true);
-    let token = CancellationToken::new();
-    let advertiser = tokio::spawn(run(
-        connector,
-        crate::relay::slots::Slots::new(Arc::new(Notify::new())).helper("waiting"),
-        idle.clone(),
-        1,
-        Arc::new(Notify::new()),
-        Duration::from_secs(1),
-        token.clone(),
-    ));
-    let started = Instant::now();
-    while !advertising(&observer).await {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "never advertised"
-        );
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    let Advertiser {
+        mut worker,
+        found,
+        token,
+        task,
+    } = Advertiser::start(&db, &observer).await;
     // Busy 16 ms, idle 2 ms, for 2 s (ten of the share's windows), watched from a task. (Busy
     // 8 ms and idle 2 ms measured about 75 % busy, the rule's threshold itself, once the timer
     // rounded each sleep up: the test failed on a loaded CI machine.)
@@ -90,7 +121,7 @@ async fn a_relay_busy_most_of_the_time_in_short_spells_stops_advertising() {
     }
     let released = watch.await.unwrap();
     token.cancel();
-    advertiser.await.unwrap();
+    task.await.unwrap();
     assert!(
         longest < HOLD_THROUGH_BUSY,
         "a spell of {longest:?} reached the hold: the machine is too loaded for this test"
@@ -106,52 +137,28 @@ async fn a_relay_busy_most_of_the_time_in_short_spells_stops_advertising() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_claims_that_find_nothing_do_not_stop_the_advertising() {
     let db = outbox_tests::TestDb::empty().await;
-    let connector = PgConnector::from_url(&db.url()).unwrap();
     let observer = db.connect().await;
-    let found = FoundWork::default();
-    let idle = IdleWorkers::new(found.clone());
-    let reclaim = Arc::new(Notify::new());
-    let mut worker = idle.flag();
-    worker.set(true);
-    let token = CancellationToken::new();
-    let advertiser = tokio::spawn(run(
-        connector,
-        crate::relay::slots::Slots::new(Arc::new(Notify::new())).helper("waiting"),
-        idle.clone(),
-        1,
-        Arc::clone(&reclaim),
-        Duration::from_secs(1),
-        token.clone(),
-    ));
-    let started = Instant::now();
-    while !advertising(&observer).await {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "never advertised"
-        );
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    let mut advertiser = Advertiser::start(&db, &observer).await;
     // Three empty claims of 4 holds each: the lock stays taken throughout.
     for _ in 0..3 {
-        worker.set(false);
+        advertiser.worker.set(false);
         tokio::time::sleep(HOLD_THROUGH_BUSY * 4).await;
         assert!(
             advertising(&observer).await,
             "gave the lock back during a claim that found nothing"
         );
-        worker.set(true);
+        advertiser.worker.set(true);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // A claim that finds events: busy with work past the hold, the lock is given back.
-    worker.set(false);
-    found.found();
+    advertiser.worker.set(false);
+    advertiser.found.found();
     let given_back = outbox_tests::eventually(HOLD_THROUGH_BUSY * 40, async || {
         !advertising(&observer).await
     })
     .await;
-    worker.set(true);
-    token.cancel();
-    advertiser.await.unwrap();
+    advertiser.worker.set(true);
+    advertiser.stop().await;
     assert!(given_back, "kept the lock through a claim that found work");
 }
 
