@@ -134,7 +134,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     match result {
         // Older than this binary: said so, with the versions.
         Err(e) if !migrating && schema_behind::missing_outbox_object(&*e) => {
-            Err(schema_behind::schema_behind(url).await.unwrap_or(e))
+            // Bounded: a connection that stalls after login must not hang a command that failed.
+            let behind = tokio::time::timeout(
+                schema_behind::ASKS_WITHIN,
+                schema_behind::schema_behind(url),
+            );
+            Err(behind.await.ok().flatten().unwrap_or(e))
         }
         result => result,
     }

@@ -1,9 +1,15 @@
 //! A command that failed on a table or function of the outbox schema that does not exist: said
 //! in the schema's own terms when the database's schema is older than this binary's.
 
+use std::time::Duration;
+
 use tokio_postgres::error::SqlState;
 
 use crate::{Failure, db};
+
+/// How long [`schema_behind`] may take, connecting included; past it the command's own error is
+/// reported.
+pub const ASKS_WITHIN: Duration = Duration::from_secs(5);
 
 /// Whether `e`'s chain holds the server saying that a table or function of the outbox's own
 /// (`outbox_*`, `processed_events`) does not exist: a database never migrated, or migrated by an
